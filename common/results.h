@@ -1,0 +1,143 @@
+// Results: what ranks measured, the DLIO metric formulas, the one aggregation path, and the result files.
+//
+// DLIO's definitions, as MLPerf Storage v2.0 pins them (../shared/reference/dlio.md §4.1):
+//   per block:  total_time = duration - sum(proc[:exclude_start]) - sum(proc[window_end+1:])
+//               where window_end = epoch_steps - 1 - exclude_end (indices into the block's own step list)
+//               AU% = 100 * sum(compute[exclude_start : window_end+1]) / total_time   (0 when that sum is 0)
+//               samples/s = (n_steps - 2) * batch / total_time                       (DLIO's hard-coded -2)
+//   per epoch, per rank: step-weighted mean of the blocks' AU and samples/s (0 when no steps)
+//   per epoch, fleet: AU = mean over ranks, samples/s = sum over ranks
+//   summary: mean and population stdev over epochs; "MB/s" = samples/s * record_length_bytes / 2^20 (MiB/s of the
+//   nominal record size, DLIO's meaning); train_au_meet_expectation = mean AU >= metric.au * 100.
+// Our measured additions: metric.train_read_bytes (bytes returned by read calls on data files) and
+// metric.train_io_actual_mean_MB_per_second (those bytes over the timed window, MB = 10^6).
+//
+// Aggregator is the one merge path: a rank, an agent and the fleet are merged by the same code (IoSnapshot and
+// LatencyHistogram +=, percentiles after the merge).
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/io_stats.h"
+#include "common/workload_spec.h"
+#include "nlohmann/json.hpp"
+
+namespace dlio {
+
+struct BlockTimings {
+  int block = 1;                 // 1-based
+  int64_t start_unix_us = 0;     // system clock, for the files
+  int64_t end_unix_us = 0;
+  double duration_s = 0;         // steady clock
+  std::vector<double> load, proc, compute, barrier;  // per step, seconds
+};
+
+struct RankEpochResult {
+  int rank = 0;
+  int epoch = 1;                 // 1-based
+  int64_t start_unix_us = 0;
+  int64_t end_unix_us = 0;
+  std::vector<BlockTimings> blocks;
+  IoSnapshot io;
+  uint64_t dropped_samples = 0;
+};
+
+struct MetricWindow {
+  int64_t epoch_steps = 0;       // steps expected per epoch (DLIO's self.steps)
+  int64_t exclude_start = 1;
+  int64_t exclude_end = 0;
+  int64_t batch = 1;
+};
+
+struct BlockMetric {
+  double au_percent = 0;
+  double samples_per_second = 0;
+  int64_t steps = 0;
+  double timed_seconds = 0;      // total_time of the formula
+};
+
+BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
+                              const MetricWindow& w);
+
+struct RankEpochMetric {
+  double au_percent = 0;
+  double samples_per_second = 0;
+  double timed_seconds = 0;      // sum of the blocks' total_time
+};
+// Step-weighted mean over the rank's blocks.
+RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w);
+
+struct EpochMetric {
+  int epoch = 1;
+  double au_percent = 0;             // mean over ranks
+  double samples_per_second = 0;     // sum over ranks
+  double mib_per_second = 0;         // samples/s * record_length / 2^20
+  double actual_mb_per_second = 0;   // measured bytes over the timed window (max over ranks), 10^6
+  uint64_t read_bytes = 0;
+  uint64_t dropped_samples = 0;
+};
+
+struct AgentInfo {
+  std::string name;
+  std::string hostname;
+  double memory_gb = 0;
+  int cpu_count = 0;
+  int first_rank = 0;
+  int ranks = 0;
+};
+
+struct JobResult {
+  std::string job_id;
+  WorkloadSpec spec;
+  int world = 1;
+  std::vector<AgentInfo> agents;
+  int64_t start_unix_us = 0;
+  int64_t end_unix_us = 0;
+  std::vector<RankEpochResult> train;  // one per (rank, epoch), any order
+  IoSnapshot generate_io;              // summed over ranks; empty when no generation
+  double generate_seconds = 0;
+};
+
+struct FleetSummary {
+  std::vector<EpochMetric> epochs;
+  double au_mean = 0, au_stdev = 0;
+  double throughput_mean = 0, throughput_stdev = 0;
+  double io_mean_mib = 0, io_stdev_mib = 0;
+  double actual_mb_mean = 0;
+  uint64_t read_bytes = 0;
+  uint64_t dropped_samples = 0;
+  bool au_meets_expectation = false;
+  IoSnapshot io;                       // merged over every rank and epoch
+};
+
+class Aggregator {
+ public:
+  explicit Aggregator(const JobResult& job);
+  FleetSummary Summarize() const;
+  // DLIO-layout documents, with our extra keys beside DLIO's.
+  nlohmann::json SummaryJson() const;
+  nlohmann::json RankOutputJson(int rank) const;
+  nlohmann::json RankPerEpochStatsJson(int rank) const;
+
+ private:
+  const JobResult& job_;
+};
+
+MetricWindow TrainWindow(const WorkloadSpec& spec, int64_t epoch_steps);
+
+// Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json and job.yaml into `dir` (created if
+// missing), each under a temporary name then renamed.
+absl::Status WriteResultFiles(const std::string& dir, const JobResult& job);
+
+// Writes `content` to `path` via a temporary name in the same directory and rename().
+absl::Status WriteFileAtomic(const std::string& path, const std::string& content);
+
+// ISO-8601 local-time string with microseconds, DLIO's timestamp format ("2026-11-22T02:03:49.804834").
+std::string FormatTimestamp(int64_t unix_us);
+
+}  // namespace dlio
