@@ -1,0 +1,360 @@
+#include "agent/agent_server.h"
+
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "agent/metrics.h"
+#include "agent/phase_runner.h"
+#include "dlio/v1/convert.h"
+#include "dlio/v1/coordinator.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "prometheus/exposer.h"
+#include "spdlog/spdlog.h"
+
+namespace dlio {
+
+namespace {
+
+using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>;
+
+enum class SessionEnd { kUnreachable, kLost, kRefused, kShutdown };
+
+}  // namespace
+
+struct AgentServer::Impl {
+  Options opt;
+  std::shared_ptr<AgentMetrics> metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::atomic<bool> shutdown{false};
+  absl::Status refusal;
+
+  // Per session (guarded by mu): the stream, and the phase running on it.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::condition_variable heart_cv;        // wakes the heartbeat thread (only at shutdown)
+  grpc::ClientContext* ctx = nullptr;     // current session's context, for Shutdown()
+  Stream* stream = nullptr;
+  std::mutex write_mu;                     // one writer at a time on the stream (gRPC requirement)
+  bool session_alive = false;
+  std::string running_job, running_phase;  // empty when idle
+  std::thread phase_thread;
+  std::atomic<bool> phase_cancel{false};
+  std::string released_phase;              // last BarrierRelease seen
+  uint64_t released_step = 0;
+  bool released_any = false;
+  // The last finished phase and its answer, re-sent when the coordinator repeats the RunPhase.
+  std::string done_job, done_phase;
+  v1::AgentMessage done_msg;
+  std::unique_ptr<PhaseRunner> runner;
+
+  bool Write(const v1::AgentMessage& m) {
+    std::lock_guard<std::mutex> lk(write_mu);
+    return stream != nullptr && stream->Write(m);
+  }
+
+  absl::Status WaitRelease(const std::string& phase, uint64_t step) {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] {
+      return !session_alive || phase_cancel ||
+             (released_any && released_phase == phase && released_step >= step);
+    });
+    if (released_any && released_phase == phase && released_step >= step) return absl::OkStatus();
+    return absl::CancelledError(absl::StrCat("barrier at step ", step, " abandoned: ",
+                                             session_alive ? "phase cancelled" : "connection to coordinator lost"));
+  }
+
+  void StartPhase(const v1::RunPhase& rp);
+  SessionEnd Session();
+};
+
+void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
+  // Called with mu held.
+  if (running_job == rp.job_id() && running_phase == rp.phase_id()) return;  // repeat of a running phase
+  if (done_job == rp.job_id() && done_phase == rp.phase_id()) {               // repeat of a finished phase
+    Write(done_msg);
+    return;
+  }
+  auto error = [&](const std::string& code, const std::string& message) {
+    v1::AgentMessage m;
+    v1::Error* e = m.mutable_error();
+    e->set_code(code);
+    e->set_message(message);
+    e->set_job_id(rp.job_id());
+    e->set_phase_id(rp.phase_id());
+    e->set_agent(opt.name);
+    e->set_rank(-1);
+    Write(m);
+  };
+  if (!running_phase.empty()) {
+    return error("BUSY", absl::StrCat("agent '", opt.name, "' is still running job ", running_job, " phase ",
+                                      running_phase, "; refused job ", rp.job_id(), " phase ", rp.phase_id()));
+  }
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(rp.workload_yaml(), {}, "job " + rp.job_id());
+  if (!spec.ok()) {
+    return error("BAD_WORKLOAD", absl::StrCat("agent '", opt.name, "' job ", rp.job_id(), " phase ", rp.phase_id(),
+                                              ": ", spec.status().message()));
+  }
+  if (phase_thread.joinable()) phase_thread.join();
+  PhaseCommand cmd;
+  cmd.job_id = rp.job_id();
+  cmd.phase_id = rp.phase_id();
+  cmd.kind = rp.kind() == v1::PHASE_KIND_GENERATE ? PhaseKind::kGenerate : PhaseKind::kTrainEpoch;
+  cmd.spec = std::move(*spec);
+  cmd.world = static_cast<int>(rp.world_size());
+  cmd.first_rank = static_cast<int>(rp.first_rank());
+  cmd.local_ranks = static_cast<int>(rp.local_ranks());
+  cmd.epoch = static_cast<int>(rp.epoch());
+  running_job = cmd.job_id;
+  running_phase = cmd.phase_id;
+  phase_cancel = false;
+  spdlog::info("agent '{}': job {} phase {} (ranks {}..{} of {})", opt.name, cmd.job_id, cmd.phase_id,
+               cmd.first_rank, cmd.first_rank + cmd.local_ranks - 1, cmd.world);
+  phase_thread = std::thread([this, cmd = std::move(cmd)] {
+    auto barrier = [&](uint64_t step) -> absl::Status {
+      v1::AgentMessage m;
+      v1::BarrierArrive* a = m.mutable_barrier_arrive();
+      a->set_job_id(cmd.job_id);
+      a->set_phase_id(cmd.phase_id);
+      a->set_step(step);
+      if (!Write(m)) return absl::UnavailableError("connection to coordinator lost");
+      return WaitRelease(cmd.phase_id, step);
+    };
+    absl::StatusOr<std::vector<RankEpochResult>> r = runner->Run(cmd, barrier, &phase_cancel);
+    v1::AgentMessage m;
+    if (r.ok()) {
+      v1::PhaseDone* d = m.mutable_phase_done();
+      d->set_job_id(cmd.job_id);
+      d->set_phase_id(cmd.phase_id);
+      for (const RankEpochResult& rr : *r) ToProto(rr, d->add_ranks());
+    } else {
+      v1::Error* e = m.mutable_error();
+      e->set_code(r.status().code() == absl::StatusCode::kCancelled ? "CANCELLED" : "PHASE_FAILED");
+      e->set_message(std::string(r.status().message()));
+      e->set_job_id(cmd.job_id);
+      e->set_phase_id(cmd.phase_id);
+      e->set_agent(opt.name);
+      e->set_rank(-1);
+      spdlog::error("{}", r.status().message());
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      running_job.clear();
+      running_phase.clear();
+      if (r.ok()) {
+        done_job = cmd.job_id;
+        done_phase = cmd.phase_id;
+        done_msg = m;
+      }
+    }
+    Write(m);
+  });
+}
+
+SessionEnd AgentServer::Impl::Session() {
+  auto channel = grpc::CreateChannel(opt.coordinator, grpc::InsecureChannelCredentials());
+  // 2 s to establish a connection: long enough for a loaded machine, short enough for a responsive backoff loop.
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2))) {
+    return SessionEnd::kUnreachable;
+  }
+  auto stub = v1::Coordinator::NewStub(channel);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> s = stub->Attach(&context);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    ctx = &context;
+    std::lock_guard<std::mutex> wl(write_mu);
+    stream = s.get();
+  }
+  auto detach = [&] {
+    std::lock_guard<std::mutex> lk(mu);
+    std::lock_guard<std::mutex> wl(write_mu);
+    stream = nullptr;
+    ctx = nullptr;
+  };
+
+  v1::AgentMessage hello_msg;
+  v1::Hello* hello = hello_msg.mutable_hello();
+  hello->set_protocol_version(opt.protocol_version != 0 ? opt.protocol_version : kProtocolVersion);
+  hello->set_name(opt.name);
+  hello->set_hostname(opt.hostname);
+  hello->set_accelerators(static_cast<uint32_t>(opt.accelerators));
+  if (exposer) {
+    const auto ports = exposer->GetListeningPorts();
+    if (!ports.empty()) hello->set_metrics_endpoint(absl::StrCat(opt.hostname, ":", ports.front()));
+  }
+  struct sysinfo si {};
+  if (sysinfo(&si) == 0) hello->set_host_memory_bytes(static_cast<uint64_t>(si.totalram) * si.mem_unit);
+  hello->set_host_cpu_count(static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))));
+
+  v1::CoordinatorMessage in;
+  if (!Write(hello_msg) || !s->Read(&in)) {
+    detach();
+    grpc::Status st = s->Finish();
+    if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        st.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+        st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      refusal = absl::FailedPreconditionError(st.error_message());
+      return SessionEnd::kRefused;
+    }
+    return SessionEnd::kUnreachable;
+  }
+  if (in.has_error() || !in.has_welcome()) {
+    refusal = absl::FailedPreconditionError(in.has_error() ? in.error().message() : "coordinator sent no Welcome");
+    context.TryCancel();
+    detach();
+    s->Finish();
+    return SessionEnd::kRefused;
+  }
+  const auto heartbeat_every = std::chrono::milliseconds(std::max<uint32_t>(100, in.welcome().heartbeat_interval_ms()));
+  spdlog::info("agent '{}' attached to {} ({} accelerators)", opt.name, opt.coordinator, opt.accelerators);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    session_alive = true;
+  }
+
+  // Heartbeats and progress, from their own thread so a long phase never starves them.
+  std::thread heart([&] {
+    std::unique_lock<std::mutex> lk(mu);
+    while (session_alive && !shutdown) {
+      heart_cv.wait_for(lk, heartbeat_every);
+      if (!session_alive || shutdown) break;
+      const std::string job = running_job, phase = running_phase;
+      lk.unlock();
+      v1::AgentMessage hb;
+      hb.mutable_heartbeat()->set_agent_time_ns(std::chrono::steady_clock::now().time_since_epoch().count());
+      Write(hb);
+      if (!phase.empty()) {
+        v1::AgentMessage pm;
+        v1::Progress* p = pm.mutable_progress();
+        p->set_job_id(job);
+        p->set_phase_id(phase);
+        p->set_done(runner->progress().done);
+        p->set_total(runner->progress().total);
+        p->set_samples(runner->progress().samples);
+        p->set_bytes(runner->progress().bytes);
+        Write(pm);
+      }
+      lk.lock();
+    }
+  });
+
+  while (s->Read(&in)) {
+    std::lock_guard<std::mutex> lk(mu);
+    switch (in.msg_case()) {
+      case v1::CoordinatorMessage::kRunPhase:
+        StartPhase(in.run_phase());
+        break;
+      case v1::CoordinatorMessage::kBarrierRelease:
+        released_any = true;
+        released_phase = in.barrier_release().phase_id();
+        released_step = in.barrier_release().step();
+        cv.notify_all();
+        break;
+      case v1::CoordinatorMessage::kCancel:
+        spdlog::warn("agent '{}': job {} cancelled: {}", opt.name, in.cancel().job_id(), in.cancel().reason());
+        if (running_job == in.cancel().job_id()) phase_cancel = true;
+        cv.notify_all();
+        break;
+      case v1::CoordinatorMessage::kError:
+        spdlog::error("coordinator: {}", in.error().message());
+        break;
+      default:
+        break;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    session_alive = false;
+    phase_cancel = true;
+    cv.notify_all();
+    heart_cv.notify_all();
+  }
+  heart.join();
+  if (phase_thread.joinable()) phase_thread.join();
+  detach();
+  s->Finish();
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    running_job.clear();
+    running_phase.clear();
+  }
+  return shutdown ? SessionEnd::kShutdown : SessionEnd::kLost;
+}
+
+AgentServer::AgentServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AgentServer::~AgentServer() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options) {
+  if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator: HOST:PORT is required");
+  if (options.accelerators < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--accelerators: must be >= 1, got ", options.accelerators));
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options.data_root, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("--data-root: '", options.data_root, "' is not a directory"));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->opt = std::move(options);
+  impl->metrics = std::make_shared<AgentMetrics>(impl->opt.name);
+  if (!impl->opt.metrics_listen.empty()) {
+    try {
+      impl->exposer = std::make_unique<prometheus::Exposer>(impl->opt.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metrics-listen: cannot listen on '", impl->opt.metrics_listen, "': ", e.what()));
+    }
+    impl->exposer->RegisterCollectable(impl->metrics);
+  }
+  impl->runner = std::make_unique<PhaseRunner>(impl->opt.data_root, impl->opt.name, impl->metrics.get());
+  return std::unique_ptr<AgentServer>(new AgentServer(std::move(impl)));
+}
+
+absl::Status AgentServer::Run() {
+  Impl& im = *impl_;
+  auto deadline = std::chrono::steady_clock::now() + im.opt.reconnect_window;
+  auto backoff = std::chrono::milliseconds(200);
+  while (!im.shutdown) {
+    const SessionEnd end = im.Session();
+    if (end == SessionEnd::kShutdown || im.shutdown) return absl::OkStatus();
+    if (end == SessionEnd::kRefused) return im.refusal;
+    if (end == SessionEnd::kLost) {
+      spdlog::warn("agent '{}': lost the coordinator {}; reconnecting for up to {} s", im.opt.name,
+                   im.opt.coordinator, im.opt.reconnect_window.count() / 1000.0);
+      deadline = std::chrono::steady_clock::now() + im.opt.reconnect_window;
+      backoff = std::chrono::milliseconds(200);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      spdlog::warn("agent '{}': coordinator {} unreachable for {} s; exiting", im.opt.name, im.opt.coordinator,
+                   im.opt.reconnect_window.count() / 1000.0);
+      return absl::OkStatus();
+    }
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(backoff, deadline - now));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+  return absl::OkStatus();
+}
+
+void AgentServer::Shutdown() {
+  if (!impl_) return;
+  impl_->shutdown = true;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (impl_->ctx) impl_->ctx->TryCancel();
+  impl_->cv.notify_all();
+  impl_->heart_cv.notify_all();
+}
+
+int AgentServer::metrics_port() const {
+  if (!impl_->exposer) return 0;
+  const auto ports = impl_->exposer->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+}  // namespace dlio

@@ -1,0 +1,161 @@
+#include "agent/loader.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace dlio {
+
+Loader::Loader(const LoaderConfig& cfg, int64_t steps, const std::atomic<bool>* cancel)
+    : cfg_(cfg), steps_(steps), external_cancel_(cancel) {
+  cfg_.threads = std::max<int64_t>(1, cfg_.threads);
+  cfg_.prefetch = std::max<int64_t>(1, cfg_.prefetch);
+  for (int64_t t = 0; t < cfg_.threads; ++t) stats_.push_back(std::make_unique<IoStats>());
+}
+
+Loader::~Loader() {
+  Cancel();
+  for (auto& th : threads_) th.join();
+}
+
+std::unique_ptr<Loader> Loader::StartIndex(const LoaderConfig& cfg, std::vector<SampleRef> samples, int64_t steps,
+                                           const std::atomic<bool>* cancel) {
+  std::unique_ptr<Loader> l(new Loader(cfg, steps, cancel));
+  l->samples_ = std::move(samples);
+  const int64_t t_count = l->cfg_.threads;
+  // torch: prefetch_factor = ceil(prefetch_size / read_threads) batches per worker.
+  const int64_t per_thread = std::max<int64_t>(1, (l->cfg_.prefetch + t_count - 1) / t_count);
+  for (int64_t t = 0; t < t_count; ++t) {
+    l->queues_.push_back(std::make_unique<Queue>());
+    l->queues_.back()->capacity = per_thread;
+  }
+  for (int64_t t = 0; t < t_count; ++t) {
+    l->threads_.emplace_back([p = l.get(), t] { p->IndexThread(static_cast<int>(t), &p->samples_); });
+  }
+  return l;
+}
+
+std::unique_ptr<Loader> Loader::StartStream(const LoaderConfig& cfg, StreamAssignment a, int64_t steps,
+                                            const std::atomic<bool>* cancel) {
+  std::unique_ptr<Loader> l(new Loader(cfg, steps, cancel));
+  l->stream_ = true;
+  l->queues_.push_back(std::make_unique<Queue>());
+  l->queues_.back()->capacity = l->cfg_.prefetch;
+  const size_t n = std::min(a.thread_files.size(), static_cast<size_t>(l->cfg_.threads));
+  int live = 0;
+  for (size_t t = 0; t < n; ++t) {
+    if (a.thread_batches[t] <= 0) continue;
+    ++live;
+    l->threads_.emplace_back(
+        [p = l.get(), t, files = std::move(a.thread_files[t]), q = a.thread_batches[t]]() mutable {
+          p->StreamThread(static_cast<int>(t), std::move(files), q);
+        });
+  }
+  if (live == 0) l->Finish(*l->queues_[0]);
+  return l;
+}
+
+bool Loader::Stopped() const {
+  return cancel_.load(std::memory_order_relaxed) ||
+         (external_cancel_ != nullptr && external_cancel_->load(std::memory_order_relaxed));
+}
+
+void Loader::Cancel() {
+  cancel_ = true;
+  for (auto& q : queues_) {
+    std::lock_guard<std::mutex> lk(q->mu);
+    q->cv.notify_all();
+  }
+}
+
+bool Loader::Push(Queue& q) {
+  std::unique_lock<std::mutex> lk(q.mu);
+  // Short timed waits so an external cancel (a flag we cannot be notified of) is seen within 50 ms.
+  while (q.ready >= q.capacity && !Stopped()) q.cv.wait_for(lk, std::chrono::milliseconds(50));
+  if (Stopped()) return false;
+  ++q.ready;
+  q.cv.notify_all();
+  return true;
+}
+
+void Loader::Fail(Queue& q, absl::Status s) {
+  std::lock_guard<std::mutex> lk(q.mu);
+  if (q.error.ok()) q.error = std::move(s);
+  q.cv.notify_all();
+}
+
+void Loader::Finish(Queue& q) {
+  std::lock_guard<std::mutex> lk(q.mu);
+  q.done = true;
+  q.cv.notify_all();
+}
+
+void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
+  Queue& q = *queues_[t];
+  IoStats& stats = *stats_[t];
+  std::unique_ptr<SampleReader> reader = cfg_.format->NewSampleReader();
+  const int64_t b = cfg_.batch;
+  for (int64_t k = t; k < steps_; k += cfg_.threads) {
+    for (int64_t i = k * b; i < (k + 1) * b; ++i) {
+      if (Stopped()) return;
+      const SampleRef s = (*samples)[i];
+      absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files[s.file], s.sample, stats);
+      if (!n.ok()) return Fail(q, n.status());
+      stats.AddSamples(1);
+    }
+    if (!Push(q)) return;
+  }
+  Finish(q);
+}
+
+void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
+  Queue& q = *queues_[0];
+  IoStats& stats = *stats_[t];
+  std::unique_ptr<StreamReader> reader = cfg_.format->NewStreamReader();
+  if (!reader) return Fail(q, absl::UnimplementedError(absl::StrCat(cfg_.format->name(), ": no stream reader")));
+  int64_t in_batch = 0;
+  for (uint32_t f : files) {
+    if (quota == 0) break;
+    if (absl::Status s = reader->Open(cfg_.files[f], stats); !s.ok()) return Fail(q, s);
+    while (quota > 0) {
+      if (Stopped()) return;
+      absl::StatusOr<bool> more = reader->Next(stats);
+      if (!more.ok()) return Fail(q, more.status());
+      if (!*more) break;
+      stats.AddSamples(1);
+      if (++in_batch == cfg_.batch) {
+        in_batch = 0;
+        --quota;
+        if (!Push(q)) return;
+      }
+    }
+    reader->Close();
+  }
+  // The plan's quotas guarantee enough records; running short means the files are not what the plan expects.
+  if (quota > 0) {
+    return Fail(q, absl::DataLossError(absl::StrCat("loader thread ", t, ": files ended ", quota,
+                                                    " batches short of the plan (fewer records than "
+                                                    "dataset.num_samples_per_file?)")));
+  }
+}
+
+absl::Status Loader::Next() {
+  if (next_batch_ >= steps_) return absl::OutOfRangeError("loader: no batch left in this epoch");
+  Queue& q = stream_ ? *queues_[0] : *queues_[next_batch_ % cfg_.threads];
+  std::unique_lock<std::mutex> lk(q.mu);
+  while (q.ready == 0 && q.error.ok() && !Stopped()) q.cv.wait_for(lk, std::chrono::milliseconds(50));
+  if (!q.error.ok()) return q.error;
+  if (q.ready == 0) return absl::CancelledError("loader cancelled");
+  --q.ready;
+  q.cv.notify_all();
+  ++next_batch_;
+  return absl::OkStatus();
+}
+
+IoSnapshot Loader::Snapshot() const {
+  IoSnapshot s;
+  for (const auto& st : stats_) s += st->Snapshot();
+  return s;
+}
+
+}  // namespace dlio

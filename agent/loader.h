@@ -1,0 +1,86 @@
+// Loader: one rank's data pipeline: read_threads reader threads filling a prefetch queue of batches.
+//
+// Index mode (pytorch-style): batch k of the rank's plan is read by thread k % T, sample after sample, like a
+// torch DataLoader worker; each thread keeps at most ceil(prefetch_size / T) finished batches ahead (torch's
+// prefetch_factor), and Next() hands batches out in order.
+// Stream mode (tfrecord, TF-style): thread t streams its files in transfer_size reads and cuts the records into
+// batches; finished batches go to one queue of prefetch_size entries, consumed in arrival order.
+// Batches are completion tokens: as in DLIO, the bytes read are not handed to the accelerator.
+//
+// Hot path: each thread owns its reader (reusable buffers) and its IoStats; the only synchronisation is one
+// mutex/condvar hand-off per *batch* on a per-thread (index) or per-rank (stream) queue, never per I/O.
+// Cancellation: Cancel() (or the shared flag) stops the threads between samples; Next() then returns Cancelled.
+// Thread-safety: Next() is called by the rank's step thread only; Snapshot() from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "common/epoch_plan.h"
+#include "common/io_stats.h"
+#include "readers/format.h"
+
+namespace dlio {
+
+struct LoaderConfig {
+  const Format* format = nullptr;
+  std::vector<std::string> files;  // absolute path of every file id of the split
+  int64_t batch = 1;
+  int64_t threads = 1;             // read_threads; 0 is treated as 1
+  int64_t prefetch = 2;            // prefetch_size in batches; 0 is treated as 1
+};
+
+class Loader {
+ public:
+  static std::unique_ptr<Loader> StartIndex(const LoaderConfig& cfg, std::vector<SampleRef> samples, int64_t steps,
+                                            const std::atomic<bool>* cancel);
+  static std::unique_ptr<Loader> StartStream(const LoaderConfig& cfg, StreamAssignment assignment, int64_t steps,
+                                             const std::atomic<bool>* cancel);
+  ~Loader();
+
+  // Blocks until the next batch is ready. Errors name the file that failed.
+  absl::Status Next();
+  void Cancel();
+  // I/O counters merged over the reader threads.
+  IoSnapshot Snapshot() const;
+
+ private:
+  // Bounded FIFO of finished batches; one mutex/condvar hand-off per batch.
+  struct Queue {
+    std::mutex mu;
+    std::condition_variable cv;
+    int64_t ready ABSL_GUARDED_BY(mu) = 0;       // finished batches not yet taken
+    int64_t capacity = 1;
+    absl::Status error ABSL_GUARDED_BY(mu);      // first reader error
+    bool done ABSL_GUARDED_BY(mu) = false;       // producer finished (no more batches)
+  };
+
+  Loader(const LoaderConfig& cfg, int64_t steps, const std::atomic<bool>* cancel);
+  bool Push(Queue& q);                            // false when cancelled
+  void Fail(Queue& q, absl::Status s);
+  void Finish(Queue& q);
+  bool Stopped() const;
+  void IndexThread(int t, const std::vector<SampleRef>* samples);
+  void StreamThread(int t, std::vector<uint32_t> files, int64_t quota);
+
+  LoaderConfig cfg_;
+  int64_t steps_;
+  int64_t next_batch_ = 0;                        // step thread only
+  const std::atomic<bool>* external_cancel_;
+  std::atomic<bool> cancel_{false};
+  bool stream_ = false;
+  std::vector<SampleRef> samples_;
+  std::vector<std::unique_ptr<Queue>> queues_;    // index: one per thread; stream: one
+  std::vector<std::unique_ptr<IoStats>> stats_;   // one per thread
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace dlio

@@ -1,0 +1,60 @@
+// dlio-agent: one per node. Attaches to the coordinator, generates its share of the dataset and emulates training
+// I/O for its local ranks.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "agent/agent_server.h"
+#include "common/signals.h"
+#include "spdlog/spdlog.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dlio-agent: emulates deep-learning training I/O on this node for a dlio-coordinator.\n"
+               "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
+               "(one per emulated accelerator), streams results back and serves live Prometheus metrics."};
+  dlio::AgentServer::Options opt;
+  double reconnect_window_s = 30;
+  app.add_option("--coordinator", opt.coordinator, "Coordinator address HOST:PORT")->required();
+  app.add_option("--data-root", opt.data_root,
+                 "Directory every data path is confined to; relative dataset.data_folder paths resolve under it, "
+                 "absolute ones must lie inside it")
+      ->required();
+  app.add_option("--name", opt.name, "Agent name, unique in the fleet (default: the host name)");
+  app.add_option("--accelerators", opt.accelerators, "Number of emulated accelerators (local ranks) on this node")
+      ->default_val(1)
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--metrics-listen", opt.metrics_listen,
+                 "Serve Prometheus /metrics on HOST:PORT (port 0 picks a free port); empty = no endpoint");
+  app.add_option("--reconnect-window", reconnect_window_s,
+                 "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then exit cleanly")
+      ->default_val(30)
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--protocol-version", opt.protocol_version,
+                 "Protocol version to announce (testing only; default: this build's)")
+      ->group("");  // hidden
+  CLI11_PARSE(app, argc, argv);
+
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  opt.hostname = host;
+  if (opt.name.empty()) opt.name = opt.hostname;
+  opt.reconnect_window = std::chrono::milliseconds(static_cast<int64_t>(reconnect_window_s * 1000));
+
+  auto server = dlio::AgentServer::Start(opt);
+  if (!server.ok()) {
+    std::cerr << "dlio-agent: " << server.status().message() << "\n";
+    return 2;
+  }
+  dlio::AgentServer* srv = server->get();
+  dlio::OnTerminationSignal([srv](int) { srv->Shutdown(); });
+  if ((*server)->metrics_port() != 0) spdlog::info("metrics on port {}", (*server)->metrics_port());
+  absl::Status s = (*server)->Run();
+  if (!s.ok()) {
+    std::cerr << "dlio-agent: " << s.message() << "\n";
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,311 @@
+#include "agent/phase_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "agent/loader.h"
+#include "agent/paths.h"
+#include "agent/step_barrier.h"
+#include "common/epoch_plan.h"
+#include "readers/format.h"
+
+namespace dlio {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+int64_t NowUnixUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+FormatOptions FormatOptionsFor(const WorkloadSpec& spec) {
+  FormatOptions o;
+  o.samples_per_file = spec.num_samples_per_file;
+  const int64_t d = spec.SampleDim();
+  o.sample_dims = {d, d};
+  o.hdf5_chunk_dims = spec.hdf5_chunk_dims;
+  o.compression = spec.compression;
+  o.compression_level = spec.compression_level;
+  o.transfer_size = spec.transfer_size;
+  return o;
+}
+
+// Records the first error of a group of threads and cancels the rest.
+class FirstError {
+ public:
+  void Set(absl::Status s) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (status_.ok()) status_ = std::move(s);
+  }
+  absl::Status Get() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::Status Annotate(const absl::Status& s, const std::string& where) {
+  return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+}
+
+}  // namespace
+
+std::string PhaseRunner::Where(const PhaseCommand& cmd, int rank) const {
+  return absl::StrCat("agent '", agent_, "' rank ", rank, " job ", cmd.job_id, " phase ", cmd.phase_id);
+}
+
+absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand& cmd, const BarrierFn& barrier,
+                                                              const std::atomic<bool>* cancel) {
+  progress_.done = 0;
+  progress_.total = 0;
+  progress_.samples = 0;
+  progress_.bytes = 0;
+  if (cmd.kind == PhaseKind::kGenerate) return Generate(cmd, cancel);
+  return Train(cmd, barrier, cancel);
+}
+
+absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir, const std::string& split,
+                                                       const std::string& ext, int64_t count) {
+  const fs::path dir = data_dir / split;
+  std::error_code ec;
+  std::vector<std::string> files;
+  const std::string suffix = "." + ext;
+  auto consider = [&](const fs::directory_entry& e) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file(ec) && name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      files.push_back(e.path().string());
+    }
+  };
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) {
+      for (fs::directory_iterator sub(it->path(), ec), send; !ec && sub != send; sub.increment(ec)) consider(*sub);
+      ec.clear();
+    } else {
+      consider(*it);
+    }
+  }
+  if (ec && files.empty()) {
+    return absl::NotFoundError(absl::StrCat("dataset.data_folder: cannot list '", dir.string(), "': ", ec.message(),
+                                            " (generate the dataset with workflow.generate_data: true)"));
+  }
+  // DLIO sorts by path (by basename when subfolders are used); the padded names make both orders equal.
+  std::sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+    return fs::path(a).filename() < fs::path(b).filename();
+  });
+  if (static_cast<int64_t>(files.size()) < count) {
+    return absl::NotFoundError(absl::StrCat("dataset.num_files_train: ", count, " .", ext, " files expected under '",
+                                            dir.string(), "', found ", files.size(),
+                                            " (generate them with workflow.generate_data: true)"));
+  }
+  files.resize(count);
+  return files;
+}
+
+absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCommand& cmd,
+                                                                   const std::atomic<bool>* cancel) {
+  const WorkloadSpec& spec = cmd.spec;
+  absl::StatusOr<fs::path> data_dir = ResolveUnderRoot(data_root_, spec.data_folder, "dataset.data_folder");
+  if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
+  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec));
+  if (!format.ok()) return format.status();
+
+  // Files of this agent's ranks, and the folders they go to.
+  int64_t mine = 0;
+  for (int64_t i = 0; i < spec.num_files_train; ++i) {
+    const int64_t owner = i % cmd.world;
+    if (owner >= cmd.first_rank && owner < cmd.first_rank + cmd.local_ranks) ++mine;
+  }
+  progress_.total = mine;
+
+  std::vector<RankEpochResult> results(cmd.local_ranks);
+  FirstError first_error;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int l = 0; l < cmd.local_ranks; ++l) {
+    threads.emplace_back([&, l] {
+      const int rank = cmd.first_rank + l;
+      RankEpochResult& r = results[l];
+      r.rank = rank;
+      r.epoch = 0;
+      r.start_unix_us = NowUnixUs();
+      IoStats stats;
+      RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      for (int64_t i = rank; i < spec.num_files_train; i += cmd.world) {
+        if (stop || (cancel && *cancel)) break;
+        const fs::path final_path = *data_dir / DataFileRelPath("train", spec.file_prefix, i, spec.num_files_train,
+                                                               spec.num_subfolders_train, (*format)->extension());
+        std::error_code ec;
+        fs::create_directories(final_path.parent_path(), ec);  // idempotent; races between ranks are harmless
+        if (ec && !fs::is_directory(final_path.parent_path())) {
+          first_error.Set(absl::InternalError(absl::StrCat(Where(cmd, rank), ": cannot create '",
+                                                           final_path.parent_path().string(), "': ", ec.message())));
+          stop = true;
+          break;
+        }
+        // Temporary name in the same folder (so rename is atomic), unique per agent process and file.
+        const fs::path tmp = final_path.string() + ".tmp-" + std::to_string(::getpid());
+        const uint64_t before = stats.Snapshot().bytes;
+        absl::Status s = (*format)->Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + i, stats);
+        if (s.ok() && std::rename(tmp.c_str(), final_path.c_str()) != 0) {
+          s = absl::InternalError(absl::StrCat("rename '", tmp.string(), "': ", std::strerror(errno)));
+        }
+        if (!s.ok()) {
+          fs::remove(tmp, ec);
+          first_error.Set(Annotate(s, Where(cmd, rank)));
+          stop = true;
+          break;
+        }
+        stats.AddFile();
+        stats.AddSamples(spec.num_samples_per_file);
+        progress_.done += 1;
+        progress_.samples += spec.num_samples_per_file;
+        progress_.bytes += stats.Snapshot().bytes - before;
+      }
+      r.io = stats.Snapshot();
+      r.end_unix_us = NowUnixUs();
+      if (rm) rm->AddWritten(r.io);
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (absl::Status s = first_error.Get(); !s.ok()) return s;
+  if (cancel && *cancel) return absl::CancelledError(absl::StrCat(Where(cmd, cmd.first_rank), ": cancelled"));
+  return results;
+}
+
+absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseCommand& cmd, const BarrierFn& barrier,
+                                                                const std::atomic<bool>* cancel) {
+  const WorkloadSpec& spec = cmd.spec;
+  absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(spec, cmd.world), cmd.epoch);
+  if (!plan.ok()) return Annotate(plan.status(), Where(cmd, cmd.first_rank));
+  absl::StatusOr<fs::path> data_dir = ResolveUnderRoot(data_root_, spec.data_folder, "dataset.data_folder");
+  if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
+  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec));
+  if (!format.ok()) return format.status();
+  absl::StatusOr<std::vector<std::string>> files =
+      ListDataFiles(*data_dir, "train", (*format)->extension(), spec.num_files_train);
+  if (!files.ok()) return Annotate(files.status(), Where(cmd, cmd.first_rank));
+
+  const int64_t steps = plan->steps();
+  progress_.total = steps;
+  LoaderConfig cfg;
+  cfg.format = format->get();
+  cfg.files = std::move(*files);
+  cfg.batch = spec.batch_size;
+  cfg.threads = spec.read_threads;
+  cfg.prefetch = spec.prefetch_size;
+
+  std::atomic<bool> stop{false};
+  FirstError first_error;
+  StepBarrier local_barrier(cmd.local_ranks, barrier);
+  std::vector<std::atomic<uint64_t>> rank_steps(cmd.local_ranks);
+  std::vector<RankEpochResult> results(cmd.local_ranks);
+  const auto compute = std::chrono::duration<double>(spec.computation_time);
+
+  auto fail = [&](int rank, const absl::Status& s) {
+    first_error.Set(s.code() == absl::StatusCode::kCancelled ? s : Annotate(s, Where(cmd, rank)));
+    stop = true;
+    local_barrier.Cancel(absl::CancelledError(absl::StrCat(Where(cmd, rank), ": another rank failed")));
+  };
+
+  std::vector<std::thread> threads;
+  for (int l = 0; l < cmd.local_ranks; ++l) {
+    threads.emplace_back([&, l] {
+      const int rank = cmd.first_rank + l;
+      RankEpochResult& r = results[l];
+      r.rank = rank;
+      r.epoch = cmd.epoch;
+      r.dropped_samples = rank == 0 ? static_cast<uint64_t>(plan->DroppedSamples()) : 0;
+      RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      std::unique_ptr<Loader> loader =
+          AccessModeFor(spec) == AccessMode::kStream
+              ? Loader::StartStream(cfg, plan->RankStream(rank), steps, &stop)
+              : Loader::StartIndex(cfg, plan->RankSamples(rank), steps, &stop);
+      if (rm) {
+        rm->AttachLoader(loader.get());
+        rm->epoch = cmd.epoch;
+      }
+      BlockTimings block;
+      block.block = 1;
+      block.load.reserve(steps);
+      block.proc.reserve(steps);
+      block.compute.reserve(steps);
+      block.barrier.reserve(steps);
+      r.start_unix_us = block.start_unix_us = NowUnixUs();
+      const auto block_start = SteadyClock::now();
+      double window_compute = 0;
+      SteadyClock::time_point window_start = block_start;
+      for (int64_t step = 0; step < steps; ++step) {
+        if (stop || (cancel && *cancel)) {
+          fail(rank, absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled at step ", step)));
+          break;
+        }
+        const auto t0 = SteadyClock::now();
+        if (absl::Status s = loader->Next(); !s.ok()) {
+          fail(rank, s.code() == absl::StatusCode::kCancelled && (cancel && *cancel)
+                         ? absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled at step ", step))
+                         : s);
+          break;
+        }
+        const auto t1 = SteadyClock::now();
+        if (compute.count() > 0) std::this_thread::sleep_for(compute);
+        const auto t2 = SteadyClock::now();
+        if (absl::Status s = local_barrier.Arrive(static_cast<uint64_t>(step)); !s.ok()) {
+          fail(rank, s);
+          break;
+        }
+        const auto t3 = SteadyClock::now();
+        block.load.push_back(Seconds(t1 - t0));
+        block.compute.push_back(Seconds(t2 - t1));
+        block.proc.push_back(Seconds(t2 - t0));
+        block.barrier.push_back(Seconds(t3 - t2));
+        rank_steps[l] = step + 1;
+        // Live AU for the gauge: compute over wall time after the first (excluded) step.
+        if (step == 0) {
+          window_start = t3;
+        } else {
+          window_compute += Seconds(t2 - t1);
+          const double wall = Seconds(t3 - window_start);
+          if (rm && wall > 0) rm->au_ratio = window_compute / wall;
+        }
+        if (rm) rm->steps += 1;
+        uint64_t slowest = rank_steps[0];
+        for (auto& s : rank_steps) slowest = std::min<uint64_t>(slowest, s);
+        progress_.done = slowest;
+      }
+      block.duration_s = Seconds(SteadyClock::now() - block_start);
+      r.end_unix_us = block.end_unix_us = NowUnixUs();
+      r.io = loader->Snapshot();
+      if (rm) rm->DetachLoader();
+      loader.reset();
+      r.blocks.push_back(std::move(block));
+    });
+  }
+  // Live progress for the facade's Progress messages.
+  for (auto& t : threads) t.join();
+  if (absl::Status s = first_error.Get(); !s.ok()) return s;
+  for (const auto& r : results) {
+    progress_.samples += r.io.samples;
+    progress_.bytes += r.io.bytes;
+  }
+  return results;
+}
+
+}  // namespace dlio

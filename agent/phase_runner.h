@@ -1,0 +1,76 @@
+// PhaseRunner: runs one phase of a job on this agent's local ranks, with no knowledge of gRPC.
+//
+// Generate: file i of the dataset belongs to global rank i % world (DLIO's round-robin); each local rank writes its
+// files through the format library under a temporary name and renames each one when complete.
+// Train epoch: per local rank, a Loader (read_threads x prefetch queue) feeds the step loop:
+//   wait for a batch (load) -> sleep computation_time (compute, measured) -> step barrier (local ranks, then the
+//   coordinator through `barrier`) -> record load, proc = load + compute, compute and barrier wait.
+// Every error names agent, rank, job and phase. Cancel (the flag passed to Run) stops everything within ~50 ms.
+// Thread-safety: one Run() at a time; progress() may be read from any thread while it runs.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/metrics.h"
+#include "common/results.h"
+#include "common/workload_spec.h"
+
+namespace dlio {
+
+enum class PhaseKind { kGenerate, kTrainEpoch };
+
+struct PhaseCommand {
+  std::string job_id;
+  std::string phase_id;
+  PhaseKind kind = PhaseKind::kTrainEpoch;
+  WorkloadSpec spec;
+  int world = 1;
+  int first_rank = 0;
+  int local_ranks = 1;
+  int epoch = 1;
+};
+
+struct PhaseProgress {
+  std::atomic<uint64_t> done{0};     // steps done by the slowest local rank, or files written
+  std::atomic<uint64_t> total{0};
+  std::atomic<uint64_t> samples{0};
+  std::atomic<uint64_t> bytes{0};
+};
+
+class PhaseRunner {
+ public:
+  // Blocks until the coordinator released `step` for every agent of the job.
+  using BarrierFn = std::function<absl::Status(uint64_t step)>;
+
+  PhaseRunner(std::filesystem::path data_root, std::string agent_name, AgentMetrics* metrics)
+      : data_root_(std::move(data_root)), agent_(std::move(agent_name)), metrics_(metrics) {}
+
+  // One RankEpochResult per local rank (epoch 0 and no blocks for generate).
+  absl::StatusOr<std::vector<RankEpochResult>> Run(const PhaseCommand& cmd, const BarrierFn& barrier,
+                                                   const std::atomic<bool>* cancel);
+  const PhaseProgress& progress() const { return progress_; }
+
+ private:
+  absl::StatusOr<std::vector<RankEpochResult>> Generate(const PhaseCommand& cmd, const std::atomic<bool>* cancel);
+  absl::StatusOr<std::vector<RankEpochResult>> Train(const PhaseCommand& cmd, const BarrierFn& barrier,
+                                                     const std::atomic<bool>* cancel);
+  std::string Where(const PhaseCommand& cmd, int rank) const;
+
+  const std::filesystem::path data_root_;
+  const std::string agent_;
+  AgentMetrics* metrics_;
+  PhaseProgress progress_;
+};
+
+// Lists the data files of `split` ("train") under `data_dir` as DLIO does: files with the format's extension,
+// directly in the split folder or in its subfolders, sorted, the first `count` of them. Error if fewer exist.
+absl::StatusOr<std::vector<std::string>> ListDataFiles(const std::filesystem::path& data_dir, const std::string& split,
+                                                       const std::string& ext, int64_t count);
+
+}  // namespace dlio

@@ -1,0 +1,18 @@
+// Conversions between the wire types (dlio.v1) and our own types, in one place for both facades.
+// Only AgentServer, CoordinatorServer and the client include this header.
+#pragma once
+
+#include "common/results.h"
+#include "dlio/v1/coordinator.pb.h"
+
+namespace dlio {
+
+// Bumped whenever the wire contract changes incompatibly within dlio.v1; checked at attach.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+void ToProto(const LatencyHistogram& h, v1::Histogram* out);
+LatencyHistogram FromProto(const v1::Histogram& h);
+void ToProto(const RankEpochResult& r, v1::RankResult* out);
+RankEpochResult FromProto(const v1::RankResult& r);
+
+}  // namespace dlio
