@@ -1,0 +1,189 @@
+#include "tests/harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace dlio::testing {
+
+namespace fs = std::filesystem;
+
+std::string BinDir() {
+  const char* d = std::getenv("DLIO_BIN_DIR");
+  return d ? d : "build/bin";
+}
+std::string Bin(const std::string& name) { return BinDir() + "/" + name; }
+std::string SourceDir() { return DLIO_SOURCE_DIR; }
+std::string TestDataDir() {
+  const char* d = std::getenv("DLIO_TESTDATA");
+  return d ? d : SourceDir() + "/../shared/testdata";
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "dlio-test-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+namespace {
+
+pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd, const std::string& cwd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+CommandResult Run(const std::vector<std::string>& argv, std::chrono::seconds timeout, const std::string& cwd) {
+  TempDir tmp;
+  const std::string out_path = tmp.str() + "/out", err_path = tmp.str() + "/err";
+  int out_fd = open(out_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  int err_fd = open(err_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  pid_t pid = Spawn(argv, out_fd, err_fd, cwd);
+  close(out_fd);
+  close(err_fd);
+  CommandResult r;
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (true) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > end) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.exit_code = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.out = ReadFile(out_path);
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+Process::Process(const std::vector<std::string>& argv, const std::string& log_path, const std::string& cwd)
+    : log_(log_path) {
+  int fd = open(log_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  pid_ = Spawn(argv, fd, fd, cwd);
+  close(fd);
+}
+
+Process::~Process() {
+  if (!reaped_ && pid_ > 0) {
+    kill(-pid_, SIGTERM);
+    if (Wait(std::chrono::milliseconds(3000)) == -1) {
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+}
+
+int Process::Wait(std::chrono::milliseconds timeout) {
+  if (reaped_) return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  do {
+    if (waitpid(pid_, &status_, WNOHANG) == pid_) {
+      reaped_ = true;
+      return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (std::chrono::steady_clock::now() < end);
+  return -1;
+}
+
+bool Process::Running() { return Wait(std::chrono::milliseconds(0)) == -1; }
+void Process::Signal(int sig) {
+  if (!reaped_) kill(pid_, sig);
+}
+std::string Process::Log() const { return ReadFile(log_); }
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  if (write(fd, req.data(), req.size()) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string resp;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t body = resp.find("\r\n\r\n");
+  return body == std::string::npos ? "" : resp.substr(body + 4);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+std::string Workload(const std::string& format, int files, int samples_per_file, int record_bytes, int batch,
+                     double compute, int epochs, bool generate, const std::string& extra) {
+  return "model:\n  name: test\nframework: pytorch\nworkflow:\n  generate_data: " +
+         std::string(generate ? "true" : "false") +
+         "\n  train: true\ndataset:\n  data_folder: data\n  format: " + format +
+         "\n  num_files_train: " + std::to_string(files) + "\n  num_samples_per_file: " +
+         std::to_string(samples_per_file) + "\n  record_length_bytes: " + std::to_string(record_bytes) +
+         "\nreader:\n  data_loader: pytorch\n  batch_size: " + std::to_string(batch) +
+         "\n  read_threads: 2\n  prefetch_size: 2\ntrain:\n  epochs: " + std::to_string(epochs) +
+         "\n  computation_time: " + std::to_string(compute) + "\n" + extra;
+}
+
+
+}  // namespace dlio::testing
