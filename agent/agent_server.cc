@@ -141,7 +141,7 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
       e->set_phase_id(cmd.phase_id);
       e->set_agent(opt.name);
       e->set_rank(-1);
-      spdlog::error("{}", r.status().message());
+      spdlog::error("{}", std::string(r.status().message()));
     }
     {
       std::lock_guard<std::mutex> lk(mu);

@@ -1,6 +1,8 @@
 #include "agent/metrics.h"
 
 #include "agent/loader.h"
+#include "prometheus/metric_family.h"
+#include <limits>
 
 namespace dlio {
 

@@ -10,6 +10,7 @@
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
 #include "prometheus/exposer.h"
 #include "spdlog/spdlog.h"
 

@@ -18,7 +18,7 @@ TEST(Emulation, AuAndThroughputMatchTheIdealStepsAndBytesAreReal) {
   // world 4 x batch 4 x 20 steps = 320 single-sample files; 2 epochs.
   WriteFile(job, Workload("npz", 320, 1, 16384, 4, 0.05, 2, true));
   fs::create_directories(dir.path() / "root");
-  CommandResult r = Run({Bin("dlio-coordinator"), "run", job, "--local-agents", "2", "--accelerators", "2",
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", job, "--local-agents", "2", "--accelerators", "2",
                          "--data-root", dir.str() + "/root", "--output", dir.str() + "/out"},
                         std::chrono::seconds(180), dir.str());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

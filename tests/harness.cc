@@ -59,7 +59,7 @@ pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd, const 
 
 }  // namespace
 
-CommandResult Run(const std::vector<std::string>& argv, std::chrono::seconds timeout, const std::string& cwd) {
+CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seconds timeout, const std::string& cwd) {
   TempDir tmp;
   const std::string out_path = tmp.str() + "/out", err_path = tmp.str() + "/err";
   int out_fd = open(out_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);

@@ -39,7 +39,7 @@ struct CommandResult {
 };
 
 // Runs argv to completion (killed after `timeout`), capturing stdout and stderr.
-CommandResult Run(const std::vector<std::string>& argv, std::chrono::seconds timeout = std::chrono::seconds(120),
+CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seconds timeout = std::chrono::seconds(120),
                   const std::string& cwd = "");
 
 // A background process with stdout+stderr going to a log file.

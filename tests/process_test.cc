@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -48,7 +50,7 @@ class Fleet {
 };
 
 CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output, int agents) {
-  return Run({Bin("dlio-coordinator"), "submit", job, "--coordinator", fleet.address(), "--agents",
+  return RunCommand({Bin("dlio-coordinator"), "submit", job, "--coordinator", fleet.address(), "--agents",
               std::to_string(agents), "--output", output},
              seconds(180));
 }
@@ -91,7 +93,7 @@ TEST_P(EndToEnd, CoordinatorAndTwoAgentsGenerateAndTrain) {
   EXPECT_EQ(names.size(), 8u);
   EXPECT_TRUE(names.count("img_0_of_8." + format)) << *names.begin();
   if (format != "tfrecord") {
-    CommandResult py = Run({"/usr/bin/python3", SourceDir() + "/tests/python/check_npz_hdf5.py", train.string()});
+    CommandResult py = RunCommand({"/usr/bin/python3", SourceDir() + "/tests/python/check_npz_hdf5.py", train.string()});
     EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
   }
 }
@@ -167,7 +169,7 @@ TEST(Metrics, PromtoolAcceptsAgentMetricsTakenDuringARun) {
   EXPECT_NE(metrics.find("rank=\"1\""), std::string::npos);
   EXPECT_EQ(metrics.find("job=\""), std::string::npos) << "the `job` label belongs to Prometheus";
   WriteFile(dir.str() + "/metrics.txt", metrics);
-  CommandResult lint = Run({"sh", "-c", "promtool check metrics < " + dir.str() + "/metrics.txt"});
+  CommandResult lint = RunCommand({"sh", "-c", "promtool check metrics < " + dir.str() + "/metrics.txt"});
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
 }
 
@@ -184,7 +186,7 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
   for (const Case& c : cases) {
     TempDir dir;
     WriteFile(dir.str() + "/job.yaml", c.yaml);
-    CommandResult r = Run({Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "1"}, seconds(30), dir.str());
+    CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "1"}, seconds(30), dir.str());
     EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.name << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
@@ -193,7 +195,7 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
     EXPECT_EQ(entries, 0u) << c.name << ": something was written";
   }
   TempDir dir;
-  CommandResult r = Run({Bin("dlio-coordinator"), "run", "missing.yaml", "--local-agents", "1"}, seconds(30),
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "missing.yaml", "--local-agents", "1"}, seconds(30),
                         dir.str());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
@@ -207,7 +209,7 @@ TEST(Cli, HelpDescribesEveryOption) {
       {Bin("dlio-agent"), "--help"}};
   const std::regex option_line(R"(^\s+(-\w, )?--?[\w-]+( [A-Z:]+)?(\s+.*)?$)");
   for (const auto& argv : commands) {
-    CommandResult r = Run(argv, seconds(10));
+    CommandResult r = RunCommand(argv, seconds(10));
     ASSERT_EQ(r.exit_code, 0) << argv.back();
     std::istringstream in(r.out);
     std::string line;
