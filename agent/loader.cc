@@ -100,8 +100,7 @@ void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
       if (Stopped()) return;
       const SampleRef s = (*samples)[i];
       absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files[s.file], s.sample, stats);
-      if (!n.ok()) return Fail(q, n.status());
-      stats.AddSamples(1);
+      if (!n.ok()) return Fail(q, n.status());  // the reader counted the sample itself
     }
     if (!Push(q)) return;
   }
@@ -121,8 +120,7 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
       if (Stopped()) return;
       absl::StatusOr<bool> more = reader->Next(stats);
       if (!more.ok()) return Fail(q, more.status());
-      if (!*more) break;
-      stats.AddSamples(1);
+      if (!*more) break;  // the reader counted the record as a sample
       if (++in_batch == cfg_.batch) {
         in_batch = 0;
         --quota;

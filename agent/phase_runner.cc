@@ -173,8 +173,6 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
           stop = true;
           break;
         }
-        stats.AddFile();
-        stats.AddSamples(spec.num_samples_per_file);
         progress_.done += 1;
         progress_.samples += spec.num_samples_per_file;
         progress_.bytes += stats.Snapshot().bytes - before;

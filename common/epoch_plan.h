@@ -18,6 +18,7 @@
 // Thread-safety: immutable after Make(); const methods are safe from any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -60,6 +61,8 @@ class EpochPlan {
   // Errors (one line, naming the key): zero steps, fewer files than ranks in stream mode, total_training_steps
   // larger than the available steps.
   static absl::StatusOr<EpochPlan> Make(const PlanParams& params, int64_t epoch);
+  // The steps per epoch Make() would give (same errors), without building any order: O(1) memory.
+  static absl::StatusOr<int64_t> Steps(const PlanParams& params);
 
   const PlanParams& params() const { return params_; }
   int64_t steps() const { return steps_; }
@@ -70,13 +73,15 @@ class EpochPlan {
   std::vector<SampleRef> RankSamples(int64_t rank) const;
   // kStream: the rank's files split over loader threads, with per-thread batch quotas.
   StreamAssignment RankStream(int64_t rank) const;
+  // Heap bytes held by the plan (the permutations), for sizing checks.
+  size_t MemoryBytes() const;
 
  private:
   PlanParams params_;
   int64_t epoch_ = 1;
   int64_t steps_ = 0;
   int64_t dropped_ = 0;
-  std::vector<uint32_t> file_order_;    // permuted file ids
+  std::vector<uint32_t> file_order_;    // permuted file ids; empty = identity (file_shuffle off)
   std::vector<uint32_t> sample_order_;  // kIndex with sample_shuffle: permuted global sample ids; else empty
 };
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/io_stats.h"
 #include "common/workload_spec.h"
 #include "nlohmann/json.hpp"
@@ -44,6 +45,8 @@ struct RankEpochResult {
   int64_t end_unix_us = 0;
   std::vector<BlockTimings> blocks;
   IoSnapshot io;
+  // This rank's share of the fleet's dropped samples; the agent puts the plan's whole DroppedSamples() on rank 0
+  // and 0 on the others, and the aggregator sums over ranks.
   uint64_t dropped_samples = 0;
 };
 
@@ -139,5 +142,7 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& content
 
 // ISO-8601 local-time string with microseconds, DLIO's timestamp format ("2026-11-22T02:03:49.804834").
 std::string FormatTimestamp(int64_t unix_us);
+// The inverse: a DLIO timestamp (local time, optional fraction of up to 9 digits) to unix microseconds.
+absl::StatusOr<int64_t> ParseTimestamp(const std::string& text);
 
 }  // namespace dlio

@@ -10,7 +10,10 @@
 //    `path` exactly; the caller writes to a temporary name and renames.
 //  - Reading follows DLIO's I/O per format (§2.3): npz whole-file reads (re-read per sample in on_demand mode),
 //    hdf5 partial reads of one sample's hyperslab, tfrecord sequential streaming in transfer_size pieces.
-//  - Every read call on a data file is accounted in the caller's IoStats (bytes returned, one op, latency).
+//  - Accounting (the caller must not count these again): every read/write syscall on a data file is one
+//    IoStats::AddOp(bytes, ns); each file a reader opens, and each file Generate() completes, is one AddFile();
+//    each sample delivered by ReadSample()/Next() or written by Generate() is counted with AddSamples(). HDF5 does
+//    its file I/O inside the library: there one H5Dread is one op of the sample's payload bytes (see hdf5.h).
 //  - Hot path: a SampleReader/StreamReader belongs to one loader thread; it reuses its buffers (no allocation per
 //    sample once warmed up) and takes no lock of ours.
 // Errors: absl::Status whose message names the file and what is wrong.
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +47,9 @@ class SampleReader {
   virtual ~SampleReader() = default;
   // Returns the number of sample bytes delivered (the payload, not counting headers).
   virtual absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) = 0;
+  // The bytes of the sample the last successful ReadSample() delivered, C order (as DLIO slices it), valid until
+  // the next call on this reader. For checks and tests: it may copy (npz gathers its strided sample here).
+  virtual std::string_view last_sample() const = 0;
 };
 
 // One per loader thread, stream-mode reads (tfrecord): Open a file, then Next() record by record.
@@ -52,6 +59,9 @@ class StreamReader {
   virtual absl::Status Open(const std::string& path, IoStats& stats) = 0;
   // Reads the next record; returns false at the end of the file.
   virtual absl::StatusOr<bool> Next(IoStats& stats) = 0;
+  // The record the last Next() returned (for tfrecord: the serialized tf.train.Example), valid until the next
+  // Next()/Open()/Close().
+  virtual std::string_view last_record() const = 0;
   virtual void Close() = 0;
 };
 
@@ -76,7 +86,9 @@ class Format {
   FormatOptions options_;
 };
 
-// Known names: npz, hdf5, tfrecord. Unknown names: InvalidArgument naming the allowed ones.
+// Known names: npz, hdf5, tfrecord. Unknown names: InvalidArgument naming the allowed ones. Also InvalidArgument
+// for options the format cannot honour (samples_per_file < 1, empty or non-positive sample_dims, hdf5 chunk dims
+// of the wrong rank, hdf5 compression other than none/gzip, transfer_size < 1).
 absl::StatusOr<std::unique_ptr<Format>> MakeFormat(const std::string& name, const FormatOptions& options);
 
 // DLIO's file name for file `index` of `total`: "<prefix>_<index padded to digits(total)>_of_<total>.<ext>".
