@@ -14,7 +14,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"dlio-agent: emulates deep-learning training I/O on this node for a dlio-coordinator.\n"
                "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
-               "(one per emulated accelerator), streams results back and serves live Prometheus metrics."};
+               "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",
+               "dlio-agent"};
   dlio::AgentServer::Options opt;
   double reconnect_window_s = 30;
   app.add_option("--coordinator", opt.coordinator, "Coordinator address HOST:PORT")->required();

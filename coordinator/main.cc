@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
                "  serve   run the coordinator service that agents attach to\n"
                "  submit  submit a DLIO workload file to a coordinator, wait, print and fetch the results\n"
-               "  run     the embedded default: a coordinator plus local agent processes on this machine"};
+               "  run     the embedded default: a coordinator plus local agent processes on this machine",
+               "dlio-coordinator"};
   app.require_subcommand(1);
 
   // serve
