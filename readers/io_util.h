@@ -1,0 +1,216 @@
+// io_util: internal helpers shared by the format implementations (not part of dlio::formats' public API).
+//
+//  - Fd: an owning file descriptor.
+//  - PreadAccounted / FileWriter: the only places our own code touches a data file; every syscall is
+//    timed with the steady clock and recorded as one IoStats::AddOp(bytes, ns).
+//  - Rng: xoshiro256** seeded through splitmix64, filling 8 bytes per step, so generating a GiB of sample bytes
+//    costs well under a second (DLIO's numpy generation is the slow part of its data generation).
+// Thread-safety: none needed; every object here belongs to one thread.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "common/io_stats.h"
+
+namespace dlio::internal {
+
+// Generation writes in pieces of this size: large enough that syscall cost is noise (< 1 % at GB/s), small enough
+// that one write's latency still means something in the histogram.
+inline constexpr size_t kWriteChunk = size_t{8} << 20;
+
+inline uint64_t NowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+inline absl::Status ErrnoError(const std::string& path, const char* what, int err) {
+  std::string msg = absl::StrCat(path, ": ", what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT: return absl::NotFoundError(msg);
+    case EACCES: case EPERM: return absl::PermissionDeniedError(msg);
+    default: return absl::InternalError(msg);
+  }
+}
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) { Reset(); fd_ = o.fd_; o.fd_ = -1; }
+    return *this;
+  }
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // Closes and reports the close() error (which is where NFS and friends report delayed write errors).
+  int Close() {
+    int rc = fd_ >= 0 ? ::close(fd_) : 0;
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// One pread() of up to n bytes at off, retried on EINTR, accounted as one op. Returns the bytes read (0 = EOF).
+inline absl::StatusOr<size_t> PreadAccounted(int fd, void* buf, size_t n, uint64_t off, const std::string& path,
+                                             IoStats& stats) {
+  for (;;) {
+    uint64_t t0 = NowNs();
+    ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(off));
+    uint64_t t1 = NowNs();
+    if (r >= 0) {
+      stats.AddOp(static_cast<uint64_t>(r), t1 - t0);
+      return static_cast<size_t>(r);
+    }
+    if (errno != EINTR) return ErrnoError(path, "read", errno);
+  }
+}
+
+// FileWriter: creates (truncates) a data file and writes it in kWriteChunk pieces, each pwrite() accounted as one
+// op; Finish() flushes, closes (reporting close errors) and counts the completed file. Small appends are gathered
+// in a kWriteChunk buffer; an append of >= kWriteChunk with an empty buffer is written straight from the caller's
+// memory.
+class FileWriter {
+ public:
+  absl::Status Open(const std::string& path) {
+    path_ = path;
+    fd_ = Fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd_.valid()) return ErrnoError(path, "create", errno);
+    off_ = 0;
+    used_ = 0;
+    return absl::OkStatus();
+  }
+  absl::Status Append(const void* data, size_t n, IoStats& stats) {
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    while (n > 0) {
+      if (used_ == 0 && n >= kWriteChunk) {
+        if (absl::Status s = Write(p, kWriteChunk, stats); !s.ok()) return s;
+        p += kWriteChunk;
+        n -= kWriteChunk;
+        continue;
+      }
+      if (!buf_) buf_.reset(new uint8_t[kWriteChunk]);
+      size_t take = std::min(n, kWriteChunk - used_);
+      std::memcpy(buf_.get() + used_, p, take);
+      used_ += take;
+      p += take;
+      n -= take;
+      if (used_ == kWriteChunk) {
+        if (absl::Status s = Flush(stats); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Finish(IoStats& stats) {
+    if (absl::Status s = Flush(stats); !s.ok()) return s;
+    if (fd_.Close() != 0) return ErrnoError(path_, "close after write", errno);
+    stats.AddFile();
+    return absl::OkStatus();
+  }
+  uint64_t bytes_written() const { return off_ + used_; }
+
+ private:
+  absl::Status Flush(IoStats& stats) {
+    absl::Status s = Write(buf_.get(), used_, stats);
+    used_ = 0;
+    return s;
+  }
+  absl::Status Write(const uint8_t* p, size_t n, IoStats& stats) {
+    while (n > 0) {
+      uint64_t t0 = NowNs();
+      ssize_t w = ::pwrite(fd_.get(), p, n, static_cast<off_t>(off_));
+      uint64_t t1 = NowNs();
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError(path_, "write", errno);
+      }
+      stats.AddOp(static_cast<uint64_t>(w), t1 - t0);
+      p += w;
+      n -= static_cast<size_t>(w);
+      off_ += static_cast<uint64_t>(w);
+    }
+    return absl::OkStatus();
+  }
+
+  std::string path_;
+  Fd fd_;
+  uint64_t off_ = 0;  // file offset of buf_[0]
+  size_t used_ = 0;
+  std::unique_ptr<uint8_t[]> buf_;
+};
+
+// xoshiro256** (Blackman & Vigna), state seeded by splitmix64 so that any seed, 0 included, gives a good state.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    for (uint64_t& w : s_) {
+      seed += 0x9e3779b97f4a7c15ULL;  // splitmix64 step
+      uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      w = z ^ (z >> 31);
+    }
+  }
+  uint64_t Next() {
+    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return result;
+  }
+  void Fill(uint8_t* p, size_t n) {
+    for (; n >= 8; p += 8, n -= 8) {
+      uint64_t v = Next();
+      std::memcpy(p, &v, 8);
+    }
+    if (n > 0) {
+      uint64_t v = Next();
+      std::memcpy(p, &v, n);
+    }
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+// Sums one byte per 4 KiB page of [p, p+n) (and the last byte) into a volatile sink, so the compiler cannot drop
+// the read of a buffer nobody else looks at. Costs n/4096 loads.
+inline void TouchPages(const uint8_t* p, size_t n, size_t stride = 1) {
+  static thread_local volatile uint64_t sink;  // per thread: loader threads must not race on one variable
+  if (n == 0) return;
+  uint64_t acc = 0;
+  const size_t step = std::max<size_t>(1, 4096 / stride);
+  for (size_t i = 0; i < n; i += step) acc += p[i * stride];
+  acc += p[(n - 1) * stride];
+  sink = sink + acc;
+}
+
+}  // namespace dlio::internal

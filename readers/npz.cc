@@ -1,0 +1,351 @@
+#include "readers/npz.h"
+
+#include <sys/stat.h>
+#include <zip.h>
+
+#include <cstring>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "readers/io_util.h"
+
+namespace dlio {
+namespace {
+
+using internal::ErrnoError;
+using internal::Fd;
+
+constexpr int kMaxRank = 16;  // NPY shapes deeper than this are rejected (numpy's own limit is 32; DLIO uses 3)
+// libzip stamps members with the current time; a fixed one (2020-01-01 00:00 UTC) makes a seed reproduce the file.
+constexpr time_t kZipMtime = 1577836800;
+// numpy reserves room for the first axis to grow to this many digits (format.GROWTH_AXIS_MAX_DIGITS).
+constexpr size_t kNpyGrowthDigits = 21;
+constexpr size_t kNpyAlign = 64;  // numpy.lib.format.ARRAY_ALIGN
+
+uint16_t Le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint32_t Le32(const uint8_t* p) {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+}
+uint64_t Le64(const uint8_t* p) { return uint64_t{Le32(p)} | (uint64_t{Le32(p + 4)} << 32); }
+
+// True when [off, off + len) lies inside a buffer of n bytes (no overflow for offsets read from the file).
+bool Fits(uint64_t off, uint64_t len, uint64_t n) { return off <= n && len <= n - off; }
+
+absl::Status Corrupt(const std::string& path, std::string_view what) {
+  return absl::DataLossError(absl::StrCat(path, ": not a readable npz file: ", std::string(what)));
+}
+
+struct Member {
+  uint64_t data_offset = 0;  // first byte of the member's data in the file
+  uint64_t size = 0;
+};
+
+// Finds `name` through the central directory (zip64 aware) and returns where its stored data starts according to
+// its LOCAL header.
+absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, const std::string& path, Member* out) {
+  constexpr uint64_t kEocdLen = 22, kMaxComment = 65535;
+  if (n < kEocdLen) return Corrupt(path, "shorter than a zip end record");
+  uint64_t eocd = n - kEocdLen;
+  const uint64_t lowest = n - kEocdLen > kMaxComment ? n - kEocdLen - kMaxComment : 0;
+  while (Le32(p + eocd) != 0x06054b50) {
+    if (eocd == lowest) return Corrupt(path, "no zip end-of-central-directory record");
+    --eocd;
+  }
+  uint64_t entries = Le16(p + eocd + 10);
+  uint64_t cd_off = Le32(p + eocd + 16);
+  if (entries == 0xFFFF || cd_off == 0xFFFFFFFF) {  // ZIP64: the locator sits right before the end record
+    if (eocd < 20 || Le32(p + eocd - 20) != 0x07064b50) return Corrupt(path, "missing zip64 locator");
+    uint64_t z = Le64(p + eocd - 20 + 8);
+    if (!Fits(z, 56, n) || Le32(p + z) != 0x06064b50) return Corrupt(path, "bad zip64 end record");
+    entries = Le64(p + z + 32);
+    cd_off = Le64(p + z + 48);
+  }
+  uint64_t c = cd_off;
+  for (uint64_t e = 0; e < entries; ++e) {
+    if (!Fits(c, 46, n) || Le32(p + c) != 0x02014b50) return Corrupt(path, "bad central directory entry");
+    const uint16_t method = Le16(p + c + 10);
+    uint64_t csize = Le32(p + c + 20), usize = Le32(p + c + 24);
+    const uint16_t nlen = Le16(p + c + 28), xlen = Le16(p + c + 30), clen = Le16(p + c + 32);
+    uint64_t local = Le32(p + c + 42);
+    if (!Fits(c, 46 + nlen + xlen, n)) return Corrupt(path, "central directory entry runs past the end");
+    if (std::string_view(reinterpret_cast<const char*>(p + c + 46), nlen) == name) {
+      // ZIP64 extra (id 1): the 64-bit values of exactly the fields saturated above, in this order.
+      const uint64_t xend = c + 46 + nlen + xlen;
+      for (uint64_t x = c + 46 + nlen; x + 4 <= xend;) {
+        const uint16_t id = Le16(p + x), len = Le16(p + x + 2);
+        if (x + 4 + len > xend) return Corrupt(path, "extra field runs past its entry");
+        if (id == 0x0001) {
+          uint64_t f = x + 4;
+          for (uint64_t* v : {&usize, &csize, &local}) {
+            if (*v != 0xFFFFFFFF) continue;
+            if (f + 8 > x + 4 + len) return Corrupt(path, "short zip64 extra field");
+            *v = Le64(p + f);
+            f += 8;
+          }
+        }
+        x += 4 + len;
+      }
+      if (method != 0) {
+        return absl::UnimplementedError(absl::StrCat(path, ": member ", std::string(name),
+                                                     " is compressed (zip method ", method,
+                                                     "); only stored members (numpy.savez) are read"));
+      }
+      if (!Fits(local, 30, n) || Le32(p + local) != 0x04034b50) return Corrupt(path, "bad local header");
+      const uint64_t data = local + 30 + Le16(p + local + 26) + Le16(p + local + 28);
+      if (!Fits(data, csize, n)) {
+        return Corrupt(path, absl::StrCat("member ", std::string(name), " runs past the end of the file"));
+      }
+      out->data_offset = data;
+      out->size = csize;
+      return absl::OkStatus();
+    }
+    c += 46 + nlen + xlen + clen;
+  }
+  return absl::NotFoundError(absl::StrCat(path, ": npz has no member ", std::string(name)));
+}
+
+struct NpyArray {
+  uint64_t data_offset = 0;  // relative to the start of the .npy member
+  size_t itemsize = 0;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+};
+
+// Returns the text after `'key':` with leading spaces skipped, or an empty view.
+std::string_view AfterKey(std::string_view h, std::string_view key) {
+  size_t k = h.find(key);
+  if (k == std::string_view::npos) return {};
+  std::string_view rest = h.substr(k + key.size());
+  size_t colon = rest.find(':');
+  if (colon == std::string_view::npos) return {};
+  rest = rest.substr(colon + 1);
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  return rest;
+}
+
+absl::Status ParseNpy(const uint8_t* p, uint64_t n, const std::string& path, NpyArray* a) {
+  if (n < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0) return Corrupt(path, "x.npy has no NPY magic");
+  uint64_t hlen, start;
+  if (p[6] == 1) {
+    hlen = Le16(p + 8);
+    start = 10;
+  } else if (p[6] == 2 || p[6] == 3) {
+    if (n < 12) return Corrupt(path, "x.npy header truncated");
+    hlen = Le32(p + 8);
+    start = 12;
+  } else {
+    return Corrupt(path, absl::StrCat("x.npy has unknown NPY version ", p[6]));
+  }
+  if (start + hlen > n) return Corrupt(path, "x.npy header runs past the member");
+  std::string_view h(reinterpret_cast<const char*>(p + start), hlen);
+
+  std::string_view descr = AfterKey(h, "'descr'");
+  if (descr.size() < 4 || descr[0] != '\'') return Corrupt(path, "x.npy header has no descr");
+  descr.remove_prefix(1);
+  descr = descr.substr(0, descr.find('\''));
+  // '|u1', '<i8', ...: byte order, kind, item size. Object and structured dtypes never appear in DLIO files.
+  auto bad_dtype = [&] { return absl::StrCat("x.npy has unsupported dtype '", std::string(descr), "'"); };
+  size_t itemsize = 0;
+  for (char ch : descr.substr(2)) {
+    if (ch < '0' || ch > '9' || itemsize > 1024) return Corrupt(path, bad_dtype());
+    itemsize = itemsize * 10 + static_cast<size_t>(ch - '0');
+  }
+  if (itemsize == 0) return Corrupt(path, bad_dtype());
+  if (AfterKey(h, "'fortran_order'").substr(0, 5) != "False") {
+    return absl::UnimplementedError(absl::StrCat(path, ": x.npy is Fortran-ordered; only C order is read"));
+  }
+  std::string_view s = AfterKey(h, "'shape'");
+  if (s.empty() || s[0] != '(') return Corrupt(path, "x.npy header has no shape");
+  s.remove_prefix(1);
+  a->rank = 0;
+  for (;;) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == ',')) s.remove_prefix(1);
+    if (s.empty()) return Corrupt(path, "x.npy shape is not closed");
+    if (s.front() == ')') break;
+    if (s.front() < '0' || s.front() > '9') return Corrupt(path, "x.npy shape is not a tuple of integers");
+    if (a->rank == kMaxRank) return Corrupt(path, "x.npy shape has too many axes");
+    // Shapes come from the file: a value that could overflow the size arithmetic is corruption.
+    int64_t v = 0;
+    while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
+      v = v * 10 + (s.front() - '0');
+      s.remove_prefix(1);
+      if (v > (int64_t{1} << 48)) return Corrupt(path, "x.npy shape value out of range");
+    }
+    a->shape[a->rank++] = v;
+  }
+  a->itemsize = itemsize;
+  a->data_offset = start + hlen;
+  return absl::OkStatus();
+}
+
+class NpzSampleReader final : public SampleReader {
+ public:
+  absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
+    base_ = nullptr;
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return ErrnoError(path, "open", errno);
+    stats.AddFile();
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return ErrnoError(path, "stat", errno);
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size > cap_) {  // grow only: after the largest file no further allocation
+      buf_.reset(new uint8_t[size]);
+      cap_ = size;
+    }
+    for (uint64_t off = 0; off < size;) {
+      absl::StatusOr<size_t> r =
+          internal::PreadAccounted(fd.get(), buf_.get() + off, std::min<uint64_t>(kNpzReadChunk, size - off), off,
+                                   path, stats);
+      if (!r.ok()) return r.status();
+      if (*r == 0) return Corrupt(path, absl::StrCat("file ended at byte ", off, " of ", size, " while reading"));
+      off += *r;
+    }
+    fd.Reset();
+
+    Member x;
+    if (absl::Status s = FindMember(buf_.get(), size, "x.npy", path, &x); !s.ok()) return s;
+    NpyArray a;
+    if (absl::Status s = ParseNpy(buf_.get() + x.data_offset, x.size, path, &a); !s.ok()) return s;
+    if (a.rank < 1) return Corrupt(path, "x.npy is a scalar; samples are on its last axis");
+    const uint64_t nspf = static_cast<uint64_t>(a.shape[a.rank - 1]);
+    if (sample >= nspf) {
+      return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", nspf));
+    }
+    // The array must fit in the member; checked factor by factor so a hostile shape cannot overflow the product.
+    uint64_t elems = 1, total = a.itemsize * nspf;
+    for (int d = 0; d + 1 < a.rank; ++d) {
+      const uint64_t dim = static_cast<uint64_t>(a.shape[d]);
+      if (dim != 0 && total > x.size / dim) return Corrupt(path, "x.npy data shorter than its shape");
+      total *= dim;
+      elems *= dim;
+    }
+    if (!Fits(a.data_offset, total, x.size)) return Corrupt(path, "x.npy data shorter than its shape");
+
+    base_ = buf_.get() + x.data_offset + a.data_offset + uint64_t{sample} * a.itemsize;
+    elems_ = elems;
+    itemsize_ = a.itemsize;
+    stride_ = nspf * a.itemsize;
+    internal::TouchPages(base_, elems_, stride_);
+    stats.AddSamples(1);
+    return elems * a.itemsize;
+  }
+
+  std::string_view last_sample() const override {
+    if (base_ == nullptr) return {};
+    gathered_.resize(elems_ * itemsize_);
+    for (uint64_t e = 0; e < elems_; ++e) std::memcpy(&gathered_[e * itemsize_], base_ + e * stride_, itemsize_);
+    return gathered_;
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> buf_;  // the whole file; never shrinks
+  uint64_t cap_ = 0;
+  // The last sample: elems_ items of itemsize_ bytes, stride_ bytes apart, starting at base_ (inside buf_).
+  const uint8_t* base_ = nullptr;
+  uint64_t elems_ = 0, itemsize_ = 0, stride_ = 0;
+  mutable std::string gathered_;  // last_sample()'s contiguous copy (checks only)
+};
+
+struct ZipCloser {
+  void operator()(zip_t* z) const { zip_discard(z); }
+};
+
+class NpzFormat final : public Format {
+ public:
+  explicit NpzFormat(FormatOptions o) : Format(std::move(o)) {}
+  const char* name() const override { return "npz"; }
+  const char* extension() const override { return "npz"; }
+  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<NpzSampleReader>(); }
+
+  absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
+    const int64_t nspf = options_.samples_per_file;
+    std::vector<int64_t> xshape = options_.sample_dims;
+    xshape.push_back(nspf);
+    uint64_t xbytes = 1;
+    for (int64_t d : xshape) xbytes *= static_cast<uint64_t>(d);
+
+    std::string xhdr = NpyHeader("|u1", xshape), yhdr = NpyHeader("<i8", {nspf});
+    std::vector<uint8_t> x(xhdr.size() + xbytes), y(yhdr.size() + static_cast<size_t>(nspf) * 8, 0);
+    std::memcpy(x.data(), xhdr.data(), xhdr.size());
+    std::memcpy(y.data(), yhdr.data(), yhdr.size());
+    internal::Rng(seed).Fill(x.data() + xhdr.size(), xbytes);
+
+    auto zerr = [&path](const char* what, const char* detail) {
+      return absl::InternalError(absl::StrCat(path, ": libzip ", what, ": ", detail));
+    };
+    zip_error_t err;
+    zip_error_init(&err);
+    zip_source_t* mem = zip_source_buffer_create(nullptr, 0, 0, &err);
+    if (mem == nullptr) return zerr("buffer", zip_error_strerror(&err));
+    std::unique_ptr<zip_t, ZipCloser> za(zip_open_from_source(mem, ZIP_TRUNCATE, &err));
+    if (!za) {
+      zip_source_free(mem);
+      return zerr("open", zip_error_strerror(&err));
+    }
+    zip_source_keep(mem);  // survive zip_close() so the archive bytes can be read back
+    struct SourceFree {
+      void operator()(zip_source_t* s) const { zip_source_free(s); }
+    };
+    std::unique_ptr<zip_source_t, SourceFree> mem_owner(mem);
+
+    for (auto [name, buf] : {std::pair<const char*, std::vector<uint8_t>*>{"x.npy", &x}, {"y.npy", &y}}) {
+      zip_source_t* src = zip_source_buffer(za.get(), buf->data(), buf->size(), 0);
+      if (src == nullptr) return zerr("source", zip_strerror(za.get()));
+      zip_int64_t idx = zip_file_add(za.get(), name, src, ZIP_FL_ENC_UTF_8);
+      if (idx < 0) {
+        zip_source_free(src);
+        return zerr("add", zip_strerror(za.get()));
+      }
+      if (zip_set_file_compression(za.get(), static_cast<zip_uint64_t>(idx), ZIP_CM_STORE, 0) != 0 ||
+          zip_file_set_mtime(za.get(), static_cast<zip_uint64_t>(idx), kZipMtime, 0) != 0) {
+        return zerr("member settings", zip_strerror(za.get()));
+      }
+    }
+    if (zip_close(za.get()) != 0) return zerr("close", zip_strerror(za.get()));
+    za.release();  // zip_close freed it
+
+    if (zip_source_open(mem) != 0) return zerr("reopen", zip_error_strerror(zip_source_error(mem)));
+    internal::FileWriter w;
+    absl::Status st = w.Open(path);
+    // Stream the in-memory archive to the file in kWriteChunk pieces (x is no longer needed, reuse its memory).
+    std::vector<uint8_t>& chunk = x;
+    chunk.resize(std::max<size_t>(chunk.size(), 1));
+    while (st.ok()) {
+      zip_int64_t r = zip_source_read(mem, chunk.data(), std::min(chunk.size(), internal::kWriteChunk));
+      if (r < 0) st = zerr("read back", zip_error_strerror(zip_source_error(mem)));
+      if (r <= 0) break;
+      st = w.Append(chunk.data(), static_cast<size_t>(r), stats);
+    }
+    zip_source_close(mem);
+    if (st.ok()) st = w.Finish(stats);
+    if (st.ok()) stats.AddSamples(static_cast<uint64_t>(nspf));
+    return st;
+  }
+};
+
+}  // namespace
+
+std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape) {
+  std::string dict = absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (");
+  for (size_t i = 0; i < shape.size(); ++i) absl::StrAppend(&dict, i ? ", " : "", shape[i]);
+  absl::StrAppend(&dict, shape.size() == 1 ? ",), }" : "), }");
+  if (!shape.empty()) {
+    const size_t digits = std::to_string(shape[0]).size();
+    if (digits < kNpyGrowthDigits) dict.append(kNpyGrowthDigits - digits, ' ');
+  }
+  // numpy: hlen = len(dict) + 1 ('\n'); pad = ALIGN - (10 + hlen) % ALIGN, so an aligned length still gets ALIGN.
+  const size_t hlen = dict.size() + 1;
+  const size_t pad = kNpyAlign - (10 + hlen) % kNpyAlign;
+  const size_t total_hlen = hlen + pad;
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(total_hlen & 0xFF));
+  out.push_back(static_cast<char>(total_hlen >> 8));
+  out += dict;
+  out.append(pad, ' ');
+  out.push_back('\n');
+  return out;
+}
+
+std::unique_ptr<Format> NewNpzFormat(const FormatOptions& options) { return std::make_unique<NpzFormat>(options); }
+
+}  // namespace dlio

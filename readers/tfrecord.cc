@@ -1,0 +1,268 @@
+#include "readers/tfrecord.h"
+
+#include <isa-l/crc.h>
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "readers/io_util.h"
+
+namespace dlio {
+namespace {
+
+constexpr size_t kHeaderLen = 12;  // uint64 length + masked CRC of it
+constexpr size_t kFooterLen = 4;   // masked CRC of the data
+
+// Raw (not inverted) ISA-L CRC over any length: crc32_iscsi takes an int length, so feed it in 1 GiB pieces.
+uint32_t Crc32cRaw(uint32_t raw, const uint8_t* p, size_t n) {
+  constexpr size_t kPiece = size_t{1} << 30;
+  while (n > 0) {
+    const size_t len = std::min(n, kPiece);
+    raw = crc32_iscsi(const_cast<uint8_t*>(p), static_cast<int>(len), raw);
+    p += len;
+    n -= len;
+  }
+  return raw;
+}
+
+size_t VarintLen(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+uint8_t* PutVarint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+uint8_t* PutBytes(uint8_t* p, const char* s, size_t n) {
+  std::memcpy(p, s, n);
+  return p + n;
+}
+
+void PutLe32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// The serialized tf.train.Example around an image of `n` bytes: prefix (everything up to the image bytes) and
+// suffix (the "size" feature). Field tags: (field_number << 3) | wire type 2 (length-delimited) = 0x0A for field 1,
+// 0x12 for field 2, 0x1A for field 3.
+struct ExampleFrame {
+  uint8_t prefix[64];
+  size_t prefix_len;
+  uint8_t suffix[64];
+  size_t suffix_len;
+  uint64_t total_len;  // prefix + n + suffix
+
+  ExampleFrame(uint64_t n, uint64_t size_value) {
+    const uint64_t bytes_list = 1 + VarintLen(n) + n;                         // BytesList{value: image}
+    const uint64_t feat_image = 1 + VarintLen(bytes_list) + bytes_list;       // Feature{bytes_list = 1}
+    const uint64_t entry_image = 1 + 1 + 5 + 1 + VarintLen(feat_image) + feat_image;  // {key "image", value}
+    const uint64_t packed = VarintLen(size_value);
+    const uint64_t int64_list = 1 + VarintLen(packed) + packed;               // Int64List{value: [v] packed}
+    const uint64_t feat_size = 1 + VarintLen(int64_list) + int64_list;        // Feature{int64_list = 3}
+    const uint64_t entry_size = 1 + 1 + 4 + 1 + VarintLen(feat_size) + feat_size;     // {key "size", value}
+    const uint64_t features = 1 + VarintLen(entry_image) + entry_image + 1 + VarintLen(entry_size) + entry_size;
+
+    uint8_t* p = prefix;
+    *p++ = 0x0A;  // Example.features
+    p = PutVarint(p, features);
+    *p++ = 0x0A;  // Features.feature (map entry "image")
+    p = PutVarint(p, entry_image);
+    *p++ = 0x0A;  // key
+    p = PutVarint(p, 5);
+    p = PutBytes(p, "image", 5);
+    *p++ = 0x12;  // value: Feature
+    p = PutVarint(p, feat_image);
+    *p++ = 0x0A;  // Feature.bytes_list
+    p = PutVarint(p, bytes_list);
+    *p++ = 0x0A;  // BytesList.value
+    p = PutVarint(p, n);
+    prefix_len = static_cast<size_t>(p - prefix);
+
+    p = suffix;
+    *p++ = 0x0A;  // Features.feature (map entry "size")
+    p = PutVarint(p, entry_size);
+    *p++ = 0x0A;  // key
+    p = PutVarint(p, 4);
+    p = PutBytes(p, "size", 4);
+    *p++ = 0x12;  // value: Feature
+    p = PutVarint(p, feat_size);
+    *p++ = 0x1A;  // Feature.int64_list
+    p = PutVarint(p, int64_list);
+    *p++ = 0x0A;  // Int64List.value, packed
+    p = PutVarint(p, packed);
+    p = PutVarint(p, size_value);
+    suffix_len = static_cast<size_t>(p - suffix);
+
+    total_len = 1 + VarintLen(features) + features;
+  }
+};
+
+class TfrecordStreamReader final : public StreamReader {
+ public:
+  explicit TfrecordStreamReader(int64_t transfer_size) : transfer_(static_cast<size_t>(transfer_size)) {}
+
+  absl::Status Open(const std::string& path, IoStats& stats) override {
+    Close();
+    fd_ = internal::Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd_.valid()) return internal::ErrnoError(path, "open", errno);
+    struct stat st;
+    if (::fstat(fd_.get(), &st) != 0) return internal::ErrnoError(path, "stat", errno);
+    stats.AddFile();
+    path_ = path;
+    file_size_ = static_cast<uint64_t>(st.st_size);
+    read_off_ = record_off_ = 0;
+    begin_ = end_ = 0;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<bool> Next(IoStats& stats) override {
+    rec_len_ = 0;
+    if (!fd_.valid()) return absl::FailedPreconditionError("tfrecord reader: Next() without a successful Open()");
+    if (absl::Status s = Ensure(kHeaderLen, stats); !s.ok()) return s;
+    const size_t avail = end_ - begin_;
+    if (avail == 0) return false;
+    if (avail < kHeaderLen) return Truncated("header");
+    uint64_t len;
+    std::memcpy(&len, buf_.get() + begin_, 8);  // little-endian host (x86-64, aarch64)
+    // Sanity-check the length against the file size (from Open) before growing the buffer to hold the record.
+    const uint64_t left = file_size_ > record_off_ + kHeaderLen ? file_size_ - record_off_ - kHeaderLen : 0;
+    if (len > left || left - len < kFooterLen) {
+      return absl::DataLossError(absl::StrCat(path_, ": tfrecord record at byte ", record_off_, " claims ", len,
+                                              " bytes; only ", left, " bytes (with its 4-byte CRC) remain"));
+    }
+    const size_t need = kHeaderLen + static_cast<size_t>(len) + kFooterLen;
+    if (absl::Status s = Ensure(need, stats); !s.ok()) return s;
+    if (end_ - begin_ < need) return Truncated("data");
+    rec_ = buf_.get() + begin_ + kHeaderLen;
+    rec_len_ = static_cast<size_t>(len);
+    begin_ += need;
+    record_off_ += need;
+    stats.AddSamples(1);
+    return true;
+  }
+
+  std::string_view last_record() const override {
+    return {reinterpret_cast<const char*>(rec_), rec_len_};
+  }
+
+  void Close() override {
+    fd_.Reset();
+    rec_len_ = 0;
+  }
+
+ private:
+  absl::Status Truncated(const char* part) const {
+    return absl::DataLossError(absl::StrCat(path_, ": tfrecord record at byte ", record_off_, " is truncated (",
+                                            part, " ends at the end of the file)"));
+  }
+
+  // Makes at least `need` unconsumed bytes available, reading transfer_ bytes per pread; fewer only at EOF.
+  absl::Status Ensure(size_t need, IoStats& stats) {
+    while (end_ - begin_ < need) {
+      if (begin_ > 0) {  // keep the partial record, drop consumed bytes
+        std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+      }
+      if (cap_ - end_ < transfer_) {  // grow only: doubling keeps the number of growths logarithmic
+        const size_t cap = std::max(cap_ * 2, end_ + transfer_);
+        std::unique_ptr<uint8_t[]> bigger(new uint8_t[cap]);
+        if (end_ > 0) std::memcpy(bigger.get(), buf_.get(), end_);
+        buf_ = std::move(bigger);
+        cap_ = cap;
+      }
+      absl::StatusOr<size_t> r = internal::PreadAccounted(fd_.get(), buf_.get() + end_, transfer_, read_off_, path_,
+                                                          stats);
+      if (!r.ok()) return r.status();
+      if (*r == 0) return absl::OkStatus();  // EOF; the caller looks at what is available
+      end_ += *r;
+      read_off_ += *r;
+    }
+    return absl::OkStatus();
+  }
+
+  const size_t transfer_;
+  internal::Fd fd_;
+  std::string path_;
+  uint64_t file_size_ = 0;
+  uint64_t read_off_ = 0;    // file offset of the next pread
+  uint64_t record_off_ = 0;  // file offset of the next record (== buf_[begin_])
+  std::unique_ptr<uint8_t[]> buf_;
+  size_t cap_ = 0, begin_ = 0, end_ = 0;  // unconsumed bytes are buf_[begin_, end_)
+  const uint8_t* rec_ = nullptr;
+  size_t rec_len_ = 0;
+};
+
+class TfrecordSampleReader final : public SampleReader {
+ public:
+  absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t, IoStats&) override {
+    return absl::UnimplementedError(
+        absl::StrCat(path, ": tfrecord files are read by streaming (StreamReader), not by sample index"));
+  }
+  std::string_view last_sample() const override { return {}; }
+};
+
+class TfrecordFormat final : public Format {
+ public:
+  explicit TfrecordFormat(FormatOptions o) : Format(std::move(o)) {}
+  const char* name() const override { return "tfrecord"; }
+  const char* extension() const override { return "tfrecord"; }
+  bool streaming() const override { return true; }
+  std::unique_ptr<SampleReader> NewSampleReader() const override {
+    return std::make_unique<TfrecordSampleReader>();
+  }
+  std::unique_ptr<StreamReader> NewStreamReader() const override {
+    return std::make_unique<TfrecordStreamReader>(options_.transfer_size);
+  }
+
+  absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
+    uint64_t n = 1;
+    for (int64_t d : options_.sample_dims) n *= static_cast<uint64_t>(d);
+    const ExampleFrame frame(n, static_cast<uint64_t>(options_.sample_dims[0]));
+    std::vector<uint8_t> image(n);
+    internal::Rng rng(seed);
+    internal::FileWriter w;
+    absl::Status st = w.Open(path);
+    for (int64_t r = 0; st.ok() && r < options_.samples_per_file; ++r) {
+      rng.Fill(image.data(), image.size());
+      uint8_t header[kHeaderLen], footer[kFooterLen];
+      for (int i = 0; i < 8; ++i) header[i] = static_cast<uint8_t>(frame.total_len >> (8 * i));
+      PutLe32(header + 8, MaskCrc32c(Crc32c(header, 8)));
+      uint32_t raw = Crc32cRaw(0xFFFFFFFFu, frame.prefix, frame.prefix_len);
+      raw = Crc32cRaw(raw, image.data(), image.size());
+      raw = Crc32cRaw(raw, frame.suffix, frame.suffix_len);
+      PutLe32(footer, MaskCrc32c(~raw));
+      st = w.Append(header, kHeaderLen, stats);
+      if (st.ok()) st = w.Append(frame.prefix, frame.prefix_len, stats);
+      if (st.ok()) st = w.Append(image.data(), image.size(), stats);
+      if (st.ok()) st = w.Append(frame.suffix, frame.suffix_len, stats);
+      if (st.ok()) st = w.Append(footer, kFooterLen, stats);
+    }
+    if (st.ok()) st = w.Finish(stats);
+    if (st.ok()) stats.AddSamples(static_cast<uint64_t>(options_.samples_per_file));
+    return st;
+  }
+};
+
+}  // namespace
+
+uint32_t Crc32c(const void* p, size_t n) { return ~Crc32cRaw(0xFFFFFFFFu, static_cast<const uint8_t*>(p), n); }
+
+std::unique_ptr<Format> NewTfrecordFormat(const FormatOptions& options) {
+  return std::make_unique<TfrecordFormat>(options);
+}
+
+}  // namespace dlio
