@@ -1,0 +1,131 @@
+#include "readers/format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "readers/npz.h"
+#include "readers/test_util.h"
+#include "readers/tfrecord.h"
+
+namespace dlio {
+namespace {
+
+FormatOptions Small() {
+  FormatOptions o;
+  o.samples_per_file = 3;
+  o.sample_dims = {8, 8};
+  return o;
+}
+
+TEST(MakeFormat, KnownNamesAndExtensions) {
+  for (const char* name : {"npz", "hdf5", "tfrecord"}) {
+    auto f = MakeFormat(name, Small());
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_STREQ((*f)->name(), name);
+    EXPECT_STREQ((*f)->extension(), name);
+    EXPECT_EQ((*f)->streaming(), std::string(name) == "tfrecord");
+    EXPECT_NE((*f)->NewSampleReader(), nullptr);
+    EXPECT_EQ((*f)->NewStreamReader() != nullptr, (*f)->streaming());
+  }
+}
+
+TEST(MakeFormat, UnknownNameListsAllowed) {
+  auto f = MakeFormat("x", Small());
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.status().message(), "dataset.format: unknown format 'x' (allowed: npz, hdf5, tfrecord)");
+}
+
+TEST(MakeFormat, RejectsOptionsItCannotHonour) {
+  auto rejected = [](const std::string& name, FormatOptions o) {
+    auto f = MakeFormat(name, o);
+    return !f.ok() && f.status().code() == absl::StatusCode::kInvalidArgument;
+  };
+  FormatOptions o = Small();
+  o.samples_per_file = 0;
+  EXPECT_TRUE(rejected("npz", o));
+  o = Small();
+  o.sample_dims = {};
+  EXPECT_TRUE(rejected("tfrecord", o));
+  o.sample_dims = {8, 0};
+  EXPECT_TRUE(rejected("hdf5", o));
+  o = Small();
+  o.transfer_size = 0;
+  EXPECT_TRUE(rejected("tfrecord", o));
+  o = Small();
+  o.compression = "lzf";  // an h5py-only filter, not in libhdf5
+  EXPECT_TRUE(rejected("hdf5", o));
+  EXPECT_FALSE(rejected("npz", o));  // DLIO ignores compression for npz
+  o = Small();
+  o.hdf5_chunk_dims = {1, 8};  // wrong rank
+  EXPECT_TRUE(rejected("hdf5", o));
+  o.hdf5_chunk_dims = {1, 8, 9};  // larger than the sample
+  EXPECT_TRUE(rejected("hdf5", o));
+  o.hdf5_chunk_dims = {4, 8, 8};  // larger than samples_per_file
+  EXPECT_TRUE(rejected("hdf5", o));
+  o.hdf5_chunk_dims = {1, 4, 8};
+  EXPECT_FALSE(rejected("hdf5", o));
+}
+
+TEST(DataFileName, PadsIndexToDigitsOfTotal) {
+  EXPECT_EQ(DataFileName("img", 0, 4, "npz"), "img_0_of_4.npz");
+  EXPECT_EQ(DataFileName("img", 0, 12, "hdf5"), "img_00_of_12.hdf5");
+  EXPECT_EQ(DataFileName("img", 11, 12, "hdf5"), "img_11_of_12.hdf5");
+  EXPECT_EQ(DataFileName("img", 7, 1024, "tfrecord"), "img_0007_of_1024.tfrecord");
+  EXPECT_EQ(DataFileName("img", 0, 10, "npz"), "img_00_of_10.npz");  // len(str(10)) == 2
+}
+
+TEST(DataFileRelPath, RoundRobinSubfolders) {
+  EXPECT_EQ(DataFileRelPath("train", "img", 3, 4, 0, "npz"), "train/img_3_of_4.npz");
+  EXPECT_EQ(DataFileRelPath("train", "img", 3, 4, 1, "npz"), "train/img_3_of_4.npz");  // 1 subfolder = none
+  EXPECT_EQ(DataFileRelPath("train", "img", 5, 12, 3, "npz"), "train/2/img_05_of_12.npz");
+  EXPECT_EQ(DataFileRelPath("valid", "img", 11, 100, 10, "hdf5"), "valid/01/img_011_of_100.hdf5");
+}
+
+TEST(NpyHeader, MatchesNumpyLayout) {
+  // DLIO's 64x64x2 files (MANIFEST: npy_header_len=128) and numpy 1.24's text for it.
+  const std::string h = NpyHeader("|u1", {64, 64, 2});
+  ASSERT_EQ(h.size(), 128u);
+  EXPECT_EQ(h.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  EXPECT_EQ(static_cast<unsigned char>(h[8]) | (static_cast<unsigned char>(h[9]) << 8), 118);
+  EXPECT_EQ(h.substr(10, 64), "{'descr': '|u1', 'fortran_order': False, 'shape': (64, 64, 2), }");
+  EXPECT_EQ(h.back(), '\n');
+  EXPECT_EQ(NpyHeader("<i8", {2}).size(), 128u);
+  EXPECT_NE(NpyHeader("<i8", {2}).find("'shape': (2,), }"), std::string::npos);
+  for (int64_t d : {1, 9, 100, 4096, 123456789}) EXPECT_EQ(NpyHeader("|u1", {d, d, 7}).size() % 64, 0u) << d;
+}
+
+TEST(Crc32c, KnownVector) {
+  EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);  // the CRC-32C check value
+  EXPECT_EQ(Crc32c("", 0), 0u);
+}
+
+}  // namespace
+}  // namespace dlio
+
+// Counting operator new for dlio::testing::AllocationCounter (test_util.h).
+namespace {
+thread_local bool g_counting = false;
+thread_local uint64_t g_allocations = 0;
+}  // namespace
+
+dlio::testing::AllocationCounter::AllocationCounter() {
+  g_allocations = 0;
+  g_counting = true;
+}
+dlio::testing::AllocationCounter::~AllocationCounter() { g_counting = false; }
+uint64_t dlio::testing::AllocationCounter::count() const { return g_allocations; }
+
+void* operator new(std::size_t n) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
