@@ -1,0 +1,1093 @@
+#include "common/workload_spec.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "yaml-cpp/yaml.h"
+
+namespace dlio {
+
+int64_t WorkloadSpec::SampleDim() const {
+  if (!(record_length_bytes >= 1)) return 0;
+  auto d = static_cast<int64_t>(std::floor(std::sqrt(record_length_bytes)));
+  // sqrt of a double can land one off an exact square; settle on the largest d with d*d <= L.
+  while (static_cast<double>((d + 1) * (d + 1)) <= record_length_bytes) ++d;
+  while (d > 0 && static_cast<double>(d * d) > record_length_bytes) --d;
+  return d;
+}
+
+bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
+  // Keep in step with the fields of WorkloadSpec.
+  auto tie = [](const WorkloadSpec& s) {
+    return std::tie(s.model_name, s.framework, s.generate_data, s.train, s.data_folder, s.format, s.num_files_train,
+                    s.num_samples_per_file, s.record_length_bytes, s.record_length_bytes_stdev, s.num_subfolders_train,
+                    s.file_prefix, s.hdf5_chunk_dims, s.compression, s.compression_level, s.data_loader, s.batch_size,
+                    s.read_threads, s.prefetch_size, s.file_shuffle, s.sample_shuffle, s.transfer_size, s.epochs,
+                    s.computation_time, s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
+                    s.exclude_start_steps, s.exclude_end_steps, s.au_threshold);
+  };
+  return tie(a) == tie(b);
+}
+
+const char* ShuffleModeName(ShuffleMode m) {
+  switch (m) {
+    case ShuffleMode::kOff:
+      return "off";
+    case ShuffleMode::kSeed:
+      return "seed";
+    case ShuffleMode::kRandom:
+      return "random";
+  }
+  return "off";
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------------
+// YAML values
+
+// yaml-cpp tags a quoted scalar "!" and a plain one "?". A quoted "8" is a string, as it is for DLIO (OmegaConf).
+bool IsPlainScalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+
+bool ParseInt(const YAML::Node& n, int64_t* out) {
+  if (!IsPlainScalar(n)) return false;
+  std::string_view t = n.Scalar();
+  if (!t.empty() && t[0] == '+') t.remove_prefix(1);
+  if (t.empty()) return false;
+  const char* end = t.data() + t.size();
+  auto [p, ec] = std::from_chars(t.data(), end, *out);
+  return ec == std::errc() && p == end;
+}
+
+bool ParseNumber(const YAML::Node& n, double* out) {
+  if (!IsPlainScalar(n)) return false;
+  const std::string& t = n.Scalar();
+  if (t.empty()) return false;
+  const char c = t[0];
+  if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.')) return false;
+  if (absl::StrContains(t, "x") || absl::StrContains(t, "X")) return false;  // no hex floats
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+// YAML 1.2 booleans, as OmegaConf reads them (yes/no/on/off stay strings there).
+bool ParseBool(const YAML::Node& n, bool* out) {
+  if (!IsPlainScalar(n)) return false;
+  const std::string t = absl::AsciiStrToLower(n.Scalar());
+  if (t == "true") {
+    *out = true;
+    return true;
+  }
+  if (t == "false") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+// A value as an error message shows it: numbers and booleans bare, strings in single quotes.
+std::string Describe(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "null";
+  if (n.IsScalar()) {
+    double d;
+    bool b;
+    if (ParseNumber(n, &d) || ParseBool(n, &b)) return n.Scalar();
+    return fmt::format("'{}'", n.Scalar());
+  }
+  if (n.IsSequence()) {
+    std::vector<std::string> items;
+    for (const YAML::Node& e : n) {
+      if (!e.IsScalar() || items.size() >= 8) return "a list";
+      items.push_back(Describe(e));
+    }
+    return fmt::format("[{}]", absl::StrJoin(items, ", "));
+  }
+  return "a mapping";
+}
+
+std::string Quote(const std::string& s) {
+  // A JSON string is a valid YAML double-quoted scalar.
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string FormatDouble(double v) { return fmt::format("{}", v); }
+
+absl::Status MustBe(const std::string& path, const std::string& what, const YAML::Node& n) {
+  return absl::InvalidArgumentError(fmt::format("{}: must be {}, got {}", path, what, Describe(n)));
+}
+
+absl::Status NotSupportedYet(const std::string& path, const std::string& hint = "") {
+  return absl::UnimplementedError(hint.empty()
+                                      ? fmt::format("{}: DLIO key not supported yet by this version", path)
+                                      : fmt::format("{}: DLIO key not supported yet by this version ({})", path, hint));
+}
+
+absl::Status ValueNotSupportedYet(const std::string& path, const std::string& value, const char* kind,
+                                  const std::vector<std::string>& supported) {
+  return absl::UnimplementedError(fmt::format("{}: '{}' is a DLIO {} not supported yet (supported: {})", path, value,
+                                              kind, absl::StrJoin(supported, ", ")));
+}
+
+// Enum-like value: `supported` are implemented, `dlio_only` are DLIO values not implemented yet.
+absl::Status ParseChoice(const YAML::Node& n, const std::string& path, const std::vector<std::string>& supported,
+                         const std::vector<std::string>& dlio_only, const char* kind, std::string* out) {
+  if (n.IsScalar()) {
+    const std::string& v = n.Scalar();
+    if (std::find(supported.begin(), supported.end(), v) != supported.end()) {
+      *out = v;
+      return absl::OkStatus();
+    }
+    if (std::find(dlio_only.begin(), dlio_only.end(), v) != dlio_only.end()) {
+      return ValueNotSupportedYet(path, v, kind, supported);
+    }
+  }
+  std::vector<std::string> all = supported;
+  all.insert(all.end(), dlio_only.begin(), dlio_only.end());
+  return MustBe(path, "one of " + absl::StrJoin(all, ", "), n);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The key table: every DLIO key (../shared/reference/dlio.md §1), with the policy of this version.
+
+enum class KeyStatus { kImplemented, kLabel, kNotSupported };
+// A feature whose keys are inert while it is off, so DLIO files that set them (with the feature off) still load.
+enum class Gate { kNone, kEvaluation, kCheckpoint };
+
+using ApplyFn = std::function<absl::Status(const YAML::Node&, const std::string& path, WorkloadSpec&)>;
+using GetFn = std::function<std::string(const WorkloadSpec&)>;  // the stored value as YAML text
+
+struct KeyInfo {
+  std::string path;                 // canonical dotted path
+  KeyStatus status = KeyStatus::kLabel;
+  Gate gate = Gate::kNone;
+  std::string dlio_default;         // YAML text of DLIO's default ("~" for None)
+  std::string note;
+  ApplyFn apply;                    // parse, validate and store (implemented keys; labels that are kept/validated)
+  GetFn get;                        // set for every key WorkloadSpec keeps; ToYaml writes exactly these
+  std::vector<std::string> also_default;  // other spellings DLIO treats as its default ("." for "./")
+  std::string hint;                 // appended to the "not supported yet" error
+  YAML::Node default_node;
+};
+
+template <typename T>
+KeyInfo IntKey(std::string path, T WorkloadSpec::*field, int64_t min, int64_t max, std::string note) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = KeyStatus::kImplemented;
+  k.note = std::move(note);
+  k.apply = [field, min, max](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+    int64_t v;
+    if (!ParseInt(n, &v) || v < min || v > max) {
+      return MustBe(p, max == std::numeric_limits<int64_t>::max() ? fmt::format("an integer >= {}", min)
+                                                                   : fmt::format("an integer in [{}, {}]", min, max),
+                    n);
+    }
+    s.*field = static_cast<T>(v);
+    return absl::OkStatus();
+  };
+  k.get = [field](const WorkloadSpec& s) { return fmt::format("{}", s.*field); };
+  return k;
+}
+
+template <typename T>
+KeyInfo IntKey(std::string path, T WorkloadSpec::*field, int64_t min, std::string note) {
+  return IntKey(std::move(path), field, min, std::numeric_limits<int64_t>::max(), std::move(note));
+}
+
+// min_exclusive: value must be > min (else >= min); max < 0 means no upper bound.
+KeyInfo NumberKey(std::string path, double WorkloadSpec::*field, double min, bool min_exclusive, double max,
+                  std::string note) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = KeyStatus::kImplemented;
+  k.note = std::move(note);
+  k.apply = [field, min, min_exclusive, max](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+    double v;
+    const bool ok = ParseNumber(n, &v) && (min_exclusive ? v > min : v >= min) && (max < 0 || v <= max);
+    if (!ok) {
+      const std::string what = max >= 0 ? fmt::format("a number in [{}, {}]", FormatDouble(min), FormatDouble(max))
+                                        : fmt::format("a number {} {}", min_exclusive ? ">" : ">=", FormatDouble(min));
+      return MustBe(p, what, n);
+    }
+    s.*field = v;
+    return absl::OkStatus();
+  };
+  k.get = [field](const WorkloadSpec& s) { return FormatDouble(s.*field); };
+  return k;
+}
+
+KeyInfo BoolKey(std::string path, bool WorkloadSpec::*field, std::string note) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = KeyStatus::kImplemented;
+  k.note = std::move(note);
+  k.apply = [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+    bool v;
+    if (!ParseBool(n, &v)) return MustBe(p, "true or false", n);
+    s.*field = v;
+    return absl::OkStatus();
+  };
+  k.get = [field](const WorkloadSpec& s) { return std::string(s.*field ? "true" : "false"); };
+  return k;
+}
+
+// nullable: YAML null stores "" (DLIO's None).
+KeyInfo StringKey(std::string path, std::string WorkloadSpec::*field, bool nullable, std::string note) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = KeyStatus::kImplemented;
+  k.note = std::move(note);
+  k.apply = [field, nullable](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+    if (nullable && n.IsNull()) {
+      s.*field = "";
+      return absl::OkStatus();
+    }
+    if (!n.IsScalar() || (!nullable && n.Scalar().empty())) {
+      return MustBe(p, nullable ? "a string" : "a non-empty string", n);
+    }
+    s.*field = n.Scalar();
+    return absl::OkStatus();
+  };
+  k.get = [field](const WorkloadSpec& s) { return Quote(s.*field); };
+  return k;
+}
+
+KeyInfo ShuffleKey(std::string path, ShuffleMode WorkloadSpec::*field, std::string note) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = KeyStatus::kImplemented;
+  k.note = std::move(note);
+  k.apply = [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+    bool b;
+    if (ParseBool(n, &b) && !b) {  // `off` written by a YAML 1.1 tool comes back as false
+      s.*field = ShuffleMode::kOff;
+      return absl::OkStatus();
+    }
+    if (n.IsScalar()) {
+      const std::string& v = n.Scalar();
+      if (v == "off") s.*field = ShuffleMode::kOff;
+      else if (v == "seed") s.*field = ShuffleMode::kSeed;
+      else if (v == "random") s.*field = ShuffleMode::kRandom;
+      else return MustBe(p, "one of off, seed, random", n);
+      return absl::OkStatus();
+    }
+    return MustBe(p, "one of off, seed, random", n);
+  };
+  k.get = [field](const WorkloadSpec& s) { return Quote(ShuffleModeName(s.*field)); };
+  return k;
+}
+
+KeyInfo Custom(std::string path, KeyStatus status, std::string note, ApplyFn apply, GetFn get) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = status;
+  k.note = std::move(note);
+  k.apply = std::move(apply);
+  k.get = std::move(get);
+  return k;
+}
+
+KeyInfo Label(std::string path, std::string dlio_default, std::string note) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = KeyStatus::kLabel;
+  k.dlio_default = std::move(dlio_default);
+  k.note = std::move(note);
+  return k;
+}
+
+KeyInfo NotYet(std::string path, std::string dlio_default, Gate gate, std::string note, std::string hint = "",
+               std::vector<std::string> also_default = {}) {
+  KeyInfo k;
+  k.path = std::move(path);
+  k.status = KeyStatus::kNotSupported;
+  k.gate = gate;
+  k.dlio_default = std::move(dlio_default);
+  k.note = std::move(note);
+  k.hint = std::move(hint);
+  k.also_default = std::move(also_default);
+  return k;
+}
+
+const std::vector<std::string> kFormats = {"npz", "hdf5", "tfrecord"};
+const std::vector<std::string> kDlioOnlyFormats = {"csv",  "npy", "hdf5_opt", "jpeg", "png", "indexed_binary",
+                                                   "mmap_indexed_binary", "synthetic"};
+
+std::vector<KeyInfo> BuildKeys() {
+  std::vector<KeyInfo> v;
+  const Gate ckpt = Gate::kCheckpoint;
+  const Gate eval = Gate::kEvaluation;
+  const std::string ckpt_note = "checkpoint sizing; inert without checkpoints";
+
+  // model
+  v.push_back(Custom(
+      "model.name", KeyStatus::kLabel, "DLIO uses it in the Hydra run dir",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        if (!n.IsScalar()) return MustBe(p, "a string", n);
+        s.model_name = n.Scalar();
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return Quote(s.model_name); }));
+  v.push_back(NotYet("model.type", "~", ckpt, "`transformer` switches checkpoint sizing to the transformer formula"));
+  v.push_back(NotYet("model.model_size_bytes", "10240", ckpt, ckpt_note));
+  v.push_back(NotYet("model.model_size", "~", ckpt,
+                     "not read by DLIO (it reads model_size_bytes) but present in DLIO's shipped unet3d configs"));
+  v.push_back(NotYet("model.model_datatype", "fp16", ckpt, ckpt_note));
+  v.push_back(NotYet("model.optimizer_datatype", "fp32", ckpt, ckpt_note));
+  v.push_back(NotYet("model.optimization_groups", "[]", ckpt, ckpt_note));
+  v.push_back(NotYet("model.num_layers", "-1", ckpt, ckpt_note));
+  v.push_back(NotYet("model.layer_parameters", "[]", ckpt, ckpt_note));
+  v.push_back(NotYet("model.parallelism.tensor", "1", ckpt, ckpt_note));
+  v.push_back(NotYet("model.parallelism.pipeline", "1", ckpt, ckpt_note));
+  v.push_back(NotYet("model.parallelism.data", "-1", ckpt, ckpt_note));
+  v.push_back(NotYet("model.parallelism.zero_stage", "0", ckpt, ckpt_note));
+  v.push_back(NotYet("model.transformer.vocab_size", "32000", ckpt, ckpt_note));
+  v.push_back(NotYet("model.transformer.hidden_size", "2048", ckpt, ckpt_note));
+  v.push_back(NotYet("model.transformer.ffn_hidden_size", "8192", ckpt, ckpt_note));
+  v.push_back(NotYet("model.transformer.num_attention_heads", "32", ckpt, ckpt_note));
+  v.push_back(NotYet("model.transformer.num_kv_heads", "8", ckpt, ckpt_note));
+
+  // framework
+  v.push_back(Custom(
+      "framework", KeyStatus::kLabel,
+      "tensorflow or pytorch (DLIO's code default is tensorflow, its default.yaml pytorch)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"pytorch", "tensorflow"}, {}, "framework", &s.framework);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.framework); }));
+
+  // workflow
+  v.push_back(BoolKey("workflow.generate_data", &WorkloadSpec::generate_data, "write the dataset first"));
+  v.push_back(BoolKey("workflow.train", &WorkloadSpec::train, "run the epoch loop"));
+  v.push_back(NotYet("workflow.evaluation", "false", eval,
+                     "evaluation runs inside training: nothing is read with workflow.train false or num_files_eval 0"));
+  v.push_back(NotYet("workflow.checkpoint", "false", Gate::kNone, "checkpoint writes and reads"));
+  v.push_back(NotYet("workflow.profiling", "false", Gate::kNone, "starts profiling.profiler"));
+  v.push_back(Label("workflow.query", "~", "used by dlio_benchmark_query only"));
+  v.push_back(Label("workflow.debug", "~", "appears in bert_v100.yaml; not parsed by DLIO"));
+
+  // storage
+  v.push_back(NotYet("storage.storage_type", "local_fs", Gate::kNone, "local_fs only", "only local_fs"));
+  v.push_back(NotYet("storage.storage_root", "./", Gate::kNone, "path prefix or bucket", "", {".", ""}));
+  v.push_back(NotYet("storage.storage_options", "~", Gate::kNone, "S3/AIStore options"));
+
+  // dataset
+  v.push_back(StringKey("dataset.data_folder", &WorkloadSpec::data_folder, false,
+                        "root of train/ (and valid/); resolved under the agent's --data-root"));
+  v.push_back(Custom(
+      "dataset.format", KeyStatus::kImplemented, "npz, hdf5, tfrecord; DLIO's other formats are not supported yet",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, kFormats, kDlioOnlyFormats, "format", &s.format);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.format); }));
+  v.push_back(IntKey("dataset.num_files_train", &WorkloadSpec::num_files_train, 1, "training files"));
+  v.push_back(NotYet("dataset.num_files_eval", "0", eval,
+                     "no valid/ files are generated or read"));
+  v.push_back(IntKey("dataset.num_samples_per_file", &WorkloadSpec::num_samples_per_file, 1, "samples per file"));
+  v.push_back(NumberKey("dataset.record_length_bytes", &WorkloadSpec::record_length_bytes, 0, true, -1,
+                        "mean sample size; floats accepted (resnet50: 114660.07); a sample is floor(sqrt(L))^2 "
+                        "uint8 bytes; legacy alias `dataset.record_length`"));
+  v.push_back(NumberKey("dataset.record_length_bytes_stdev", &WorkloadSpec::record_length_bytes_stdev, 0, false, -1,
+                        "size spread, drawn once per file"));
+  v.push_back(Label("dataset.record_length_bytes_resize", "0", "in-memory tensor size after decode; no I/O"));
+  v.push_back(NotYet("dataset.record_dims", "[]", Gate::kNone, "explicit sample shape"));
+  v.push_back(NotYet("dataset.record_element_type", "uint8", Gate::kNone, "sample dtype"));
+  v.push_back(Label("dataset.record_element_bytes", "4", "parsed, then overwritten from the dtype by DLIO"));
+  v.push_back(IntKey("dataset.num_subfolders_train", &WorkloadSpec::num_subfolders_train, 0,
+                     "files round-robin into zero-padded subfolders when > 1"));
+  v.push_back(NotYet("dataset.num_subfolders_eval", "0", eval, ""));
+  v.push_back(StringKey("dataset.file_prefix", &WorkloadSpec::file_prefix, false,
+                        "file names `{prefix}_{i}_of_{N}.{format}`"));
+  v.push_back(Custom(
+      "dataset.hdf5.chunk_dims", KeyStatus::kImplemented,
+      "HDF5 chunk shape [samples, rows, cols]; [] = contiguous; ignored by other formats",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        const char* what = "a list of 3 integers >= 1 ([samples, rows, cols]) or []";
+        if (n.IsNull()) {
+          s.hdf5_chunk_dims.clear();
+          return absl::OkStatus();
+        }
+        if (!n.IsSequence() || (n.size() != 0 && n.size() != 3)) return MustBe(p, what, n);
+        std::vector<int64_t> dims;
+        for (const YAML::Node& e : n) {
+          int64_t d;
+          if (!ParseInt(e, &d) || d < 1) return MustBe(p, what, n);
+          dims.push_back(d);
+        }
+        s.hdf5_chunk_dims = std::move(dims);
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return fmt::format("[{}]", absl::StrJoin(s.hdf5_chunk_dims, ", ")); }));
+  v.push_back(NotYet("dataset.hdf5.num_dset_per_record", "1", Gate::kNone, "splits a record over k datasets"));
+  v.push_back(Label("dataset.hdf5.max_shape", "[]", "resizable maxshape; no I/O effect"));
+  v.push_back(Custom(
+      "dataset.compression", KeyStatus::kImplemented, "none or gzip (hdf5 only); DLIO's lzf, bz2, zip, xz not yet",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"none", "gzip"}, {"lzf", "bz2", "zip", "xz"}, "compression", &s.compression);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.compression); }));
+  v.push_back(IntKey("dataset.compression_level", &WorkloadSpec::compression_level, 0, 9, "gzip level"));
+  v.push_back(Label("dataset.enable_chunking", "false", "parsed but unused by DLIO (hdf5.chunk_dims chunks)"));
+  v.push_back(Label("dataset.chunk_size", "0", "parsed but unused by DLIO"));
+  v.push_back(Label("dataset.generation_buffer_size", "2147483648", "indexed_binary generation only"));
+  v.push_back(NotYet("dataset.keep_files", "true", Gate::kNone, "false makes DLIO delete data_folder at the end"));
+
+  // reader (alias data_reader)
+  v.push_back(Custom(
+      "reader.data_loader", KeyStatus::kLabel,
+      "pytorch, tensorflow, dali; the access pattern follows dataset.format (tfrecord streams files, the others "
+      "read samples by index); DLIO's native_dali, custom, none, synthetic, daos_pytorch are not supported yet",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"pytorch", "tensorflow", "dali"},
+                           {"native_dali", "custom", "none", "synthetic", "daos_pytorch"}, "data loader",
+                           &s.data_loader);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.data_loader); }));
+  v.push_back(NotYet("reader.data_loader_classname", "~", Gate::kNone, "custom loader plugin"));
+  v.push_back(NotYet("reader.data_loader_sampler", "~", Gate::kNone, "custom loader sampler"));
+  v.push_back(NotYet("reader.reader_classname", "~", Gate::kNone, "custom reader plugin"));
+  v.push_back(IntKey("reader.batch_size", &WorkloadSpec::batch_size, 1, "samples per step per rank"));
+  v.push_back(NotYet("reader.batch_size_eval", "1", eval, ""));
+  v.push_back(IntKey("reader.read_threads", &WorkloadSpec::read_threads, 0, "loader threads per rank; 0 acts as 1"));
+  v.push_back(Label("reader.computation_threads", "1", "TF parse-map parallelism; no I/O"));
+  v.push_back(IntKey("reader.prefetch_size", &WorkloadSpec::prefetch_size, 0, "batches queued ahead per rank"));
+  v.push_back(ShuffleKey("reader.file_shuffle", &WorkloadSpec::file_shuffle,
+                         "off, seed, random: permutes the file list every epoch"));
+  v.push_back(ShuffleKey("reader.sample_shuffle", &WorkloadSpec::sample_shuffle,
+                         "off, seed, random: a real global sample permutation every epoch (index mode)"));
+  v.push_back(Label("reader.shuffle_size", "1024",
+                    "TF shuffle buffer: reorders records after they are read; no effect on the I/O order"));
+  v.push_back(NotYet("reader.read_type", "on_demand", Gate::kNone, "`memory` keeps files open"));
+  v.push_back(Label("reader.file_access", "multi", "parsed but unused by DLIO"));
+  v.push_back(Custom(
+      "reader.transfer_size", KeyStatus::kImplemented,
+      "TFRecord read size per call; DLIO's default None means TF's 256 KiB",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        if (n.IsNull()) {
+          s.transfer_size = 262144;
+          return absl::OkStatus();
+        }
+        int64_t v;
+        if (!ParseInt(n, &v) || v < 1) return MustBe(p, "an integer >= 1", n);
+        s.transfer_size = v;
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return fmt::format("{}", s.transfer_size); }));
+  v.push_back(NotYet("reader.odirect", "false", Gate::kNone, "O_DIRECT whole-file reads (npy/npz)"));
+  v.push_back(Label("reader.dont_use_mmap", "false", "passed to DALI readers"));
+  v.push_back(NotYet("reader.preprocess_time", "0", Gate::kNone, "sleep per sample in the loader"));
+  v.push_back(NotYet("reader.preprocess_time_stdev", "0", Gate::kNone, "spread of preprocess_time"));
+  v.push_back(Label("reader.pin_memory", "true", "torch pin_memory"));
+  v.push_back(Label("reader.multiprocessing_context", "fork", "torch worker start method"));
+  v.push_back(Label("reader.transformed_record_dims", "[]", "shape of the in-memory tensor; no I/O"));
+  v.push_back(Label("reader.transformed_record_element_type", "uint8", "dtype of the in-memory tensor; no I/O"));
+
+  // train
+  v.push_back(IntKey("train.epochs", &WorkloadSpec::epochs, 1, "epochs"));
+  v.push_back(Custom(
+      "train.computation_time", KeyStatus::kImplemented,
+      "seconds of emulated compute per step: a number (or {mean: x}); DLIO's distributions are not supported yet",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        double v;
+        if (n.IsMap()) {
+          // {mean: x} and {mean: x, stdev: 0} are constants; anything else is a distribution.
+          bool has_mean = false;
+          for (auto it = n.begin(); it != n.end(); ++it) {
+            const std::string k = it->first.IsScalar() ? it->first.Scalar() : "";
+            double d;
+            if (k == "mean" && ParseNumber(it->second, &d) && d >= 0) {
+              has_mean = true;
+              v = d;
+            } else if (!(k == "stdev" && ParseNumber(it->second, &d) && d == 0)) {
+              return NotSupportedYet(p, "a distribution; give a constant number of seconds");
+            }
+          }
+          if (!has_mean) return NotSupportedYet(p, "a distribution; give a constant number of seconds");
+          s.computation_time = v;
+          return absl::OkStatus();
+        }
+        if (!ParseNumber(n, &v) || v < 0) return MustBe(p, "a number >= 0 (seconds per step)", n);
+        s.computation_time = v;
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return FormatDouble(s.computation_time); }));
+  v.push_back(NotYet("train.computation_time_stdev", "0", Gate::kNone, "normal spread of computation_time"));
+  v.push_back(Custom(
+      "train.total_training_steps", KeyStatus::kImplemented,
+      "caps steps per epoch; <= 0 means no cap (-1); more than the available steps is an error",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        int64_t v;
+        if (!ParseInt(n, &v)) return MustBe(p, "an integer (-1 = no cap)", n);
+        s.total_training_steps = v > 0 ? v : -1;
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return fmt::format("{}", s.total_training_steps); }));
+  v.push_back(IntKey("train.seed", &WorkloadSpec::seed, 0, "seed of the shuffles"));
+  v.push_back(BoolKey("train.seed_change_epoch", &WorkloadSpec::seed_change_epoch, "shuffle seed = seed + epoch"));
+
+  // evaluation
+  v.push_back(NotYet("evaluation.eval_time", "0", eval, ""));
+  v.push_back(NotYet("evaluation.eval_time_stdev", "0", eval, ""));
+  v.push_back(NotYet("evaluation.eval_after_epoch", "1", eval, ""));
+  v.push_back(NotYet("evaluation.epochs_between_evals", "1", eval, ""));
+
+  // checkpoint
+  const std::string off;  // the status column says it all
+  v.push_back(NotYet("checkpoint.checkpoint_folder", "./checkpoints/", ckpt, off));
+  v.push_back(NotYet("checkpoint.checkpoint_after_epoch", "1", ckpt, off));
+  v.push_back(NotYet("checkpoint.epochs_between_checkpoints", "1", ckpt, off));
+  v.push_back(NotYet("checkpoint.steps_between_checkpoints", "-1", ckpt, off));
+  v.push_back(NotYet("checkpoint.type", "rank_zero", ckpt, "parsed but unused by DLIO"));
+  v.push_back(NotYet("checkpoint.mode", "default", ckpt, off));
+  v.push_back(NotYet("checkpoint.fsync", "false", ckpt, "ineffective in DLIO (assigned to a misspelled attribute)"));
+  v.push_back(NotYet("checkpoint.time_between_checkpoints", "-1", ckpt, off));
+  v.push_back(NotYet("checkpoint.num_checkpoints_write", "-1", ckpt, off));
+  v.push_back(NotYet("checkpoint.num_checkpoints_read", "-1", ckpt, off));
+  v.push_back(NotYet("checkpoint.recovery_rank_shift", "false", ckpt, "cannot be enabled in DLIO (misspelled)"));
+  v.push_back(NotYet("checkpoint.rank_sync", "false", ckpt, off));
+  v.push_back(NotYet("checkpoint.randomize_tensor", "true", ckpt, off));
+  v.push_back(NotYet("checkpoint.checkpoint_mechanism_classname", "~", ckpt, off));
+  v.push_back(NotYet("checkpoint.ksm.madv_mergeable_id", "12", ckpt, off));
+  v.push_back(NotYet("checkpoint.ksm.high_ram_trigger", "30.0", ckpt, off));
+  v.push_back(NotYet("checkpoint.ksm.low_ram_exit", "15", ckpt, off));
+  v.push_back(NotYet("checkpoint.ksm.await_time", "200", ckpt, off));
+
+  // output
+  v.push_back(StringKey("output.folder", &WorkloadSpec::output_folder, true,
+                        "empty = not set (DLIO: the Hydra run dir); results go to the coordinator's results dir"));
+  v.push_back(Label("output.log_file", "dlio.log", "log file name"));
+  v.push_back(IntKey("output.metric.exclude_start_steps", &WorkloadSpec::exclude_start_steps, 0,
+                     "steps left out at the start of the AU window"));
+  v.push_back(IntKey("output.metric.exclude_end_steps", &WorkloadSpec::exclude_end_steps, 0,
+                     "steps left out at the end of the AU window"));
+
+  // profiling
+  v.push_back(Label("profiling.profiler", "iostat", "iostat, darshan, tensorboard, none"));
+  v.push_back(Label("profiling.iostat_devices", "[]", "devices for iostat"));
+
+  // metric
+  v.push_back(NumberKey("metric.au", &WorkloadSpec::au_threshold, 0, false, 1,
+                        "AU pass threshold as a fraction (0.90 = 90 %)"));
+
+  for (KeyInfo& k : v) {
+    if (k.get && k.dlio_default.empty()) k.dlio_default = k.get(WorkloadSpec{});
+    k.default_node = YAML::Load(k.dlio_default);
+  }
+  return v;
+}
+
+struct KeyTable {
+  std::vector<KeyInfo> keys;
+  std::map<std::string, size_t> index;  // canonical path -> keys[i]
+  std::set<std::string> sections;       // every proper prefix of a path
+  std::vector<std::string> names;       // paths and sections, for "did you mean"
+};
+
+const KeyTable& Keys() {
+  static const KeyTable* table = [] {
+    auto* t = new KeyTable;
+    t->keys = BuildKeys();
+    for (size_t i = 0; i < t->keys.size(); ++i) {
+      const std::string& p = t->keys[i].path;
+      t->index[p] = i;
+      for (size_t dot = p.find('.'); dot != std::string::npos; dot = p.find('.', dot + 1)) {
+        t->sections.insert(p.substr(0, dot));
+      }
+      t->names.push_back(p);
+    }
+    t->names.insert(t->names.end(), t->sections.begin(), t->sections.end());
+    return t;
+  }();
+  return *table;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Unknown keys
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string LastComponent(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+// The known key a typo most likely meant: a key the path is a suffix of (a missing section), else the closest by
+// edit distance, else a key with the same last name in another section; "" when nothing is close.
+std::string Suggest(const std::string& canon) {
+  const KeyTable& t = Keys();
+  for (const std::string& n : t.names) {
+    if (absl::EndsWith(n, "." + canon)) return n;
+  }
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const std::string& n : t.names) {
+    const size_t d = EditDistance(canon, n);
+    if (d < best_d) {
+      best_d = d;
+      best = n;
+    }
+  }
+  if (best_d <= std::max<size_t>(2, canon.size() / 4)) return best;
+  const std::string leaf = LastComponent(canon);
+  for (const KeyInfo& k : t.keys) {
+    if (LastComponent(k.path) == leaf) return k.path;
+  }
+  return "";
+}
+
+// `shown` is the path as written (data_reader.x), `canon` the table's spelling (reader.x).
+absl::Status UnknownKey(const std::string& shown, const std::string& canon, const std::string& context = "") {
+  std::string s = Suggest(canon);
+  if (absl::StartsWith(shown, "data_reader") && absl::StartsWith(s, "reader")) s = "data_" + s;
+  std::string msg = s.empty() ? fmt::format("{}: unknown key", shown)
+                              : fmt::format("{}: unknown key (did you mean {}?)", shown, s);
+  if (!context.empty()) msg += " " + context;
+  return absl::InvalidArgumentError(msg);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Walking the document
+
+struct Leaf {
+  std::string path;   // canonical
+  std::string shown;  // as written, for messages
+  YAML::Node node;
+};
+
+class LeafSet {
+ public:
+  // Adds or replaces (an override) the value of a key.
+  void Set(const std::string& path, const std::string& shown, const YAML::Node& node) {
+    auto it = pos_.find(path);
+    if (it != pos_.end()) {
+      leaves_[it->second] = Leaf{path, shown, node};
+      return;
+    }
+    pos_[path] = leaves_.size();
+    leaves_.push_back(Leaf{path, shown, node});
+  }
+  const Leaf* Find(const std::string& path) const {
+    auto it = pos_.find(path);
+    return it == pos_.end() ? nullptr : &leaves_[it->second];
+  }
+  const std::vector<Leaf>& leaves() const { return leaves_; }
+
+ private:
+  std::vector<Leaf> leaves_;
+  std::map<std::string, size_t> pos_;
+};
+
+std::string Join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// The canonical name of `name` inside section `canon_prefix` (aliases: data_reader, dataset.record_length).
+std::string CanonicalName(const std::string& canon_prefix, const std::string& name) {
+  if (canon_prefix.empty() && name == "data_reader") return "reader";
+  if (canon_prefix == "dataset" && name == "record_length") return "record_length_bytes";
+  return name;
+}
+
+std::string CanonicalPath(const std::string& path) {
+  std::string canon;
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    canon = Join(canon, CanonicalName(canon, std::string(part)));
+  }
+  return canon;
+}
+
+// Collects the leaves under `node` (a mapping at section `canon_prefix`). In document mode a repeated key is an
+// error; in override mode values replace earlier ones.
+absl::Status Walk(const YAML::Node& node, const std::string& canon_prefix, const std::string& shown_prefix,
+                  bool override_mode, LeafSet* out) {
+  const KeyTable& t = Keys();
+  std::map<std::string, std::string> here;  // canonical name -> as written, in this mapping
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: keys must be names, got {}", shown_prefix.empty() ? "workload" : shown_prefix,
+                      Describe(it->first)));
+    }
+    const std::string& name = it->first.Scalar();
+    const std::string shown = Join(shown_prefix, name);
+    const std::string canon = Join(canon_prefix, CanonicalName(canon_prefix, name));
+    const std::string cname = CanonicalName(canon_prefix, name);
+    if (auto h = here.find(cname); h != here.end() && !override_mode) {
+      if (h->second == name) return absl::InvalidArgumentError(fmt::format("{}: given twice", shown));
+      return absl::InvalidArgumentError(fmt::format("{}: given twice (also as {}; DLIO reads only one of them)", shown,
+                                                    Join(shown_prefix, h->second)));
+    }
+    here[cname] = name;
+    const YAML::Node& value = it->second;
+    if (t.index.count(canon)) {
+      out->Set(canon, shown, value);
+    } else if (t.sections.count(canon)) {
+      if (value.IsNull()) continue;  // an empty section
+      if (!value.IsMap()) return MustBe(shown, "a mapping of keys", value);
+      if (absl::Status s = Walk(value, canon, shown, override_mode, out); !s.ok()) return s;
+    } else {
+      return UnknownKey(shown, canon);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A value equal to DLIO's default (numbers compared as numbers, booleans as booleans).
+bool SameValue(const YAML::Node& user, const YAML::Node& def) {
+  if (def.IsNull()) {
+    return user.IsNull() || ((user.IsMap() || user.IsSequence()) && user.size() == 0);
+  }
+  if (def.IsScalar()) {
+    if (!user.IsScalar()) return false;
+    double a, b;
+    if (ParseNumber(user, &a) && ParseNumber(def, &b)) return a == b;
+    bool x, y;
+    if (ParseBool(user, &x) && ParseBool(def, &y)) return x == y;
+    return user.Scalar() == def.Scalar();
+  }
+  if (def.IsSequence()) {
+    if (!user.IsSequence() || user.size() != def.size()) return false;
+    for (size_t i = 0; i < def.size(); ++i) {
+      if (!SameValue(user[i], def[i])) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool IsDlioDefault(const YAML::Node& user, const KeyInfo& k) {
+  if (SameValue(user, k.default_node)) return true;
+  for (const std::string& alt : k.also_default) {
+    if (user.IsScalar() && user.Scalar() == alt) return true;
+  }
+  return false;
+}
+
+// The features whose keys are inert while off.
+struct Gates {
+  bool train = true;
+  bool evaluation = false;
+  bool checkpoint = false;
+  int64_t num_files_eval = 0;
+  bool Active(Gate g) const {
+    switch (g) {
+      case Gate::kNone:
+        return true;
+      case Gate::kEvaluation:  // DLIO evaluates inside the training loop, over valid/ files
+        return evaluation && train && num_files_eval > 0;
+      case Gate::kCheckpoint:
+        return checkpoint;
+    }
+    return true;
+  }
+};
+
+absl::Status ReadGates(const LeafSet& leaves, Gates* g) {
+  auto read_bool = [&](const char* path, bool* out) -> absl::Status {
+    const Leaf* l = leaves.Find(path);
+    if (l == nullptr) return absl::OkStatus();
+    if (!ParseBool(l->node, out)) return MustBe(l->shown, "true or false", l->node);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = read_bool("workflow.train", &g->train); !s.ok()) return s;
+  if (absl::Status s = read_bool("workflow.evaluation", &g->evaluation); !s.ok()) return s;
+  if (absl::Status s = read_bool("workflow.checkpoint", &g->checkpoint); !s.ok()) return s;
+  if (const Leaf* l = leaves.Find("dataset.num_files_eval"); l != nullptr) {
+    if (!ParseInt(l->node, &g->num_files_eval) || g->num_files_eval < 0) {
+      return MustBe(l->shown, "an integer >= 0", l->node);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec) {
+  const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
+  switch (k.status) {
+    case KeyStatus::kImplemented:
+    case KeyStatus::kLabel:
+      if (k.apply) return k.apply(leaf.node, leaf.shown, *spec);
+      return absl::OkStatus();
+    case KeyStatus::kNotSupported:
+      if (!gates.Active(k.gate) || IsDlioDefault(leaf.node, k)) return absl::OkStatus();
+      if (leaf.path == "workflow.evaluation") {
+        return NotSupportedYet(leaf.shown, fmt::format("evaluation would read dataset.num_files_eval={} files",
+                                                       gates.num_files_eval));
+      }
+      return NotSupportedYet(leaf.shown, k.hint);
+  }
+  return absl::OkStatus();
+}
+
+// Checks that involve several keys.
+absl::Status CheckWhole(const WorkloadSpec& s) {
+  if (!s.generate_data && !s.train) {
+    return absl::InvalidArgumentError(
+        "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
+  }
+  if (s.compression != "none" && s.format != "hdf5") {
+    return absl::InvalidArgumentError(fmt::format(
+        "dataset.compression: {} is implemented for hdf5 files only (dataset.format is {})", s.compression, s.format));
+  }
+  // Sample ids are 32-bit in the epoch plan (4 bytes per sample for a 10 M-sample shuffle).
+  constexpr int64_t kMaxSamples = int64_t{1} << 32;
+  if (s.num_samples_per_file > kMaxSamples / s.num_files_train) {
+    return absl::InvalidArgumentError(fmt::format(
+        "dataset.num_files_train: {} files x {} samples per file is more than {} samples, the most this version "
+        "plans",
+        s.num_files_train, s.num_samples_per_file, kMaxSamples));
+  }
+  if (s.format == "hdf5" && !s.hdf5_chunk_dims.empty() && s.record_length_bytes_stdev == 0) {
+    const int64_t d = s.SampleDim();
+    const std::vector<int64_t> shape = {s.num_samples_per_file, d, d};
+    for (size_t i = 0; i < 3; ++i) {
+      if (s.hdf5_chunk_dims[i] > shape[i]) {
+        return absl::InvalidArgumentError(fmt::format(
+            "dataset.hdf5.chunk_dims: [{}] exceeds the dataset shape [{}] (num_samples_per_file, "
+            "floor(sqrt(record_length_bytes)) twice)",
+            absl::StrJoin(s.hdf5_chunk_dims, ", "), absl::StrJoin(shape, ", ")));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<YAML::Node> ParseYaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) return absl::InvalidArgumentError(fmt::format("{}: YAML syntax error: {}", source, e.msg));
+    return absl::InvalidArgumentError(
+        fmt::format("{}:{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+// Splits an override into its canonical key path and value; `hydra.*` gives an empty path (ignored).
+absl::Status ParseOverride(const std::string& ov, std::string* path, YAML::Node* value) {
+  const size_t eq = ov.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("override '{}': expected KEY=VALUE (e.g. ++workload.dataset.num_files_train=8)", ov));
+  }
+  std::string key = ov.substr(0, eq);
+  if (absl::StartsWith(key, "~")) {
+    return absl::InvalidArgumentError(fmt::format("override '{}': deleting keys (~) is not supported", ov));
+  }
+  if (absl::StartsWith(key, "++")) key = key.substr(2);
+  else if (absl::StartsWith(key, "+")) key = key.substr(1);
+  if (absl::StartsWith(key, "workload.")) key = key.substr(9);
+  if (key == "hydra" || absl::StartsWith(key, "hydra.")) {
+    path->clear();
+    return absl::OkStatus();
+  }
+  if (key.empty() || absl::StrContains(key, "..") || absl::EndsWith(key, ".") || absl::StartsWith(key, ".")) {
+    return absl::InvalidArgumentError(fmt::format("override '{}': '{}' is not a key path", ov, key));
+  }
+  absl::StatusOr<YAML::Node> v = ParseYaml(ov.substr(eq + 1), fmt::format("override '{}'", ov));
+  if (!v.ok()) return v.status();
+  *path = key;
+  *value = *v;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                                          const std::string& source) {
+  absl::StatusOr<YAML::Node> doc = ParseYaml(yaml_text, source);
+  if (!doc.ok()) return doc.status();
+  YAML::Node root = *doc;
+  if (!root.IsNull() && !root.IsMap()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: a workload must be a YAML mapping of DLIO keys, got {}", source, Describe(root)));
+  }
+  // Hydra form: the workload under `workload:`, possibly beside Hydra's own `hydra:` and `defaults:`.
+  if (root.IsMap()) {
+    bool wrapped = false;
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == "workload") wrapped = true;
+    }
+    if (wrapped) {
+      YAML::Node inner;
+      for (auto it = root.begin(); it != root.end(); ++it) {
+        const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+        if (k == "workload") {
+          inner = it->second;
+        } else if (k != "hydra" && k != "defaults") {
+          return absl::InvalidArgumentError(fmt::format(
+              "{}: unexpected top-level key beside workload: (only hydra and defaults may sit beside it)", k));
+        }
+      }
+      if (!inner.IsNull() && !inner.IsMap()) return MustBe("workload", "a mapping of DLIO keys", inner);
+      root = inner;
+    }
+  }
+
+  LeafSet leaves;
+  if (root.IsMap()) {
+    if (absl::Status s = Walk(root, "", "", false, &leaves); !s.ok()) return s;
+  }
+
+  for (const std::string& ov : overrides) {
+    std::string key;
+    YAML::Node value;
+    if (absl::Status s = ParseOverride(ov, &key, &value); !s.ok()) return s;
+    if (key.empty()) continue;  // hydra.*
+    const std::string canon = CanonicalPath(key);
+    const std::string context = fmt::format("in override '{}'", ov);
+    if (Keys().index.count(canon)) {
+      leaves.Set(canon, key, value);
+    } else if (Keys().sections.count(canon)) {
+      if (!value.IsMap()) return MustBe(key, "a mapping of keys", value);
+      if (absl::Status s = Walk(value, canon, key, true, &leaves); !s.ok()) {
+        return absl::Status(s.code(), std::string(s.message()) + " " + context);
+      }
+    } else {
+      return UnknownKey(key, canon, context);
+    }
+  }
+
+  Gates gates;
+  if (absl::Status s = ReadGates(leaves, &gates); !s.ok()) return s;
+  WorkloadSpec spec;
+  // workflow.* first, so a job that needs an unsupported feature says so before anything about its details.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Leaf& leaf : leaves.leaves()) {
+      if (absl::StartsWith(leaf.path, "workflow.") != (pass == 0)) continue;
+      if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok()) return s;
+    }
+  }
+  if (absl::Status s = CheckWhole(spec); !s.ok()) return s;
+  return spec;
+}
+
+absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std::vector<std::string>& overrides) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(fmt::format("{}: cannot read file ({})", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(fmt::format("{}: cannot read file ({})", path, std::strerror(EISDIR)));
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return absl::InvalidArgumentError(fmt::format("{}: cannot read file ({})", path, std::strerror(err)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return LoadWorkload(text, overrides, path);
+}
+
+std::string ToYaml(const WorkloadSpec& spec) {
+  std::string out =
+      "# Normalised workload: DLIO keys, every key this version applies (see docs/workload-keys.md).\n";
+  // The key table keeps the stored keys of a section together, so no section is opened twice (the round-trip
+  // test would catch a repeated key).
+  std::vector<std::string> open;  // the sections of the previous key
+  for (const KeyInfo& k : Keys().keys) {
+    if (!k.get) continue;
+    std::vector<std::string> parts = absl::StrSplit(k.path, '.');
+    const std::vector<std::string> sections(parts.begin(), parts.end() - 1);
+    size_t common = 0;
+    while (common < open.size() && common < sections.size() && open[common] == sections[common]) ++common;
+    for (size_t i = common; i < sections.size(); ++i) out += std::string(2 * i, ' ') + sections[i] + ":\n";
+    out += std::string(2 * sections.size(), ' ') + parts.back() + ": " + k.get(spec) + "\n";
+    open = sections;
+  }
+  return out;
+}
+
+std::string KeyReferenceMarkdown() {
+  std::string md;
+  md += "# Workload keys\n\n";
+  md += "<!-- Generated by KeyReferenceMarkdown() in common/workload_spec.cc from the key table the loader uses.\n";
+  md += "     Do not edit; regenerate with: DLIO_UPDATE_DOCS=1 build/bin/common_test --gtest_filter='WorkloadKeysDoc.*'"
+        " -->\n\n";
+  md += "Every key of DLIO's workload YAML (argonne-lcf/dlio_benchmark `utils/config.py`, see "
+        "`../shared/reference/dlio.md` §1) and what this version does with it. The YAML may sit under a top-level "
+        "`workload:` key (Hydra form). Overrides: `++workload.dataset.num_files_train=8`, `+workload.x=y`, "
+        "`workload.x=y` or `dataset.num_files_train=8`; the value is read as YAML "
+        "(`++workload.dataset.hdf5.chunk_dims=[1,32,32]`); `hydra.*` overrides are ignored.\n\n";
+  md += "Status:\n\n";
+  md += "- **implemented**: validated and applied; written to the normalised `job.yaml`.\n";
+  md += "- **label**: accepted and ignored: it changes neither I/O nor timing (in DLIO or here). \"kept\" labels are "
+        "validated and written to `job.yaml`.\n";
+  md += "- **not supported yet**: DLIO changes I/O or timing with it and this version does not implement it. DLIO's "
+        "default value is accepted; so is any value while the feature it belongs to is off (noted). Anything else "
+        "is the error `KEY: DLIO key not supported yet by this version`.\n\n";
+  md += "Aliases: `data_reader.*` is `reader.*` (use one of them); `dataset.record_length` is "
+        "`dataset.record_length_bytes`. A key DLIO does not know is an error naming the nearest known key, e.g. "
+        "`dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)`.\n\n";
+  md += "| key | default | status | notes |\n|---|---|---|---|\n";
+  for (const KeyInfo& k : Keys().keys) {
+    std::string status;
+    switch (k.status) {
+      case KeyStatus::kImplemented:
+        status = "implemented";
+        break;
+      case KeyStatus::kLabel:
+        status = k.get ? "label (kept)" : "label";
+        break;
+      case KeyStatus::kNotSupported:
+        status = "not supported yet";
+        if (k.gate == Gate::kCheckpoint) status += " (any value while workflow.checkpoint is false)";
+        if (k.gate == Gate::kEvaluation) status += " (any value while evaluation reads no files)";
+        break;
+    }
+    std::string note = k.note;
+    absl::StrReplaceAll({{"|", "\\|"}}, &note);
+    md += fmt::format("| `{}` | `{}` | {} | {} |\n", k.path, k.dlio_default, status, note);
+  }
+  return md;
+}
+
+}  // namespace dlio

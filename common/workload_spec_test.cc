@@ -1,0 +1,471 @@
+#include "common/workload_spec.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dlio {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TestData() {
+  const char* env = std::getenv("DLIO_TESTDATA");
+  return env != nullptr ? env : "/work/main/../shared/testdata";
+}
+
+// The error message of a load that must fail.
+std::string Error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  absl::StatusOr<WorkloadSpec> s = LoadWorkload(yaml, overrides, "job.yaml");
+  if (s.ok()) return "<loaded>";
+  return std::string(s.status().message());
+}
+
+WorkloadSpec Load(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  absl::StatusOr<WorkloadSpec> s = LoadWorkload(yaml, overrides, "job.yaml");
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : WorkloadSpec{};
+}
+
+TEST(WorkloadSpec, EmptyDocumentGivesDlioDefaults) {
+  EXPECT_EQ(Load(""), WorkloadSpec{});
+  const WorkloadSpec d = Load("{}");
+  EXPECT_EQ(d.format, "tfrecord");
+  EXPECT_EQ(d.num_files_train, 8);
+  EXPECT_EQ(d.record_length_bytes, 65536);
+  EXPECT_EQ(d.exclude_start_steps, 1);
+  EXPECT_DOUBLE_EQ(d.au_threshold, 0.90);
+}
+
+TEST(WorkloadSpec, ParsesEveryImplementedKey) {
+  const WorkloadSpec s = Load(R"(
+model:
+  name: unet3d
+framework: tensorflow
+workflow:
+  generate_data: true
+  train: false
+dataset:
+  data_folder: /data/unet3d/
+  format: hdf5
+  num_files_train: 168
+  num_samples_per_file: 3
+  record_length_bytes: 114660.07
+  record_length_bytes_stdev: 68341.5
+  num_subfolders_train: 4
+  file_prefix: sample
+  hdf5:
+    chunk_dims: [1, 32, 32]
+  compression: gzip
+  compression_level: 6
+reader:
+  data_loader: tensorflow
+  batch_size: 7
+  read_threads: 4
+  prefetch_size: 0
+  file_shuffle: seed
+  sample_shuffle: random
+  transfer_size: 1048576
+train:
+  epochs: 5
+  computation_time: 0.636
+  seed: 42
+  seed_change_epoch: false
+  total_training_steps: 100
+output:
+  folder: out/unet3d
+  metric:
+    exclude_start_steps: 2
+    exclude_end_steps: 1
+metric:
+  au: 0.7
+)");
+  EXPECT_EQ(s.model_name, "unet3d");
+  EXPECT_EQ(s.framework, "tensorflow");
+  EXPECT_TRUE(s.generate_data);
+  EXPECT_FALSE(s.train);
+  EXPECT_EQ(s.data_folder, "/data/unet3d/");
+  EXPECT_EQ(s.format, "hdf5");
+  EXPECT_EQ(s.num_files_train, 168);
+  EXPECT_EQ(s.num_samples_per_file, 3);
+  EXPECT_DOUBLE_EQ(s.record_length_bytes, 114660.07);
+  EXPECT_DOUBLE_EQ(s.record_length_bytes_stdev, 68341.5);
+  EXPECT_EQ(s.num_subfolders_train, 4);
+  EXPECT_EQ(s.file_prefix, "sample");
+  EXPECT_EQ(s.hdf5_chunk_dims, (std::vector<int64_t>{1, 32, 32}));
+  EXPECT_EQ(s.compression, "gzip");
+  EXPECT_EQ(s.compression_level, 6);
+  EXPECT_EQ(s.data_loader, "tensorflow");
+  EXPECT_EQ(s.batch_size, 7);
+  EXPECT_EQ(s.read_threads, 4);
+  EXPECT_EQ(s.prefetch_size, 0);
+  EXPECT_EQ(s.file_shuffle, ShuffleMode::kSeed);
+  EXPECT_EQ(s.sample_shuffle, ShuffleMode::kRandom);
+  EXPECT_EQ(s.transfer_size, 1048576);
+  EXPECT_EQ(s.epochs, 5);
+  EXPECT_DOUBLE_EQ(s.computation_time, 0.636);
+  EXPECT_EQ(s.seed, 42);
+  EXPECT_FALSE(s.seed_change_epoch);
+  EXPECT_EQ(s.total_training_steps, 100);
+  EXPECT_EQ(s.output_folder, "out/unet3d");
+  EXPECT_EQ(s.exclude_start_steps, 2);
+  EXPECT_EQ(s.exclude_end_steps, 1);
+  EXPECT_DOUBLE_EQ(s.au_threshold, 0.7);
+  EXPECT_EQ(s.SampleDim(), 338);
+}
+
+TEST(WorkloadSpec, AcceptsTheHydraWorkloadWrapper) {
+  const WorkloadSpec s = Load(R"(
+defaults:
+  - _self_
+hydra:
+  run:
+    dir: /tmp/x
+workload:
+  dataset:
+    format: npz
+    num_files_train: 3
+)");
+  EXPECT_EQ(s.format, "npz");
+  EXPECT_EQ(s.num_files_train, 3);
+  EXPECT_THAT(Error("workload:\n  dataset:\n    format: npz\ndataset:\n  format: hdf5\n"),
+              HasSubstr("dataset: unexpected top-level key beside workload:"));
+}
+
+TEST(WorkloadSpec, AcceptsDliosAliases) {
+  EXPECT_EQ(Load("data_reader:\n  batch_size: 5\n").batch_size, 5);
+  EXPECT_EQ(Load("dataset:\n  record_length: 4096\n").record_length_bytes, 4096);
+  EXPECT_EQ(Error("dataset:\n  record_length: 4096\n  record_length_bytes: 2048\n"),
+            "dataset.record_length_bytes: given twice (also as dataset.record_length; DLIO reads only one of them)");
+  EXPECT_THAT(Error("reader:\n  batch_size: 2\ndata_reader:\n  read_threads: 2\n"), HasSubstr("given twice"));
+  EXPECT_EQ(Error("data_reader:\n  batch_size: 0\n"), "data_reader.batch_size: must be an integer >= 1, got 0");
+  EXPECT_EQ(Error("data_reader:\n  batch_sise: 2\n"),
+            "data_reader.batch_sise: unknown key (did you mean data_reader.batch_size?)");
+}
+
+TEST(WorkloadSpec, OverridesInEveryForm) {
+  const std::string yaml = "dataset:\n  format: hdf5\n  num_files_train: 4\n";
+  EXPECT_EQ(Load(yaml, {"++workload.dataset.num_files_train=8"}).num_files_train, 8);
+  EXPECT_EQ(Load(yaml, {"+workload.dataset.num_files_train=9"}).num_files_train, 9);
+  EXPECT_EQ(Load(yaml, {"workload.dataset.num_files_train=10"}).num_files_train, 10);
+  EXPECT_EQ(Load(yaml, {"dataset.num_files_train=11"}).num_files_train, 11);
+  EXPECT_EQ(Load(yaml, {"dataset.hdf5.chunk_dims=[1,2,2]"}).hdf5_chunk_dims, (std::vector<int64_t>{1, 2, 2}));
+  EXPECT_EQ(Load(yaml, {"++workload.reader.file_shuffle=seed", "++hydra.run.dir=/tmp/run"}).file_shuffle,
+            ShuffleMode::kSeed);
+  EXPECT_EQ(Load(yaml, {"data_reader.batch_size=3"}).batch_size, 3);
+  EXPECT_EQ(Load(yaml, {"reader={batch_size: 6, read_threads: 2}"}).read_threads, 2);
+  // The last override of a key wins, as in Hydra.
+  EXPECT_EQ(Load(yaml, {"train.epochs=2", "train.epochs=3"}).epochs, 3);
+  EXPECT_EQ(Error(yaml, {"++workload.dataset.num_file_train=8"}),
+            "dataset.num_file_train: unknown key (did you mean dataset.num_files_train?) in override "
+            "'++workload.dataset.num_file_train=8'");
+  EXPECT_EQ(Error(yaml, {"dataset.num_files_train=-1"}), "dataset.num_files_train: must be an integer >= 1, got -1");
+  EXPECT_THAT(Error(yaml, {"num_files_train"}), HasSubstr("expected KEY=VALUE"));
+  EXPECT_THAT(Error(yaml, {"dataset.format=[npz"}), HasSubstr("YAML syntax error"));
+}
+
+TEST(WorkloadSpec, UnknownKeysNameTheNearestKnownKey) {
+  EXPECT_EQ(Error("dataset:\n  num_file_train: 8\n"),
+            "dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)");
+  EXPECT_EQ(Error("datset:\n  format: npz\n"), "datset: unknown key (did you mean dataset?)");
+  // DLIO reads the exclusions only under output.metric.
+  EXPECT_EQ(Error("metric:\n  exclude_start_steps: 2\n"),
+            "metric.exclude_start_steps: unknown key (did you mean output.metric.exclude_start_steps?)");
+  EXPECT_EQ(Error("reader:\n  epochs: 2\n"), "reader.epochs: unknown key (did you mean train.epochs?)");
+  EXPECT_EQ(Error("zzzzzzzzzzzz: 1\n"), "zzzzzzzzzzzz: unknown key");
+  EXPECT_EQ(Error("dataset: 5\n"), "dataset: must be a mapping of keys, got 5");
+  EXPECT_EQ(Error("dataset:\n  format: npz\n  format: hdf5\n"), "dataset.format: given twice");
+}
+
+TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
+  EXPECT_EQ(Error("dataset:\n  num_files_train: -1\n"), "dataset.num_files_train: must be an integer >= 1, got -1");
+  EXPECT_EQ(Error("dataset:\n  record_length_bytes: abc\n"),
+            "dataset.record_length_bytes: must be a number > 0, got 'abc'");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: '8'\n"), "dataset.num_files_train: must be an integer >= 1, got '8'");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: 8.5\n"), "dataset.num_files_train: must be an integer >= 1, got 8.5");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: [1]\n"), "dataset.num_files_train: must be an integer >= 1, got [1]");
+  EXPECT_EQ(Error("workflow:\n  train: yes\n"), "workflow.train: must be true or false, got 'yes'");
+  EXPECT_EQ(Error("reader:\n  file_shuffle: sometimes\n"),
+            "reader.file_shuffle: must be one of off, seed, random, got 'sometimes'");
+  EXPECT_EQ(Error("reader:\n  sample_shuffle: true\n"),
+            "reader.sample_shuffle: must be one of off, seed, random, got true");
+  EXPECT_EQ(Load("reader:\n  sample_shuffle: false\n").sample_shuffle, ShuffleMode::kOff);
+  EXPECT_EQ(Error("dataset:\n  format: parquet\n"),
+            "dataset.format: must be one of npz, hdf5, tfrecord, csv, npy, hdf5_opt, jpeg, png, indexed_binary, "
+            "mmap_indexed_binary, synthetic, got 'parquet'");
+  EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression_level: 10\n"),
+            "dataset.compression_level: must be an integer in [0, 9], got 10");
+  EXPECT_EQ(Error("dataset:\n  format: hdf5\n  hdf5:\n    chunk_dims: [1, 0, 32]\n"),
+            "dataset.hdf5.chunk_dims: must be a list of 3 integers >= 1 ([samples, rows, cols]) or [], got [1, 0, 32]");
+  EXPECT_EQ(Error("metric:\n  au: 90\n"), "metric.au: must be a number in [0, 1], got 90");
+  EXPECT_EQ(Error("train:\n  computation_time: -0.1\n"),
+            "train.computation_time: must be a number >= 0 (seconds per step), got -0.1");
+  EXPECT_EQ(Error("framework: jax\n"), "framework: must be one of pytorch, tensorflow, got 'jax'");
+  EXPECT_EQ(Error("dataset:\n  data_folder: ''\n"), "dataset.data_folder: must be a non-empty string, got ''");
+  EXPECT_EQ(Load("train:\n  total_training_steps: 0\n").total_training_steps, -1);
+  EXPECT_EQ(Load("reader:\n  transfer_size: null\n").transfer_size, 262144);
+  EXPECT_EQ(Load("output:\n  folder: ~\n").output_folder, "");
+}
+
+TEST(WorkloadSpec, ChecksAcrossKeys) {
+  EXPECT_EQ(Error("workflow:\n  train: false\n"),
+            "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
+  EXPECT_EQ(Error("dataset:\n  format: npz\n  compression: gzip\n"),
+            "dataset.compression: gzip is implemented for hdf5 files only (dataset.format is npz)");
+  EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_length_bytes: 1024\n  hdf5:\n    chunk_dims: [1, 64, 64]\n"),
+              HasSubstr("dataset.hdf5.chunk_dims: [1, 64, 64] exceeds the dataset shape [1, 32, 32]"));
+  EXPECT_THAT(Error("dataset:\n  num_files_train: 100000\n  num_samples_per_file: 100000\n"),
+              HasSubstr("the most this version plans"));
+}
+
+TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
+  EXPECT_EQ(Error("dataset:\n  format: png\n"),
+            "dataset.format: 'png' is a DLIO format not supported yet (supported: npz, hdf5, tfrecord)");
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"),
+            "workflow.checkpoint: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"),
+            "workflow.evaluation: DLIO key not supported yet by this version (evaluation would read "
+            "dataset.num_files_eval=8 files)");
+  EXPECT_EQ(Error("reader:\n  odirect: true\n"), "reader.odirect: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"),
+            "reader.preprocess_time: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("storage:\n  storage_type: s3\n"),
+            "storage.storage_type: DLIO key not supported yet by this version (only local_fs)");
+  EXPECT_EQ(Error("train:\n  computation_time:\n    mean: 0.01\n    stdev: 0.002\n"),
+            "train.computation_time: DLIO key not supported yet by this version (a distribution; give a constant "
+            "number of seconds)");
+  EXPECT_EQ(Error("reader:\n  data_loader: native_dali\n"),
+            "reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
+            "tensorflow, dali)");
+  EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression: lzf\n"),
+            "dataset.compression: 'lzf' is a DLIO compression not supported yet (supported: none, gzip)");
+  EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"),
+            "workflow.checkpoint: DLIO key not supported yet by this version");
+  EXPECT_EQ(absl::StatusOr<WorkloadSpec>(LoadWorkload("workflow:\n  checkpoint: true\n", {})).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+TEST(WorkloadSpec, AcceptsDliosDefaultsAndInertFeatureKeys) {
+  // DLIO's defaults of keys this version does not implement.
+  Load(R"(
+workflow:
+  checkpoint: false
+  evaluation: false
+  profiling: false
+storage:
+  storage_type: local_fs
+  storage_root: ./
+reader:
+  odirect: false
+  read_type: on_demand
+  preprocess_time: 0
+dataset:
+  record_dims: []
+  record_element_type: uint8
+  keep_files: true
+train:
+  computation_time_stdev: 0
+)");
+  // Evaluation keys while evaluation reads nothing; checkpoint and model sizing keys while checkpoints are off.
+  const WorkloadSpec s = Load(R"(
+model:
+  name: unet3d
+  type: cnn
+  model_size: 499153191
+  model_size_bytes: 1048576
+workflow:
+  evaluation: true
+dataset:
+  num_files_eval: 8
+evaluation:
+  eval_time: 0.005
+  epochs_between_evals: 2
+reader:
+  batch_size_eval: 4
+checkpoint:
+  checkpoint_folder: ckpt
+  steps_between_checkpoints: 8
+  ksm:
+    await_time: 10
+)",
+                              {"workflow.train=false", "workflow.generate_data=true"});
+  EXPECT_EQ(s.model_name, "unet3d");
+  // The constant forms of a computation time.
+  EXPECT_DOUBLE_EQ(Load("train:\n  computation_time:\n    mean: 0.25\n").computation_time, 0.25);
+  EXPECT_DOUBLE_EQ(Load("train:\n  computation_time: {mean: 0.5, stdev: 0}\n").computation_time, 0.5);
+}
+
+TEST(WorkloadSpec, AcceptsAndIgnoresLabels) {
+  const WorkloadSpec s = Load(R"(
+model:
+  name: resnet50
+framework: pytorch
+workflow:
+  profiling: false
+  debug: true
+dataset:
+  format: npz
+  record_length_bytes_resize: 150528
+  enable_chunking: true
+reader:
+  data_loader: dali
+  computation_threads: 8
+  dont_use_mmap: true
+  pin_memory: false
+  multiprocessing_context: spawn
+  shuffle_size: 2
+  file_access: shared
+profiling:
+  profiler: darshan
+  iostat_devices: [sda]
+output:
+  log_file: x.log
+)");
+  EXPECT_EQ(s.data_loader, "dali");
+  WorkloadSpec expected;
+  expected.model_name = "resnet50";
+  expected.format = "npz";
+  expected.data_loader = "dali";
+  EXPECT_EQ(s, expected);
+}
+
+TEST(WorkloadSpec, FileErrorsAreOneLineNamingTheFile) {
+  absl::StatusOr<WorkloadSpec> s = LoadWorkloadFile("/nonexistent/JOB.yaml", {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "/nonexistent/JOB.yaml: cannot read file (No such file or directory)");
+
+  const std::string path = ::testing::TempDir() + "/bad_syntax.yaml";
+  std::ofstream(path) << "dataset:\n  format: npz\n   num_files_train: 2\n";
+  s = LoadWorkloadFile(path, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr(path + ":3:"));
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("YAML syntax error"));
+  EXPECT_EQ(std::string(s.status().message()).find('\n'), std::string::npos);
+}
+
+// Every workload DLIO wrote in the test data either loads or names a DLIO feature this version lacks.
+TEST(WorkloadSpec, DlioWorkloadFilesLoadOrSayNotSupportedYet) {
+  std::vector<std::string> files;
+  for (const char* sub : {"dlio-generated", "dlio-outputs"}) {
+    const std::filesystem::path dir = std::filesystem::path(TestData()) / sub;
+    ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir << " (set DLIO_TESTDATA)";
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (std::filesystem::exists(e.path() / "workload.yaml")) files.push_back((e.path() / "workload.yaml").string());
+    }
+  }
+  ASSERT_GE(files.size(), 10u);
+  int loaded = 0;
+  for (const std::string& f : files) {
+    absl::StatusOr<WorkloadSpec> s = LoadWorkloadFile(f, {});
+    if (s.ok()) {
+      ++loaded;
+      EXPECT_EQ(*LoadWorkload(ToYaml(*s), {}), *s) << f;
+    } else {
+      EXPECT_THAT(std::string(s.status().message()), HasSubstr("not supported yet")) << f << ": " << s.status();
+    }
+  }
+  EXPECT_GE(loaded, 3);  // npz, hdf5, hdf5_chunked_gzip
+
+  const WorkloadSpec gz = *LoadWorkloadFile(TestData() + "/dlio-generated/hdf5_chunked_gzip/workload.yaml", {});
+  EXPECT_EQ(gz.format, "hdf5");
+  EXPECT_EQ(gz.hdf5_chunk_dims, (std::vector<int64_t>{1, 32, 32}));
+  EXPECT_EQ(gz.compression, "gzip");
+  EXPECT_EQ(gz.compression_level, 4);
+  EXPECT_EQ(gz.SampleDim(), 128);
+  EXPECT_TRUE(gz.generate_data);
+  EXPECT_FALSE(gz.train);
+}
+
+TEST(WorkloadSpec, ToYamlRoundTrips) {
+  EXPECT_EQ(*LoadWorkload(ToYaml(WorkloadSpec{}), {}), WorkloadSpec{});
+  WorkloadSpec s;
+  s.model_name = "name: with \"quotes\", colons and ünïcode";
+  s.framework = "tensorflow";
+  s.generate_data = true;
+  s.train = true;
+  s.data_folder = "/data/with space/#hash";
+  s.format = "hdf5";
+  s.num_files_train = 1024;
+  s.num_samples_per_file = 1251;
+  s.record_length_bytes = 114660.07;
+  s.record_length_bytes_stdev = 0.1;
+  s.num_subfolders_train = 3;
+  s.file_prefix = "off";
+  s.hdf5_chunk_dims = {1, 16, 16};
+  s.compression = "gzip";
+  s.compression_level = 9;
+  s.data_loader = "dali";
+  s.batch_size = 400;
+  s.read_threads = 0;
+  s.prefetch_size = 7;
+  s.file_shuffle = ShuffleMode::kRandom;
+  s.sample_shuffle = ShuffleMode::kSeed;
+  s.transfer_size = 4096;
+  s.epochs = 3;
+  s.computation_time = 1.0 / 3.0;
+  s.seed = 987654321987;
+  s.seed_change_epoch = false;
+  s.total_training_steps = 12;
+  s.output_folder = "results/x";
+  s.exclude_start_steps = 0;
+  s.exclude_end_steps = 2;
+  s.au_threshold = 0.7;
+  const std::string yaml = ToYaml(s);
+  absl::StatusOr<WorkloadSpec> back = LoadWorkload(yaml, {});
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+  EXPECT_EQ(*back, s) << yaml;
+  EXPECT_EQ(ToYaml(*back), yaml);
+  EXPECT_NE(s, WorkloadSpec{});
+}
+
+TEST(WorkloadSpec, SampleDimIsDliosFloorSqrt) {
+  WorkloadSpec s;
+  for (auto [len, dim] : std::vector<std::pair<double, int64_t>>{
+           {2048, 45}, {4096, 64}, {16384, 128}, {65536, 256}, {114660.07, 338}, {1, 1}, {3, 1}, {146600628, 12107}}) {
+    s.record_length_bytes = len;
+    EXPECT_EQ(s.SampleDim(), dim) << len;
+  }
+}
+
+std::string SourceDir() { return DLIO_SOURCE_DIR; }
+
+// docs/workload-keys.md is KeyReferenceMarkdown(); DLIO_UPDATE_DOCS=1 rewrites it.
+TEST(WorkloadKeysDoc, MatchesTheKeyTable) {
+  const std::string path = SourceDir() + "/docs/workload-keys.md";
+  const std::string md = KeyReferenceMarkdown();
+  if (const char* u = std::getenv("DLIO_UPDATE_DOCS"); u != nullptr && std::string(u) == "1") {
+    std::ofstream(path) << md;
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), md) << path << " is stale; regenerate: DLIO_UPDATE_DOCS=1 common_test "
+                            << "--gtest_filter='WorkloadKeysDoc.*'";
+}
+
+// Every key in the reference accepts the default it documents.
+TEST(WorkloadKeysDoc, EveryKeyAcceptsItsDocumentedDefault) {
+  int rows = 0;
+  for (absl::string_view line : absl::StrSplit(KeyReferenceMarkdown(), '\n')) {
+    if (!absl::StartsWith(line, "| `")) continue;
+    std::vector<std::string> cells = absl::StrSplit(line, " | ");
+    ASSERT_GE(cells.size(), 3u) << line;
+    const std::string key = cells[0].substr(3, cells[0].size() - 4);
+    const std::string def = cells[1].substr(1, cells[1].size() - 2);
+    absl::StatusOr<WorkloadSpec> s = LoadWorkload("", {key + "=" + def});
+    EXPECT_TRUE(s.ok()) << key << "=" << def << ": " << s.status();
+    ++rows;
+  }
+  EXPECT_GE(rows, 90);
+}
+
+}  // namespace
+}  // namespace dlio
