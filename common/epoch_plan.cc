@@ -1,0 +1,255 @@
+#include "common/epoch_plan.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+
+namespace dlio {
+namespace {
+
+// Sample and file ids are uint32 (4 bytes per sample for a shuffled 10 M-sample epoch).
+constexpr int64_t kMaxIds = int64_t{1} << 32;
+
+// splitmix64 (Steele, Lea, Flood 2014): seeds the generator and decorrelates the per-purpose seeds.
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// xoshiro256** (Blackman, Vigna 2018). Our own generator and Fisher-Yates, so a plan is the same on every agent
+// whatever standard library it was built with (std::shuffle's algorithm is implementation-defined).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    uint64_t sm = seed;
+    for (uint64_t& w : s_) w = SplitMix64(sm);
+  }
+  uint64_t Next() {
+    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return result;
+  }
+  // Uniform in [0, n), n >= 1, without modulo bias (Lemire 2019, multiply-shift with rejection).
+  uint64_t Below(uint64_t n) {
+    unsigned __int128 m = static_cast<unsigned __int128>(Next()) * n;
+    auto low = static_cast<uint64_t>(m);
+    if (low < n) {
+      const uint64_t threshold = (0 - n) % n;
+      while (low < threshold) {
+        m = static_cast<unsigned __int128>(Next()) * n;
+        low = static_cast<uint64_t>(m);
+      }
+    }
+    return static_cast<uint64_t>(m >> 64);
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+void FisherYates(std::vector<uint32_t>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng.Below(i));
+    std::swap(v[i - 1], v[j]);
+  }
+}
+
+// The seed of one permutation: DLIO's seed (+ epoch when seed_change_epoch), mixed with what is shuffled, so the
+// file order and the sample order of an epoch are independent.
+enum class Stream : uint64_t { kFiles = 1, kSamples = 2 };
+uint64_t PermutationSeed(const PlanParams& p, int64_t epoch, Stream what) {
+  uint64_t state = static_cast<uint64_t>(p.seed) + (p.seed_change_epoch ? static_cast<uint64_t>(epoch) : 0);
+  uint64_t mixed = SplitMix64(state);
+  mixed ^= static_cast<uint64_t>(what) * 0xD6E8FEB86659FD93ull;
+  return SplitMix64(mixed);
+}
+
+int64_t Threads(const PlanParams& p) { return std::max<int64_t>(1, p.read_threads); }
+
+// Stream mode: files of rank r (of P, F files) = ceil((F - r) / P); files of thread t (of T) among c = ceil((c-t)/T).
+int64_t FilesOfRank(int64_t files, int64_t world, int64_t rank) {
+  return files / world + (rank < files % world ? 1 : 0);
+}
+
+// Batches each loader thread of a rank holding `rank_files` files can form (before trimming).
+std::vector<int64_t> ThreadQuotas(const PlanParams& p, int64_t rank_files) {
+  const int64_t t_count = Threads(p);
+  std::vector<int64_t> q(static_cast<size_t>(t_count));
+  for (int64_t t = 0; t < t_count; ++t) {
+    const int64_t files = rank_files / t_count + (t < rank_files % t_count ? 1 : 0);
+    q[static_cast<size_t>(t)] = files * p.samples_per_file / p.batch;
+  }
+  return q;
+}
+
+int64_t Sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+
+absl::Status Validate(const PlanParams& p) {
+  if (p.num_files < 1) {
+    return absl::InvalidArgumentError(fmt::format("dataset.num_files_train: must be >= 1, got {}", p.num_files));
+  }
+  if (p.samples_per_file < 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("dataset.num_samples_per_file: must be >= 1, got {}", p.samples_per_file));
+  }
+  if (p.batch < 1) return absl::InvalidArgumentError(fmt::format("reader.batch_size: must be >= 1, got {}", p.batch));
+  if (p.world < 1) return absl::InvalidArgumentError(fmt::format("world size: must be >= 1, got {}", p.world));
+  if (p.num_files >= kMaxIds || p.samples_per_file > kMaxIds / p.num_files) {
+    return absl::InvalidArgumentError(fmt::format(
+        "dataset.num_files_train: {} files x {} samples per file is more than {} samples, the most a plan holds",
+        p.num_files, p.samples_per_file, kMaxIds));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+AccessMode AccessModeFor(const WorkloadSpec& spec) {
+  return spec.format == "tfrecord" ? AccessMode::kStream : AccessMode::kIndex;
+}
+
+PlanParams TrainPlanParams(const WorkloadSpec& spec, int64_t world) {
+  PlanParams p;
+  p.num_files = spec.num_files_train;
+  p.samples_per_file = spec.num_samples_per_file;
+  p.batch = spec.batch_size;
+  p.world = world;
+  p.read_threads = spec.read_threads;
+  p.file_shuffle = spec.file_shuffle;
+  p.sample_shuffle = spec.sample_shuffle;
+  p.seed = spec.seed;
+  p.seed_change_epoch = spec.seed_change_epoch;
+  p.max_steps = spec.total_training_steps;
+  p.mode = AccessModeFor(spec);
+  return p;
+}
+
+absl::StatusOr<int64_t> EpochPlan::Steps(const PlanParams& p) {
+  if (absl::Status s = Validate(p); !s.ok()) return s;
+  const int64_t n = p.num_files * p.samples_per_file;
+  int64_t steps = 0;
+  if (p.mode == AccessMode::kIndex) {
+    steps = n / (p.batch * p.world);
+    if (steps == 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "reader.batch_size: one step of the fleet needs batch {} x world size {} = {} samples, but the dataset has "
+          "only {} (dataset.num_files_train {} x dataset.num_samples_per_file {})",
+          p.batch, p.world, p.batch * p.world, n, p.num_files, p.samples_per_file));
+    }
+  } else {
+    if (p.num_files < p.world) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dataset.num_files_train: {} files for world size {}; tfrecord streams whole files, so every rank needs at "
+          "least one file",
+          p.num_files, p.world));
+    }
+    // The ranks hold floor(F/P) or ceil(F/P) files; the fleet does what its poorest rank can.
+    steps = Sum(ThreadQuotas(p, FilesOfRank(p.num_files, p.world, p.world - 1)));
+    if (steps == 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "reader.batch_size: no full batch of {} samples per loader thread: rank {} streams {} files of {} samples "
+          "over reader.read_threads {} (dataset.num_files_train {}, world size {})",
+          p.batch, p.world - 1, FilesOfRank(p.num_files, p.world, p.world - 1), p.samples_per_file, Threads(p),
+          p.num_files, p.world));
+    }
+  }
+  if (p.max_steps > 0) {
+    if (p.max_steps > steps) {
+      return absl::InvalidArgumentError(fmt::format(
+          "train.total_training_steps: {} steps per epoch wanted, but the dataset gives only {} (world size {}, "
+          "batch {})",
+          p.max_steps, steps, p.world, p.batch));
+    }
+    steps = p.max_steps;
+  }
+  return steps;
+}
+
+absl::StatusOr<EpochPlan> EpochPlan::Make(const PlanParams& params, int64_t epoch) {
+  absl::StatusOr<int64_t> steps = Steps(params);
+  if (!steps.ok()) return steps.status();
+  EpochPlan plan;
+  plan.params_ = params;
+  plan.epoch_ = epoch;
+  plan.steps_ = *steps;
+  const int64_t n = params.num_files * params.samples_per_file;
+  plan.dropped_ = n - plan.steps_ * params.batch * params.world;
+
+  const bool global_sample_shuffle = params.mode == AccessMode::kIndex && params.sample_shuffle != ShuffleMode::kOff;
+  if (global_sample_shuffle) {
+    // A permutation of all sample ids makes a file permutation redundant: skip it.
+    plan.sample_order_.resize(static_cast<size_t>(n));
+    std::iota(plan.sample_order_.begin(), plan.sample_order_.end(), uint32_t{0});
+    Rng rng(PermutationSeed(params, epoch, Stream::kSamples));
+    FisherYates(plan.sample_order_, rng);
+  } else if (params.file_shuffle != ShuffleMode::kOff) {
+    plan.file_order_.resize(static_cast<size_t>(params.num_files));
+    std::iota(plan.file_order_.begin(), plan.file_order_.end(), uint32_t{0});
+    Rng rng(PermutationSeed(params, epoch, Stream::kFiles));
+    FisherYates(plan.file_order_, rng);
+  }
+  return plan;
+}
+
+std::vector<SampleRef> EpochPlan::RankSamples(int64_t rank) const {
+  std::vector<SampleRef> out;
+  if (params_.mode != AccessMode::kIndex || rank < 0 || rank >= params_.world) return out;
+  const int64_t per_rank = steps_ * params_.batch;
+  const int64_t begin = rank * per_rank;
+  const auto spf = static_cast<uint64_t>(params_.samples_per_file);
+  out.resize(static_cast<size_t>(per_rank));
+  for (int64_t i = 0; i < per_rank; ++i) {
+    const auto pos = static_cast<uint64_t>(begin + i);
+    SampleRef& r = out[static_cast<size_t>(i)];
+    if (!sample_order_.empty()) {
+      const uint64_t id = sample_order_[pos];
+      r.file = static_cast<uint32_t>(id / spf);
+      r.sample = static_cast<uint32_t>(id % spf);
+    } else {
+      const uint64_t f = pos / spf;
+      r.file = file_order_.empty() ? static_cast<uint32_t>(f) : file_order_[f];
+      r.sample = static_cast<uint32_t>(pos % spf);
+    }
+  }
+  return out;
+}
+
+StreamAssignment EpochPlan::RankStream(int64_t rank) const {
+  StreamAssignment a;
+  if (params_.mode != AccessMode::kStream || rank < 0 || rank >= params_.world) return a;
+  const int64_t t_count = Threads(params_);
+  a.thread_files.resize(static_cast<size_t>(t_count));
+  // The rank's files are list positions rank, rank+P, ...; its j-th file goes to thread j mod T.
+  int64_t j = 0;
+  for (int64_t pos = rank; pos < params_.num_files; pos += params_.world, ++j) {
+    const uint32_t file = file_order_.empty() ? static_cast<uint32_t>(pos) : file_order_[static_cast<size_t>(pos)];
+    a.thread_files[static_cast<size_t>(j % t_count)].push_back(file);
+  }
+  a.thread_batches = ThreadQuotas(params_, j);
+  // Every rank does the same number of steps: trim the quotas from the last thread backwards.
+  int64_t excess = Sum(a.thread_batches) - steps_;
+  for (auto it = a.thread_batches.rbegin(); it != a.thread_batches.rend() && excess > 0; ++it) {
+    const int64_t cut = std::min(excess, *it);
+    *it -= cut;
+    excess -= cut;
+  }
+  return a;
+}
+
+size_t EpochPlan::MemoryBytes() const {
+  return file_order_.capacity() * sizeof(uint32_t) + sample_order_.capacity() * sizeof(uint32_t);
+}
+
+}  // namespace dlio
