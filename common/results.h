@@ -5,12 +5,18 @@
 //               where window_end = epoch_steps - 1 - exclude_end (indices into the block's own step list)
 //               AU% = 100 * sum(compute[exclude_start : window_end+1]) / total_time   (0 when that sum is 0)
 //               samples/s = (n_steps - 2) * batch / total_time                       (DLIO's hard-coded -2)
+//               (a window with total_time <= 0 reports 0 for both, where DLIO would divide by zero; a block of
+//               0 or 1 steps keeps DLIO's negative samples/s, with weight 0 or 1 below)
 //   per epoch, per rank: step-weighted mean of the blocks' AU and samples/s (0 when no steps)
 //   per epoch, fleet: AU = mean over ranks, samples/s = sum over ranks
 //   summary: mean and population stdev over epochs; "MB/s" = samples/s * record_length_bytes / 2^20 (MiB/s of the
 //   nominal record size, DLIO's meaning); train_au_meet_expectation = mean AU >= metric.au * 100.
-// Our measured additions: metric.train_read_bytes (bytes returned by read calls on data files) and
-// metric.train_io_actual_mean_MB_per_second (those bytes over the timed window, MB = 10^6).
+// Our measured additions: metric.train_read_bytes (bytes returned by read calls on data files, all ranks and
+// epochs), metric.train_io_actual_mean_MB_per_second (mean over epochs of the epoch's bytes over its timed window,
+// the longest of the ranks' summed block total_time; MB = 10^6) and metric.train_dropped_samples_per_epoch; the
+// rest under "dlio_ext" (per-epoch detail, merged read-latency percentiles, generation I/O). In <rank>_output.json
+// each epoch also has "barrier" {blockN: [s...]} and "dlio_ext" (the rank's I/O counters and read latency).
+// epoch_steps (DLIO's self.steps) comes from the epoch plan of the job's spec and world.
 //
 // Aggregator is the one merge path: a rank, an agent and the fleet are merged by the same code (IoSnapshot and
 // LatencyHistogram +=, percentiles after the merge).

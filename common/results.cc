@@ -1,0 +1,566 @@
+#include "common/results.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "common/epoch_plan.h"
+#include "fmt/format.h"
+
+namespace dlio {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// sum(v[a:b]) with Python's slice rules (negative bounds count from the end, then clamp), as DLIO's numpy code.
+double SliceSum(const std::vector<double>& v, int64_t a, int64_t b) {
+  const auto n = static_cast<int64_t>(v.size());
+  auto norm = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  double s = 0;
+  for (int64_t i = norm(a), end = norm(b); i < end; ++i) s += v[static_cast<size_t>(i)];
+  return s;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// Population standard deviation (numpy's np.std default, ddof = 0).
+double PopulationStdev(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const double m = Mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size()));
+}
+
+std::string Duration2(int64_t start_us, int64_t end_us) {
+  // DLIO writes per-epoch and per-block durations as '{:.2f}' strings.
+  return fmt::format("{:.2f}", static_cast<double>(end_us - start_us) / 1e6);
+}
+
+// Latency percentiles of a merged histogram, in seconds (bucket upper bounds; null past the last bucket).
+nlohmann::json LatencyJson(const LatencyHistogram& h) {
+  nlohmann::json j;
+  j["count"] = h.count();
+  j["mean"] = h.count() == 0 ? 0.0 : static_cast<double>(h.sum_ns()) / static_cast<double>(h.count()) / 1e9;
+  const std::pair<const char*, double> qs[] = {{"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}, {"p999", 0.999}};
+  for (const auto& [name, q] : qs) {
+    const uint64_t ns = h.QuantileNs(q);
+    if (ns == std::numeric_limits<uint64_t>::max()) {
+      j[name] = nullptr;
+    } else {
+      j[name] = static_cast<double>(ns) / 1e9;
+    }
+  }
+  return j;
+}
+
+nlohmann::json IoJson(const IoSnapshot& io) {
+  return {{"bytes", io.bytes}, {"ops", io.ops}, {"samples", io.samples}, {"files", io.files}};
+}
+
+std::string BlockKey(int block) { return fmt::format("block{}", block); }
+
+// Steps per epoch as DLIO counts them (its self.steps): the plan's, else the most any rank recorded.
+int64_t EpochSteps(const JobResult& job) {
+  absl::StatusOr<int64_t> steps = EpochPlan::Steps(TrainPlanParams(job.spec, job.world));
+  if (steps.ok()) return *steps;
+  int64_t most = 0;
+  for (const RankEpochResult& r : job.train) {
+    int64_t n = 0;
+    for (const BlockTimings& b : r.blocks) n += static_cast<int64_t>(b.compute.size());
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+struct Host {
+  std::string hostname;
+  double memory_gb = 0;
+  int cpu_count = 0;
+  int ranks = 0;
+};
+
+// Distinct hosts in rank order; DLIO reports host lists per node.
+std::vector<Host> Hosts(const JobResult& job) {
+  std::vector<const AgentInfo*> agents;
+  for (const AgentInfo& a : job.agents) agents.push_back(&a);
+  std::stable_sort(agents.begin(), agents.end(),
+                   [](const AgentInfo* a, const AgentInfo* b) { return a->first_rank < b->first_rank; });
+  std::vector<Host> hosts;
+  for (const AgentInfo* a : agents) {
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.hostname == a->hostname; });
+    if (it == hosts.end()) {
+      hosts.push_back(Host{a->hostname, a->memory_gb, a->cpu_count, a->ranks});
+    } else {
+      it->ranks += a->ranks;
+    }
+  }
+  return hosts;
+}
+
+const AgentInfo* AgentOfRank(const JobResult& job, int rank) {
+  for (const AgentInfo& a : job.agents) {
+    if (rank >= a.first_rank && rank < a.first_rank + a.ranks) return &a;
+  }
+  return nullptr;
+}
+
+// DLIO's data_size_per_host_GB: ranks per node * samples // world * record length, in GiB, for rank 0's node.
+double DataSizePerHostGb(const JobResult& job, const std::vector<Host>& hosts) {
+  int64_t per_node = job.world;
+  if (const AgentInfo* a = AgentOfRank(job, 0); a != nullptr) {
+    for (const Host& h : hosts) {
+      if (h.hostname == a->hostname) per_node = h.ranks;
+    }
+  }
+  const int64_t samples = per_node * job.spec.num_samples_per_file * job.spec.num_files_train / std::max(1, job.world);
+  return static_cast<double>(samples) * job.spec.record_length_bytes / kGiB;
+}
+
+// Everything the documents need, computed once by the one merge path.
+struct Computed {
+  FleetSummary fleet;
+  MetricWindow window;
+  struct EpochExtra {
+    double au_min_rank = 0, au_max_rank = 0;
+    double timed_seconds = 0;  // max over ranks
+    int ranks = 0;
+  };
+  std::vector<EpochExtra> extra;  // parallel to fleet.epochs
+};
+
+// One result per (rank, epoch): the last one given wins.
+std::map<int, std::map<int, const RankEpochResult*>> ByEpochAndRank(const JobResult& job) {
+  std::map<int, std::map<int, const RankEpochResult*>> by;
+  for (const RankEpochResult& r : job.train) by[r.epoch][r.rank] = &r;
+  return by;
+}
+
+// One rank's results by epoch (O(results), so writing every rank's files stays linear in ranks x results).
+std::map<int, const RankEpochResult*> EpochsOfRank(const JobResult& job, int rank) {
+  std::map<int, const RankEpochResult*> by;
+  for (const RankEpochResult& r : job.train) {
+    if (r.rank == rank) by[r.epoch] = &r;
+  }
+  return by;
+}
+
+Computed Compute(const JobResult& job) {
+  Computed c;
+  c.window = TrainWindow(job.spec, EpochSteps(job));
+  FleetSummary& s = c.fleet;
+  for (const auto& [epoch, ranks] : ByEpochAndRank(job)) {
+    EpochMetric m;
+    Computed::EpochExtra x;
+    m.epoch = epoch;
+    double au_sum = 0;
+    x.au_min_rank = std::numeric_limits<double>::max();
+    x.au_max_rank = std::numeric_limits<double>::lowest();
+    for (const auto& [rank, r] : ranks) {
+      const RankEpochMetric rm = ComputeRankEpoch(*r, c.window);
+      au_sum += rm.au_percent;
+      m.samples_per_second += rm.samples_per_second;
+      x.timed_seconds = std::max(x.timed_seconds, rm.timed_seconds);
+      x.au_min_rank = std::min(x.au_min_rank, rm.au_percent);
+      x.au_max_rank = std::max(x.au_max_rank, rm.au_percent);
+      m.read_bytes += r->io.bytes;
+      m.dropped_samples += r->dropped_samples;
+      s.io += r->io;
+    }
+    x.ranks = static_cast<int>(ranks.size());
+    m.au_percent = au_sum / static_cast<double>(ranks.size());  // DLIO: allreduce(SUM) / comm size
+    m.mib_per_second = m.samples_per_second * job.spec.record_length_bytes / kMiB;
+    m.actual_mb_per_second = x.timed_seconds > 0 ? static_cast<double>(m.read_bytes) / x.timed_seconds / 1e6 : 0;
+    s.read_bytes += m.read_bytes;
+    s.dropped_samples = std::max(s.dropped_samples, m.dropped_samples);
+    s.epochs.push_back(m);
+    c.extra.push_back(x);
+  }
+  std::vector<double> au, tp, actual;
+  for (const EpochMetric& m : s.epochs) {
+    au.push_back(m.au_percent);
+    tp.push_back(m.samples_per_second);
+    actual.push_back(m.actual_mb_per_second);
+  }
+  s.au_mean = Mean(au);
+  s.au_stdev = PopulationStdev(au);
+  s.throughput_mean = Mean(tp);
+  s.throughput_stdev = PopulationStdev(tp);
+  // DLIO: np.mean(throughput) * record_length / 1024 / 1024 (MiB of the nominal record size).
+  s.io_mean_mib = s.throughput_mean * job.spec.record_length_bytes / kMiB;
+  s.io_stdev_mib = s.throughput_stdev * job.spec.record_length_bytes / kMiB;
+  s.actual_mb_mean = Mean(actual);
+  s.au_meets_expectation = s.au_mean >= job.spec.au_threshold * 100;
+  return c;
+}
+
+absl::Status ErrnoStatus(int err, const std::string& message) {
+  const std::string msg = fmt::format("{} ({})", message, std::strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(msg);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(msg);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+}  // namespace
+
+BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
+                              const MetricWindow& w) {
+  BlockMetric m;
+  // DLIO's window indices are into the block's own step list, but derived from the epoch's step count.
+  const int64_t start = w.exclude_start;
+  const int64_t window_end = w.epoch_steps - 1 - w.exclude_end;
+  const double compute_sum = SliceSum(compute, start, window_end + 1);
+  const double total =
+      duration_s - SliceSum(proc, 0, start) - SliceSum(proc, window_end + 1, static_cast<int64_t>(proc.size()));
+  m.steps = static_cast<int64_t>(compute.size());
+  m.timed_seconds = total;
+  // DLIO divides by total_time unguarded; a window of no time at all reports 0 here.
+  if (total > 0) {
+    m.au_percent = compute_sum == 0 ? 0.0 : 100.0 * compute_sum / total;
+    m.samples_per_second = static_cast<double>(m.steps - 2) * static_cast<double>(w.batch) / total;
+  }
+  return m;
+}
+
+RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w) {
+  RankEpochMetric m;
+  double steps = 0, au = 0, tp = 0;
+  for (const BlockTimings& b : r.blocks) {
+    const BlockMetric bm = ComputeTrainBlock(b.proc, b.compute, b.duration_s, w);
+    const auto n = static_cast<double>(bm.steps);
+    steps += n;
+    au += bm.au_percent * n;
+    tp += bm.samples_per_second * n;
+    m.timed_seconds += bm.timed_seconds;
+  }
+  if (steps > 0) {
+    m.au_percent = au / steps;
+    m.samples_per_second = tp / steps;
+  }
+  return m;
+}
+
+MetricWindow TrainWindow(const WorkloadSpec& spec, int64_t epoch_steps) {
+  MetricWindow w;
+  w.epoch_steps = epoch_steps;
+  w.exclude_start = spec.exclude_start_steps;
+  w.exclude_end = spec.exclude_end_steps;
+  w.batch = spec.batch_size;
+  return w;
+}
+
+Aggregator::Aggregator(const JobResult& job) : job_(job) {}
+
+FleetSummary Aggregator::Summarize() const { return Compute(job_).fleet; }
+
+nlohmann::json Aggregator::SummaryJson() const {
+  const Computed c = Compute(job_);
+  const FleetSummary& s = c.fleet;
+  const std::vector<Host> hosts = Hosts(job_);
+  const double data_gb = DataSizePerHostGb(job_, hosts);
+
+  nlohmann::json j;
+  j["start"] = FormatTimestamp(job_.start_unix_us);
+  j["end"] = FormatTimestamp(job_.end_unix_us);
+  j["num_accelerators"] = job_.world;
+  j["num_hosts"] = hosts.size();
+  const AgentInfo* rank0 = AgentOfRank(job_, 0);
+  j["hostname"] = rank0 != nullptr ? rank0->hostname : (hosts.empty() ? "" : hosts[0].hostname);
+  j["num_files_train"] = job_.spec.num_files_train;
+  j["num_files_eval"] = 0;
+  j["num_samples_per_file"] = job_.spec.num_samples_per_file;
+  nlohmann::json cpus = nlohmann::json::array(), mem = nlohmann::json::array(), caching = nlohmann::json::array();
+  for (const Host& h : hosts) {
+    cpus.push_back(h.cpu_count);
+    mem.push_back(h.memory_gb);
+    caching.push_back(h.memory_gb <= data_gb ? 0 : 1);  // DLIO: 1 = the data could fit in the page cache
+  }
+  j["host_cpu_count"] = cpus;
+  j["host_memory_GB"] = mem;
+  j["potential_caching"] = caching;
+  j["data_size_per_host_GB"] = data_gb;
+
+  nlohmann::json metric = nlohmann::json::object();
+  nlohmann::json ext;
+  ext["job_id"] = job_.job_id;
+  ext["world_size"] = job_.world;
+  nlohmann::json agents = nlohmann::json::array();
+  for (const AgentInfo& a : job_.agents) {
+    agents.push_back({{"name", a.name},
+                      {"hostname", a.hostname},
+                      {"first_rank", a.first_rank},
+                      {"ranks", a.ranks},
+                      {"cpu_count", a.cpu_count},
+                      {"memory_GB", a.memory_gb}});
+  }
+  ext["agents"] = agents;
+  if (job_.spec.generate_data) {
+    const IoSnapshot& g = job_.generate_io;
+    const double secs = job_.generate_seconds;
+    ext["generate"] = {{"io", IoJson(g)},
+                       {"seconds", secs},
+                       {"MB_per_second", secs > 0 ? static_cast<double>(g.bytes) / secs / 1e6 : 0.0},
+                       {"write_latency_seconds", LatencyJson(g.latency)}};
+  }
+  if (job_.spec.train) {
+    j["epochs"] = s.epochs.size();
+    nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
+    for (const EpochMetric& m : s.epochs) {
+      au.push_back(m.au_percent);
+      tp.push_back(m.samples_per_second);
+    }
+    metric["train_au_percentage"] = au;
+    metric["train_au_mean_percentage"] = s.au_mean;
+    metric["train_au_stdev_percentage"] = s.au_stdev;
+    metric["train_au_meet_expectation"] = s.au_meets_expectation ? "success" : "fail";
+    metric["train_throughput_samples_per_second"] = tp;
+    metric["train_throughput_mean_samples_per_second"] = s.throughput_mean;
+    metric["train_throughput_stdev_samples_per_second"] = s.throughput_stdev;
+    metric["train_io_mean_MB_per_second"] = s.io_mean_mib;
+    metric["train_io_stdev_MB_per_second"] = s.io_stdev_mib;
+    metric["train_read_bytes"] = s.read_bytes;
+    metric["train_io_actual_mean_MB_per_second"] = s.actual_mb_mean;
+    metric["train_dropped_samples_per_epoch"] = s.dropped_samples;
+
+    ext["epoch_steps"] = c.window.epoch_steps;
+    nlohmann::json epochs = nlohmann::json::array();
+    for (size_t i = 0; i < s.epochs.size(); ++i) {
+      const EpochMetric& m = s.epochs[i];
+      const Computed::EpochExtra& x = c.extra[i];
+      epochs.push_back({{"epoch", m.epoch},
+                        {"ranks", x.ranks},
+                        {"au_percentage", m.au_percent},
+                        {"au_min_rank_percentage", x.au_min_rank},
+                        {"au_max_rank_percentage", x.au_max_rank},
+                        {"throughput_samples_per_second", m.samples_per_second},
+                        {"io_MiB_per_second", m.mib_per_second},
+                        {"timed_seconds", x.timed_seconds},
+                        {"read_bytes", m.read_bytes},
+                        {"io_actual_MB_per_second", m.actual_mb_per_second},
+                        {"dropped_samples", m.dropped_samples}});
+    }
+    ext["train_epochs"] = epochs;
+    ext["train_io"] = IoJson(s.io);
+    ext["train_read_latency_seconds"] = LatencyJson(s.io.latency);
+  }
+  j["metric"] = metric;
+  j["dlio_ext"] = ext;
+  return j;
+}
+
+nlohmann::json Aggregator::RankOutputJson(int rank) const {
+  const MetricWindow window = TrainWindow(job_.spec, EpochSteps(job_));
+  const std::vector<Host> hosts = Hosts(job_);
+  const double data_gb = DataSizePerHostGb(job_, hosts);
+  nlohmann::json j = nlohmann::json::object();
+  if (const AgentInfo* a = AgentOfRank(job_, rank); a != nullptr) {
+    j["hostname"] = a->hostname;
+    j["host_memory_GB"] = a->memory_gb;
+    j["host_cpu_count"] = a->cpu_count;
+    j["potential_caching"] = data_gb <= a->memory_gb ? 1 : 0;
+  }
+  for (const auto& [epoch, result] : EpochsOfRank(job_, rank)) {
+    const RankEpochResult& r = *result;
+    nlohmann::json e;
+    e["start"] = FormatTimestamp(r.start_unix_us);
+    e["end"] = FormatTimestamp(r.end_unix_us);
+    nlohmann::json load = nlohmann::json::object(), proc = nlohmann::json::object(),
+                   compute = nlohmann::json::object(), au = nlohmann::json::object(),
+                   tp = nlohmann::json::object(), barrier = nlohmann::json::object();
+    for (const BlockTimings& b : r.blocks) {
+      const std::string key = BlockKey(b.block);
+      const BlockMetric bm = ComputeTrainBlock(b.proc, b.compute, b.duration_s, window);
+      load[key] = b.load;
+      proc[key] = b.proc;
+      compute[key] = b.compute;
+      au[key] = bm.au_percent;
+      tp[key] = bm.samples_per_second;
+      barrier[key] = b.barrier;
+    }
+    e["load"] = load;
+    e["proc"] = proc;
+    e["compute"] = compute;
+    e["au"] = au;
+    e["throughput"] = tp;
+    // Ours: per-step barrier wait (inside DLIO's proc-to-next-load gap), and the rank's measured I/O.
+    e["barrier"] = barrier;
+    e["dlio_ext"] = {{"io", IoJson(r.io)},
+                     {"read_latency_seconds", LatencyJson(r.io.latency)},
+                     {"dropped_samples", r.dropped_samples}};
+    j[std::to_string(epoch)] = e;
+  }
+  return j;
+}
+
+nlohmann::json Aggregator::RankPerEpochStatsJson(int rank) const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [epoch, result] : EpochsOfRank(job_, rank)) {
+    const RankEpochResult& r = *result;
+    nlohmann::json e;
+    e["start"] = FormatTimestamp(r.start_unix_us);
+    e["end"] = FormatTimestamp(r.end_unix_us);
+    e["duration"] = Duration2(r.start_unix_us, r.end_unix_us);
+    for (const BlockTimings& b : r.blocks) {
+      e[BlockKey(b.block)] = {{"start", FormatTimestamp(b.start_unix_us)},
+                              {"end", FormatTimestamp(b.end_unix_us)},
+                              {"duration", Duration2(b.start_unix_us, b.end_unix_us)}};
+    }
+    j[std::to_string(epoch)] = e;
+  }
+  return j;
+}
+
+absl::Status WriteResultFiles(const std::string& dir, const JobResult& job) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return ErrnoStatus(ec.value(), fmt::format("{}: cannot create directory", dir));
+  const Aggregator agg(job);
+  const auto path = [&](const std::string& name) { return (std::filesystem::path(dir) / name).string(); };
+  if (absl::Status s = WriteFileAtomic(path("summary.json"), agg.SummaryJson().dump(4) + "\n"); !s.ok()) return s;
+  std::set<int> ranks;
+  for (int r = 0; r < job.world; ++r) ranks.insert(r);
+  for (const RankEpochResult& r : job.train) ranks.insert(r.rank);
+  for (int r : ranks) {
+    if (absl::Status s = WriteFileAtomic(path(fmt::format("{}_output.json", r)), agg.RankOutputJson(r).dump(4) + "\n");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = WriteFileAtomic(path(fmt::format("{}_per_epoch_stats.json", r)),
+                                         agg.RankPerEpochStatsJson(r).dump(4) + "\n");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return WriteFileAtomic(path("job.yaml"), ToYaml(job.spec));
+}
+
+absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
+  // Temp name in the same directory (rename() is atomic only within a file system), hidden, unique per process
+  // and call.
+  static std::atomic<uint64_t> counter{0};
+  const std::filesystem::path target(path);
+  const std::filesystem::path tmp =
+      target.parent_path() /
+      fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter.fetch_add(1));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, fmt::format("{}: cannot write", path));
+  auto fail = [&](int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
+  };
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail(errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatTimestamp(int64_t unix_us) {
+  int64_t secs = unix_us / 1000000;
+  int64_t micros = unix_us % 1000000;
+  if (micros < 0) {
+    micros += 1000000;
+    secs -= 1;
+  }
+  const auto t = static_cast<time_t>(secs);
+  struct tm tm {};
+  localtime_r(&t, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:06d}", std::string_view(buf, n), micros);
+}
+
+absl::StatusOr<int64_t> ParseTimestamp(const std::string& text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(
+        fmt::format("'{}': not a timestamp like 2026-11-22T02:03:49.804834 (local time)", text));
+  };
+  int year, mon, day, hour, min, sec, used = 0;
+  char sep = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &year, &mon, &day, &sep, &hour, &min, &sec, &used) != 7 ||
+      (sep != 'T' && sep != ' ')) {
+    return bad();
+  }
+  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 ||
+      sec > 60) {
+    return bad();
+  }
+  auto i = static_cast<size_t>(used);
+  int64_t micros = 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    int digits = 0;
+    int64_t scale = 100000;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      if (digits < 6) {
+        micros += (text[i] - '0') * scale;
+        scale /= 10;
+      }
+      ++digits;
+      ++i;
+    }
+    if (digits == 0 || digits > 9) return bad();
+  }
+  if (i != text.size()) return bad();
+  struct tm tm {};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = mon - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = min;
+  tm.tm_sec = sec;
+  tm.tm_isdst = -1;  // local time, DST as the zone says
+  const time_t t = std::mktime(&tm);
+  if (t == static_cast<time_t>(-1)) return bad();
+  return static_cast<int64_t>(t) * 1000000 + micros;
+}
+
+}  // namespace dlio
