@@ -186,4 +186,14 @@ std::string Workload(const std::string& format, int files, int samples_per_file,
 }
 
 
+uint64_t DataBytes(const fs::path& dir, const std::string& ext) {
+  uint64_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == "." + ext) total += e.file_size();
+  }
+  return total;
+}
+
+nlohmann::json LoadJson(const std::string& path) { return nlohmann::json::parse(ReadFile(path)); }
+
 }  // namespace dlio::testing
