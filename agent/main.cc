@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
                "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
                "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",
                "dlio-agent"};
+  app.get_formatter()->column_width(52);
   dlio::AgentServer::Options opt;
   double reconnect_window_s = 30;
   app.add_option("--coordinator", opt.coordinator, "Coordinator address HOST:PORT")->required();

@@ -88,6 +88,7 @@ int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err
   for (const auto& o : opt.overrides) req.add_overrides(o);
   req.set_agents(static_cast<uint32_t>(opt.agents));
   req.set_source_name(opt.job_path);
+  req.set_wait_for_agents_s(static_cast<uint32_t>(std::max(0, opt.wait_for_agents_s)));
   v1::SubmitResponse resp;
   {
     grpc::ClientContext ctx;

@@ -18,6 +18,7 @@ struct SubmitOptions {
   std::string job_path;
   std::vector<std::string> overrides;  // "++workload.a.b=v" or "a.b=v"
   int agents = 0;                      // 0 = all attached
+  int wait_for_agents_s = 0;           // --wait-for-agents
   std::string output_dir;              // --output; empty = the job's output.folder, else none
   std::string where_results_live;      // printed when nothing is fetched (the coordinator's result folder)
 };

@@ -92,6 +92,7 @@ absl::Status Coordinator::AddAgent(const AgentInfo& info, std::shared_ptr<AgentL
                                                  it->second.info.hostname, "'); refused the second agent from host '",
                                                  info.hostname, "': give each agent a unique --name"));
   }
+  link->Accepted();
   agents_[info.name] = Agent{info, std::move(link)};
   spdlog::info("agent '{}' attached from {} with {} accelerators ({} attached)", info.name, info.hostname, info.ranks,
                agents_.size());
@@ -271,11 +272,22 @@ void Coordinator::RunnerLoop() {
 void Coordinator::RunJob(Job& job) {
   std::unique_lock<std::mutex> lk(mu_);
   // Placement: the first `agents` attached agents by name; every agent contributes all of its accelerators.
+  const size_t needed = job.request.agents > 0 ? static_cast<size_t>(job.request.agents) : 1;
+  if (agents_.size() < needed && job.request.wait_for_agents_s > 0) {
+    JobEventData e;
+    e.message = absl::StrCat("job ", job.id, " waits up to ", job.request.wait_for_agents_s, " s for ", needed,
+                             " agent(s); ", agents_.size(), " attached");
+    Emit(job, std::move(e));
+    cv_.wait_for(lk, std::chrono::seconds(job.request.wait_for_agents_s),
+                 [&] { return agents_.size() >= needed || job.cancel_requested || stopping_; });
+  }
   const size_t want = job.request.agents > 0 ? static_cast<size_t>(job.request.agents) : agents_.size();
   if (want == 0 || agents_.size() < want) {
     return FailJob(job, JobState::kFailed,
                    absl::StrCat("job ", job.id, " needs ", want == 0 ? 1 : want, " agent(s), ", agents_.size(),
-                                " attached"));
+                                " attached", job.request.wait_for_agents_s > 0
+                                                 ? absl::StrCat(" after waiting ", job.request.wait_for_agents_s, " s")
+                                                 : std::string(" (use --wait-for-agents SECONDS to wait for them)")));
   }
   int world = 0;
   for (auto& [name, a] : agents_) {

@@ -49,6 +49,9 @@ struct PhaseOrder {
 class AgentLink {
  public:
   virtual ~AgentLink() = default;
+  // The agent was registered: greet it. Called under the coordinator's lock before any order can reach the link,
+  // so the greeting is always the first message the agent receives.
+  virtual void Accepted() = 0;
   virtual void RunPhase(const PhaseOrder& order) = 0;
   virtual void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) = 0;
   virtual void Cancel(const std::string& job_id, const std::string& reason) = 0;
@@ -72,6 +75,7 @@ struct JobRequest {
   std::vector<std::string> overrides;
   int agents = 0;                    // 0 = every attached agent
   std::string source_name = "job";
+  int wait_for_agents_s = 0;         // wait this long for enough agents before failing
 };
 
 class Coordinator {

@@ -35,7 +35,14 @@ grpc::Status ToGrpc(const absl::Status& s) {
 // returns the stream is gone, so Close() turns later calls into no-ops.
 class StreamLink : public AgentLink {
  public:
-  explicit StreamLink(AttachStream* stream) : stream_(stream) {}
+  StreamLink(AttachStream* stream, std::string agent) : stream_(stream), agent_(std::move(agent)) {}
+  void Accepted() override {
+    v1::CoordinatorMessage welcome;
+    welcome.mutable_welcome()->set_protocol_version(kProtocolVersion);
+    welcome.mutable_welcome()->set_agent(agent_);
+    welcome.mutable_welcome()->set_heartbeat_interval_ms(kHeartbeatIntervalMs);
+    Write(welcome);
+  }
   void RunPhase(const PhaseOrder& o) override {
     v1::CoordinatorMessage m;
     v1::RunPhase* r = m.mutable_run_phase();
@@ -76,6 +83,7 @@ class StreamLink : public AgentLink {
  private:
   std::mutex mu_;
   AttachStream* stream_;  // guarded by mu_; null once the handler returned
+  const std::string agent_;
 };
 
 class Service final : public v1::Coordinator::Service {
@@ -104,14 +112,8 @@ class Service final : public v1::Coordinator::Service {
     info.memory_gb = static_cast<double>(hello.host_memory_bytes()) / (1024.0 * 1024.0 * 1024.0);
     info.cpu_count = static_cast<int>(hello.host_cpu_count());
     info.ranks = static_cast<int>(hello.accelerators());
-    auto link = std::make_shared<StreamLink>(stream);
-    if (absl::Status s = core_->AddAgent(info, link); !s.ok()) return ToGrpc(s);
-
-    v1::CoordinatorMessage welcome;
-    welcome.mutable_welcome()->set_protocol_version(kProtocolVersion);
-    welcome.mutable_welcome()->set_agent(info.name);
-    welcome.mutable_welcome()->set_heartbeat_interval_ms(kHeartbeatIntervalMs);
-    link->Write(welcome);
+    auto link = std::make_shared<StreamLink>(stream, info.name);
+    if (absl::Status s = core_->AddAgent(info, link); !s.ok()) return ToGrpc(s);  // AddAgent sent the Welcome
 
     while (stream->Read(&in)) {
       switch (in.msg_case()) {
@@ -148,6 +150,7 @@ class Service final : public v1::Coordinator::Service {
     r.overrides.assign(req->overrides().begin(), req->overrides().end());
     r.agents = static_cast<int>(req->agents());
     r.source_name = req->source_name().empty() ? "job" : req->source_name();
+    r.wait_for_agents_s = static_cast<int>(req->wait_for_agents_s());
     absl::StatusOr<std::string> id = core_->Submit(r);
     if (!id.ok()) return ToGrpc(id.status());
     resp->set_job_id(*id);

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
                "  run     the embedded default: a coordinator plus local agent processes on this machine",
                "dlio-coordinator"};
   app.require_subcommand(1);
+  // Wide enough that every option's description starts on its own line (docs/cli.md is generated from this).
+  app.get_formatter()->column_width(52);
 
   // serve
   CLI::App* serve = app.add_subcommand("serve", "Run the coordinator service; agents attach, jobs run one at a time");
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
   submit->add_option("job", sopt.job_path, "DLIO workload YAML file")->required();
   submit->add_option("--coordinator", sopt.coordinator, "Coordinator address HOST:PORT")->required();
   submit->add_option("--agents", sopt.agents, "Number of agents to use (0 = every attached agent)")->default_val(0);
+  submit->add_option("--wait-for-agents", sopt.wait_for_agents_s,
+                     "Seconds to wait for enough agents to attach before the job fails (0 = fail at once)")
+      ->default_val(0)
+      ->check(CLI::Range(0, 86400));
   submit->add_option("--output", sopt.output_dir,
                      "Write the result files received from the coordinator into DIR (default: the job's "
                      "output.folder; if neither is set they stay in the coordinator's results folder)");

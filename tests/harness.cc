@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 std::string BinDir() {
   const char* d = std::getenv("DLIO_BIN_DIR");
-  return d ? d : "build/bin";
+  return d != nullptr && *d != 0 ? d : DLIO_DEFAULT_BIN_DIR;
 }
 std::string Bin(const std::string& name) { return BinDir() + "/" + name; }
 std::string SourceDir() { return DLIO_SOURCE_DIR; }
