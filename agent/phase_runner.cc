@@ -163,7 +163,22 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
         // Temporary name in the same folder (so rename is atomic), unique per agent process and file.
         const fs::path tmp = final_path.string() + ".tmp-" + std::to_string(::getpid());
         const uint64_t before = stats.Snapshot().bytes;
-        absl::Status s = (*format)->Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + i, stats);
+        // With a size spread every file has its own sample shape, hence its own Format options.
+        std::unique_ptr<Format> sized;
+        if (spec.record_length_bytes_stdev > 0) {
+          FormatOptions o = (*format)->options();
+          const int64_t d = spec.SampleDimForFile(i);
+          o.sample_dims = {d, d};
+          absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(spec.format, o);
+          if (!f.ok()) {
+            first_error.Set(Annotate(f.status(), Where(cmd, rank)));
+            stop = true;
+            break;
+          }
+          sized = std::move(*f);
+        }
+        const Format& fmt = sized ? *sized : **format;
+        absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + i, stats);
         if (s.ok() && std::rename(tmp.c_str(), final_path.c_str()) != 0) {
           s = absl::InternalError(absl::StrCat("rename '", tmp.string(), "': ", std::strerror(errno)));
         }

@@ -39,6 +39,27 @@ int64_t WorkloadSpec::SampleDim() const {
   return d;
 }
 
+int64_t WorkloadSpec::SampleDimForFile(int64_t file) const {
+  if (record_length_bytes_stdev <= 0) return SampleDim();
+  // splitmix64 of the file index -> two uniforms -> one Box-Muller normal. Fixed seed (10, DLIO's dimension seed).
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  const uint64_t a = mix(10u * 0x100000001b3ull + static_cast<uint64_t>(file) * 2);
+  const uint64_t b = mix(10u * 0x100000001b3ull + static_cast<uint64_t>(file) * 2 + 1);
+  const double u1 = (static_cast<double>(a >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
+  const double u2 = static_cast<double>(b >> 11) / 9007199254740992.0;           // [0, 1)
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  const double size = std::max(1.0, std::abs(record_length_bytes + record_length_bytes_stdev * z));
+  auto d = static_cast<int64_t>(std::floor(std::sqrt(size)));
+  while (static_cast<double>((d + 1) * (d + 1)) <= size) ++d;
+  while (d > 1 && static_cast<double>(d * d) > size) --d;
+  return std::max<int64_t>(1, d);
+}
+
 bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
   // Keep in step with the fields of WorkloadSpec.
   auto tie = [](const WorkloadSpec& s) {
@@ -415,7 +436,7 @@ std::vector<KeyInfo> BuildKeys() {
                         "mean sample size; floats accepted (resnet50: 114660.07); a sample is floor(sqrt(L))^2 "
                         "uint8 bytes; legacy alias `dataset.record_length`"));
   v.push_back(NumberKey("dataset.record_length_bytes_stdev", &WorkloadSpec::record_length_bytes_stdev, 0, false, -1,
-                        "size spread, drawn once per file"));
+                        "size spread of the byte size, drawn once per file (DLIO spreads both dimensions and realises ~0.71x of it)"));
   v.push_back(Label("dataset.record_length_bytes_resize", "0", "in-memory tensor size after decode; no I/O"));
   v.push_back(NotYet("dataset.record_dims", "[]", Gate::kNone, "explicit sample shape"));
   v.push_back(NotYet("dataset.record_element_type", "uint8", Gate::kNone, "sample dtype"));

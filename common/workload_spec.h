@@ -82,6 +82,12 @@ struct WorkloadSpec {
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }
   // Side of the square uint8 sample DLIO generates: floor(sqrt(record_length_bytes)).
   int64_t SampleDim() const;
+  // Side of the square samples of data file `file`: SampleDim() when record_length_bytes_stdev is 0; otherwise the
+  // byte size is drawn once per file from Normal(record_length_bytes, record_length_bytes_stdev) (made positive
+  // with abs(), as DLIO does) with a generator seeded by the file index alone, so every agent and every run agree,
+  // and the side is floor(sqrt(size)). Unlike DLIO, which spreads each of the two dimensions and so realises only
+  // about 0.71x of the configured stdev in bytes, the stdev applies to the byte size.
+  int64_t SampleDimForFile(int64_t file) const;
 };
 
 // Field-by-field equality (doubles compared exactly; ToYaml writes them in shortest round-trip form).
