@@ -106,7 +106,13 @@ void Coordinator::RemoveAgent(const std::string& name, const std::string& why) {
   if (it == agents_.end()) return;
   const AgentInfo info = it->second.info;
   agents_.erase(it);
-  spdlog::warn("agent '{}' detached: {}", name, why);
+  const bool in_job = running_ != nullptr && std::find(running_->agent_names.begin(), running_->agent_names.end(),
+                                                       name) != running_->agent_names.end();
+  if (in_job) {
+    spdlog::warn("agent '{}' detached during job {}: {}", name, running_->id, why);
+  } else {
+    spdlog::info("agent '{}' detached: {}", name, why);
+  }
   if (running_ != nullptr && running_->phase != nullptr &&
       std::find(running_->agent_names.begin(), running_->agent_names.end(), name) != running_->agent_names.end()) {
     Phase& p = *running_->phase;

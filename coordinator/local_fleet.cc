@@ -54,7 +54,9 @@ absl::StatusOr<std::unique_ptr<LocalFleet>> LocalFleet::Start(Options options) {
                                      "--accelerators", std::to_string(options.accelerators),
                                      "--metrics-listen", "127.0.0.1:0",
                                      // The fleet owns its agents: if this process dies they give up quickly.
-                                     "--reconnect-window", "5"};
+                                     "--reconnect-window", "5",
+                                     // The client prints progress; agents only speak up about problems.
+                                     "--log-level", "warn"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -122,6 +122,8 @@ int main(int argc, char** argv) {
   fo.data_root = data_root;
   fo.results_dir = run_results;
   fo.metrics_listen = run_metrics;
+  // The client's progress lines are the user interface of `run`; the embedded coordinator logs only problems.
+  spdlog::set_level(spdlog::level::warn);
   auto fleet = dlio::LocalFleet::Start(fo);
   if (!fleet.ok()) {
     std::cerr << "dlio-coordinator run: " << fleet.status().message() << "\n";

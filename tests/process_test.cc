@@ -225,5 +225,11 @@ TEST(Cli, HelpDescribesEveryOption) {
   }
 }
 
+TEST(Cli, ReadmeAndDocsCliReferenceAreTheCurrentHelpText) {
+  CommandResult r = RunCommand({"env", "DLIO_BIN_DIR=" + BinDir(), "bash", SourceDir() + "/scripts/gen-cli-docs.sh",
+                                "--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace dlio::testing
