@@ -36,14 +36,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error, critical or off")
-      ->default_val("info")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+      ->default_val("info");
   app.add_option("--protocol-version", opt.protocol_version,
                  "Protocol version to announce (testing only; default: this build's)")
       ->group("");  // hidden
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_level(spdlog::level::from_str(log_level));
+  const auto level = spdlog::level::from_str(log_level);
+  if (level == spdlog::level::off && log_level != "off") {
+    std::cerr << "--log-level: '" << log_level << "' is not one of trace, debug, info, warn, error, critical, off\n";
+    return 2;
+  }
+  spdlog::set_level(level);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   opt.hostname = host;
