@@ -299,6 +299,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
           if (rm && wall > 0) rm->au_ratio = window_compute / wall;
         }
         if (rm) rm->steps += 1;
+        progress_.samples += static_cast<uint64_t>(spec.batch_size);
         uint64_t slowest = rank_steps[0];
         for (auto& s : rank_steps) slowest = std::min<uint64_t>(slowest, s);
         progress_.done = slowest;
@@ -314,10 +315,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
   // Live progress for the facade's Progress messages.
   for (auto& t : threads) t.join();
   if (absl::Status s = first_error.Get(); !s.ok()) return s;
-  for (const auto& r : results) {
-    progress_.samples += r.io.samples;
-    progress_.bytes += r.io.bytes;
-  }
+  for (const auto& r : results) progress_.bytes += r.io.bytes;
   return results;
 }
 
