@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/random.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
@@ -41,17 +42,10 @@ int64_t WorkloadSpec::SampleDim() const {
 
 int64_t WorkloadSpec::SampleDimForFile(int64_t file) const {
   if (record_length_bytes_stdev <= 0) return SampleDim();
-  // splitmix64 of the file index -> two uniforms -> one Box-Muller normal. Fixed seed (10, DLIO's dimension seed).
-  auto mix = [](uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  };
-  const uint64_t a = mix(10u * 0x100000001b3ull + static_cast<uint64_t>(file) * 2);
-  const uint64_t b = mix(10u * 0x100000001b3ull + static_cast<uint64_t>(file) * 2 + 1);
-  const double u1 = (static_cast<double>(a >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
-  const double u2 = static_cast<double>(b >> 11) / 9007199254740992.0;           // [0, 1)
+  // Two uniforms from a generator seeded by the file index (and 10, DLIO's dimension seed) -> one Box-Muller normal.
+  Xoshiro256 rng(10 * 0x100000001b3ull + static_cast<uint64_t>(file));
+  const double u1 = rng.Unit();
+  const double u2 = rng.Unit();
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
   const double size = std::max(1.0, std::abs(record_length_bytes + record_length_bytes_stdev * z));
   auto d = static_cast<int64_t>(std::floor(std::sqrt(size)));

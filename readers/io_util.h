@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/random.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/io_stats.h"
@@ -162,44 +163,8 @@ class FileWriter {
   std::unique_ptr<uint8_t[]> buf_;
 };
 
-// xoshiro256** (Blackman & Vigna), state seeded by splitmix64 so that any seed, 0 included, gives a good state.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) {
-    for (uint64_t& w : s_) {
-      seed += 0x9e3779b97f4a7c15ULL;  // splitmix64 step
-      uint64_t z = seed;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      w = z ^ (z >> 31);
-    }
-  }
-  uint64_t Next() {
-    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
-  void Fill(uint8_t* p, size_t n) {
-    for (; n >= 8; p += 8, n -= 8) {
-      uint64_t v = Next();
-      std::memcpy(p, &v, 8);
-    }
-    if (n > 0) {
-      uint64_t v = Next();
-      std::memcpy(p, &v, n);
-    }
-  }
-
- private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
-};
+// xoshiro256** seeded through splitmix64 (common/random.h), filling 8 bytes per step.
+using Rng = ::dlio::Xoshiro256;
 
 // Sums one byte per 4 KiB page of [p, p+n) (and the last byte) into a volatile sink, so the compiler cannot drop
 // the read of a buffer nobody else looks at. Costs n/4096 loads.
