@@ -95,12 +95,14 @@ void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
   IoStats& stats = *stats_[t];
   std::unique_ptr<SampleReader> reader = cfg_.format->NewSampleReader();
   const int64_t b = cfg_.batch;
+  Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
   for (int64_t k = t; k < steps_; k += cfg_.threads) {
     for (int64_t i = k * b; i < (k + 1) * b; ++i) {
       if (Stopped()) return;
       const SampleRef s = (*samples)[i];
       absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files[s.file], s.sample, stats);
       if (!n.ok()) return Fail(q, n.status());  // the reader counted the sample itself
+      Preprocess(rng);
     }
     if (!Push(q)) return;
   }
@@ -111,6 +113,7 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
   Queue& q = *queues_[0];
   IoStats& stats = *stats_[t];
   std::unique_ptr<StreamReader> reader = cfg_.format->NewStreamReader();
+  Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
   if (!reader) return Fail(q, absl::UnimplementedError(absl::StrCat(cfg_.format->name(), ": no stream reader")));
   int64_t in_batch = 0;
   for (uint32_t f : files) {
@@ -121,6 +124,7 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
       absl::StatusOr<bool> more = reader->Next(stats);
       if (!more.ok()) return Fail(q, more.status());
       if (!*more) break;  // the reader counted the record as a sample
+      Preprocess(rng);
       if (++in_batch == cfg_.batch) {
         in_batch = 0;
         --quota;
@@ -135,6 +139,11 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
                                                     " batches short of the plan (fewer records than "
                                                     "dataset.num_samples_per_file?)")));
   }
+}
+
+void Loader::Preprocess(Xoshiro256& rng) const {
+  if (cfg_.preprocess.IsZero()) return;
+  std::this_thread::sleep_for(std::chrono::duration<double>(cfg_.preprocess.Sample(rng)));
 }
 
 absl::Status Loader::Next() {

@@ -24,6 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/distribution.h"
 #include "common/epoch_plan.h"
 #include "common/io_stats.h"
 #include "readers/format.h"
@@ -36,6 +37,8 @@ struct LoaderConfig {
   int64_t batch = 1;
   int64_t threads = 1;             // read_threads; 0 is treated as 1
   int64_t prefetch = 2;            // prefetch_size in batches; 0 is treated as 1
+  Distribution preprocess;         // reader.preprocess_time: slept per sample in the reader thread, as DLIO does
+  uint64_t seed = 0;               // of the preprocess draws (mixed with the thread index)
 };
 
 class Loader {
@@ -68,6 +71,7 @@ class Loader {
   void Fail(Queue& q, absl::Status s);
   void Finish(Queue& q);
   bool Stopped() const;
+  void Preprocess(Xoshiro256& rng) const;
   void IndexThread(int t, const std::vector<SampleRef>* samples);
   void StreamThread(int t, std::vector<uint32_t> files, int64_t quota);
 

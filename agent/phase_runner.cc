@@ -224,13 +224,14 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
   cfg.batch = spec.batch_size;
   cfg.threads = spec.read_threads;
   cfg.prefetch = spec.prefetch_size;
+  cfg.preprocess = spec.preprocess_time;
+  cfg.seed = static_cast<uint64_t>(spec.seed) ^ (static_cast<uint64_t>(cmd.epoch) << 32);
 
   std::atomic<bool> stop{false};
   FirstError first_error;
   StepBarrier local_barrier(cmd.local_ranks, barrier);
   std::vector<std::atomic<uint64_t>> rank_steps(cmd.local_ranks);
   std::vector<RankEpochResult> results(cmd.local_ranks);
-  const auto compute = std::chrono::duration<double>(spec.computation_time);
 
   auto fail = [&](int rank, const absl::Status& s) {
     first_error.Set(s.code() == absl::StatusCode::kCancelled ? s : Annotate(s, Where(cmd, rank)));
@@ -255,6 +256,9 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
         rm->AttachLoader(loader.get());
         rm->epoch = cmd.epoch;
       }
+      // Per rank and epoch: reproducible compute draws that differ between ranks and epochs.
+      Xoshiro256 compute_rng(static_cast<uint64_t>(spec.seed) * 0x9E3779B97F4A7C15ull ^
+                             (static_cast<uint64_t>(rank) << 20) ^ static_cast<uint64_t>(cmd.epoch));
       BlockTimings block;
       block.block = 1;
       block.load.reserve(steps);
@@ -278,7 +282,9 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
           break;
         }
         const auto t1 = SteadyClock::now();
-        if (compute.count() > 0) std::this_thread::sleep_for(compute);
+        if (!spec.computation_time.IsZero()) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(spec.computation_time.Sample(compute_rng)));
+        }
         const auto t2 = SteadyClock::now();
         if (absl::Status s = local_barrier.Arrive(static_cast<uint64_t>(step)); !s.ok()) {
           fail(rank, s);

@@ -60,8 +60,8 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
     return std::tie(s.model_name, s.framework, s.generate_data, s.train, s.data_folder, s.format, s.num_files_train,
                     s.num_samples_per_file, s.record_length_bytes, s.record_length_bytes_stdev, s.num_subfolders_train,
                     s.file_prefix, s.hdf5_chunk_dims, s.compression, s.compression_level, s.data_loader, s.batch_size,
-                    s.read_threads, s.prefetch_size, s.file_shuffle, s.sample_shuffle, s.transfer_size, s.epochs,
-                    s.computation_time, s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
+                    s.read_threads, s.prefetch_size, s.file_shuffle, s.sample_shuffle, s.transfer_size, s.preprocess_time,
+                    s.epochs, s.computation_time, s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
                     s.exclude_start_steps, s.exclude_end_steps, s.au_threshold);
   };
   return tie(a) == tie(b);
@@ -319,6 +319,35 @@ KeyInfo ShuffleKey(std::string path, ShuffleMode WorkloadSpec::*field, std::stri
   return k;
 }
 
+KeyInfo Custom(std::string path, KeyStatus status, std::string note, ApplyFn apply, GetFn get);
+
+// A duration in one of DLIO's distribution forms (common/distribution.h). Keeps a stdev set by the sibling key.
+KeyInfo DistributionKey(std::string path, Distribution WorkloadSpec::*field, std::string note) {
+  return Custom(
+      std::move(path), KeyStatus::kImplemented, std::move(note),
+      [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        absl::StatusOr<Distribution> d = Distribution::Parse(n, p);
+        if (!d.ok()) return d.status();
+        d->extra_stdev = (s.*field).extra_stdev;
+        s.*field = *d;
+        return absl::OkStatus();
+      },
+      [field](const WorkloadSpec& s) { return (s.*field).ToYaml(); });
+}
+
+// DLIO's `<name>_stdev` sibling of a distribution key.
+KeyInfo StdevKey(std::string path, Distribution WorkloadSpec::*field, std::string note) {
+  return Custom(
+      std::move(path), KeyStatus::kImplemented, std::move(note),
+      [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        double v;
+        if (!ParseNumber(n, &v) || v < 0) return MustBe(p, "a number >= 0 (seconds)", n);
+        (s.*field).extra_stdev = v;
+        return absl::OkStatus();
+      },
+      [field](const WorkloadSpec& s) { return FormatDouble((s.*field).extra_stdev); });
+}
+
 KeyInfo Custom(std::string path, KeyStatus status, std::string note, ApplyFn apply, GetFn get) {
   KeyInfo k;
   k.path = std::move(path);
@@ -517,8 +546,10 @@ std::vector<KeyInfo> BuildKeys() {
       [](const WorkloadSpec& s) { return fmt::format("{}", s.transfer_size); }));
   v.push_back(NotYet("reader.odirect", "false", Gate::kNone, "O_DIRECT whole-file reads (npy/npz)"));
   v.push_back(Label("reader.dont_use_mmap", "false", "passed to DALI readers"));
-  v.push_back(NotYet("reader.preprocess_time", "0", Gate::kNone, "sleep per sample in the loader"));
-  v.push_back(NotYet("reader.preprocess_time_stdev", "0", Gate::kNone, "spread of preprocess_time"));
+  v.push_back(DistributionKey("reader.preprocess_time", &WorkloadSpec::preprocess_time,
+                              "seconds of emulated preprocessing per sample, in the loader thread (DLIO's forms)"));
+  v.push_back(StdevKey("reader.preprocess_time_stdev", &WorkloadSpec::preprocess_time,
+                       "with a constant preprocess_time: normal(preprocess_time, stdev)"));
   v.push_back(Label("reader.pin_memory", "true", "torch pin_memory"));
   v.push_back(Label("reader.multiprocessing_context", "fork", "torch worker start method"));
   v.push_back(Label("reader.transformed_record_dims", "[]", "shape of the in-memory tensor; no I/O"));
@@ -526,34 +557,10 @@ std::vector<KeyInfo> BuildKeys() {
 
   // train
   v.push_back(IntKey("train.epochs", &WorkloadSpec::epochs, 1, "epochs"));
-  v.push_back(Custom(
-      "train.computation_time", KeyStatus::kImplemented,
-      "seconds of emulated compute per step: a number (or {mean: x}); DLIO's distributions are not supported yet",
-      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        double v;
-        if (n.IsMap()) {
-          // {mean: x} and {mean: x, stdev: 0} are constants; anything else is a distribution.
-          bool has_mean = false;
-          for (auto it = n.begin(); it != n.end(); ++it) {
-            const std::string k = it->first.IsScalar() ? it->first.Scalar() : "";
-            double d;
-            if (k == "mean" && ParseNumber(it->second, &d) && d >= 0) {
-              has_mean = true;
-              v = d;
-            } else if (!(k == "stdev" && ParseNumber(it->second, &d) && d == 0)) {
-              return NotSupportedYet(p, "a distribution; give a constant number of seconds");
-            }
-          }
-          if (!has_mean) return NotSupportedYet(p, "a distribution; give a constant number of seconds");
-          s.computation_time = v;
-          return absl::OkStatus();
-        }
-        if (!ParseNumber(n, &v) || v < 0) return MustBe(p, "a number >= 0 (seconds per step)", n);
-        s.computation_time = v;
-        return absl::OkStatus();
-      },
-      [](const WorkloadSpec& s) { return FormatDouble(s.computation_time); }));
-  v.push_back(NotYet("train.computation_time_stdev", "0", Gate::kNone, "normal spread of computation_time"));
+  v.push_back(DistributionKey("train.computation_time", &WorkloadSpec::computation_time,
+                              "seconds of emulated compute per step: a number or one of DLIO's distributions"));
+  v.push_back(StdevKey("train.computation_time_stdev", &WorkloadSpec::computation_time,
+                       "with a constant computation_time: normal(computation_time, stdev)"));
   v.push_back(Custom(
       "train.total_training_steps", KeyStatus::kImplemented,
       "caps steps per epoch; <= 0 means no cap (-1); more than the available steps is an error",

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/distribution.h"
 
 namespace dlio {
 
@@ -62,10 +63,11 @@ struct WorkloadSpec {
   ShuffleMode file_shuffle = ShuffleMode::kOff;
   ShuffleMode sample_shuffle = ShuffleMode::kOff;
   int64_t transfer_size = 262144;            // TFRecord read size per call (TF's default 256 KiB)
+  Distribution preprocess_time;              // seconds per sample in the loader thread (+ preprocess_time_stdev)
 
   // train
   int64_t epochs = 1;
-  double computation_time = 0;               // seconds per step (a number in this version)
+  Distribution computation_time;             // seconds per step (DLIO's five forms; + computation_time_stdev)
   int64_t seed = 123;
   bool seed_change_epoch = true;
   int64_t total_training_steps = -1;

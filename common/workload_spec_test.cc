@@ -111,7 +111,7 @@ metric:
   EXPECT_EQ(s.sample_shuffle, ShuffleMode::kRandom);
   EXPECT_EQ(s.transfer_size, 1048576);
   EXPECT_EQ(s.epochs, 5);
-  EXPECT_DOUBLE_EQ(s.computation_time, 0.636);
+  EXPECT_DOUBLE_EQ(s.computation_time.Mean(), 0.636);
   EXPECT_EQ(s.seed, 42);
   EXPECT_FALSE(s.seed_change_epoch);
   EXPECT_EQ(s.total_training_steps, 100);
@@ -207,7 +207,9 @@ TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
             "dataset.hdf5.chunk_dims: must be a list of 3 integers >= 1 ([samples, rows, cols]) or [], got [1, 0, 32]");
   EXPECT_EQ(Error("metric:\n  au: 90\n"), "metric.au: must be a number in [0, 1], got 90");
   EXPECT_EQ(Error("train:\n  computation_time: -0.1\n"),
-            "train.computation_time: must be a number >= 0 (seconds per step), got -0.1");
+            "train.computation_time: must be a number >= 0 of seconds, got '-0.1'");
+  EXPECT_EQ(Error("train:\n  computation_time: {type: normal, mean: 0.1, stdev: -1}\n"),
+            "train.computation_time: stdev must be a number >= 0, got -1");
   EXPECT_EQ(Error("framework: jax\n"), "framework: must be one of pytorch, tensorflow, got 'jax'");
   EXPECT_EQ(Error("dataset:\n  data_folder: ''\n"), "dataset.data_folder: must be a non-empty string, got ''");
   EXPECT_EQ(Load("train:\n  total_training_steps: 0\n").total_training_steps, -1);
@@ -235,13 +237,10 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
             "workflow.evaluation: DLIO key not supported yet by this version (evaluation would read "
             "dataset.num_files_eval=8 files)");
   EXPECT_EQ(Error("reader:\n  odirect: true\n"), "reader.odirect: DLIO key not supported yet by this version");
-  EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"),
-            "reader.preprocess_time: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
   EXPECT_EQ(Error("storage:\n  storage_type: s3\n"),
             "storage.storage_type: DLIO key not supported yet by this version (only local_fs)");
-  EXPECT_EQ(Error("train:\n  computation_time:\n    mean: 0.01\n    stdev: 0.002\n"),
-            "train.computation_time: DLIO key not supported yet by this version (a distribution; give a constant "
-            "number of seconds)");
+  EXPECT_EQ(Error("train:\n  computation_time:\n    mean: 0.01\n    stdev: 0.002\n"), "<loaded>");  // normal
   EXPECT_EQ(Error("reader:\n  data_loader: native_dali\n"),
             "reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
             "tensorflow, dali)");
@@ -299,8 +298,8 @@ checkpoint:
                               {"workflow.train=false", "workflow.generate_data=true"});
   EXPECT_EQ(s.model_name, "unet3d");
   // The constant forms of a computation time.
-  EXPECT_DOUBLE_EQ(Load("train:\n  computation_time:\n    mean: 0.25\n").computation_time, 0.25);
-  EXPECT_DOUBLE_EQ(Load("train:\n  computation_time: {mean: 0.5, stdev: 0}\n").computation_time, 0.5);
+  EXPECT_DOUBLE_EQ(Load("train:\n  computation_time:\n    mean: 0.25\n").computation_time.Mean(), 0.25);
+  EXPECT_DOUBLE_EQ(Load("train:\n  computation_time: {mean: 0.5, stdev: 0}\n").computation_time.Mean(), 0.5);
 }
 
 TEST(WorkloadSpec, AcceptsAndIgnoresLabels) {
@@ -410,7 +409,11 @@ TEST(WorkloadSpec, ToYamlRoundTrips) {
   s.sample_shuffle = ShuffleMode::kSeed;
   s.transfer_size = 4096;
   s.epochs = 3;
-  s.computation_time = 1.0 / 3.0;
+  s.computation_time.kind = Distribution::Kind::kGamma;
+  s.computation_time.a = 1.0 / 3.0;
+  s.computation_time.b = 0.125;
+  s.preprocess_time.a = 0.001;
+  s.preprocess_time.extra_stdev = 0.0002;
   s.seed = 987654321987;
   s.seed_change_epoch = false;
   s.total_training_steps = 12;
