@@ -61,7 +61,8 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.num_samples_per_file, s.record_length_bytes, s.record_length_bytes_stdev, s.num_subfolders_train,
                     s.file_prefix, s.hdf5_chunk_dims, s.compression, s.compression_level, s.data_loader, s.batch_size,
                     s.read_threads, s.prefetch_size, s.file_shuffle, s.sample_shuffle, s.transfer_size, s.preprocess_time,
-                    s.epochs, s.computation_time, s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
+                    s.epochs, s.computation_time, s.evaluation, s.num_files_eval, s.num_subfolders_eval,
+                    s.batch_size_eval, s.eval_time, s.eval_after_epoch, s.epochs_between_evals, s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
                     s.exclude_start_steps, s.exclude_end_steps, s.au_threshold);
   };
   return tie(a) == tie(b);
@@ -193,7 +194,7 @@ absl::Status ParseChoice(const YAML::Node& n, const std::string& path, const std
 
 enum class KeyStatus { kImplemented, kLabel, kNotSupported };
 // A feature whose keys are inert while it is off, so DLIO files that set them (with the feature off) still load.
-enum class Gate { kNone, kEvaluation, kCheckpoint };
+enum class Gate { kNone, kCheckpoint };
 
 using ApplyFn = std::function<absl::Status(const YAML::Node&, const std::string& path, WorkloadSpec&)>;
 using GetFn = std::function<std::string(const WorkloadSpec&)>;  // the stored value as YAML text
@@ -387,7 +388,6 @@ const std::vector<std::string> kDlioOnlyFormats = {"csv",  "npy", "hdf5_opt", "j
 std::vector<KeyInfo> BuildKeys() {
   std::vector<KeyInfo> v;
   const Gate ckpt = Gate::kCheckpoint;
-  const Gate eval = Gate::kEvaluation;
   const std::string ckpt_note = "checkpoint sizing; inert without checkpoints";
 
   // model
@@ -430,8 +430,9 @@ std::vector<KeyInfo> BuildKeys() {
   // workflow
   v.push_back(BoolKey("workflow.generate_data", &WorkloadSpec::generate_data, "write the dataset first"));
   v.push_back(BoolKey("workflow.train", &WorkloadSpec::train, "run the epoch loop"));
-  v.push_back(NotYet("workflow.evaluation", "false", eval,
-                     "evaluation runs inside training: nothing is read with workflow.train false or num_files_eval 0"));
+  v.push_back(BoolKey("workflow.evaluation", &WorkloadSpec::evaluation,
+                      "evaluate after chosen epochs over valid/ (no step barrier); nothing is read with "
+                      "workflow.train false or num_files_eval 0"));
   v.push_back(NotYet("workflow.checkpoint", "false", Gate::kNone, "checkpoint writes and reads"));
   v.push_back(NotYet("workflow.profiling", "false", Gate::kNone, "starts profiling.profiler"));
   v.push_back(Label("workflow.query", "~", "used by dlio_benchmark_query only"));
@@ -452,8 +453,8 @@ std::vector<KeyInfo> BuildKeys() {
       },
       [](const WorkloadSpec& s) { return Quote(s.format); }));
   v.push_back(IntKey("dataset.num_files_train", &WorkloadSpec::num_files_train, 1, "training files"));
-  v.push_back(NotYet("dataset.num_files_eval", "0", eval,
-                     "no valid/ files are generated or read"));
+  v.push_back(IntKey("dataset.num_files_eval", &WorkloadSpec::num_files_eval, 0,
+                     "evaluation files under valid/ (generated with the training files)"));
   v.push_back(IntKey("dataset.num_samples_per_file", &WorkloadSpec::num_samples_per_file, 1, "samples per file"));
   v.push_back(NumberKey("dataset.record_length_bytes", &WorkloadSpec::record_length_bytes, 0, true, -1,
                         "mean sample size; floats accepted (resnet50: 114660.07); a sample is floor(sqrt(L))^2 "
@@ -466,7 +467,8 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(Label("dataset.record_element_bytes", "4", "parsed, then overwritten from the dtype by DLIO"));
   v.push_back(IntKey("dataset.num_subfolders_train", &WorkloadSpec::num_subfolders_train, 0,
                      "files round-robin into zero-padded subfolders when > 1"));
-  v.push_back(NotYet("dataset.num_subfolders_eval", "0", eval, ""));
+  v.push_back(IntKey("dataset.num_subfolders_eval", &WorkloadSpec::num_subfolders_eval, 0,
+                     "eval files round-robin into zero-padded subfolders when > 1"));
   v.push_back(StringKey("dataset.file_prefix", &WorkloadSpec::file_prefix, false,
                         "file names `{prefix}_{i}_of_{N}.{format}`"));
   v.push_back(Custom(
@@ -518,7 +520,7 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(NotYet("reader.data_loader_sampler", "~", Gate::kNone, "custom loader sampler"));
   v.push_back(NotYet("reader.reader_classname", "~", Gate::kNone, "custom reader plugin"));
   v.push_back(IntKey("reader.batch_size", &WorkloadSpec::batch_size, 1, "samples per step per rank"));
-  v.push_back(NotYet("reader.batch_size_eval", "1", eval, ""));
+  v.push_back(IntKey("reader.batch_size_eval", &WorkloadSpec::batch_size_eval, 1, "samples per eval step per rank"));
   v.push_back(IntKey("reader.read_threads", &WorkloadSpec::read_threads, 0, "loader threads per rank; 0 acts as 1"));
   v.push_back(Label("reader.computation_threads", "1", "TF parse-map parallelism; no I/O"));
   v.push_back(IntKey("reader.prefetch_size", &WorkloadSpec::prefetch_size, 0, "batches queued ahead per rank"));
@@ -575,10 +577,14 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(BoolKey("train.seed_change_epoch", &WorkloadSpec::seed_change_epoch, "shuffle seed = seed + epoch"));
 
   // evaluation
-  v.push_back(NotYet("evaluation.eval_time", "0", eval, ""));
-  v.push_back(NotYet("evaluation.eval_time_stdev", "0", eval, ""));
-  v.push_back(NotYet("evaluation.eval_after_epoch", "1", eval, ""));
-  v.push_back(NotYet("evaluation.epochs_between_evals", "1", eval, ""));
+  v.push_back(DistributionKey("evaluation.eval_time", &WorkloadSpec::eval_time,
+                              "seconds of emulated compute per eval step (DLIO's forms)"));
+  v.push_back(StdevKey("evaluation.eval_time_stdev", &WorkloadSpec::eval_time,
+                       "with a constant eval_time: normal(eval_time, stdev)"));
+  v.push_back(IntKey("evaluation.eval_after_epoch", &WorkloadSpec::eval_after_epoch, 1,
+                     "first epoch followed by an evaluation"));
+  v.push_back(IntKey("evaluation.epochs_between_evals", &WorkloadSpec::epochs_between_evals, 1,
+                     "epochs between evaluations"));
 
   // checkpoint
   const std::string off;  // the status column says it all
@@ -827,16 +833,11 @@ bool IsDlioDefault(const YAML::Node& user, const KeyInfo& k) {
 
 // The features whose keys are inert while off.
 struct Gates {
-  bool train = true;
-  bool evaluation = false;
   bool checkpoint = false;
-  int64_t num_files_eval = 0;
   bool Active(Gate g) const {
     switch (g) {
       case Gate::kNone:
         return true;
-      case Gate::kEvaluation:  // DLIO evaluates inside the training loop, over valid/ files
-        return evaluation && train && num_files_eval > 0;
       case Gate::kCheckpoint:
         return checkpoint;
     }
@@ -851,15 +852,7 @@ absl::Status ReadGates(const LeafSet& leaves, Gates* g) {
     if (!ParseBool(l->node, out)) return MustBe(l->shown, "true or false", l->node);
     return absl::OkStatus();
   };
-  if (absl::Status s = read_bool("workflow.train", &g->train); !s.ok()) return s;
-  if (absl::Status s = read_bool("workflow.evaluation", &g->evaluation); !s.ok()) return s;
-  if (absl::Status s = read_bool("workflow.checkpoint", &g->checkpoint); !s.ok()) return s;
-  if (const Leaf* l = leaves.Find("dataset.num_files_eval"); l != nullptr) {
-    if (!ParseInt(l->node, &g->num_files_eval) || g->num_files_eval < 0) {
-      return MustBe(l->shown, "an integer >= 0", l->node);
-    }
-  }
-  return absl::OkStatus();
+  return read_bool("workflow.checkpoint", &g->checkpoint);
 }
 
 absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec) {
@@ -871,10 +864,6 @@ absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec)
       return absl::OkStatus();
     case KeyStatus::kNotSupported:
       if (!gates.Active(k.gate) || IsDlioDefault(leaf.node, k)) return absl::OkStatus();
-      if (leaf.path == "workflow.evaluation") {
-        return NotSupportedYet(leaf.shown, fmt::format("evaluation would read dataset.num_files_eval={} files",
-                                                       gates.num_files_eval));
-      }
       return NotSupportedYet(leaf.shown, k.hint);
   }
   return absl::OkStatus();
@@ -1102,7 +1091,6 @@ std::string KeyReferenceMarkdown() {
       case KeyStatus::kNotSupported:
         status = "not supported yet";
         if (k.gate == Gate::kCheckpoint) status += " (any value while workflow.checkpoint is false)";
-        if (k.gate == Gate::kEvaluation) status += " (any value while evaluation reads no files)";
         break;
     }
     std::string note = k.note;

@@ -41,6 +41,7 @@ struct WorkloadSpec {
   // workflow
   bool generate_data = false;
   bool train = true;
+  bool evaluation = false;                   // workflow.evaluation: eval phases after chosen epochs (needs valid/ files)
 
   // dataset
   std::string data_folder = "./data/";
@@ -49,7 +50,9 @@ struct WorkloadSpec {
   int64_t num_samples_per_file = 1;
   double record_length_bytes = 65536;
   double record_length_bytes_stdev = 0;
+  int64_t num_files_eval = 0;
   int64_t num_subfolders_train = 0;
+  int64_t num_subfolders_eval = 0;
   std::string file_prefix = "img";
   std::vector<int64_t> hdf5_chunk_dims;     // dataset.hdf5.chunk_dims; empty = contiguous
   std::string compression = "none";          // dataset.compression: none | gzip (hdf5)
@@ -58,6 +61,7 @@ struct WorkloadSpec {
   // reader (alias data_reader)
   std::string data_loader = "pytorch";
   int64_t batch_size = 1;
+  int64_t batch_size_eval = 1;
   int64_t read_threads = 1;
   int64_t prefetch_size = 2;
   ShuffleMode file_shuffle = ShuffleMode::kOff;
@@ -71,6 +75,17 @@ struct WorkloadSpec {
   int64_t seed = 123;
   bool seed_change_epoch = true;
   int64_t total_training_steps = -1;
+
+  // evaluation (no step barrier, as in DLIO)
+  Distribution eval_time;                    // seconds per eval step (+ eval_time_stdev)
+  int64_t eval_after_epoch = 1;              // first epoch followed by an evaluation
+  int64_t epochs_between_evals = 1;
+
+  // True when an evaluation follows training epoch `epoch` (1-based).
+  bool EvaluatesAfter(int64_t epoch) const {
+    return evaluation && train && num_files_eval > 0 && epoch >= eval_after_epoch &&
+           (epoch - eval_after_epoch) % epochs_between_evals == 0;
+  }
 
   // output
   std::string output_folder;                 // empty = not set in the job
