@@ -105,7 +105,9 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
   PhaseCommand cmd;
   cmd.job_id = rp.job_id();
   cmd.phase_id = rp.phase_id();
-  cmd.kind = rp.kind() == v1::PHASE_KIND_GENERATE ? PhaseKind::kGenerate : PhaseKind::kTrainEpoch;
+  cmd.kind = rp.kind() == v1::PHASE_KIND_GENERATE ? PhaseKind::kGenerate
+             : rp.kind() == v1::PHASE_KIND_EVAL   ? PhaseKind::kEval
+                                                  : PhaseKind::kTrainEpoch;
   cmd.spec = std::move(*spec);
   cmd.world = static_cast<int>(rp.world_size());
   cmd.first_rank = static_cast<int>(rp.first_rank());

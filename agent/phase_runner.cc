@@ -78,11 +78,12 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   progress_.samples = 0;
   progress_.bytes = 0;
   if (cmd.kind == PhaseKind::kGenerate) return Generate(cmd, cancel);
-  return Train(cmd, barrier, cancel);
+  return Steps(cmd, barrier, cancel);
 }
 
 absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir, const std::string& split,
-                                                       const std::string& ext, int64_t count) {
+                                                       const std::string& ext, int64_t count,
+                                                       const std::string& count_key) {
   const fs::path dir = data_dir / split;
   std::error_code ec;
   std::vector<std::string> files;
@@ -111,7 +112,7 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir,
     return fs::path(a).filename() < fs::path(b).filename();
   });
   if (static_cast<int64_t>(files.size()) < count) {
-    return absl::NotFoundError(absl::StrCat("dataset.num_files_train: ", count, " .", ext, " files expected under '",
+    return absl::NotFoundError(absl::StrCat(count_key, ": ", count, " .", ext, " files expected under '",
                                             dir.string(), "', found ", files.size(),
                                             " (generate them with workflow.generate_data: true)"));
   }
@@ -127,11 +128,21 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
   absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec));
   if (!format.ok()) return format.status();
 
-  // Files of this agent's ranks, and the folders they go to.
+  // DLIO generates train/ and, when evaluation files are asked for, valid/; file i of a split belongs to global
+  // rank i % world. `total` counts the files of both splits this agent writes.
+  struct Split {
+    const char* name;
+    int64_t files;
+    int64_t subfolders;
+  };
+  const Split splits[] = {{"train", spec.num_files_train, spec.num_subfolders_train},
+                          {"valid", spec.num_files_eval, spec.num_subfolders_eval}};
   int64_t mine = 0;
-  for (int64_t i = 0; i < spec.num_files_train; ++i) {
-    const int64_t owner = i % cmd.world;
-    if (owner >= cmd.first_rank && owner < cmd.first_rank + cmd.local_ranks) ++mine;
+  for (const Split& sp : splits) {
+    for (int64_t i = 0; i < sp.files; ++i) {
+      const int64_t owner = i % cmd.world;
+      if (owner >= cmd.first_rank && owner < cmd.first_rank + cmd.local_ranks) ++mine;
+    }
   }
   progress_.total = mine;
 
@@ -148,10 +159,17 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       r.start_unix_us = NowUnixUs();
       IoStats stats;
       RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
-      for (int64_t i = rank; i < spec.num_files_train; i += cmd.world) {
+      // This rank's files: i = rank, rank + world, ... in each split; n numbers them across splits (seeds, sizes).
+      std::vector<std::pair<const Split*, int64_t>> todo;
+      for (const Split& sp : splits) {
+        for (int64_t i = rank; i < sp.files; i += cmd.world) todo.emplace_back(&sp, i);
+      }
+      for (const auto& [split, i] : todo) {
         if (stop || (cancel && *cancel)) break;
-        const fs::path final_path = *data_dir / DataFileRelPath("train", spec.file_prefix, i, spec.num_files_train,
-                                                               spec.num_subfolders_train, (*format)->extension());
+        const Split& sp = *split;
+        const int64_t n = &sp == &splits[0] ? i : spec.num_files_train + i;
+        const fs::path final_path = *data_dir / DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
+                                                               sp.subfolders, (*format)->extension());
         std::error_code ec;
         fs::create_directories(final_path.parent_path(), ec);  // idempotent; races between ranks are harmless
         if (ec && !fs::is_directory(final_path.parent_path())) {
@@ -167,7 +185,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
         std::unique_ptr<Format> sized;
         if (spec.record_length_bytes_stdev > 0) {
           FormatOptions o = (*format)->options();
-          const int64_t d = spec.SampleDimForFile(i);
+          const int64_t d = spec.SampleDimForFile(n);
           o.sample_dims = {d, d};
           absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(spec.format, o);
           if (!f.ok()) {
@@ -178,7 +196,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
           sized = std::move(*f);
         }
         const Format& fmt = sized ? *sized : **format;
-        absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + i, stats);
+        absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + n, stats);
         if (s.ok() && std::rename(tmp.c_str(), final_path.c_str()) != 0) {
           s = absl::InternalError(absl::StrCat("rename '", tmp.string(), "': ", std::strerror(errno)));
         }
@@ -203,17 +221,20 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
   return results;
 }
 
-absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseCommand& cmd, const BarrierFn& barrier,
+absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                                 const std::atomic<bool>* cancel) {
   const WorkloadSpec& spec = cmd.spec;
-  absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(spec, cmd.world), cmd.epoch);
+  const bool eval = cmd.kind == PhaseKind::kEval;
+  absl::StatusOr<EpochPlan> plan =
+      EpochPlan::Make(eval ? EvalPlanParams(spec, cmd.world) : TrainPlanParams(spec, cmd.world), cmd.epoch);
   if (!plan.ok()) return Annotate(plan.status(), Where(cmd, cmd.first_rank));
   absl::StatusOr<fs::path> data_dir = ResolveUnderRoot(data_root_, spec.data_folder, "dataset.data_folder");
   if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
   absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec));
   if (!format.ok()) return format.status();
   absl::StatusOr<std::vector<std::string>> files =
-      ListDataFiles(*data_dir, "train", (*format)->extension(), spec.num_files_train);
+      eval ? ListDataFiles(*data_dir, "valid", (*format)->extension(), spec.num_files_eval, "dataset.num_files_eval")
+           : ListDataFiles(*data_dir, "train", (*format)->extension(), spec.num_files_train);
   if (!files.ok()) return Annotate(files.status(), Where(cmd, cmd.first_rank));
 
   const int64_t steps = plan->steps();
@@ -221,7 +242,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
   LoaderConfig cfg;
   cfg.format = format->get();
   cfg.files = std::move(*files);
-  cfg.batch = spec.batch_size;
+  cfg.batch = eval ? spec.batch_size_eval : spec.batch_size;
   cfg.threads = spec.read_threads;
   cfg.prefetch = spec.prefetch_size;
   cfg.preprocess = spec.preprocess_time;
@@ -230,6 +251,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
   std::atomic<bool> stop{false};
   FirstError first_error;
   StepBarrier local_barrier(cmd.local_ranks, barrier);
+  const Distribution& compute = eval ? spec.eval_time : spec.computation_time;
   std::vector<std::atomic<uint64_t>> rank_steps(cmd.local_ranks);
   std::vector<RankEpochResult> results(cmd.local_ranks);
 
@@ -246,7 +268,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
       RankEpochResult& r = results[l];
       r.rank = rank;
       r.epoch = cmd.epoch;
-      r.dropped_samples = rank == 0 ? static_cast<uint64_t>(plan->DroppedSamples()) : 0;
+      r.dropped_samples = rank == 0 && !eval ? static_cast<uint64_t>(plan->DroppedSamples()) : 0;
       RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
       std::unique_ptr<Loader> loader =
           AccessModeFor(spec) == AccessMode::kStream
@@ -258,7 +280,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
       }
       // Per rank and epoch: reproducible compute draws that differ between ranks and epochs.
       Xoshiro256 compute_rng(static_cast<uint64_t>(spec.seed) * 0x9E3779B97F4A7C15ull ^
-                             (static_cast<uint64_t>(rank) << 20) ^ static_cast<uint64_t>(cmd.epoch));
+                             (static_cast<uint64_t>(rank) << 20) ^ static_cast<uint64_t>(cmd.epoch) ^
+                             (eval ? 0x5bd1e995ull << 32 : 0));
       BlockTimings block;
       block.block = 1;
       block.load.reserve(steps);
@@ -282,11 +305,12 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
           break;
         }
         const auto t1 = SteadyClock::now();
-        if (!spec.computation_time.IsZero()) {
-          std::this_thread::sleep_for(std::chrono::duration<double>(spec.computation_time.Sample(compute_rng)));
+        if (!compute.IsZero()) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(compute.Sample(compute_rng)));
         }
         const auto t2 = SteadyClock::now();
-        if (absl::Status s = local_barrier.Arrive(static_cast<uint64_t>(step)); !s.ok()) {
+        // DLIO's evaluation has no per-step barrier.
+        if (absl::Status s = eval ? absl::OkStatus() : local_barrier.Arrive(static_cast<uint64_t>(step)); !s.ok()) {
           fail(rank, s);
           break;
         }
@@ -297,14 +321,15 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
         block.barrier.push_back(Seconds(t3 - t2));
         rank_steps[l] = step + 1;
         // Live AU for the gauge: compute over wall time after the first (excluded) step.
-        if (step == 0) {
+        if (eval) {
+        } else if (step == 0) {
           window_start = t3;
         } else {
           window_compute += Seconds(t2 - t1);
           const double wall = Seconds(t3 - window_start);
           if (rm && wall > 0) rm->au_ratio = window_compute / wall;
         }
-        if (rm) rm->steps += 1;
+        if (rm && !eval) rm->steps += 1;
         progress_.samples += static_cast<uint64_t>(spec.batch_size);
         uint64_t slowest = rank_steps[0];
         for (auto& s : rank_steps) slowest = std::min<uint64_t>(slowest, s);

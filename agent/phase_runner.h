@@ -5,6 +5,8 @@
 // Train epoch: per local rank, a Loader (read_threads x prefetch queue) feeds the step loop:
 //   wait for a batch (load) -> sleep computation_time (compute, measured) -> step barrier (local ranks, then the
 //   coordinator through `barrier`) -> record load, proc = load + compute, compute and barrier wait.
+// Eval (after chosen epochs): the same loop over valid/ with batch_size_eval and eval_time, and no step barrier,
+//   as in DLIO.
 // Every error names agent, rank, job and phase. Cancel (the flag passed to Run) stops everything within ~50 ms.
 // Thread-safety: one Run() at a time; progress() may be read from any thread while it runs.
 #pragma once
@@ -23,7 +25,7 @@
 
 namespace dlio {
 
-enum class PhaseKind { kGenerate, kTrainEpoch };
+enum class PhaseKind { kGenerate, kTrainEpoch, kEval };
 
 struct PhaseCommand {
   std::string job_id;
@@ -58,7 +60,8 @@ class PhaseRunner {
 
  private:
   absl::StatusOr<std::vector<RankEpochResult>> Generate(const PhaseCommand& cmd, const std::atomic<bool>* cancel);
-  absl::StatusOr<std::vector<RankEpochResult>> Train(const PhaseCommand& cmd, const BarrierFn& barrier,
+  // A training epoch, or an evaluation when cmd.kind is kEval (then `barrier` is not used).
+  absl::StatusOr<std::vector<RankEpochResult>> Steps(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                      const std::atomic<bool>* cancel);
   std::string Where(const PhaseCommand& cmd, int rank) const;
 
@@ -68,9 +71,11 @@ class PhaseRunner {
   PhaseProgress progress_;
 };
 
-// Lists the data files of `split` ("train") under `data_dir` as DLIO does: files with the format's extension,
-// directly in the split folder or in its subfolders, sorted, the first `count` of them. Error if fewer exist.
+// Lists the data files of `split` ("train" or "valid") under `data_dir` as DLIO does: files with the format's
+// extension, directly in the split folder or in its subfolders, sorted, the first `count` of them. Error if fewer
+// exist, naming `count_key` (dataset.num_files_train or dataset.num_files_eval).
 absl::StatusOr<std::vector<std::string>> ListDataFiles(const std::filesystem::path& data_dir, const std::string& split,
-                                                       const std::string& ext, int64_t count);
+                                                       const std::string& ext, int64_t count,
+                                                       const std::string& count_key = "dataset.num_files_train");
 
 }  // namespace dlio

@@ -55,17 +55,17 @@ int64_t Sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v
 
 absl::Status Validate(const PlanParams& p) {
   if (p.num_files < 1) {
-    return absl::InvalidArgumentError(fmt::format("dataset.num_files_train: must be >= 1, got {}", p.num_files));
+    return absl::InvalidArgumentError(fmt::format("{}: must be >= 1, got {}", p.files_key, p.num_files));
   }
   if (p.samples_per_file < 1) {
     return absl::InvalidArgumentError(
         fmt::format("dataset.num_samples_per_file: must be >= 1, got {}", p.samples_per_file));
   }
-  if (p.batch < 1) return absl::InvalidArgumentError(fmt::format("reader.batch_size: must be >= 1, got {}", p.batch));
+  if (p.batch < 1) return absl::InvalidArgumentError(fmt::format("{}: must be >= 1, got {}", p.batch_key, p.batch));
   if (p.world < 1) return absl::InvalidArgumentError(fmt::format("world size: must be >= 1, got {}", p.world));
   if (p.num_files >= kMaxIds || p.samples_per_file > kMaxIds / p.num_files) {
     return absl::InvalidArgumentError(fmt::format(
-        "dataset.num_files_train: {} files x {} samples per file is more than {} samples, the most a plan holds",
+        "{}: {} files x {} samples per file is more than {} samples, the most a plan holds", p.files_key,
         p.num_files, p.samples_per_file, kMaxIds));
   }
   return absl::OkStatus();
@@ -93,6 +93,16 @@ PlanParams TrainPlanParams(const WorkloadSpec& spec, int64_t world) {
   return p;
 }
 
+PlanParams EvalPlanParams(const WorkloadSpec& spec, int64_t world) {
+  PlanParams p = TrainPlanParams(spec, world);
+  p.num_files = spec.num_files_eval;
+  p.batch = spec.batch_size_eval;
+  p.max_steps = -1;
+  p.files_key = "dataset.num_files_eval";
+  p.batch_key = "reader.batch_size_eval";
+  return p;
+}
+
 absl::StatusOr<int64_t> EpochPlan::Steps(const PlanParams& p) {
   if (absl::Status s = Validate(p); !s.ok()) return s;
   const int64_t n = p.num_files * p.samples_per_file;
@@ -101,25 +111,25 @@ absl::StatusOr<int64_t> EpochPlan::Steps(const PlanParams& p) {
     steps = n / (p.batch * p.world);
     if (steps == 0) {
       return absl::InvalidArgumentError(fmt::format(
-          "reader.batch_size: one step of the fleet needs batch {} x world size {} = {} samples, but the dataset has "
-          "only {} (dataset.num_files_train {} x dataset.num_samples_per_file {})",
-          p.batch, p.world, p.batch * p.world, n, p.num_files, p.samples_per_file));
+          "{}: one step of the fleet needs batch {} x world size {} = {} samples, but the dataset has "
+          "only {} ({} {} x dataset.num_samples_per_file {})",
+          p.batch_key, p.batch, p.world, p.batch * p.world, n, p.files_key, p.num_files, p.samples_per_file));
     }
   } else {
     if (p.num_files < p.world) {
       return absl::InvalidArgumentError(fmt::format(
-          "dataset.num_files_train: {} files for world size {}; tfrecord streams whole files, so every rank needs at "
+          "{}: {} files for world size {}; tfrecord streams whole files, so every rank needs at "
           "least one file",
-          p.num_files, p.world));
+          p.files_key, p.num_files, p.world));
     }
     // The ranks hold floor(F/P) or ceil(F/P) files; the fleet does what its poorest rank can.
     steps = Sum(ThreadQuotas(p, FilesOfRank(p.num_files, p.world, p.world - 1)));
     if (steps == 0) {
       return absl::InvalidArgumentError(fmt::format(
-          "reader.batch_size: no full batch of {} samples per loader thread: rank {} streams {} files of {} samples "
-          "over reader.read_threads {} (dataset.num_files_train {}, world size {})",
-          p.batch, p.world - 1, FilesOfRank(p.num_files, p.world, p.world - 1), p.samples_per_file, Threads(p),
-          p.num_files, p.world));
+          "{}: no full batch of {} samples per loader thread: rank {} streams {} files of {} samples "
+          "over reader.read_threads {} ({} {}, world size {})",
+          p.batch_key, p.batch, p.world - 1, FilesOfRank(p.num_files, p.world, p.world - 1), p.samples_per_file, Threads(p),
+          p.files_key, p.num_files, p.world));
     }
   }
   if (p.max_steps > 0) {

@@ -49,10 +49,15 @@ struct PlanParams {
   bool seed_change_epoch = true;
   int64_t max_steps = -1;    // total_training_steps; -1 = no cap
   AccessMode mode = AccessMode::kIndex;
+  // Key names in error messages (the eval plan names its own keys).
+  const char* files_key = "dataset.num_files_train";
+  const char* batch_key = "reader.batch_size";
 };
 
 AccessMode AccessModeFor(const WorkloadSpec& spec);
 PlanParams TrainPlanParams(const WorkloadSpec& spec, int64_t world);
+// The evaluation plan: valid/ files, batch_size_eval, no step cap; shuffles as for training.
+PlanParams EvalPlanParams(const WorkloadSpec& spec, int64_t world);
 
 struct StreamAssignment {
   std::vector<std::vector<uint32_t>> thread_files;  // per loader thread, files in streaming order

@@ -93,6 +93,16 @@ int64_t EpochSteps(const JobResult& job) {
   return most;
 }
 
+int64_t EvalSteps(const JobResult& job) {
+  absl::StatusOr<int64_t> steps = EpochPlan::Steps(EvalPlanParams(job.spec, job.world));
+  if (steps.ok()) return *steps;
+  int64_t most = 0;
+  for (const RankEpochResult& r : job.eval) {
+    if (!r.blocks.empty()) most = std::max(most, static_cast<int64_t>(r.blocks[0].compute.size()));
+  }
+  return most;
+}
+
 struct Host {
   std::string hostname;
   double memory_gb = 0;
@@ -211,6 +221,38 @@ Computed Compute(const JobResult& job) {
   s.io_stdev_mib = s.throughput_stdev * job.spec.record_length_bytes / kMiB;
   s.actual_mb_mean = Mean(actual);
   s.au_meets_expectation = s.au_mean >= job.spec.au_threshold * 100;
+
+  // Evaluation: one entry per evaluated epoch.
+  std::map<int, std::map<int, const RankEpochResult*>> evals;
+  for (const RankEpochResult& r : job.eval) evals[r.epoch][r.rank] = &r;
+  const MetricWindow ew = EvalWindow(job.spec, EvalSteps(job));
+  std::vector<double> eau, etp;
+  for (const auto& [epoch, ranks] : evals) {
+    EpochMetric m;
+    m.epoch = epoch;
+    double au_sum = 0;
+    for (const auto& [rank, r] : ranks) {
+      if (r->blocks.empty()) continue;
+      const BlockTimings& b = r->blocks[0];
+      const BlockMetric bm = ComputeEvalBlock(b.proc, b.compute, b.duration_s, ew);
+      au_sum += bm.au_percent;
+      m.samples_per_second += bm.samples_per_second;
+      m.read_bytes += r->io.bytes;
+      s.eval_io += r->io;
+    }
+    m.au_percent = au_sum / static_cast<double>(ranks.size());
+    m.mib_per_second = m.samples_per_second * job.spec.record_length_bytes / kMiB;
+    s.eval.push_back(m);
+    eau.push_back(m.au_percent);
+    etp.push_back(m.samples_per_second);
+  }
+  s.eval_au_mean = Mean(eau);
+  s.eval_au_stdev = PopulationStdev(eau);
+  s.eval_throughput_mean = Mean(etp);
+  s.eval_throughput_stdev = PopulationStdev(etp);
+  s.eval_io_mean_mib = s.eval_throughput_mean * job.spec.record_length_bytes / kMiB;
+  s.eval_io_stdev_mib = s.eval_throughput_stdev * job.spec.record_length_bytes / kMiB;
+  s.eval_au_meets_expectation = s.eval_au_mean >= job.spec.au_threshold * 100;
   return c;
 }
 
@@ -233,6 +275,14 @@ absl::Status ErrnoStatus(int err, const std::string& message) {
 }
 
 }  // namespace
+
+BlockMetric ComputeEvalBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
+                             const MetricWindow& w) {
+  BlockMetric m = ComputeTrainBlock(proc, compute, duration_s, w);
+  m.samples_per_second =
+      duration_s > 0 ? static_cast<double>(m.steps) * static_cast<double>(w.batch) / duration_s : 0.0;
+  return m;
+}
 
 BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
                               const MetricWindow& w) {
@@ -277,6 +327,12 @@ MetricWindow TrainWindow(const WorkloadSpec& spec, int64_t epoch_steps) {
   w.exclude_start = spec.exclude_start_steps;
   w.exclude_end = spec.exclude_end_steps;
   w.batch = spec.batch_size;
+  return w;
+}
+
+MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps) {
+  MetricWindow w = TrainWindow(spec, eval_steps);
+  w.batch = spec.batch_size_eval;
   return w;
 }
 
@@ -374,6 +430,25 @@ nlohmann::json Aggregator::SummaryJson() const {
     ext["train_io"] = IoJson(s.io);
     ext["train_read_latency_seconds"] = LatencyJson(s.io.latency);
   }
+  if (!s.eval.empty()) {
+    nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
+    for (const EpochMetric& m : s.eval) {
+      au.push_back(m.au_percent);
+      tp.push_back(m.samples_per_second);
+    }
+    metric["eval_au_percentage"] = au;
+    metric["eval_au_mean_percentage"] = s.eval_au_mean;
+    metric["eval_au_meet_expectation"] = s.eval_au_meets_expectation ? "success" : "fail";
+    metric["eval_au_stdev_percentage"] = s.eval_au_stdev;
+    metric["eval_throughput_samples_per_second"] = tp;
+    metric["eval_throughput_mean_samples_per_second"] = s.eval_throughput_mean;
+    metric["eval_throughput_stdev_samples_per_second"] = s.eval_throughput_stdev;
+    metric["eval_io_mean_MB_per_second"] = s.eval_io_mean_mib;
+    metric["eval_io_stdev_MB_per_second"] = s.eval_io_stdev_mib;
+    metric["eval_read_bytes"] = s.eval_io.bytes;
+    ext["eval_io"] = IoJson(s.eval_io);
+    ext["eval_read_latency_seconds"] = LatencyJson(s.eval_io.latency);
+  }
   j["metric"] = metric;
   j["dlio_ext"] = ext;
   return j;
@@ -420,6 +495,18 @@ nlohmann::json Aggregator::RankOutputJson(int rank) const {
                      {"dropped_samples", r.dropped_samples}};
     j[std::to_string(epoch)] = e;
   }
+  const MetricWindow ew = EvalWindow(job_.spec, EvalSteps(job_));
+  for (const RankEpochResult& r : job_.eval) {
+    if (r.rank != rank || r.blocks.empty()) continue;
+    const BlockTimings& b = r.blocks[0];
+    const BlockMetric bm = ComputeEvalBlock(b.proc, b.compute, b.duration_s, ew);
+    nlohmann::json& e = j[std::to_string(r.epoch)];
+    e["load"]["eval"] = b.load;
+    e["proc"]["eval"] = b.proc;
+    e["compute"]["eval"] = b.compute;
+    e["au"]["eval"] = bm.au_percent;
+    e["throughput"]["eval"] = bm.samples_per_second;
+  }
   return j;
 }
 
@@ -437,6 +524,13 @@ nlohmann::json Aggregator::RankPerEpochStatsJson(int rank) const {
                               {"duration", Duration2(b.start_unix_us, b.end_unix_us)}};
     }
     j[std::to_string(epoch)] = e;
+  }
+  for (const RankEpochResult& r : job_.eval) {
+    if (r.rank != rank || r.blocks.empty()) continue;
+    const BlockTimings& b = r.blocks[0];
+    j[std::to_string(r.epoch)]["eval"] = {{"start", FormatTimestamp(b.start_unix_us)},
+                                           {"end", FormatTimestamp(b.end_unix_us)},
+                                           {"duration", Duration2(b.start_unix_us, b.end_unix_us)}};
   }
   return j;
 }

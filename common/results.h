@@ -73,6 +73,11 @@ struct BlockMetric {
 BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
                               const MetricWindow& w);
 
+// DLIO's eval block (statscounter.py compute_metrics_eval): AU as for training over the eval window, but
+// samples/s = n_steps x batch_eval / duration (the whole wall time, no "-2").
+BlockMetric ComputeEvalBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
+                             const MetricWindow& w);
+
 struct RankEpochMetric {
   double au_percent = 0;
   double samples_per_second = 0;
@@ -108,6 +113,7 @@ struct JobResult {
   int64_t start_unix_us = 0;
   int64_t end_unix_us = 0;
   std::vector<RankEpochResult> train;  // one per (rank, epoch), any order
+  std::vector<RankEpochResult> eval;   // one per (rank, epoch evaluated after), blocks[0] = the eval steps
   IoSnapshot generate_io;              // summed over ranks; empty when no generation
   double generate_seconds = 0;
 };
@@ -122,6 +128,15 @@ struct FleetSummary {
   uint64_t dropped_samples = 0;
   bool au_meets_expectation = false;
   IoSnapshot io;                       // merged over every rank and epoch
+
+  // Evaluation, DLIO's definitions: per rank AU over the eval window and samples/s = steps x batch_eval / wall
+  // time (no "-2"); per evaluation, AU = mean over ranks and samples/s = sum over ranks; then mean/stdev.
+  std::vector<EpochMetric> eval;       // one per evaluation, `epoch` = the epoch it followed
+  double eval_au_mean = 0, eval_au_stdev = 0;
+  double eval_throughput_mean = 0, eval_throughput_stdev = 0;
+  double eval_io_mean_mib = 0, eval_io_stdev_mib = 0;
+  bool eval_au_meets_expectation = false;
+  IoSnapshot eval_io;
 };
 
 class Aggregator {
@@ -138,6 +153,7 @@ class Aggregator {
 };
 
 MetricWindow TrainWindow(const WorkloadSpec& spec, int64_t epoch_steps);
+MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps);
 
 // Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json and job.yaml into `dir` (created if
 // missing), each under a temporary name then renamed.

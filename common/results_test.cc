@@ -372,6 +372,9 @@ std::vector<DlioRun> DlioRuns() {
     run.spec.num_samples_per_file = IntOr(w["dataset"]["num_samples_per_file"], 1);
     run.spec.record_length_bytes = w["dataset"]["record_length_bytes"].as<double>();
     run.spec.batch_size = IntOr(reader["batch_size"], 1);
+    run.spec.batch_size_eval = IntOr(reader["batch_size_eval"], 1);
+    run.spec.num_files_eval = IntOr(w["dataset"]["num_files_eval"], 0);
+    run.spec.evaluation = w["workflow"] && w["workflow"]["evaluation"] && w["workflow"]["evaluation"].as<bool>();
     if (w["output"] && w["output"]["metric"]) {
       run.spec.exclude_start_steps = IntOr(w["output"]["metric"]["exclude_start_steps"], 1);
       run.spec.exclude_end_steps = IntOr(w["output"]["metric"]["exclude_end_steps"], 0);
@@ -418,8 +421,27 @@ void CheckRun(const DlioRun& run, bool exact) {
       RankEpochResult r;
       r.rank = rank;
       r.epoch = std::stoi(epoch_key);
+      // Evaluation: the formula is pinned with DLIO's own wall time (n x batch_eval / its throughput); DLIO's eval
+      // timestamps are not taken at its timer's instants, which is up to 3 % of a 20 ms evaluation.
+      if (epoch["proc"].contains("eval") && exact) {
+        BlockTimings b;
+        b.proc = epoch["proc"]["eval"].get<std::vector<double>>();
+        b.compute = epoch["compute"]["eval"].get<std::vector<double>>();
+        b.load = epoch["load"]["eval"].get<std::vector<double>>();
+        const double dlio_tp = epoch["throughput"]["eval"].get<double>();
+        b.duration_s = static_cast<double>(b.compute.size()) * static_cast<double>(run.spec.batch_size_eval) / dlio_tp;
+        const int64_t eval_steps = *EpochPlan::Steps(EvalPlanParams(run.spec, run.world));
+        const BlockMetric em = ComputeEvalBlock(b.proc, b.compute, b.duration_s, EvalWindow(run.spec, eval_steps));
+        EXPECT_LE(RelErr(em.au_percent, epoch["au"]["eval"].get<double>()), 1e-9)
+            << "rank " << rank << " epoch " << epoch_key << " eval AU";
+        RankEpochResult er;
+        er.rank = rank;
+        er.epoch = std::stoi(epoch_key);
+        er.blocks.push_back(std::move(b));
+        job.eval.push_back(std::move(er));
+      }
       for (const auto& [block_key, proc_json] : epoch["proc"].items()) {
-        if (block_key.rfind("block", 0) != 0) continue;  // evaluation is out of scope
+        if (block_key.rfind("block", 0) != 0) continue;
         BlockTimings b;
         b.block = std::stoi(block_key.substr(5));
         b.proc = proc_json.get<std::vector<double>>();
@@ -481,6 +503,38 @@ void CheckRun(const DlioRun& run, bool exact) {
   EXPECT_TRUE(stdev_ok(s.io_stdev_mib, m["train_io_stdev_MB_per_second"].get<double>(), s.io_mean_mib))
       << s.io_stdev_mib << " vs " << m["train_io_stdev_MB_per_second"];
   EXPECT_EQ(s.au_meets_expectation ? "success" : "fail", m["train_au_meet_expectation"].get<std::string>());
+  if (exact && m.contains("eval_au_percentage")) {
+    // DLIO's eval lists are an MPI allreduce of Python lists, i.e. the ranks' lists concatenated (rank-major), with
+    // AU divided by the world size (statscounter.py end_run). Our per-rank formula must reproduce every entry...
+    const std::vector<double> eau = m["eval_au_percentage"].get<std::vector<double>>();
+    const std::vector<double> etp = m["eval_throughput_samples_per_second"].get<std::vector<double>>();
+    const int64_t eval_steps = *EpochPlan::Steps(EvalPlanParams(run.spec, run.world));
+    const MetricWindow ew = EvalWindow(run.spec, eval_steps);
+    std::vector<const RankEpochResult*> rank_major;
+    for (const RankEpochResult& r : job.eval) rank_major.push_back(&r);
+    std::stable_sort(rank_major.begin(), rank_major.end(), [](auto* x, auto* y) {
+      return std::make_pair(x->rank, x->epoch) < std::make_pair(y->rank, y->epoch);
+    });
+    ASSERT_EQ(rank_major.size(), eau.size());
+    for (size_t i = 0; i < eau.size(); ++i) {
+      const BlockTimings& b = rank_major[i]->blocks[0];
+      const BlockMetric bm = ComputeEvalBlock(b.proc, b.compute, b.duration_s, ew);
+      EXPECT_LE(RelErr(bm.au_percent / run.world, eau[i]), 1e-9) << "eval entry " << i;
+      EXPECT_LE(RelErr(bm.samples_per_second, etp[i]), 1e-9) << "eval entry " << i;
+    }
+    // ... while our fleet figures are the corrected ones: per evaluation, AU = mean over ranks and samples/s = sum
+    // over ranks, exactly as for training.
+    ASSERT_EQ(s.eval.size(), eau.size() / static_cast<size_t>(run.world));
+    for (size_t e = 0; e < s.eval.size(); ++e) {
+      double au = 0, tp = 0;
+      for (int r = 0; r < run.world; ++r) {
+        au += eau[static_cast<size_t>(r) * s.eval.size() + e];  // already divided by the world size
+        tp += etp[static_cast<size_t>(r) * s.eval.size() + e];
+      }
+      EXPECT_LE(RelErr(s.eval[e].au_percent, au), 1e-9) << "eval " << e;
+      EXPECT_LE(RelErr(s.eval[e].samples_per_second, tp), 1e-9) << "eval " << e;
+    }
+  }
 }
 
 TEST(DlioGolden, BlocksAndSummaryFromTimestamps) {

@@ -323,11 +323,12 @@ void Coordinator::RunJob(Job& job) {
   bool ok = true;
   if (job.spec.generate_data) {
     const auto t0 = std::chrono::steady_clock::now();
-    ok = RunPhase(job, "generate", true, 0);
+    ok = RunPhase(job, "generate", PhaseOrder::Kind::kGenerate, 0);
     job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   for (int e = 1; ok && job.spec.train && e <= job.spec.epochs; ++e) {
-    ok = RunPhase(job, absl::StrCat("train-epoch-", e), false, e);
+    ok = RunPhase(job, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e);
+    if (ok && job.spec.EvaluatesAfter(e)) ok = RunPhase(job, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
   }
   job.result.end_unix_us = NowUnixUs();
   job.phase.reset();
@@ -364,7 +365,8 @@ void Coordinator::RunJob(Job& job) {
   Emit(job, std::move(e));
 }
 
-bool Coordinator::RunPhase(Job& job, const std::string& phase_id, bool generate, int epoch) {
+bool Coordinator::RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Kind kind, int epoch) {
+  const bool generate = kind == PhaseOrder::Kind::kGenerate;
   std::unique_lock<std::mutex> lk(mu_, std::adopt_lock);
   job.phase = std::make_unique<Phase>();
   Phase& p = *job.phase;
@@ -389,7 +391,7 @@ bool Coordinator::RunPhase(Job& job, const std::string& phase_id, bool generate,
     PhaseOrder o;
     o.job_id = job.id;
     o.phase_id = phase_id;
-    o.generate = generate;
+    o.kind = kind;
     o.workload_yaml = yaml;
     o.world = job.result.world;
     o.first_rank = job.result.agents[i].first_rank;
@@ -446,7 +448,8 @@ bool Coordinator::RunPhase(Job& job, const std::string& phase_id, bool generate,
   if (generate) {
     for (const RankEpochResult& r : p.results) job.result.generate_io += r.io;
   } else {
-    for (RankEpochResult& r : p.results) job.result.train.push_back(std::move(r));
+    auto& into = kind == PhaseOrder::Kind::kEval ? job.result.eval : job.result.train;
+    for (RankEpochResult& r : p.results) into.push_back(std::move(r));
   }
   JobEventData e;
   e.phase_id = phase_id;

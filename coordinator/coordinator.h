@@ -35,7 +35,8 @@ namespace dlio {
 struct PhaseOrder {
   std::string job_id;
   std::string phase_id;
-  bool generate = false;       // else: a training epoch
+  enum class Kind { kGenerate, kTrainEpoch, kEval };
+  Kind kind = Kind::kTrainEpoch;
   std::string workload_yaml;   // normalised, ToYaml()
   int world = 1;
   int first_rank = 0;
@@ -128,7 +129,8 @@ class Coordinator {
 
   void RunnerLoop();
   void RunJob(Job& job);
-  bool RunPhase(Job& job, const std::string& phase_id, bool generate, int epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Kind kind, int epoch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailJob(Job& job, JobState state, const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -48,7 +48,9 @@ class StreamLink : public AgentLink {
     v1::RunPhase* r = m.mutable_run_phase();
     r->set_job_id(o.job_id);
     r->set_phase_id(o.phase_id);
-    r->set_kind(o.generate ? v1::PHASE_KIND_GENERATE : v1::PHASE_KIND_TRAIN_EPOCH);
+    r->set_kind(o.kind == PhaseOrder::Kind::kGenerate ? v1::PHASE_KIND_GENERATE
+                : o.kind == PhaseOrder::Kind::kEval   ? v1::PHASE_KIND_EVAL
+                                                      : v1::PHASE_KIND_TRAIN_EPOCH);
     r->set_workload_yaml(o.workload_yaml);
     r->set_world_size(o.world);
     r->set_first_rank(o.first_rank);

@@ -98,6 +98,58 @@ TEST_P(EndToEnd, CoordinatorAndTwoAgentsGenerateAndTrain) {
   }
 }
 
+TEST(Evaluation, RunsAfterTheChosenEpochsOverValidFilesAndReportsItsMetrics) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  const std::string job = dir.str() + "/job.yaml";
+  // 3 epochs over 8 train files; evaluation after epochs 2 and 3 over 6 valid/ files (2 samples each, batch 2:
+  // 3 eval steps per rank).
+  WriteFile(job, R"(workflow:
+  generate_data: true
+  train: true
+  evaluation: true
+dataset:
+  data_folder: data
+  format: hdf5
+  num_files_train: 8
+  num_files_eval: 6
+  num_samples_per_file: 2
+  record_length_bytes: 4096
+reader:
+  batch_size: 2
+  batch_size_eval: 2
+  read_threads: 1
+train:
+  epochs: 3
+  computation_time: 0.001
+evaluation:
+  eval_time: {type: uniform, min: 0.001, max: 0.002}
+  eval_after_epoch: 2
+  epochs_between_evals: 1
+)");
+  CommandResult r = Submit(fleet, job, dir.str() + "/out", 2);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.coordinator().Log();
+  EXPECT_NE(r.out.find("eval-epoch-2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("eval-epoch-1"), std::string::npos) << r.out;
+  size_t valid = 0;
+  for (const auto& e : fs::directory_iterator(dir.path() / "root" / "data" / "valid")) valid += e.is_regular_file();
+  EXPECT_EQ(valid, 6u);
+  const json m = LoadJson(dir.str() + "/out/summary.json")["metric"];
+  ASSERT_EQ(m["eval_au_percentage"].size(), 2u) << m.dump(1);
+  EXPECT_GT(m["eval_au_mean_percentage"].get<double>(), 0);
+  EXPECT_GT(m["eval_throughput_mean_samples_per_second"].get<double>(), 0);
+  // 2 evaluations x 6 files x 2 samples, every sample of valid/ read once per evaluation (hdf5: one sample a read).
+  EXPECT_EQ(m["eval_read_bytes"].get<uint64_t>(), 2u * 6 * 2 * 4096);
+  for (int rank = 0; rank < 2; ++rank) {
+    const json out = LoadJson(dir.str() + "/out/" + std::to_string(rank) + "_output.json");
+    EXPECT_FALSE(out["1"]["proc"].contains("eval"));
+    EXPECT_EQ(out["2"]["proc"]["eval"].size(), 3u);
+    EXPECT_EQ(out["3"]["compute"]["eval"].size(), 3u);
+    const json stats = LoadJson(dir.str() + "/out/" + std::to_string(rank) + "_per_epoch_stats.json");
+    EXPECT_TRUE(stats["3"].contains("eval"));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, EndToEnd, ::testing::Values("npz", "hdf5", "tfrecord"));
 
 TEST(Fleet, AgentWithAnotherProtocolVersionIsRefusedNamingBothVersions) {
