@@ -24,7 +24,7 @@ bool HavePython() {
 // 0.3 s to start, and there are dozens of checks. Returns each check's exit code.
 std::vector<int> RunChecks(const std::vector<std::string>& checks) {
   std::string cmd = std::string("/usr/bin/python3 ") + DLIO_SOURCE_DIR + "/tests/python/check_formats.py";
-  for (size_t i = 0; i < checks.size(); ++i) cmd += (i ? " :: " : " ") + checks[i];
+  for (const std::string& c : checks) cmd += " :: " + c;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return {};
   std::string out;
@@ -118,6 +118,25 @@ TEST(PythonCrossCheck, NumpyH5pyAndPillowFindDliosLayoutInWhatWeGenerate) {
   const std::vector<int> got = RunChecks(checks);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << names[i];
+}
+
+// Our JPEGs are Pillow's: with the same libjpeg-turbo and the same pixels (a PNG from the same seed holds them
+// losslessly), Pillow's save(format="JPEG") writes the same bytes.
+TEST(PythonCrossCheck, JpegBytesAreWhatPillowWritesForTheSamePixels) {
+  if (!HavePython()) GTEST_SKIP() << "/usr/bin/python3 lacks numpy, h5py or PIL";
+  testing::TempDir root;
+  FormatOptions o;
+  o.sample_dims = {48, 80};
+  for (const char* name : {"jpeg", "png"}) {
+    auto f = MakeFormat(name, o);
+    ASSERT_TRUE(f.ok());
+    IoStats st;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE((*f)->Generate(root.path() + "/" + DataFileName("img", i, 3, name), 100 + i, st).ok());
+    }
+  }
+  EXPECT_EQ(RunChecks({root.path() + " --format jpeg --dims 48,80 --pillow-from-png " + root.path()}),
+            std::vector<int>{0});
 }
 
 TEST(PythonCrossCheck, AcceptsEveryDlioGeneratedDataset) {

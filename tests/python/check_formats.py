@@ -13,7 +13,9 @@ Opens every DIR/**/*.F and checks DLIO's layout (names, dtypes, shapes), as DLIO
                   split over K and a leading 1 dropped; labels int64 zeros; --compression gzip|szip|lzf as h5py
                   reports it; --chunks / --max-shape as h5py reports them; the last sample of every records_k read
   csv             nspf identical rows of prod(dims) numbers, no header row, no index column, LF line ends
-  jpeg, png       one 8-bit grayscale image (mode L) per file, width dims[1], height dims[0]; JPEG baseline
+  jpeg, png       one 8-bit grayscale image (mode L) per file, width dims[1], height dims[0]; JPEG baseline;
+                  with --pillow-from-png DIR, each JPEG must be byte for byte what Pillow's save(format="JPEG")
+                  writes for the pixels of DIR/<same name>.png (lossless, generated from the same seed)
   indexed_binary, mmap_indexed_binary
                   F.off.idx / F.sz.idx: nspf little-endian uint64 offsets and sizes; samples back to back, each
                   prod(dims) x itemsize bytes; the data file is exactly their sum
@@ -21,7 +23,7 @@ Opens every DIR/**/*.F and checks DLIO's layout (names, dtypes, shapes), as DLIO
   tfrecord        (--index-dir) DALI index DIR/<file>.idx: one "offset length" line per framed record
 Options not given are not checked (shapes then only have to agree with each other).
 Prints one line per problem and exits 1 if there was any (2 on bad usage or no files found), 0 otherwise.
-Batch form (one interpreter start for many checks): ARGS :: ARGS :: ...; runs each check and prints
+Batch form (one interpreter start for many checks): [::] ARGS :: ARGS :: ...; runs each check and prints
 "results RC1 RC2 ..." with each check's exit code, then exits 0.
 Needs Debian's /usr/bin/python3 (python3-numpy, python3-h5py, python3-pil); the pyenv python3 on PATH has none.
 """
@@ -161,6 +163,15 @@ def check_image(path, o, fmt):
         a = np.asarray(img)
         if a.dtype != np.uint8 or a.ndim != 2:
             problems.append(f"{path}: decodes to {a.dtype} {a.shape}, expected uint8 (height, width)")
+    if fmt == "jpeg" and o.pillow_from_png:
+        import io
+
+        with Image.open(pathlib.Path(o.pillow_from_png) / (path.stem + ".png")) as src:
+            out = io.BytesIO()
+            src.save(out, format="JPEG")
+        if out.getvalue() != path.read_bytes():
+            problems.append(f"{path}: {path.stat().st_size} bytes differ from Pillow's {len(out.getvalue())}-byte "
+                            "JPEG of the same pixels")
     return problems
 
 
@@ -223,6 +234,7 @@ def run(argv):
     ap.add_argument("--chunks", type=ints, help="hdf5: chunk shape")
     ap.add_argument("--max-shape", type=ints, help="hdf5: maxshape after the samples axis")
     ap.add_argument("--index-dir", help="tfrecord: folder of the DALI index files")
+    ap.add_argument("--pillow-from-png", help="jpeg: folder of PNGs of the same pixels to encode with Pillow")
     o = ap.parse_args(argv)
 
     checks = {"npy": check_npy, "npz": check_npz, "hdf5": check_hdf5, "csv": check_csv,
@@ -260,7 +272,7 @@ def main():
         else:
             cur.append(a)
     rcs = []
-    for g in groups:
+    for g in (g for g in groups if g):  # a leading "::" makes even a single check a batch
         try:
             rcs.append(run(g))
         except SystemExit as e:  # argparse usage errors
