@@ -146,6 +146,37 @@ TEST(Hdf5Extras, EnableChunkingWarnsAndLzfChunkedFilesAreWhatH5pyReads) {
   EXPECT_EQ(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["samples"], 8);
 }
 
+// DLIO's subfolders (train/<i % S padded>/...) with the formats that write companion files: indexed_binary's index
+// files stay beside their data file; tfrecord's DALI index stays flat in data_folder/index/train.
+class Subfolders : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Subfolders, CompanionFilesFollowDliosLayout) {
+  const std::string format = GetParam();
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  WriteFile(dir.str() + "/job.yaml", Workload(format, 12, 2, 1024, 1, 0, 1, true));
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "2", "--data-root",
+                                dir.str() + "/root", "--results-dir", dir.str() + "/results", "--output",
+                                dir.str() + "/out", "--set", "dataset.num_subfolders_train=3"},
+                               seconds(120), dir.str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path data = dir.path() / "root" / "data";
+  for (int i = 0; i < 12; ++i) {
+    const std::string name = "img_" + std::string(i < 10 ? "0" : "") + std::to_string(i) + "_of_12." + format;
+    const fs::path file = data / "train" / std::to_string(i % 3) / name;
+    EXPECT_TRUE(fs::exists(file)) << file;
+    if (format == "indexed_binary") {
+      EXPECT_TRUE(fs::exists(file.string() + ".off.idx")) << file;
+      EXPECT_TRUE(fs::exists(file.string() + ".sz.idx")) << file;
+    } else {
+      EXPECT_TRUE(fs::exists(data / "index" / "train" / (name + ".idx"))) << name;
+    }
+  }
+  EXPECT_EQ(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["samples"], 24);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Subfolders, ::testing::Values("indexed_binary", "tfrecord"));
+
 // Our agents train on every dataset the real DLIO generated (../shared/testdata/dlio-generated): the case is copied
 // into a data root, a workload matching it is written (format, files, samples per file, record length; batch 1 over
 // 2 ranks), `dlio-coordinator run --local-agents 2` trains one epoch, and summary.json's samples and bytes are the
