@@ -32,15 +32,20 @@ int64_t NowUnixUs() {
 
 double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-FormatOptions FormatOptionsFor(const WorkloadSpec& spec) {
+// The format's options from the job. `data_dir` locates the tfrecord DALI index folder (DLIO:
+// <data_folder>/index/train, flat even with subfolders).
+FormatOptions FormatOptionsFor(const WorkloadSpec& spec, const fs::path& data_dir) {
   FormatOptions o;
   o.samples_per_file = spec.num_samples_per_file;
-  const int64_t d = spec.SampleDim();
-  o.sample_dims = {d, d};
-  o.hdf5_chunk_dims = spec.hdf5_chunk_dims;
+  o.sample_dims = spec.SampleShape();
+  o.element_type = spec.record_element_type;
+  o.hdf5_chunk_dims = spec.Hdf5ChunkDims();
+  o.hdf5_num_dset_per_record = spec.hdf5_num_dset_per_record;
+  o.hdf5_max_shape = spec.hdf5_max_shape;
   o.compression = spec.compression;
   o.compression_level = spec.compression_level;
   o.transfer_size = spec.transfer_size;
+  if (spec.format == "tfrecord") o.tfrecord_index_dir = (data_dir / "index" / "train").string();
   return o;
 }
 
@@ -88,6 +93,8 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir,
   std::error_code ec;
   std::vector<std::string> files;
   const std::string suffix = "." + ext;
+  // Data files only: the extension filter already leaves out companion files (indexed_binary's `<name>.off.idx`
+  // and `<name>.sz.idx` end in .idx) and the agents' temporary names (`<name>.tmp-<pid>`).
   auto consider = [&](const fs::directory_entry& e) {
     const std::string name = e.path().filename().string();
     if (e.is_regular_file(ec) && name.size() > suffix.size() &&
@@ -125,7 +132,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
   const WorkloadSpec& spec = cmd.spec;
   absl::StatusOr<fs::path> data_dir = ResolveUnderRoot(data_root_, spec.data_folder, "dataset.data_folder");
   if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
-  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec));
+  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir));
   if (!format.ok()) return format.status();
 
   // DLIO generates train/ and, when evaluation files are asked for, valid/; file i of a split belongs to global
@@ -197,11 +204,17 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
         }
         const Format& fmt = sized ? *sized : **format;
         absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + n, stats);
-        if (s.ok() && std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-          s = absl::InternalError(absl::StrCat("rename '", tmp.string(), "': ", std::strerror(errno)));
+        // The data file and its companions (index files) move to their final names together.
+        std::vector<std::string> from = fmt.CompanionPaths(tmp.string()), to = fmt.CompanionPaths(final_path.string());
+        from.push_back(tmp.string());
+        to.push_back(final_path.string());
+        for (size_t k = 0; s.ok() && k < from.size(); ++k) {
+          if (std::rename(from[k].c_str(), to[k].c_str()) != 0) {
+            s = absl::InternalError(absl::StrCat("rename '", from[k], "': ", std::strerror(errno)));
+          }
         }
         if (!s.ok()) {
-          fs::remove(tmp, ec);
+          for (const std::string& f : from) fs::remove(f, ec);
           first_error.Set(Annotate(s, Where(cmd, rank)));
           stop = true;
           break;
@@ -230,7 +243,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   if (!plan.ok()) return Annotate(plan.status(), Where(cmd, cmd.first_rank));
   absl::StatusOr<fs::path> data_dir = ResolveUnderRoot(data_root_, spec.data_folder, "dataset.data_folder");
   if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
-  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec));
+  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir));
   if (!format.ok()) return format.status();
   absl::StatusOr<std::vector<std::string>> files =
       eval ? ListDataFiles(*data_dir, "valid", (*format)->extension(), spec.num_files_eval, "dataset.num_files_eval")

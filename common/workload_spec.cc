@@ -54,15 +54,65 @@ int64_t WorkloadSpec::SampleDimForFile(int64_t file) const {
   return std::max<int64_t>(1, d);
 }
 
+std::vector<int64_t> WorkloadSpec::SampleShape() const {
+  if (!record_dims.empty()) return record_dims;
+  const int64_t d = SampleDim();
+  return {d, d};
+}
+
+namespace {
+
+// Shape of one sample inside each hdf5 records_k dataset: DLIO's generator divides the first sample axis by
+// num_dset_per_record and drops a leading axis of 1 (readers/format.h Hdf5RecordDims, which formats use; repeated
+// here because dlio::common does not depend on dlio::formats).
+std::vector<int64_t> Hdf5RecordDimsOf(const WorkloadSpec& s) {
+  std::vector<int64_t> d = s.SampleShape();
+  if (d.empty()) return d;
+  if (s.hdf5_num_dset_per_record > 1) d[0] /= s.hdf5_num_dset_per_record;
+  if (d[0] == 1) d.erase(d.begin());
+  return d;
+}
+
+// Bytes per element of a numpy type name this version knows (0 = unknown).
+size_t ElementBytes(const std::string& t) {
+  static const std::map<std::string, size_t> sizes = {
+      {"uint8", 1}, {"int8", 1},   {"uint16", 2}, {"int16", 2},   {"uint32", 4},  {"int32", 4},
+      {"uint64", 8}, {"int64", 8}, {"float16", 2}, {"float32", 4}, {"float64", 8}};
+  auto it = sizes.find(t);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+std::vector<int64_t> WorkloadSpec::Hdf5ChunkDims() const {
+  if (!hdf5_chunk_dims.empty() || !enable_chunking) return hdf5_chunk_dims;
+  const std::vector<int64_t> rec = Hdf5RecordDimsOf(*this);
+  std::vector<int64_t> chunks = {1};
+  const size_t item = std::max<size_t>(1, ElementBytes(record_element_type));
+  const double elems = static_cast<double>(chunk_size) / static_cast<double>(item);
+  for (int64_t extent : rec) {
+    int64_t c = extent;
+    if (chunk_size > 0 && !rec.empty()) {
+      c = static_cast<int64_t>(std::ceil(std::pow(elems, 1.0 / static_cast<double>(rec.size())) - 1e-9));
+      c = std::min(extent, std::max<int64_t>(1, c));
+    }
+    chunks.push_back(c);
+  }
+  return chunks;
+}
+
 bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
   // Keep in step with the fields of WorkloadSpec.
   auto tie = [](const WorkloadSpec& s) {
     return std::tie(s.model_name, s.framework, s.generate_data, s.train, s.data_folder, s.format, s.num_files_train,
                     s.num_samples_per_file, s.record_length_bytes, s.record_length_bytes_stdev, s.num_subfolders_train,
-                    s.file_prefix, s.hdf5_chunk_dims, s.compression, s.compression_level, s.data_loader, s.batch_size,
-                    s.read_threads, s.prefetch_size, s.file_shuffle, s.sample_shuffle, s.transfer_size, s.preprocess_time,
-                    s.epochs, s.computation_time, s.evaluation, s.num_files_eval, s.num_subfolders_eval,
-                    s.batch_size_eval, s.eval_time, s.eval_after_epoch, s.epochs_between_evals, s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
+                    s.file_prefix, s.record_dims, s.record_element_type, s.hdf5_chunk_dims, s.hdf5_num_dset_per_record,
+                    s.hdf5_max_shape, s.compression, s.compression_level, s.enable_chunking, s.chunk_size,
+                    s.data_loader, s.batch_size,
+                    s.read_threads, s.prefetch_size, s.file_shuffle, s.sample_shuffle, s.transfer_size,
+                    s.preprocess_time, s.epochs, s.computation_time, s.evaluation, s.num_files_eval,
+                    s.num_subfolders_eval, s.batch_size_eval, s.eval_time, s.eval_after_epoch, s.epochs_between_evals,
+                    s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
                     s.exclude_start_steps, s.exclude_end_steps, s.au_threshold);
   };
   return tie(a) == tie(b);
@@ -192,7 +242,8 @@ absl::Status ParseChoice(const YAML::Node& n, const std::string& path, const std
 // ---------------------------------------------------------------------------------------------------------------
 // The key table: every DLIO key (../shared/reference/dlio.md §1), with the policy of this version.
 
-enum class KeyStatus { kImplemented, kLabel, kNotSupported };
+// kImplementedDiffers: implemented with its evident meaning although DLIO ignores or breaks it; warns when used.
+enum class KeyStatus { kImplemented, kImplementedDiffers, kLabel, kNotSupported };
 // A feature whose keys are inert while it is off, so DLIO files that set them (with the feature off) still load.
 enum class Gate { kNone, kCheckpoint };
 
@@ -381,9 +432,30 @@ KeyInfo NotYet(std::string path, std::string dlio_default, Gate gate, std::strin
   return k;
 }
 
-const std::vector<std::string> kFormats = {"npz", "hdf5", "tfrecord"};
-const std::vector<std::string> kDlioOnlyFormats = {"csv",  "npy", "hdf5_opt", "jpeg", "png", "indexed_binary",
-                                                   "mmap_indexed_binary", "synthetic"};
+const std::vector<std::string> kFormats = {"npz", "hdf5", "tfrecord", "csv", "npy", "jpeg", "png", "indexed_binary",
+                                           "mmap_indexed_binary", "synthetic"};
+const std::vector<std::string> kDlioOnlyFormats = {"hdf5_opt"};
+const std::vector<std::string> kElementTypes = {"uint8",  "int8",  "uint16",  "int16",   "uint32", "int32",
+                                                "uint64", "int64", "float16", "float32", "float64"};
+
+// A YAML list of integers >= 1 (or [] / null = empty) into `out`; `what` describes the expected value.
+absl::Status ParseDims(const YAML::Node& n, const std::string& p, const char* what, std::vector<int64_t>* out) {
+  if (n.IsNull()) {
+    out->clear();
+    return absl::OkStatus();
+  }
+  if (!n.IsSequence()) return MustBe(p, what, n);
+  std::vector<int64_t> dims;
+  for (const YAML::Node& e : n) {
+    int64_t d;
+    if (!ParseInt(e, &d) || d < 1) return MustBe(p, what, n);
+    dims.push_back(d);
+  }
+  *out = std::move(dims);
+  return absl::OkStatus();
+}
+
+std::string DimsText(const std::vector<int64_t>& v) { return fmt::format("[{}]", absl::StrJoin(v, ", ")); }
 
 std::vector<KeyInfo> BuildKeys() {
   std::vector<KeyInfo> v;
@@ -447,7 +519,10 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(StringKey("dataset.data_folder", &WorkloadSpec::data_folder, false,
                         "root of train/ (and valid/); resolved under the agent's --data-root"));
   v.push_back(Custom(
-      "dataset.format", KeyStatus::kImplemented, "npz, hdf5, tfrecord; DLIO's other formats are not supported yet",
+      "dataset.format", KeyStatus::kImplemented,
+      "npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, mmap_indexed_binary, synthetic (placeholder files, "
+      "no reads); hdf5_opt has no generator in DLIO either. mmap_indexed_binary warns: our reads touch every page "
+      "of a sample, DLIO's only slice a memmap view",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, kFormats, kDlioOnlyFormats, "format", &s.format);
       },
@@ -462,8 +537,22 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(NumberKey("dataset.record_length_bytes_stdev", &WorkloadSpec::record_length_bytes_stdev, 0, false, -1,
                         "size spread of the byte size, drawn once per file (DLIO spreads both dimensions and realises ~0.71x of it)"));
   v.push_back(Label("dataset.record_length_bytes_resize", "0", "in-memory tensor size after decode; no I/O"));
-  v.push_back(NotYet("dataset.record_dims", "[]", Gate::kNone, "explicit sample shape"));
-  v.push_back(NotYet("dataset.record_element_type", "uint8", Gate::kNone, "sample dtype"));
+  v.push_back(Custom(
+      "dataset.record_dims", KeyStatus::kImplemented,
+      "explicit sample shape; record_length_bytes becomes prod(record_dims) x element size (as DLIO derives it); "
+      "cannot be combined with record_length_bytes_stdev; jpeg/png need 2 dimensions",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseDims(n, p, "a list of integers >= 1 (the sample shape) or []", &s.record_dims);
+      },
+      [](const WorkloadSpec& s) { return DimsText(s.record_dims); }));
+  v.push_back(Custom(
+      "dataset.record_element_type", KeyStatus::kImplemented,
+      "numpy dtype of the samples: uint8, int8, uint16, int16, uint32, int32, uint64, int64, float16, float32, "
+      "float64; jpeg and png are forced to uint8 (as DLIO does, with a warning)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, kElementTypes, {}, "element type", &s.record_element_type);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.record_element_type); }));
   v.push_back(Label("dataset.record_element_bytes", "4", "parsed, then overwritten from the dtype by DLIO"));
   v.push_back(IntKey("dataset.num_subfolders_train", &WorkloadSpec::num_subfolders_train, 0,
                      "files round-robin into zero-padded subfolders when > 1"));
@@ -473,35 +562,42 @@ std::vector<KeyInfo> BuildKeys() {
                         "file names `{prefix}_{i}_of_{N}.{format}`"));
   v.push_back(Custom(
       "dataset.hdf5.chunk_dims", KeyStatus::kImplemented,
-      "HDF5 chunk shape [samples, rows, cols]; [] = contiguous; ignored by other formats",
+      "HDF5 chunk shape of each records_k dataset [samples, *sample axes]; [] = contiguous (or h5py's guess when a "
+      "filter or max_shape needs chunks); ignored by other formats",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        const char* what = "a list of 3 integers >= 1 ([samples, rows, cols]) or []";
-        if (n.IsNull()) {
-          s.hdf5_chunk_dims.clear();
-          return absl::OkStatus();
-        }
-        if (!n.IsSequence() || (n.size() != 0 && n.size() != 3)) return MustBe(p, what, n);
-        std::vector<int64_t> dims;
-        for (const YAML::Node& e : n) {
-          int64_t d;
-          if (!ParseInt(e, &d) || d < 1) return MustBe(p, what, n);
-          dims.push_back(d);
-        }
-        s.hdf5_chunk_dims = std::move(dims);
-        return absl::OkStatus();
+        return ParseDims(n, p, "a list of integers >= 1 ([samples, *sample shape]) or []", &s.hdf5_chunk_dims);
       },
-      [](const WorkloadSpec& s) { return fmt::format("[{}]", absl::StrJoin(s.hdf5_chunk_dims, ", ")); }));
-  v.push_back(NotYet("dataset.hdf5.num_dset_per_record", "1", Gate::kNone, "splits a record over k datasets"));
-  v.push_back(Label("dataset.hdf5.max_shape", "[]", "resizable maxshape; no I/O effect"));
+      [](const WorkloadSpec& s) { return DimsText(s.hdf5_chunk_dims); }));
+  v.push_back(IntKey("dataset.hdf5.num_dset_per_record", &WorkloadSpec::hdf5_num_dset_per_record, 1,
+                     "splits each sample over datasets records_0..k-1 along its first axis, which k must divide"));
   v.push_back(Custom(
-      "dataset.compression", KeyStatus::kImplemented, "none or gzip (hdf5 only); DLIO's lzf, bz2, zip, xz not yet",
+      "dataset.hdf5.max_shape", KeyStatus::kImplemented,
+      "maximum shape of records_k after the samples axis (resizable datasets; chunked as h5py does); [] = fixed",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseChoice(n, p, {"none", "gzip"}, {"lzf", "bz2", "zip", "xz"}, "compression", &s.compression);
+        return ParseDims(n, p, "a list of integers >= 1 or []", &s.hdf5_max_shape);
+      },
+      [](const WorkloadSpec& s) { return DimsText(s.hdf5_max_shape); }));
+  v.push_back(Custom(
+      "dataset.compression", KeyStatus::kImplemented,
+      "hdf5: none, gzip, szip (libhdf5's; not in DLIO's enum), lzf (Debian's hdf5-plugin-lzf); npz: none or zip "
+      "(numpy.savez_compressed; warns: DLIO's enum compare never switches it on); DLIO's csv compressions (gzip, "
+      "bz2, zip, xz) are not supported yet",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"none", "gzip", "szip", "lzf", "zip"}, {"bz2", "xz"}, "compression",
+                           &s.compression);
       },
       [](const WorkloadSpec& s) { return Quote(s.compression); }));
   v.push_back(IntKey("dataset.compression_level", &WorkloadSpec::compression_level, 0, 9, "gzip level"));
-  v.push_back(Label("dataset.enable_chunking", "false", "parsed but unused by DLIO (hdf5.chunk_dims chunks)"));
-  v.push_back(Label("dataset.chunk_size", "0", "parsed but unused by DLIO"));
+  KeyInfo chunking = BoolKey("dataset.enable_chunking", &WorkloadSpec::enable_chunking,
+                             "HDF5 chunking from chunk_size when hdf5.chunk_dims is empty (warns: DLIO parses it "
+                             "and ignores it)");
+  chunking.status = KeyStatus::kImplementedDiffers;
+  v.push_back(chunking);
+  KeyInfo chunk_size = IntKey("dataset.chunk_size", &WorkloadSpec::chunk_size, 0,
+                              "bytes per HDF5 chunk with enable_chunking: (1, c, c) with c = ceil(sqrt(chunk_size)) "
+                              "for 2-D uint8 samples, DLIO's meaning before hdf5.chunk_dims (warns: DLIO ignores it)");
+  chunk_size.status = KeyStatus::kImplementedDiffers;
+  v.push_back(chunk_size);
   v.push_back(Label("dataset.generation_buffer_size", "2147483648", "indexed_binary generation only"));
   v.push_back(NotYet("dataset.keep_files", "true", Gate::kNone, "false makes DLIO delete data_folder at the end"));
 
@@ -859,6 +955,7 @@ absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec)
   const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
   switch (k.status) {
     case KeyStatus::kImplemented:
+    case KeyStatus::kImplementedDiffers:
     case KeyStatus::kLabel:
       if (k.apply) return k.apply(leaf.node, leaf.shown, *spec);
       return absl::OkStatus();
@@ -875,9 +972,29 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
     return absl::InvalidArgumentError(
         "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
   }
-  if (s.compression != "none" && s.format != "hdf5") {
-    return absl::InvalidArgumentError(fmt::format(
-        "dataset.compression: {} is implemented for hdf5 files only (dataset.format is {})", s.compression, s.format));
+  if (s.compression != "none") {
+    const bool hdf5 = s.format == "hdf5" && (s.compression == "gzip" || s.compression == "szip" || s.compression == "lzf");
+    const bool npz = s.format == "npz" && s.compression == "zip";
+    if (s.format == "csv") {
+      return absl::UnimplementedError(fmt::format(
+          "dataset.compression: {} for csv files is a DLIO compression not supported yet (csv: none)", s.compression));
+    }
+    if (!hdf5 && !npz) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dataset.compression: {} is not available for {} files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
+          "other formats: none)",
+          s.compression, s.format));
+    }
+  }
+  if (!s.record_dims.empty() && s.record_length_bytes_stdev > 0) {
+    return absl::InvalidArgumentError(
+        "dataset.record_dims: cannot be combined with dataset.record_length_bytes_stdev (DLIO refuses both; give "
+        "record_length_bytes with its stdev instead)");
+  }
+  if ((s.format == "jpeg" || s.format == "png") && s.SampleShape().size() != 2) {
+    return absl::InvalidArgumentError(fmt::format("dataset.record_dims: {} format needs 2 dimensions (height, width), "
+                                                  "got {}",
+                                                  s.format, DimsText(s.record_dims)));
   }
   // Sample ids are 32-bit in the epoch plan (4 bytes per sample for a 10 M-sample shuffle).
   constexpr int64_t kMaxSamples = int64_t{1} << 32;
@@ -887,15 +1004,48 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
         "plans",
         s.num_files_train, s.num_samples_per_file, kMaxSamples));
   }
-  if (s.format == "hdf5" && !s.hdf5_chunk_dims.empty() && s.record_length_bytes_stdev == 0) {
-    const int64_t d = s.SampleDim();
-    const std::vector<int64_t> shape = {s.num_samples_per_file, d, d};
-    for (size_t i = 0; i < 3; ++i) {
-      if (s.hdf5_chunk_dims[i] > shape[i]) {
+  if (s.format == "hdf5") {
+    const std::vector<int64_t> sample = s.SampleShape();
+    if (s.hdf5_num_dset_per_record > 1 && sample[0] % s.hdf5_num_dset_per_record != 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dataset.hdf5.num_dset_per_record: {} does not divide the first sample dimension {} (sample shape {})",
+          s.hdf5_num_dset_per_record, sample[0], DimsText(sample)));
+    }
+    const std::vector<int64_t> rec = Hdf5RecordDimsOf(s);
+    std::vector<int64_t> shape = {s.num_samples_per_file};
+    shape.insert(shape.end(), rec.begin(), rec.end());
+    std::vector<int64_t> max_shape = shape;
+    if (!s.hdf5_max_shape.empty()) {
+      if (s.hdf5_max_shape.size() != rec.size()) {
         return absl::InvalidArgumentError(fmt::format(
-            "dataset.hdf5.chunk_dims: [{}] exceeds the dataset shape [{}] (num_samples_per_file, "
-            "floor(sqrt(record_length_bytes)) twice)",
-            absl::StrJoin(s.hdf5_chunk_dims, ", "), absl::StrJoin(shape, ", ")));
+            "dataset.hdf5.max_shape: {} must have {} entries (the dataset shape {} after its samples axis)",
+            DimsText(s.hdf5_max_shape), rec.size(), DimsText(shape)));
+      }
+      for (size_t i = 0; i < rec.size(); ++i) {
+        if (s.hdf5_max_shape[i] < rec[i]) {
+          return absl::InvalidArgumentError(fmt::format(
+              "dataset.hdf5.max_shape: {} is smaller than the dataset shape {} after its samples axis",
+              DimsText(s.hdf5_max_shape), DimsText(shape)));
+        }
+        max_shape[i + 1] = s.hdf5_max_shape[i];
+      }
+    }
+    // With a size spread every file has its own shape; the check then needs the largest, so it is left to the
+    // generator (which reports the file).
+    if (!s.hdf5_chunk_dims.empty() && s.record_length_bytes_stdev == 0) {
+      if (s.hdf5_chunk_dims.size() != shape.size()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "dataset.hdf5.chunk_dims: {} must have {} entries, the rank of each records dataset {} (samples, then "
+            "the sample shape)",
+            DimsText(s.hdf5_chunk_dims), shape.size(), DimsText(shape)));
+      }
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (s.hdf5_chunk_dims[i] > max_shape[i]) {
+          return absl::InvalidArgumentError(fmt::format(
+              "dataset.hdf5.chunk_dims: {} exceeds the dataset's maximum shape {} (num_samples_per_file, then the "
+              "sample shape)",
+              DimsText(s.hdf5_chunk_dims), DimsText(max_shape)));
+        }
       }
     }
   }
@@ -943,7 +1093,7 @@ absl::Status ParseOverride(const std::string& ov, std::string* path, YAML::Node*
 }  // namespace
 
 absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const std::vector<std::string>& overrides,
-                                          const std::string& source) {
+                                          const std::string& source, std::vector<std::string>* warnings) {
   absl::StatusOr<YAML::Node> doc = ParseYaml(yaml_text, source);
   if (!doc.ok()) return doc.status();
   YAML::Node root = *doc;
@@ -1007,11 +1157,45 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
       if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok()) return s;
     }
   }
+  // DLIO's derivations: images are uint8 (DLIO resets the type with a warning), and with record_dims the record
+  // length is their byte size (derive_configurations on main).
+  std::vector<std::string> notes;
+  if ((spec.format == "jpeg" || spec.format == "png") && spec.record_element_type != "uint8") {
+    notes.push_back(fmt::format("dataset.record_element_type: {} images are uint8; {} is replaced by uint8 (DLIO "
+                                "does the same)",
+                                spec.format, spec.record_element_type));
+    spec.record_element_type = "uint8";
+  }
   if (absl::Status s = CheckWhole(spec); !s.ok()) return s;
+  if (!spec.record_dims.empty()) {
+    double bytes = static_cast<double>(ElementBytes(spec.record_element_type));
+    for (int64_t d : spec.record_dims) bytes *= static_cast<double>(d);
+    spec.record_length_bytes = bytes;
+  }
+  if (spec.enable_chunking && spec.format == "hdf5") {
+    notes.push_back(
+        spec.hdf5_chunk_dims.empty()
+            ? fmt::format("dataset.enable_chunking: chunks every records dataset by {} here (from dataset.chunk_size "
+                          "{}); DLIO parses enable_chunking and chunk_size but ignores them (only "
+                          "dataset.hdf5.chunk_dims chunks there)",
+                          DimsText(spec.Hdf5ChunkDims()), spec.chunk_size)
+            : "dataset.enable_chunking: dataset.hdf5.chunk_dims decides the chunks; DLIO ignores enable_chunking and "
+              "chunk_size too");
+  }
+  if (spec.format == "npz" && spec.compression == "zip") {
+    notes.push_back("dataset.compression: zip deflates the npz members here (numpy.savez_compressed); DLIO compares "
+                    "the YAML string with its enum, so its npz files are never compressed");
+  }
+  if (spec.format == "mmap_indexed_binary") {
+    notes.push_back("dataset.format: mmap_indexed_binary reads touch every 4 KiB page of each sample here; DLIO's "
+                    "reader only slices a memmap view and reads almost nothing, so its bytes read are not comparable");
+  }
+  if (warnings != nullptr) warnings->insert(warnings->end(), notes.begin(), notes.end());
   return spec;
 }
 
-absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std::vector<std::string>& overrides) {
+absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std::vector<std::string>& overrides,
+                                              std::vector<std::string>* warnings) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::NotFoundError(fmt::format("{}: cannot read file ({})", path, std::strerror(errno)));
@@ -1035,7 +1219,7 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std
     text.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  return LoadWorkload(text, overrides, path);
+  return LoadWorkload(text, overrides, path, warnings);
 }
 
 std::string ToYaml(const WorkloadSpec& spec) {
@@ -1070,6 +1254,9 @@ std::string KeyReferenceMarkdown() {
         "(`++workload.dataset.hdf5.chunk_dims=[1,32,32]`); `hydra.*` overrides are ignored.\n\n";
   md += "Status:\n\n";
   md += "- **implemented**: validated and applied; written to the normalised `job.yaml`.\n";
+  md += "- **implemented; DLIO differs (warns)**: implemented with its evident meaning although DLIO ignores or "
+        "breaks it; using it prints one warning line that says how DLIO differs. A few values of implemented keys "
+        "warn the same way (noted).\n";
   md += "- **label**: accepted and ignored: it changes neither I/O nor timing (in DLIO or here). \"kept\" labels are "
         "validated and written to `job.yaml`.\n";
   md += "- **not supported yet**: DLIO changes I/O or timing with it and this version does not implement it. DLIO's "
@@ -1084,6 +1271,9 @@ std::string KeyReferenceMarkdown() {
     switch (k.status) {
       case KeyStatus::kImplemented:
         status = "implemented";
+        break;
+      case KeyStatus::kImplementedDiffers:
+        status = "implemented; DLIO differs (warns)";
         break;
       case KeyStatus::kLabel:
         status = k.get ? "label (kept)" : "label";

@@ -199,12 +199,19 @@ TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
             "reader.sample_shuffle: must be one of off, seed, random, got true");
   EXPECT_EQ(Load("reader:\n  sample_shuffle: false\n").sample_shuffle, ShuffleMode::kOff);
   EXPECT_EQ(Error("dataset:\n  format: parquet\n"),
-            "dataset.format: must be one of npz, hdf5, tfrecord, csv, npy, hdf5_opt, jpeg, png, indexed_binary, "
-            "mmap_indexed_binary, synthetic, got 'parquet'");
+            "dataset.format: must be one of npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, "
+            "mmap_indexed_binary, synthetic, hdf5_opt, got 'parquet'");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression_level: 10\n"),
             "dataset.compression_level: must be an integer in [0, 9], got 10");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  hdf5:\n    chunk_dims: [1, 0, 32]\n"),
-            "dataset.hdf5.chunk_dims: must be a list of 3 integers >= 1 ([samples, rows, cols]) or [], got [1, 0, 32]");
+            "dataset.hdf5.chunk_dims: must be a list of integers >= 1 ([samples, *sample shape]) or [], got [1, 0, 32]");
+  EXPECT_EQ(Error("dataset:\n  record_element_type: complex64\n"),
+            "dataset.record_element_type: must be one of uint8, int8, uint16, int16, uint32, int32, uint64, int64, "
+            "float16, float32, float64, got 'complex64'");
+  EXPECT_EQ(Error("dataset:\n  record_dims: [4, 0]\n"),
+            "dataset.record_dims: must be a list of integers >= 1 (the sample shape) or [], got [4, 0]");
+  EXPECT_EQ(Error("dataset:\n  hdf5:\n    num_dset_per_record: 0\n"),
+            "dataset.hdf5.num_dset_per_record: must be an integer >= 1, got 0");
   EXPECT_EQ(Error("metric:\n  au: 90\n"), "metric.au: must be a number in [0, 1], got 90");
   EXPECT_EQ(Error("train:\n  computation_time: -0.1\n"),
             "train.computation_time: must be a number >= 0 of seconds, got '-0.1'");
@@ -221,16 +228,34 @@ TEST(WorkloadSpec, ChecksAcrossKeys) {
   EXPECT_EQ(Error("workflow:\n  train: false\n"),
             "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
   EXPECT_EQ(Error("dataset:\n  format: npz\n  compression: gzip\n"),
-            "dataset.compression: gzip is implemented for hdf5 files only (dataset.format is npz)");
+            "dataset.compression: gzip is not available for npz files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
+            "other formats: none)");
   EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_length_bytes: 1024\n  hdf5:\n    chunk_dims: [1, 64, 64]\n"),
-              HasSubstr("dataset.hdf5.chunk_dims: [1, 64, 64] exceeds the dataset shape [1, 32, 32]"));
+              HasSubstr("dataset.hdf5.chunk_dims: [1, 64, 64] exceeds the dataset's maximum shape [1, 32, 32]"));
+  EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_dims: [6, 4, 4]\n  hdf5:\n    chunk_dims: [1, 4, 4]\n"),
+              HasSubstr("dataset.hdf5.chunk_dims: [1, 4, 4] must have 4 entries, the rank of each records dataset "
+                        "[1, 6, 4, 4]"));
+  EXPECT_EQ(Error("dataset:\n  record_dims: [64, 64]\n  record_length_bytes_stdev: 100\n"),
+            "dataset.record_dims: cannot be combined with dataset.record_length_bytes_stdev (DLIO refuses both; give "
+            "record_length_bytes with its stdev instead)");
+  EXPECT_EQ(Error("dataset:\n  format: hdf5\n  record_dims: [6, 4]\n  hdf5:\n    num_dset_per_record: 4\n"),
+            "dataset.hdf5.num_dset_per_record: 4 does not divide the first sample dimension 6 (sample shape [6, 4])");
+  EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_dims: [6, 4]\n  hdf5:\n    max_shape: [6]\n"),
+              HasSubstr("dataset.hdf5.max_shape: [6] must have 2 entries"));
+  EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_dims: [6, 4]\n  hdf5:\n    max_shape: [6, 3]\n"),
+              HasSubstr("dataset.hdf5.max_shape: [6, 3] is smaller than the dataset shape"));
+  EXPECT_EQ(Error("dataset:\n  format: png\n  record_dims: [4, 4, 4]\n"),
+            "dataset.record_dims: png format needs 2 dimensions (height, width), got [4, 4, 4]");
   EXPECT_THAT(Error("dataset:\n  num_files_train: 100000\n  num_samples_per_file: 100000\n"),
               HasSubstr("the most this version plans"));
 }
 
 TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
-  EXPECT_EQ(Error("dataset:\n  format: png\n"),
-            "dataset.format: 'png' is a DLIO format not supported yet (supported: npz, hdf5, tfrecord)");
+  EXPECT_EQ(Error("dataset:\n  format: hdf5_opt\n"),
+            "dataset.format: 'hdf5_opt' is a DLIO format not supported yet (supported: npz, hdf5, tfrecord, csv, npy, "
+            "jpeg, png, indexed_binary, mmap_indexed_binary, synthetic)");
+  EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: gzip\n"),
+            "dataset.compression: gzip for csv files is a DLIO compression not supported yet (csv: none)");
   EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"),
             "workflow.checkpoint: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
@@ -242,8 +267,9 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("reader:\n  data_loader: native_dali\n"),
             "reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
             "tensorflow, dali)");
-  EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression: lzf\n"),
-            "dataset.compression: 'lzf' is a DLIO compression not supported yet (supported: none, gzip)");
+  EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression: xz\n"),
+            "dataset.compression: 'xz' is a DLIO compression not supported yet (supported: none, gzip, szip, lzf, "
+            "zip)");
   EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"),
             "workflow.checkpoint: DLIO key not supported yet by this version");
   EXPECT_EQ(absl::StatusOr<WorkloadSpec>(LoadWorkload("workflow:\n  checkpoint: true\n", {})).status().code(),
@@ -311,7 +337,6 @@ workflow:
 dataset:
   format: npz
   record_length_bytes_resize: 150528
-  enable_chunking: true
 reader:
   data_loader: dali
   computation_threads: 8
@@ -332,6 +357,58 @@ output:
   expected.format = "npz";
   expected.data_loader = "dali";
   EXPECT_EQ(s, expected);
+}
+
+TEST(WorkloadSpec, FormatKeysAndTheirDerivations) {
+  // [3, 4, 5] over 3 datasets: each holds (nspf, 4, 5) (DLIO splits the first axis and drops the leading 1).
+  WorkloadSpec s = Load("dataset:\n  format: hdf5\n  record_dims: [3, 4, 5]\n  record_element_type: float16\n"
+                        "  hdf5:\n    num_dset_per_record: 3\n    max_shape: [8, 5]\n    chunk_dims: [1, 2, 5]\n"
+                        "  compression: szip\n");
+  EXPECT_EQ(s.record_dims, (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(s.SampleShape(), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(s.record_element_type, "float16");
+  EXPECT_EQ(s.hdf5_num_dset_per_record, 3);
+  EXPECT_EQ(s.hdf5_max_shape, (std::vector<int64_t>{8, 5}));
+  EXPECT_DOUBLE_EQ(s.record_length_bytes, 3 * 4 * 5 * 2) << "DLIO: prod(record_dims) x element size";
+  EXPECT_EQ(*LoadWorkload(ToYaml(s), {}), s);
+  EXPECT_EQ(Load("dataset:\n  record_length_bytes: 2048\n").SampleShape(), (std::vector<int64_t>{45, 45}));
+  // jpeg/png are uint8 whatever the type says (DLIO resets it too), with a warning.
+  std::vector<std::string> warnings;
+  auto img = LoadWorkload("dataset:\n  format: jpeg\n  record_element_type: float32\n", {}, "job.yaml", &warnings);
+  ASSERT_TRUE(img.ok()) << img.status();
+  EXPECT_EQ(img->record_element_type, "uint8");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("dataset.record_element_type: jpeg images are uint8"));
+}
+
+TEST(WorkloadSpec, KeysDlioIgnoresOrBreaksWarnOneLineEach) {
+  auto warn = [](const std::string& yaml) {
+    std::vector<std::string> w;
+    auto s = LoadWorkload(yaml, {}, "job.yaml", &w);
+    EXPECT_TRUE(s.ok()) << s.status();
+    for (const std::string& line : w) EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    return w;
+  };
+  auto chunked = warn("dataset:\n  format: hdf5\n  record_length_bytes: 4096\n  enable_chunking: true\n"
+                      "  chunk_size: 1024\n");
+  ASSERT_EQ(chunked.size(), 1u);
+  EXPECT_THAT(chunked[0], HasSubstr("dataset.enable_chunking: chunks every records dataset by [1, 32, 32]"));
+  EXPECT_THAT(chunked[0], HasSubstr("DLIO parses enable_chunking and chunk_size but ignores them"));
+  const WorkloadSpec s = Load("dataset:\n  format: hdf5\n  record_length_bytes: 4096\n  enable_chunking: true\n"
+                              "  chunk_size: 1024\n");
+  EXPECT_EQ(s.Hdf5ChunkDims(), (std::vector<int64_t>{1, 32, 32})) << "DLIO's old (1, ceil(sqrt(chunk_size)), ...)";
+  EXPECT_EQ(Load("dataset:\n  format: hdf5\n  record_length_bytes: 100\n  enable_chunking: true\n  chunk_size: "
+                 "4096\n").Hdf5ChunkDims(),
+            (std::vector<int64_t>{1, 10, 10})) << "at most the sample's extent";
+  EXPECT_EQ(Load("dataset:\n  format: hdf5\n  enable_chunking: false\n").Hdf5ChunkDims(), std::vector<int64_t>{});
+  auto npz = warn("dataset:\n  format: npz\n  compression: zip\n");
+  ASSERT_EQ(npz.size(), 1u);
+  EXPECT_THAT(npz[0], HasSubstr("its npz files are never compressed"));
+  auto mmap = warn("dataset:\n  format: mmap_indexed_binary\n");
+  ASSERT_EQ(mmap.size(), 1u);
+  EXPECT_THAT(mmap[0], HasSubstr("DLIO's reader only slices a memmap view"));
+  EXPECT_TRUE(warn("dataset:\n  format: hdf5\n  compression: lzf\n").empty());
+  EXPECT_TRUE(warn("dataset:\n  format: npz\n  enable_chunking: true\n").empty()) << "inert for npz: no warning";
 }
 
 TEST(WorkloadSpec, FileErrorsAreOneLineNamingTheFile) {

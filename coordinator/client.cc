@@ -51,16 +51,20 @@ void PrintTable(const v1::JobEvent& e, std::ostream& out) {
 
 }  // namespace
 
-int ValidateJob(const SubmitOptions& opt, std::ostream& err) {
+int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
   absl::StatusOr<std::string> text = ReadFile(opt.job_path);
   if (!text.ok()) {
     err << text.status().message() << "\n";
     return 2;
   }
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path);
+  std::vector<std::string> warnings;
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, &warnings);
   if (!spec.ok()) {
     err << spec.status().message() << "\n";
     return 2;
+  }
+  if (warn) {
+    for (const std::string& w : warnings) err << "warning: " << w << "\n";
   }
   if (opt.agents < 0) {
     err << "--agents: must be >= 0, got " << opt.agents << "\n";
@@ -70,7 +74,7 @@ int ValidateJob(const SubmitOptions& opt, std::ostream& err) {
 }
 
 int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel) {
-  if (int rc = ValidateJob(opt, err); rc != 0) return rc;
+  if (int rc = ValidateJob(opt, err, /*warn=*/false); rc != 0) return rc;
   const std::string text = *ReadFile(opt.job_path);
   const WorkloadSpec spec = *LoadWorkload(text, opt.overrides, opt.job_path);
 

@@ -1,9 +1,18 @@
 #include "readers/format.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "readers/csv.h"
+#include "readers/dtype.h"
 #include "readers/hdf5.h"
+#include "readers/image.h"
+#include "readers/indexed_binary.h"
+#include "readers/npy.h"
 #include "readers/npz.h"
+#include "readers/synthetic.h"
 #include "readers/tfrecord.h"
 
 namespace dlio {
@@ -12,6 +21,57 @@ namespace {
 // Ranks above this are refused: the readers keep shapes in fixed arrays (no allocation per sample), and DLIO's
 // samples are 2-D.
 constexpr size_t kMaxSampleRank = 15;
+// libjpeg's JPEG_MAX_DIMENSION; PNG allows more, but DLIO's images are the same either way.
+constexpr int64_t kMaxImageSide = 65500;
+
+std::string Dims(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
+
+absl::Status ValidateHdf5(const FormatOptions& o) {
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  const std::vector<std::string> allowed = {"none", "gzip", "szip", "lzf"};
+  if (std::find(allowed.begin(), allowed.end(), o.compression) == allowed.end()) {
+    return bad("dataset.compression: '", o.compression, "' is not supported for hdf5 (allowed: none, gzip, szip, lzf)");
+  }
+  if (o.compression == "gzip" && (o.compression_level < 0 || o.compression_level > 9)) {
+    return bad("dataset.compression_level: gzip level must be 0..9, got ", o.compression_level);
+  }
+  const int64_t k = o.hdf5_num_dset_per_record;
+  if (k < 1 || o.sample_dims[0] % k != 0) {
+    return bad("dataset.hdf5.num_dset_per_record: ", k, " must be >= 1 and divide the first sample dimension ",
+               o.sample_dims[0], " (sample shape ", Dims(o.sample_dims), ")");
+  }
+  const std::vector<int64_t> rec = Hdf5RecordDims(o.sample_dims, k);
+  std::vector<int64_t> shape = {o.samples_per_file};
+  shape.insert(shape.end(), rec.begin(), rec.end());
+  std::vector<int64_t> max_shape = shape;
+  if (!o.hdf5_max_shape.empty()) {
+    if (o.hdf5_max_shape.size() != rec.size()) {
+      return bad("dataset.hdf5.max_shape: ", Dims(o.hdf5_max_shape), " must have ", rec.size(),
+                 " entries (the dataset shape ", Dims(shape), " after its samples axis)");
+    }
+    for (size_t i = 0; i < rec.size(); ++i) {
+      if (o.hdf5_max_shape[i] < rec[i]) {
+        return bad("dataset.hdf5.max_shape: ", Dims(o.hdf5_max_shape), " is smaller than the dataset shape ",
+                   Dims(shape), " after its samples axis");
+      }
+      max_shape[i + 1] = o.hdf5_max_shape[i];
+    }
+  }
+  if (!o.hdf5_chunk_dims.empty()) {
+    const std::string chunks = Dims(o.hdf5_chunk_dims);
+    if (o.hdf5_chunk_dims.size() != shape.size()) {
+      return bad("dataset.hdf5.chunk_dims: ", chunks, " must have ", shape.size(), " entries (the rank of the dataset ",
+                 Dims(shape), ": samples, then the sample shape)");
+    }
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (o.hdf5_chunk_dims[i] < 1 || o.hdf5_chunk_dims[i] > max_shape[i]) {
+        return bad("dataset.hdf5.chunk_dims: ", chunks, " entry ", i, " must be in 1..", max_shape[i],
+                   " (HDF5 chunks may not exceed the dataset's maximum shape ", Dims(max_shape), ")");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Validate(const std::string& name, const FormatOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
@@ -20,32 +80,30 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
     return bad("dataset: sample shape must have 1..", kMaxSampleRank, " dimensions, got ", o.sample_dims.size());
   }
   for (int64_t d : o.sample_dims) {
-    if (d < 1) return bad("dataset: sample dimensions must be >= 1, got [", absl::StrJoin(o.sample_dims, ", "), "]");
+    if (d < 1) return bad("dataset: sample dimensions must be >= 1, got ", Dims(o.sample_dims));
+  }
+  const internal::DType* t = internal::FindDType(o.element_type);
+  if (t == nullptr) {
+    return bad("dataset.record_element_type: '", o.element_type, "' is not one of ", internal::DTypeNames());
   }
   if (o.transfer_size < 1) return bad("reader.transfer_size: must be >= 1, got ", o.transfer_size);
-  if (name != "hdf5") return absl::OkStatus();  // DLIO ignores compression and chunking for npz and tfrecord
-
-  if (o.compression != "none" && o.compression != "gzip") {
-    return bad("dataset.compression: '", o.compression, "' is not supported for hdf5 (allowed: none, gzip)");
-  }
-  if (o.compression == "gzip" && (o.compression_level < 0 || o.compression_level > 9)) {
-    return bad("dataset.compression_level: gzip level must be 0..9, got ", o.compression_level);
-  }
-  if (!o.hdf5_chunk_dims.empty()) {
-    const std::string chunks = absl::StrCat("[", absl::StrJoin(o.hdf5_chunk_dims, ", "), "]");
-    if (o.hdf5_chunk_dims.size() != o.sample_dims.size() + 1) {
-      return bad("dataset.hdf5.chunk_dims: ", chunks, " must have ", o.sample_dims.size() + 1,
-                 " entries (samples, then the sample shape)");
+  if (name == "jpeg" || name == "png") {
+    if (t->itemsize != 1 || t->kind != 'u') {
+      return bad("dataset.record_element_type: ", name, " images are uint8 (DLIO forces it), got ", o.element_type);
     }
-    for (size_t i = 0; i < o.hdf5_chunk_dims.size(); ++i) {
-      const int64_t limit = i == 0 ? o.samples_per_file : o.sample_dims[i - 1];
-      if (o.hdf5_chunk_dims[i] < 1 || o.hdf5_chunk_dims[i] > limit) {
-        return bad("dataset.hdf5.chunk_dims: ", chunks, " entry ", i, " must be in 1..", limit,
-                   " (HDF5 chunks may not exceed a fixed-size dataset)");
-      }
+    if (o.sample_dims.size() != 2) {
+      return bad("dataset.record_dims: ", name, " format needs 2 dimensions (height, width), got ",
+                 Dims(o.sample_dims));
+    }
+    for (int64_t d : o.sample_dims) {
+      if (d > kMaxImageSide) return bad("dataset: ", name, " images are at most ", kMaxImageSide, " pixels a side, got ", Dims(o.sample_dims));
     }
   }
-  return absl::OkStatus();
+  if (name == "npz" && o.compression != "none" && o.compression != "zip") {
+    return bad("dataset.compression: '", o.compression, "' is not supported for npz (allowed: none, zip)");
+  }
+  if (name == "hdf5") return ValidateHdf5(o);
+  return absl::OkStatus();  // DLIO ignores compression and chunking for the other formats
 }
 
 size_t Digits(int64_t v) { return std::to_string(v).size(); }
@@ -58,14 +116,29 @@ std::string Padded(int64_t v, size_t width) {
 
 }  // namespace
 
+const std::vector<std::string>& FormatNames() {
+  static const std::vector<std::string> names = {"tfrecord", "hdf5",           "csv",
+                                                 "npz",      "npy",            "jpeg",
+                                                 "png",      "indexed_binary", "mmap_indexed_binary",
+                                                 "synthetic"};
+  return names;
+}
+
 absl::StatusOr<std::unique_ptr<Format>> MakeFormat(const std::string& name, const FormatOptions& options) {
   std::unique_ptr<Format> (*make)(const FormatOptions&) = nullptr;
   if (name == "npz") make = NewNpzFormat;
+  if (name == "npy") make = NewNpyFormat;
   if (name == "hdf5") make = NewHdf5Format;
   if (name == "tfrecord") make = NewTfrecordFormat;
+  if (name == "csv") make = NewCsvFormat;
+  if (name == "jpeg") make = NewJpegFormat;
+  if (name == "png") make = NewPngFormat;
+  if (name == "indexed_binary") make = NewIndexedBinaryFormat;
+  if (name == "mmap_indexed_binary") make = NewMmapIndexedBinaryFormat;
+  if (name == "synthetic") make = NewSyntheticFormat;
   if (make == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset.format: unknown format '", name, "' (allowed: npz, hdf5, tfrecord)"));
+    return absl::InvalidArgumentError(absl::StrCat("dataset.format: unknown format '", name, "' (allowed: ",
+                                                   absl::StrJoin(FormatNames(), ", "), ")"));
   }
   if (absl::Status s = Validate(name, options); !s.ok()) return s;
   return make(options);
@@ -84,6 +157,46 @@ std::string DataFileRelPath(const std::string& split, const std::string& prefix,
     return absl::StrCat(split, "/", Padded(index % num_subfolders, Digits(num_subfolders)), "/", name);
   }
   return absl::StrCat(split, "/", name);
+}
+
+std::vector<int64_t> Hdf5RecordDims(const std::vector<int64_t>& sample_dims, int64_t num_dset_per_record) {
+  std::vector<int64_t> d = sample_dims;
+  if (d.empty()) return d;
+  if (num_dset_per_record > 1) d[0] /= num_dset_per_record;
+  if (d[0] == 1) d.erase(d.begin());  // DLIO: `if dim1[0] == 1: dim1 = dim1[1:]`
+  return d;
+}
+
+// h5py/_hl/filters.py guess_chunk: halve the axes round-robin until the chunk is under a target size that grows
+// with the dataset (8 KiB..1 MiB), or within 50 % of it.
+std::vector<int64_t> H5pyGuessChunk(const std::vector<int64_t>& shape, size_t itemsize) {
+  constexpr double kBase = 16 * 1024, kMin = 8 * 1024, kMax = 1024 * 1024;  // CHUNK_BASE, CHUNK_MIN, CHUNK_MAX
+  std::vector<double> chunks;
+  for (int64_t v : shape) chunks.push_back(v != 0 ? static_cast<double>(v) : 1024.0);
+  if (chunks.empty()) return {};
+  auto product = [&] {
+    double p = 1;
+    for (double c : chunks) p *= c;
+    return p;
+  };
+  const double dset_size = product() * static_cast<double>(itemsize);
+  double target = kBase * std::pow(2.0, std::log10(dset_size / (1024.0 * 1024.0)));
+  target = std::min(kMax, std::max(kMin, target));
+  for (size_t idx = 0;; ++idx) {
+    const double bytes = product() * static_cast<double>(itemsize);
+    if ((bytes < target || std::abs(bytes - target) / target < 0.5) && bytes < kMax) break;
+    if (product() == 1) break;
+    double& c = chunks[idx % chunks.size()];
+    c = std::ceil(c / 2.0);
+  }
+  std::vector<int64_t> out;
+  for (double c : chunks) out.push_back(static_cast<int64_t>(c));
+  return out;
+}
+
+size_t ElementSize(const std::string& element_type) {
+  const internal::DType* t = internal::FindDType(element_type);
+  return t == nullptr ? 0 : t->itemsize;
 }
 
 }  // namespace dlio

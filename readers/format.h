@@ -1,20 +1,27 @@
-// Format: one data format (npz, hdf5, tfrecord, ...) behind one interface: write a file, read samples back.
+// Format: one data format (DLIO's npz, npy, hdf5, tfrecord, csv, jpeg, png, indexed_binary, mmap_indexed_binary,
+// synthetic) behind one interface: write a file, read samples back.
 //
 // Contract:
 //  - Layout is DLIO's (../shared/reference/dlio.md §2.1 and ../shared/testdata/dlio-generated/README.md): file names
 //    `<prefix>_<i>_of_<N>.<ext>` (i zero-padded to the digits of N) under `<data_folder>/train/` (round-robin
-//    subfolders when num_subfolders_train > 1); npz members `x.npy` (uint8, shape (d, d, nspf), sample on the last
-//    axis) and `y.npy` (int64 zeros); hdf5 datasets `records_0` (uint8, (nspf, d, d)) and `labels`; tfrecord
-//    `tf.train.Example` records with features `image` (bytes) and `size` (int64), framed with masked CRC32C.
-//  - Generate() builds the file with the real library (libzip, libhdf5, our TFRecord framing over ISA-L CRC32C)
-//    and writes it to `path` exactly, with our own accounted pwrite()s of up to 8 MiB (npz and hdf5 are built in
-//    memory first: peak memory ~2x the file); the caller writes to a temporary name and renames.
-//  - Reading follows DLIO's I/O per format (§2.3): npz whole-file reads (re-read per sample in on_demand mode),
-//    hdf5 partial reads of one sample's hyperslab, tfrecord sequential streaming in transfer_size pieces.
-//  - Accounting (the caller must not count these again): every read/write syscall on a data file is one
-//    IoStats::AddOp(bytes, ns); each file a reader opens, and each file Generate() completes, is one AddFile();
-//    each sample delivered by ReadSample()/Next() or written by Generate() is counted with AddSamples(). HDF5 does
-//    its file I/O inside the library: there one H5Dread is one op of the sample's payload bytes (see hdf5.h).
+//    subfolders when num_subfolders_train > 1); array names, dtypes and shapes as DLIO writes them (each format's
+//    header says which). A sample is `sample_dims` elements of `element_type` (DLIO's record_dims and
+//    record_element_type; {d, d} uint8 by default).
+//  - Generate() builds the file with the real library (libzip, libhdf5, libjpeg-turbo, libpng, our TFRecord framing
+//    over ISA-L CRC32C, plain text for csv) and writes it to `path` exactly, with our own accounted pwrite()s of up
+//    to 8 MiB (formats built in memory first peak at ~2x the file); the caller writes to a temporary name and
+//    renames. Files that belong to a data file (indexed_binary's `.off.idx`/`.sz.idx`, the tfrecord index) are
+//    written at CompanionPaths(path) by the same call; the caller renames them too.
+//  - Reading follows DLIO's I/O per format (§2.3): whole-file reads for npz, npy, csv, jpeg and png (re-read per
+//    sample in on_demand mode), hdf5 partial reads of one sample's hyperslab, indexed_binary one pread of exactly the
+//    sample, mmap_indexed_binary a page-touching read of the sample's mapped bytes, tfrecord sequential streaming in
+//    transfer_size pieces, synthetic no I/O at all.
+//  - Accounting (the caller must not count these again): every read/write syscall on a data file (or its companion
+//    files) is one IoStats::AddOp(bytes, ns); each file a reader opens, and each file Generate() completes
+//    (companions included), is one AddFile(); each sample delivered by ReadSample()/Next() or written by Generate()
+//    is counted with AddSamples(). HDF5 does its file I/O inside the library: there one H5Dread is one op of the
+//    sample's payload bytes (see hdf5.h); mmap_indexed_binary counts one op of the sample's bytes per sample (the page
+//    faults are the I/O, see indexed_binary.h).
 //  - Hot path: a SampleReader/StreamReader belongs to one loader thread; it reuses its buffers (no allocation per
 //    sample once warmed up) and takes no lock of ours.
 // Errors: absl::Status whose message names the file and what is wrong.
@@ -34,12 +41,22 @@ namespace dlio {
 
 struct FormatOptions {
   int64_t samples_per_file = 1;
-  // Sample shape in elements (uint8). DLIO: {d, d} with d = floor(sqrt(record_length_bytes)).
+  // Sample shape in elements (DLIO's record_dims; without them {d, d} with d = floor(sqrt(record_length_bytes))).
   std::vector<int64_t> sample_dims;
-  std::vector<int64_t> hdf5_chunk_dims;  // empty = contiguous
-  std::string compression = "none";      // hdf5: none | gzip
-  int compression_level = 4;
+  // numpy name of the element type (DLIO's record_element_type): uint8, int8, uint16, int16, uint32, int32, uint64,
+  // int64, float16, float32, float64. jpeg and png take uint8 only (DLIO forces it; the loader does too).
+  std::string element_type = "uint8";
+  // hdf5: chunk shape of every records_k dataset (its rank: 1 + that of Hdf5RecordDims()); empty = contiguous, or
+  // h5py's guess_chunk() when a filter or max shape needs chunks (h5py does the same).
+  std::vector<int64_t> hdf5_chunk_dims;
+  int64_t hdf5_num_dset_per_record = 1;  // hdf5: records_0..k-1 (DLIO's hdf5.num_dset_per_record)
+  std::vector<int64_t> hdf5_max_shape;   // hdf5: maxshape after the samples axis (DLIO's hdf5.max_shape); empty = fixed
+  std::string compression = "none";      // hdf5: none | gzip | szip | lzf; npz: none | zip; ignored by the others
+  int compression_level = 4;             // gzip level
   int64_t transfer_size = 262144;        // tfrecord read size
+  // tfrecord: folder of DLIO's DALI index files (`<data_folder>/index/train`); a data file `.../<name>` gets
+  // `<dir>/<name>.idx` with one "offset length" line per record. Empty = no index.
+  std::string tfrecord_index_dir;
 };
 
 // One per loader thread, index-mode reads: ReadSample(path, i) reads sample i of the file at path.
@@ -70,13 +87,15 @@ class Format {
  public:
   virtual ~Format() = default;
   virtual const char* name() const = 0;
-  // File extension without the dot ("npz", "hdf5", "tfrecord").
+  // File extension without the dot (DLIO uses the format name: "npz", "hdf5", "mmap_indexed_binary", ...).
   virtual const char* extension() const = 0;
   // True for formats read by streaming (tfrecord).
   virtual bool streaming() const { return false; }
   // Writes one complete file with options().samples_per_file samples of random bytes; accounts the written bytes
   // and write calls in `stats`. `seed` makes the bytes reproducible.
   virtual absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const = 0;
+  // The files Generate(data_path) writes besides the data file (indexed_binary's index files, the tfrecord index).
+  virtual std::vector<std::string> CompanionPaths(const std::string& data_path) const { return {}; }
   virtual std::unique_ptr<SampleReader> NewSampleReader() const = 0;
   virtual std::unique_ptr<StreamReader> NewStreamReader() const { return nullptr; }
 
@@ -87,10 +106,24 @@ class Format {
   FormatOptions options_;
 };
 
-// Known names: npz, hdf5, tfrecord. Unknown names: InvalidArgument naming the allowed ones. Also InvalidArgument
-// for options the format cannot honour (samples_per_file < 1, empty or non-positive sample_dims, hdf5 chunk dims
-// of the wrong rank, hdf5 compression other than none/gzip, transfer_size < 1).
+// The format names MakeFormat() knows, in DLIO's order of its docs.
+const std::vector<std::string>& FormatNames();
+
+// Unknown names: InvalidArgument naming the allowed ones. Also InvalidArgument for options the format cannot honour
+// (samples_per_file < 1, empty or non-positive sample_dims, an unknown element type, images that are not 2-D uint8,
+// hdf5 chunk dims or max shape of the wrong rank or extent, num_dset_per_record not dividing sample_dims[0], a
+// compression the format does not have, transfer_size < 1).
 absl::StatusOr<std::unique_ptr<Format>> MakeFormat(const std::string& name, const FormatOptions& options);
+
+// Shape of one sample inside each records_k dataset of an hdf5 file, as DLIO's generator derives it: sample_dims
+// with the first axis divided by num_dset_per_record, then a leading axis of 1 dropped. Its dataset has shape
+// (samples_per_file, *this).
+std::vector<int64_t> Hdf5RecordDims(const std::vector<int64_t>& sample_dims, int64_t num_dset_per_record);
+// h5py's guess_chunk(shape, maxshape, itemsize) (h5py/_hl/filters.py), the chunk shape h5py picks when a filter or
+// a max shape needs chunks and none are given.
+std::vector<int64_t> H5pyGuessChunk(const std::vector<int64_t>& shape, size_t itemsize);
+// Bytes of one element of a known numpy type name; 0 for an unknown name.
+size_t ElementSize(const std::string& element_type);
 
 // DLIO's file name for file `index` of `total`: "<prefix>_<index padded to digits(total)>_of_<total>.<ext>".
 std::string DataFileName(const std::string& prefix, int64_t index, int64_t total, const std::string& ext);

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <string>
 
 #include "readers/npz.h"
@@ -21,12 +19,12 @@ FormatOptions Small() {
 }
 
 TEST(MakeFormat, KnownNamesAndExtensions) {
-  for (const char* name : {"npz", "hdf5", "tfrecord"}) {
+  for (const std::string& name : FormatNames()) {
     auto f = MakeFormat(name, Small());
     ASSERT_TRUE(f.ok()) << f.status();
-    EXPECT_STREQ((*f)->name(), name);
-    EXPECT_STREQ((*f)->extension(), name);
-    EXPECT_EQ((*f)->streaming(), std::string(name) == "tfrecord");
+    EXPECT_EQ((*f)->name(), name);
+    EXPECT_EQ((*f)->extension(), name) << "DLIO names files after the format";
+    EXPECT_EQ((*f)->streaming(), name == "tfrecord");
     EXPECT_NE((*f)->NewSampleReader(), nullptr);
     EXPECT_EQ((*f)->NewStreamReader() != nullptr, (*f)->streaming());
   }
@@ -36,7 +34,9 @@ TEST(MakeFormat, UnknownNameListsAllowed) {
   auto f = MakeFormat("x", Small());
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(f.status().message(), "dataset.format: unknown format 'x' (allowed: npz, hdf5, tfrecord)");
+  EXPECT_EQ(f.status().message(),
+            "dataset.format: unknown format 'x' (allowed: tfrecord, hdf5, csv, npz, npy, jpeg, png, indexed_binary, "
+            "mmap_indexed_binary, synthetic)");
 }
 
 TEST(MakeFormat, RejectsOptionsItCannotHonour) {
@@ -56,9 +56,16 @@ TEST(MakeFormat, RejectsOptionsItCannotHonour) {
   o.transfer_size = 0;
   EXPECT_TRUE(rejected("tfrecord", o));
   o = Small();
-  o.compression = "lzf";  // an h5py-only filter, not in libhdf5
+  o.compression = "bz2";  // a DLIO csv compression, no HDF5 filter
   EXPECT_TRUE(rejected("hdf5", o));
-  EXPECT_FALSE(rejected("npz", o));  // DLIO ignores compression for npz
+  EXPECT_TRUE(rejected("npz", o));
+  EXPECT_FALSE(rejected("tfrecord", o));  // DLIO ignores compression for tfrecord
+  for (const char* c : {"gzip", "szip", "lzf"}) {
+    o.compression = c;
+    EXPECT_FALSE(rejected("hdf5", o)) << c;
+  }
+  o.compression = "zip";
+  EXPECT_FALSE(rejected("npz", o));
   o = Small();
   o.hdf5_chunk_dims = {1, 8};  // wrong rank
   EXPECT_TRUE(rejected("hdf5", o));
@@ -68,6 +75,43 @@ TEST(MakeFormat, RejectsOptionsItCannotHonour) {
   EXPECT_TRUE(rejected("hdf5", o));
   o.hdf5_chunk_dims = {1, 4, 8};
   EXPECT_FALSE(rejected("hdf5", o));
+  o.hdf5_max_shape = {16, 16};
+  o.hdf5_chunk_dims = {1, 16, 16};  // within the maximum shape
+  EXPECT_FALSE(rejected("hdf5", o));
+  o.hdf5_max_shape = {4, 16};  // smaller than the sample
+  EXPECT_TRUE(rejected("hdf5", o));
+  o.hdf5_max_shape = {16};  // wrong rank
+  EXPECT_TRUE(rejected("hdf5", o));
+  o = Small();
+  o.hdf5_num_dset_per_record = 3;  // does not divide 8
+  EXPECT_TRUE(rejected("hdf5", o));
+  o.hdf5_num_dset_per_record = 4;
+  EXPECT_FALSE(rejected("hdf5", o));
+  o = Small();
+  o.element_type = "float128";
+  EXPECT_TRUE(rejected("npy", o));
+  o.element_type = "float16";
+  EXPECT_FALSE(rejected("npy", o));
+  EXPECT_TRUE(rejected("jpeg", o)) << "images are uint8";
+  o = Small();
+  o.sample_dims = {4, 4, 4};
+  EXPECT_TRUE(rejected("png", o)) << "images are 2-D";
+  EXPECT_FALSE(rejected("csv", o));
+}
+
+TEST(Hdf5RecordDims, SplitsTheFirstAxisAndDropsALeadingOne) {
+  EXPECT_EQ(Hdf5RecordDims({64, 64}, 1), (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(Hdf5RecordDims({6, 5, 4}, 3), (std::vector<int64_t>{2, 5, 4}));
+  EXPECT_EQ(Hdf5RecordDims({3, 5, 4}, 3), (std::vector<int64_t>{5, 4}));  // DLIO's test: (1, *dims) -> dims
+  EXPECT_EQ(Hdf5RecordDims({1, 7}, 1), (std::vector<int64_t>{7}));
+}
+
+// Values from h5py 3.7's guess_chunk (python3-h5py: h5py._hl.filters.guess_chunk(shape, None, itemsize)).
+TEST(H5pyGuessChunk, MatchesH5py) {
+  EXPECT_EQ(H5pyGuessChunk({2, 8, 8}, 1), (std::vector<int64_t>{2, 8, 8}));
+  EXPECT_EQ(H5pyGuessChunk({3, 128, 128}, 1), (std::vector<int64_t>{2, 64, 64}));
+  EXPECT_EQ(H5pyGuessChunk({100, 1024, 1024}, 4), (std::vector<int64_t>{7, 64, 64}));
+  EXPECT_EQ(H5pyGuessChunk({5, 64, 48}, 2), (std::vector<int64_t>{3, 32, 48}));
 }
 
 TEST(DataFileName, PadsIndexToDigitsOfTotal) {
@@ -106,26 +150,3 @@ TEST(Crc32c, KnownVector) {
 }  // namespace
 }  // namespace dlio
 
-// Counting operator new for dlio::testing::AllocationCounter (test_util.h).
-namespace {
-thread_local bool g_counting = false;
-thread_local uint64_t g_allocations = 0;
-}  // namespace
-
-dlio::testing::AllocationCounter::AllocationCounter() {
-  g_allocations = 0;
-  g_counting = true;
-}
-dlio::testing::AllocationCounter::~AllocationCounter() { g_counting = false; }
-uint64_t dlio::testing::AllocationCounter::count() const { return g_allocations; }
-
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }

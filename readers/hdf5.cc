@@ -1,5 +1,6 @@
 #include "readers/hdf5.h"
 
+#include <dlfcn.h>
 #include <hdf5.h>
 #include <sys/stat.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "readers/dtype.h"
 #include "readers/io_util.h"
 
 namespace dlio {
@@ -19,6 +21,11 @@ constexpr int kMaxRank = 16;  // records_0 rank limit (DLIO writes 3); HDF5's ow
 constexpr size_t kGenSlabBytes = size_t{64} << 20;
 // Core-driver slack beyond the sample bytes for superblock, object headers and chunk index.
 constexpr size_t kCoreSlack = size_t{1} << 20;
+// h5py's default szip options ('nn', 8): nearest-neighbour coding, 8 pixels per block.
+constexpr unsigned kSzipPixelsPerBlock = 8;
+// The registered id of the LZF filter (h5py's lzf_filter.h H5PY_FILTER_LZF).
+constexpr H5Z_filter_t kLzfFilter = 32000;
+
 
 // Owns one HDF5 identifier and closes it with the matching H5*close.
 class Hid {
@@ -45,6 +52,20 @@ void SilenceHdf5() {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     silenced = true;
   }
+}
+
+// True when HDF5 can use the LZF filter. Debian's hdf5-plugin-lzf puts liblzf_filter.so on libhdf5's default
+// plugin path (/usr/lib/x86_64-linux-gnu/hdf5/serial/plugins), but the plugin is not linked against liblzf: its
+// lzf_compress/lzf_decompress resolve only when liblzf is already loaded with global symbols, else dlopen fails and
+// HDF5 reports the filter as missing. So load liblzf.so.1 globally first (h5py links liblzf, which is why it works
+// there), then ask HDF5, which loads the plugin. HDF5_PLUGIN_PATH still chooses the plugin folder. Once per process.
+bool LzfAvailable() {
+  static const bool available = [] {
+    ::dlopen("liblzf.so.1", RTLD_NOW | RTLD_GLOBAL);  // kept for the process; a self-contained plugin needs none
+    SilenceHdf5();
+    return H5Zfilter_avail(kLzfFilter) > 0;
+  }();
+  return available;
 }
 
 herr_t InnermostError(unsigned n, const H5E_error2_t* e, void* out) {
@@ -110,8 +131,34 @@ absl::Status FixSuperblockChecksum(std::vector<uint8_t>& image, const std::strin
   return absl::OkStatus();
 }
 
+// The file datatype of an element type, as h5py creates it for the numpy dtype (little-endian). float16 is not
+// predefined in HDF5 1.10: h5py builds it from IEEE F32 with the binary16 fields, and so do we.
+hid_t FileTypeOf(const internal::DType& t) {
+  if (t.kind == 'f') {
+    if (t.itemsize == 8) return H5Tcopy(H5T_IEEE_F64LE);
+    if (t.itemsize == 4) return H5Tcopy(H5T_IEEE_F32LE);
+    hid_t h = H5Tcopy(H5T_IEEE_F32LE);
+    if (h < 0 || H5Tset_fields(h, 15, 10, 5, 0, 10) < 0 || H5Tset_size(h, 2) < 0 || H5Tset_ebias(h, 15) < 0) {
+      if (h >= 0) H5Tclose(h);
+      return -1;
+    }
+    return h;
+  }
+  const bool u = t.kind == 'u';
+  switch (t.itemsize) {
+    case 1: return H5Tcopy(u ? H5T_STD_U8LE : H5T_STD_I8LE);
+    case 2: return H5Tcopy(u ? H5T_STD_U16LE : H5T_STD_I16LE);
+    case 4: return H5Tcopy(u ? H5T_STD_U32LE : H5T_STD_I32LE);
+    default: return H5Tcopy(u ? H5T_STD_U64LE : H5T_STD_I64LE);
+  }
+}
+
+std::string RecordsName(int64_t k) { return absl::StrCat("records_", k); }
+
 class Hdf5SampleReader final : public SampleReader {
  public:
+  explicit Hdf5SampleReader(int64_t datasets) : datasets_(datasets) { LzfAvailable(); }
+
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     SilenceHdf5();
     last_bytes_ = 0;
@@ -122,16 +169,35 @@ class Hdf5SampleReader final : public SampleReader {
       return Hdf5Error(path, "open");
     }
     stats.AddFile();
-    Hid dset(H5Dopen2(file.get(), "records_0", H5P_DEFAULT), H5Dclose);
-    if (!dset.ok()) return Hdf5Error(path, "open dataset records_0");
+    uint64_t total = 0;
+    for (int64_t k = 0; k < datasets_; ++k) {
+      absl::StatusOr<uint64_t> n = ReadOne(file.get(), RecordsName(k), path, sample, total, stats);
+      if (!n.ok()) return n.status();
+      total += *n;
+    }
+    internal::TouchPages(buf_.get(), total);
+    last_bytes_ = total;
+    stats.AddSamples(1);
+    return total;
+  }
+
+  std::string_view last_sample() const override {
+    return {reinterpret_cast<const char*>(buf_.get()), static_cast<size_t>(last_bytes_)};
+  }
+
+ private:
+  // Reads sample `sample` of dataset `name` into buf_ at byte `at` (growing buf_ and keeping what is before `at`).
+  // The memory type is the file's own type: no conversion, the bytes are the file's.
+  absl::StatusOr<uint64_t> ReadOne(hid_t file, const std::string& name, const std::string& path, uint32_t sample,
+                                   uint64_t at, IoStats& stats) {
+    Hid dset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+    if (!dset.ok()) return Hdf5Error(path, absl::StrCat("open dataset ", name).c_str());
     Hid space(H5Dget_space(dset.get()), H5Sclose);
     Hid ftype(H5Dget_type(dset.get()), H5Tclose);
-    if (!space.ok() || !ftype.ok()) return Hdf5Error(path, "inspect records_0");
-    Hid mtype(H5Tget_native_type(ftype.get(), H5T_DIR_ASCEND), H5Tclose);
-    if (!mtype.ok()) return Hdf5Error(path, "native type of records_0");
+    if (!space.ok() || !ftype.ok()) return Hdf5Error(path, absl::StrCat("inspect ", name).c_str());
     const int rank = H5Sget_simple_extent_ndims(space.get());
     if (rank < 1 || rank > kMaxRank) {
-      return absl::DataLossError(absl::StrCat(path, ": records_0 has rank ", rank, "; expected 1..", kMaxRank));
+      return absl::DataLossError(absl::StrCat(path, ": ", name, " has rank ", rank, "; expected 1..", kMaxRank));
     }
     hsize_t dims[kMaxRank], start[kMaxRank] = {}, count[kMaxRank];
     H5Sget_simple_extent_dims(space.get(), dims, nullptr);
@@ -140,7 +206,7 @@ class Hdf5SampleReader final : public SampleReader {
     }
     hsize_t elems = 1;
     for (int d = 1; d < rank; ++d) elems *= dims[d];
-    const uint64_t bytes = elems * H5Tget_size(mtype.get());
+    const uint64_t bytes = elems * H5Tget_size(ftype.get());
     start[0] = sample;
     count[0] = 1;
     for (int d = 1; d < rank; ++d) count[d] = dims[d];
@@ -149,27 +215,22 @@ class Hdf5SampleReader final : public SampleReader {
     }
     Hid mem(H5Screate_simple(1, &elems, nullptr), H5Sclose);
     if (!mem.ok()) return Hdf5Error(path, "memory dataspace");
-    if (bytes > cap_) {  // grow only
-      buf_.reset(new uint8_t[bytes]);
-      cap_ = bytes;
+    if (at + bytes > cap_ || !buf_) {  // grow only, keeping the datasets read before
+      std::unique_ptr<uint8_t[]> bigger(new uint8_t[std::max<uint64_t>(at + bytes, 1)]);
+      if (at > 0) std::memcpy(bigger.get(), buf_.get(), at);
+      buf_ = std::move(bigger);
+      cap_ = std::max<uint64_t>(at + bytes, 1);
     }
     const uint64_t t0 = internal::NowNs();
-    const herr_t rc = H5Dread(dset.get(), mtype.get(), mem.get(), space.get(), H5P_DEFAULT, buf_.get());
+    const herr_t rc = H5Dread(dset.get(), ftype.get(), mem.get(), space.get(), H5P_DEFAULT, buf_.get() + at);
     const uint64_t t1 = internal::NowNs();
-    if (rc < 0) return Hdf5Error(path, absl::StrCat("read of sample ", sample).c_str());
+    if (rc < 0) return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
     stats.AddOp(bytes, t1 - t0);
-    internal::TouchPages(buf_.get(), bytes);
-    last_bytes_ = bytes;
-    stats.AddSamples(1);
     return bytes;
   }
 
-  std::string_view last_sample() const override {
-    return {reinterpret_cast<const char*>(buf_.get()), static_cast<size_t>(last_bytes_)};
-  }
-
- private:
-  std::unique_ptr<uint8_t[]> buf_;  // one sample; never shrinks
+  const int64_t datasets_;
+  std::unique_ptr<uint8_t[]> buf_;  // one sample of every records_k, back to back; never shrinks
   uint64_t cap_ = 0, last_bytes_ = 0;
 };
 
@@ -178,66 +239,101 @@ class Hdf5Format final : public Format {
   explicit Hdf5Format(FormatOptions o) : Format(std::move(o)) {}
   const char* name() const override { return "hdf5"; }
   const char* extension() const override { return "hdf5"; }
-  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<Hdf5SampleReader>(); }
+  std::unique_ptr<SampleReader> NewSampleReader() const override {
+    return std::make_unique<Hdf5SampleReader>(options_.hdf5_num_dset_per_record);
+  }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
     SilenceHdf5();
-    const int rank = 1 + static_cast<int>(options_.sample_dims.size());
+    const internal::DType& t = *internal::FindDType(options_.element_type);
+    const std::vector<int64_t> rec = Hdf5RecordDims(options_.sample_dims, options_.hdf5_num_dset_per_record);
+    const int rank = 1 + static_cast<int>(rec.size());
     const hsize_t nspf = static_cast<hsize_t>(options_.samples_per_file);
-    hsize_t dims[kMaxRank], chunk[kMaxRank];
-    dims[0] = nspf;
-    uint64_t sample_bytes = 1;
+    const int64_t datasets = options_.hdf5_num_dset_per_record;
+    hsize_t dims[kMaxRank], maxdims[kMaxRank];
+    std::vector<int64_t> shape = {options_.samples_per_file};
+    dims[0] = maxdims[0] = nspf;
+    uint64_t sample_elems = 1;
     for (int d = 1; d < rank; ++d) {
-      dims[d] = static_cast<hsize_t>(options_.sample_dims[d - 1]);
-      sample_bytes *= dims[d];
+      dims[d] = maxdims[d] = static_cast<hsize_t>(rec[d - 1]);
+      if (!options_.hdf5_max_shape.empty()) maxdims[d] = static_cast<hsize_t>(options_.hdf5_max_shape[d - 1]);
+      sample_elems *= dims[d];
+      shape.push_back(rec[d - 1]);
     }
+    const uint64_t sample_bytes = sample_elems * t.itemsize;
 
     Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     if (!fapl.ok() || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0 ||
-        H5Pset_fapl_core(fapl.get(), sample_bytes * nspf + kCoreSlack, /*backing_store=*/0) < 0) {
+        H5Pset_fapl_core(fapl.get(), sample_bytes * nspf * static_cast<uint64_t>(datasets) + kCoreSlack,
+                         /*backing_store=*/0) < 0) {
       return Hdf5Error(path, "file access properties");
     }
     // With the core driver and no backing store, `path` only names the in-memory file.
     Hid file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
     if (!file.ok()) return Hdf5Error(path, "create");
+    Hid ftype(FileTypeOf(t), H5Tclose);
+    if (!ftype.ok()) return Hdf5Error(path, "element type");
 
+    // Dataset creation properties, as h5py's fill_dcpl() sets them for DLIO's create_dataset() arguments.
     Hid dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
     if (!dcpl.ok() || H5Pset_obj_track_times(dcpl.get(), 0) < 0) return Hdf5Error(path, "dataset properties");
-    const bool gzip = options_.compression == "gzip";
-    if (!options_.hdf5_chunk_dims.empty() || gzip) {
-      for (int d = 0; d < rank; ++d) {
-        chunk[d] = options_.hdf5_chunk_dims.empty() ? (d == 0 ? 1 : dims[d])
-                                                    : static_cast<hsize_t>(options_.hdf5_chunk_dims[d]);
-      }
+    const std::string& comp = options_.compression;
+    std::vector<int64_t> chunks = options_.hdf5_chunk_dims;
+    if (chunks.empty() && (comp != "none" || !options_.hdf5_max_shape.empty())) {
+      chunks = H5pyGuessChunk(shape, t.itemsize);  // h5py: a filter or a max shape without chunks guesses them
+    }
+    if (!chunks.empty()) {
+      hsize_t chunk[kMaxRank];
+      for (int d = 0; d < rank; ++d) chunk[d] = static_cast<hsize_t>(chunks[d]);
       // h5py sets fill time "alloc" on every chunked dataset it creates; so do we, for identical properties.
       if (H5Pset_chunk(dcpl.get(), rank, chunk) < 0 || H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_ALLOC) < 0) {
         return Hdf5Error(path, "set chunk shape");
       }
     }
-    if (gzip && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(options_.compression_level)) < 0) {
+    if (comp == "gzip" && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(options_.compression_level)) < 0) {
       return Hdf5Error(path, "set gzip");
     }
-    Hid fspace(H5Screate_simple(rank, dims, nullptr), H5Sclose);
+    if (comp == "szip") {
+      if (H5Zfilter_avail(H5Z_FILTER_SZIP) <= 0) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path, ": dataset.compression: szip is not available in this libhdf5 build"));
+      }
+      if (H5Pset_szip(dcpl.get(), H5_SZIP_NN_OPTION_MASK, kSzipPixelsPerBlock) < 0) return Hdf5Error(path, "set szip");
+    }
+    if (comp == "lzf") {
+      if (!LzfAvailable()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, ": dataset.compression: HDF5's lzf filter (id 32000) cannot be loaded; install Debian's "
+                  "hdf5-plugin-lzf and liblzf1, or point HDF5_PLUGIN_PATH at a folder holding the plugin"));
+      }
+      if (H5Pset_filter(dcpl.get(), kLzfFilter, H5Z_FLAG_OPTIONAL, 0, nullptr) < 0) return Hdf5Error(path, "set lzf");
+    }
+    Hid fspace(H5Screate_simple(rank, dims, maxdims), H5Sclose);
     if (!fspace.ok()) return Hdf5Error(path, "dataspace");
-    Hid dset(H5Dcreate2(file.get(), "records_0", H5T_STD_U8LE, fspace.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-             H5Dclose);
-    if (!dset.ok()) return Hdf5Error(path, "create dataset records_0");
 
-    const hsize_t per_slab = std::max<hsize_t>(1, std::min<hsize_t>(nspf, kGenSlabBytes / sample_bytes));
+    // DLIO writes records_0..k-1 in one pass; each gets its own random bytes here, in slabs of kGenSlabBytes.
+    const hsize_t per_slab =
+        std::max<hsize_t>(1, std::min<hsize_t>(nspf, kGenSlabBytes / std::max<uint64_t>(sample_bytes, 1)));
     std::vector<uint8_t> slab(per_slab * sample_bytes);
     internal::Rng rng(seed);
-    hsize_t start[kMaxRank] = {}, count[kMaxRank];
-    for (int d = 1; d < rank; ++d) count[d] = dims[d];
-    for (hsize_t s = 0; s < nspf; s += per_slab) {
-      const hsize_t n = std::min(per_slab, nspf - s);
-      rng.Fill(slab.data(), n * sample_bytes);
-      start[0] = s;
-      count[0] = n;
-      hsize_t elems = n * sample_bytes;
-      Hid mem(H5Screate_simple(1, &elems, nullptr), H5Sclose);
-      if (!mem.ok() || H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
-          H5Dwrite(dset.get(), H5T_NATIVE_UINT8, mem.get(), fspace.get(), H5P_DEFAULT, slab.data()) < 0) {
-        return Hdf5Error(path, "write records_0");
+    for (int64_t k = 0; k < datasets; ++k) {
+      const std::string name = RecordsName(k);
+      Hid dset(H5Dcreate2(file.get(), name.c_str(), ftype.get(), fspace.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+               H5Dclose);
+      if (!dset.ok()) return Hdf5Error(path, absl::StrCat("create dataset ", name).c_str());
+      hsize_t start[kMaxRank] = {}, count[kMaxRank];
+      for (int d = 1; d < rank; ++d) count[d] = dims[d];
+      for (hsize_t s = 0; s < nspf; s += per_slab) {
+        const hsize_t n = std::min(per_slab, nspf - s);
+        internal::FillRandom(t, rng, slab.data(), n * sample_elems);
+        start[0] = s;
+        count[0] = n;
+        hsize_t elems = n * sample_elems;
+        Hid mem(H5Screate_simple(1, &elems, nullptr), H5Sclose);
+        if (!mem.ok() || H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+            H5Dwrite(dset.get(), ftype.get(), mem.get(), fspace.get(), H5P_DEFAULT, slab.data()) < 0) {
+          return Hdf5Error(path, absl::StrCat("write ", name).c_str());
+        }
       }
     }
     slab = {};

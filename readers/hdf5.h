@@ -1,22 +1,30 @@
 // hdf5: DLIO's HDF5 format (h5py.File(path, 'w', libver='latest')) behind the Format interface, via libhdf5's C API.
 //
 // File: superblock v3 (libver bounds latest/latest, like h5py libver='latest'), datasets at the root:
-//   records_0  uint8, shape (nspf, d1, ..., dk): sample i is records_0[i] (first axis, contiguous per sample);
-//              chunked with FormatOptions::hdf5_chunk_dims when given, gzip (deflate) at compression_level when
-//              compression == "gzip" (gzip without chunk dims uses one sample per chunk, which HDF5 requires
-//              some chunk shape for; h5py would guess one);
+//   records_0..records_{k-1}  (k = hdf5_num_dset_per_record) element type of the options (h5py's type for the numpy
+//              dtype; float16 built as h5py builds it), shape (nspf, *Hdf5RecordDims(sample_dims, k)): DLIO splits
+//              the first sample axis over the k datasets and drops a leading axis of 1. Sample i is records_j[i]
+//              of every j (first axis). Maximum shape (nspf, *hdf5_max_shape) when given (DLIO's hdf5.max_shape).
+//              Chunked with hdf5_chunk_dims when given; otherwise, when a filter or a max shape needs chunks, with
+//              h5py's guess_chunk() (what h5py does for DLIO's create_dataset call); contiguous otherwise.
+//              Filters as h5py sets them: gzip = deflate at compression_level; szip = H5Pset_szip(NN, 8 pixels per
+//              block), h5py's default options (szip is our extension: DLIO's Compression enum has no szip);
+//              lzf = filter 32000, optional, through Debian's hdf5-plugin-lzf (see LzfAvailable() in hdf5.cc for
+//              the liblzf detail). DLIO writes the same random records into every records_j; we draw each anew.
 //   labels     int64 zeros, shape (nspf,), contiguous.
 // Object modification times are not stored (h5py's track_times=False default), so a seed reproduces the bytes.
 // Generate() builds the file with the in-memory "core" driver and writes the finished image with our own
 // pwrite()s, so every write is accounted exactly (bytes written == file size); peak memory is about twice the file.
 //
-// Reader (DLIO's HDF5Reader in on_demand mode): every ReadSample() opens the file, opens records_0, H5Dread()s the
-// hyperslab of sample i into a per-reader buffer that only grows, and closes everything again. Element type and
-// shape come from the file, so DLIO's own files (any record shape) are read as they are.
+// Reader (DLIO's HDF5Reader in on_demand mode): every ReadSample() opens the file, and for each records_j
+// (j < hdf5_num_dset_per_record of the options, as DLIO's reader takes k from its config) H5Dread()s the hyperslab
+// of sample i into a per-reader buffer that only grows (the k samples back to back), then closes everything again.
+// Element type and shape come from the file, and the memory type is the file's own type (no conversion), so DLIO's
+// own files (any record shape) are read as they are.
 //
 // Accounting: HDF5 does its file I/O inside the library (metadata, chunk index, possibly several syscalls per
 // read), which we cannot see. Each H5Dread counts as ONE op of the sample's payload bytes (uncompressed, what the
-// caller gets) with the H5Dread latency; open/close metadata reads are not counted. Hence bytes read can differ
+// caller gets) with the H5Dread latency, so a sample over k datasets is k ops; open/close metadata reads are not counted. Hence bytes read can differ
 // from the bytes the device served (gzip: fewer on disk; metadata: more).
 //
 // Thread-safety: Debian's libhdf5 (1.10.8) is built thread-safe: a global lock inside the library serialises every

@@ -2,12 +2,15 @@
 
 #include <sys/stat.h>
 #include <zip.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "readers/dtype.h"
 #include "readers/io_util.h"
+#include "readers/npy.h"
 
 namespace dlio {
 namespace {
@@ -15,12 +18,12 @@ namespace {
 using internal::ErrnoError;
 using internal::Fd;
 
-constexpr int kMaxRank = 16;  // NPY shapes deeper than this are rejected (numpy's own limit is 32; DLIO uses 3)
 // libzip stamps members with the current time; a fixed one (2020-01-01 00:00 UTC) makes a seed reproduce the file.
 constexpr time_t kZipMtime = 1577836800;
-// numpy reserves room for the first axis to grow to this many digits (format.GROWTH_AXIS_MAX_DIGITS).
-constexpr size_t kNpyGrowthDigits = 21;
-constexpr size_t kNpyAlign = 64;  // numpy.lib.format.ARRAY_ALIGN
+// numpy.savez_compressed deflates with zlib's default level (zipfile's compresslevel None); libzip's own default
+// would be 9.
+constexpr zip_uint32_t kNumpyDeflateLevel = 6;
+static_assert(kNpzReadChunk == internal::kWholeFileReadChunk, "npz.h documents the whole-file read size");
 
 uint16_t Le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 uint32_t Le32(const uint8_t* p) {
@@ -37,11 +40,13 @@ absl::Status Corrupt(const std::string& path, std::string_view what) {
 
 struct Member {
   uint64_t data_offset = 0;  // first byte of the member's data in the file
-  uint64_t size = 0;
+  uint64_t size = 0;         // bytes in the file (compressed size)
+  uint64_t usize = 0;        // uncompressed size
+  uint16_t method = 0;       // 0 stored, 8 deflated
 };
 
-// Finds `name` through the central directory (zip64 aware) and returns where its stored data starts according to
-// its LOCAL header.
+// Finds `name` through the central directory (zip64 aware) and returns where its data starts according to its
+// LOCAL header.
 absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, const std::string& path, Member* out) {
   constexpr uint64_t kEocdLen = 22, kMaxComment = 65535;
   if (n < kEocdLen) return Corrupt(path, "shorter than a zip end record");
@@ -85,10 +90,10 @@ absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, con
         }
         x += 4 + len;
       }
-      if (method != 0) {
-        return absl::UnimplementedError(absl::StrCat(path, ": member ", std::string(name),
-                                                     " is compressed (zip method ", method,
-                                                     "); only stored members (numpy.savez) are read"));
+      if (method != 0 && method != 8) {
+        return absl::UnimplementedError(absl::StrCat(path, ": member ", std::string(name), " uses zip method ",
+                                                     method, "; only stored (numpy.savez) and deflated "
+                                                     "(numpy.savez_compressed) members are read"));
       }
       if (!Fits(local, 30, n) || Le32(p + local) != 0x04034b50) return Corrupt(path, "bad local header");
       const uint64_t data = local + 30 + Le16(p + local + 26) + Le16(p + local + 28);
@@ -97,6 +102,8 @@ absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, con
       }
       out->data_offset = data;
       out->size = csize;
+      out->usize = method == 0 ? csize : usize;
+      out->method = method;
       return absl::OkStatus();
     }
     c += 46 + nlen + xlen + clen;
@@ -104,145 +111,90 @@ absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, con
   return absl::NotFoundError(absl::StrCat(path, ": npz has no member ", std::string(name)));
 }
 
-struct NpyArray {
-  uint64_t data_offset = 0;  // relative to the start of the .npy member
-  size_t itemsize = 0;
-  int rank = 0;
-  int64_t shape[kMaxRank] = {};
-};
-
-// Returns the text after `'key':` with leading spaces skipped, or an empty view.
-std::string_view AfterKey(std::string_view h, std::string_view key) {
-  size_t k = h.find(key);
-  if (k == std::string_view::npos) return {};
-  std::string_view rest = h.substr(k + key.size());
-  size_t colon = rest.find(':');
-  if (colon == std::string_view::npos) return {};
-  rest = rest.substr(colon + 1);
-  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-  return rest;
-}
-
-absl::Status ParseNpy(const uint8_t* p, uint64_t n, const std::string& path, NpyArray* a) {
-  if (n < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0) return Corrupt(path, "x.npy has no NPY magic");
-  uint64_t hlen, start;
-  if (p[6] == 1) {
-    hlen = Le16(p + 8);
-    start = 10;
-  } else if (p[6] == 2 || p[6] == 3) {
-    if (n < 12) return Corrupt(path, "x.npy header truncated");
-    hlen = Le32(p + 8);
-    start = 12;
-  } else {
-    return Corrupt(path, absl::StrCat("x.npy has unknown NPY version ", p[6]));
-  }
-  if (start + hlen > n) return Corrupt(path, "x.npy header runs past the member");
-  std::string_view h(reinterpret_cast<const char*>(p + start), hlen);
-
-  std::string_view descr = AfterKey(h, "'descr'");
-  if (descr.size() < 4 || descr[0] != '\'') return Corrupt(path, "x.npy header has no descr");
-  descr.remove_prefix(1);
-  descr = descr.substr(0, descr.find('\''));
-  // '|u1', '<i8', ...: byte order, kind, item size. Object and structured dtypes never appear in DLIO files.
-  auto bad_dtype = [&] { return absl::StrCat("x.npy has unsupported dtype '", std::string(descr), "'"); };
-  size_t itemsize = 0;
-  for (char ch : descr.substr(2)) {
-    if (ch < '0' || ch > '9' || itemsize > 1024) return Corrupt(path, bad_dtype());
-    itemsize = itemsize * 10 + static_cast<size_t>(ch - '0');
-  }
-  if (itemsize == 0) return Corrupt(path, bad_dtype());
-  if (AfterKey(h, "'fortran_order'").substr(0, 5) != "False") {
-    return absl::UnimplementedError(absl::StrCat(path, ": x.npy is Fortran-ordered; only C order is read"));
-  }
-  std::string_view s = AfterKey(h, "'shape'");
-  if (s.empty() || s[0] != '(') return Corrupt(path, "x.npy header has no shape");
-  s.remove_prefix(1);
-  a->rank = 0;
-  for (;;) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == ',')) s.remove_prefix(1);
-    if (s.empty()) return Corrupt(path, "x.npy shape is not closed");
-    if (s.front() == ')') break;
-    if (s.front() < '0' || s.front() > '9') return Corrupt(path, "x.npy shape is not a tuple of integers");
-    if (a->rank == kMaxRank) return Corrupt(path, "x.npy shape has too many axes");
-    // Shapes come from the file: a value that could overflow the size arithmetic is corruption.
-    int64_t v = 0;
-    while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
-      v = v * 10 + (s.front() - '0');
-      s.remove_prefix(1);
-      if (v > (int64_t{1} << 48)) return Corrupt(path, "x.npy shape value out of range");
-    }
-    a->shape[a->rank++] = v;
-  }
-  a->itemsize = itemsize;
-  a->data_offset = start + hlen;
-  return absl::OkStatus();
-}
-
 class NpzSampleReader final : public SampleReader {
  public:
+  NpzSampleReader() = default;
+  NpzSampleReader(const NpzSampleReader&) = delete;
+  NpzSampleReader& operator=(const NpzSampleReader&) = delete;
+  ~NpzSampleReader() override {
+    if (zinit_) inflateEnd(&zs_);
+  }
+
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
-    base_ = nullptr;
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return ErrnoError(path, "open", errno);
-    stats.AddFile();
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return ErrnoError(path, "stat", errno);
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
-    if (size > cap_) {  // grow only: after the largest file no further allocation
-      buf_.reset(new uint8_t[size]);
-      cap_ = size;
-    }
-    for (uint64_t off = 0; off < size;) {
-      absl::StatusOr<size_t> r =
-          internal::PreadAccounted(fd.get(), buf_.get() + off, std::min<uint64_t>(kNpzReadChunk, size - off), off,
-                                   path, stats);
-      if (!r.ok()) return r.status();
-      if (*r == 0) return Corrupt(path, absl::StrCat("file ended at byte ", off, " of ", size, " while reading"));
-      off += *r;
-    }
-    fd.Reset();
+    s_ = {};
+    absl::StatusOr<uint64_t> size = internal::ReadWholeFile(path, buf_, cap_, stats);
+    if (!size.ok()) return size.status();
 
     Member x;
-    if (absl::Status s = FindMember(buf_.get(), size, "x.npy", path, &x); !s.ok()) return s;
-    NpyArray a;
-    if (absl::Status s = ParseNpy(buf_.get() + x.data_offset, x.size, path, &a); !s.ok()) return s;
-    if (a.rank < 1) return Corrupt(path, "x.npy is a scalar; samples are on its last axis");
-    const uint64_t nspf = static_cast<uint64_t>(a.shape[a.rank - 1]);
-    if (sample >= nspf) {
-      return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", nspf));
+    if (absl::Status s = FindMember(buf_.get(), *size, "x.npy", path, &x); !s.ok()) return s;
+    const uint8_t* npy = buf_.get() + x.data_offset;
+    if (x.method == 8) {  // numpy.savez_compressed: inflate the member first (as zipfile does)
+      absl::StatusOr<const uint8_t*> in = Inflate(npy, x, path);
+      if (!in.ok()) return in.status();
+      npy = *in;
     }
-    // The array must fit in the member; checked factor by factor so a hostile shape cannot overflow the product.
-    uint64_t elems = 1, total = a.itemsize * nspf;
-    for (int d = 0; d + 1 < a.rank; ++d) {
-      const uint64_t dim = static_cast<uint64_t>(a.shape[d]);
-      if (dim != 0 && total > x.size / dim) return Corrupt(path, "x.npy data shorter than its shape");
-      total *= dim;
-      elems *= dim;
-    }
-    if (!Fits(a.data_offset, total, x.size)) return Corrupt(path, "x.npy data shorter than its shape");
-
-    base_ = buf_.get() + x.data_offset + a.data_offset + uint64_t{sample} * a.itemsize;
-    elems_ = elems;
-    itemsize_ = a.itemsize;
-    stride_ = nspf * a.itemsize;
-    internal::TouchPages(base_, elems_, stride_);
+    internal::NpyArray a;
+    if (absl::Status s = internal::ParseNpy(npy, x.usize, path, "x.npy", &a); !s.ok()) return s;
+    internal::StridedSample smp;
+    if (absl::Status s = internal::LastAxisSample(npy, x.usize, a, sample, path, "x.npy", &smp); !s.ok()) return s;
+    s_ = smp;
+    internal::TouchPages(s_.base, s_.elems, s_.stride);
     stats.AddSamples(1);
-    return elems * a.itemsize;
+    return s_.bytes();
   }
 
-  std::string_view last_sample() const override {
-    if (base_ == nullptr) return {};
-    gathered_.resize(elems_ * itemsize_);
-    for (uint64_t e = 0; e < elems_; ++e) std::memcpy(&gathered_[e * itemsize_], base_ + e * stride_, itemsize_);
-    return gathered_;
-  }
+  std::string_view last_sample() const override { return s_.Gather(gathered_); }
 
  private:
+  // Inflates the raw-deflate member into inflated_ (grow-only; the zlib state is kept and reset, so no allocation
+  // per sample once warm).
+  absl::StatusOr<const uint8_t*> Inflate(const uint8_t* src, const Member& m, const std::string& path) {
+    if (m.usize > (uint64_t{1} << 40)) return Corrupt(path, "x.npy claims an uncompressed size beyond 1 TiB");
+    if (!zinit_) {
+      zs_ = {};
+      if (inflateInit2(&zs_, -MAX_WBITS) != Z_OK) return absl::InternalError("zlib: inflateInit2 failed");
+      zinit_ = true;
+    } else if (inflateReset(&zs_) != Z_OK) {
+      return absl::InternalError("zlib: inflateReset failed");
+    }
+    if (m.usize > inflated_cap_ || !inflated_) {
+      inflated_.reset(new uint8_t[std::max<uint64_t>(m.usize, 1)]);
+      inflated_cap_ = std::max<uint64_t>(m.usize, 1);
+    }
+    // zlib counts in uInt: feed and drain in pieces of at most 1 GiB. Z_BUF_ERROR (no progress possible: input
+    // used up or output full) ends the loop like any other non-Z_OK code.
+    constexpr uint64_t kPiece = uint64_t{1} << 30;
+    uint64_t in_left = m.size, out_left = m.usize;
+    zs_.next_in = const_cast<Bytef*>(src);
+    zs_.avail_in = 0;
+    zs_.next_out = inflated_.get();
+    zs_.avail_out = 0;
+    int rc;
+    do {
+      if (zs_.avail_in == 0 && in_left > 0) {
+        zs_.avail_in = static_cast<uInt>(std::min(in_left, kPiece));
+        in_left -= zs_.avail_in;
+      }
+      if (zs_.avail_out == 0 && out_left > 0) {
+        zs_.avail_out = static_cast<uInt>(std::min(out_left, kPiece));
+        out_left -= zs_.avail_out;
+      }
+      rc = inflate(&zs_, Z_NO_FLUSH);
+    } while (rc == Z_OK);
+    if (rc != Z_STREAM_END || zs_.total_out != m.usize) {
+      return Corrupt(path, absl::StrCat("x.npy does not inflate to its ", m.usize, " bytes (zlib: ",
+                                        zs_.msg != nullptr ? zs_.msg : "stream ended early", ")"));
+    }
+    return inflated_.get();
+  }
+
   std::unique_ptr<uint8_t[]> buf_;  // the whole file; never shrinks
   uint64_t cap_ = 0;
-  // The last sample: elems_ items of itemsize_ bytes, stride_ bytes apart, starting at base_ (inside buf_).
-  const uint8_t* base_ = nullptr;
-  uint64_t elems_ = 0, itemsize_ = 0, stride_ = 0;
+  std::unique_ptr<uint8_t[]> inflated_;  // a deflated x.npy, inflated; never shrinks
+  uint64_t inflated_cap_ = 0;
+  z_stream zs_{};
+  bool zinit_ = false;
+  internal::StridedSample s_;     // the last sample, inside buf_ or inflated_
   mutable std::string gathered_;  // last_sample()'s contiguous copy (checks only)
 };
 
@@ -259,16 +211,20 @@ class NpzFormat final : public Format {
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
     const int64_t nspf = options_.samples_per_file;
+    const internal::DType& t = *internal::FindDType(options_.element_type);
     std::vector<int64_t> xshape = options_.sample_dims;
     xshape.push_back(nspf);
-    uint64_t xbytes = 1;
-    for (int64_t d : xshape) xbytes *= static_cast<uint64_t>(d);
+    uint64_t xelems = 1;
+    for (int64_t d : xshape) xelems *= static_cast<uint64_t>(d);
+    const uint64_t xbytes = xelems * t.itemsize;
 
-    std::string xhdr = NpyHeader("|u1", xshape), yhdr = NpyHeader("<i8", {nspf});
+    std::string xhdr = NpyHeader(t.descr, xshape), yhdr = NpyHeader("<i8", {nspf});
     std::vector<uint8_t> x(xhdr.size() + xbytes), y(yhdr.size() + static_cast<size_t>(nspf) * 8, 0);
     std::memcpy(x.data(), xhdr.data(), xhdr.size());
     std::memcpy(y.data(), yhdr.data(), yhdr.size());
-    internal::Rng(seed).Fill(x.data() + xhdr.size(), xbytes);
+    internal::Rng rng(seed);
+    internal::FillRandom(t, rng, x.data() + xhdr.size(), xelems);
+    const bool deflate = options_.compression == "zip";
 
     auto zerr = [&path](const char* what, const char* detail) {
       return absl::InternalError(absl::StrCat(path, ": libzip ", what, ": ", detail));
@@ -296,7 +252,9 @@ class NpzFormat final : public Format {
         zip_source_free(src);
         return zerr("add", zip_strerror(za.get()));
       }
-      if (zip_set_file_compression(za.get(), static_cast<zip_uint64_t>(idx), ZIP_CM_STORE, 0) != 0 ||
+      const zip_int32_t method = deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE;
+      if (zip_set_file_compression(za.get(), static_cast<zip_uint64_t>(idx), method,
+                                   deflate ? kNumpyDeflateLevel : 0) != 0 ||
           zip_file_set_mtime(za.get(), static_cast<zip_uint64_t>(idx), kZipMtime, 0) != 0) {
         return zerr("member settings", zip_strerror(za.get()));
       }
@@ -324,27 +282,6 @@ class NpzFormat final : public Format {
 };
 
 }  // namespace
-
-std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape) {
-  std::string dict = absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (");
-  for (size_t i = 0; i < shape.size(); ++i) absl::StrAppend(&dict, i ? ", " : "", shape[i]);
-  absl::StrAppend(&dict, shape.size() == 1 ? ",), }" : "), }");
-  if (!shape.empty()) {
-    const size_t digits = std::to_string(shape[0]).size();
-    if (digits < kNpyGrowthDigits) dict.append(kNpyGrowthDigits - digits, ' ');
-  }
-  // numpy: hlen = len(dict) + 1 ('\n'); pad = ALIGN - (10 + hlen) % ALIGN, so an aligned length still gets ALIGN.
-  const size_t hlen = dict.size() + 1;
-  const size_t pad = kNpyAlign - (10 + hlen) % kNpyAlign;
-  const size_t total_hlen = hlen + pad;
-  std::string out("\x93NUMPY\x01\x00", 8);
-  out.push_back(static_cast<char>(total_hlen & 0xFF));
-  out.push_back(static_cast<char>(total_hlen >> 8));
-  out += dict;
-  out.append(pad, ' ');
-  out.push_back('\n');
-  return out;
-}
 
 std::unique_ptr<Format> NewNpzFormat(const FormatOptions& options) { return std::make_unique<NpzFormat>(options); }
 

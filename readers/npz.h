@@ -1,21 +1,24 @@
 // npz: DLIO's NPZ format (numpy.savez) behind the Format interface.
 //
 // File (as np.savez(path, x=records, y=labels) writes it): a zip archive with two STORED members,
-//   x.npy  uint8, shape (d1, ..., dk, nspf): the samples are on the LAST axis, so sample i is x[..., i] and its
-//          elements sit nspf bytes apart in the file;
+//   x.npy  element type of the options (uint8 by default), shape (d1, ..., dk, nspf): the samples are on the LAST
+//          axis, so sample i is x[..., i] and its elements sit nspf items apart in the file;
 //   y.npy  int64 zeros, shape (nspf,).
+// With compression "zip" both members are DEFLATED at zlib's default level, as numpy.savez_compressed writes them.
+// DLIO means `compression: zip` to select savez_compressed, but compares the YAML string with its enum, so its npz
+// files are always stored; the loader warns about that difference.
 // Each member is an NPY v1.0 file whose header is padded as numpy pads it (spaces for the shape to grow, then a
 // total header length that is a multiple of 64), so a 64x64x2 array gets the same 128-byte header as DLIO's files.
-// Generate() builds the archive in memory with libzip (stored, fixed mtime so a seed reproduces the bytes), then
-// writes it with our own pwrite()s (io_util.h FileWriter) so every write is accounted.
+// Generate() builds the archive in memory with libzip (fixed mtime so a seed reproduces the bytes), then writes it
+// with our own pwrite()s (io_util.h FileWriter) so every write is accounted.
 //
 // Reader (DLIO's NPZReader in on_demand mode): every ReadSample() opens the file and reads ALL of it with pread()s
 // of up to kNpzReadChunk into a per-reader buffer that only grows, then finds x.npy through the zip central
 // directory and its LOCAL header (the local extra field may differ from the central one: numpy's zipfile writes a
-// 20-byte ZIP64 extra only locally), parses the NPY header, and touches the strided sample so the bytes are used.
-// No CRC check (DLIO's zipfile path checks one; its O_DIRECT reader does not). Any element size the NPY descr
-// names is accepted on read (generation writes uint8). Deflated members are rejected with Unimplemented.
-// Returns the sample payload size prod(d1..dk) * itemsize.
+// 20-byte ZIP64 extra only locally), inflates it if it is deflated (zlib, into a second grow-only buffer), parses
+// the NPY header, and touches the strided sample so the bytes are used. No CRC check (DLIO's zipfile path checks
+// one; its O_DIRECT reader does not). Any element size the NPY descr names is accepted on read. Returns the sample
+// payload size prod(d1..dk) * itemsize.
 //
 // Thread-safety: a reader belongs to one thread; the Format object itself is immutable and shareable.
 #pragma once
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "readers/format.h"
+#include "readers/npy.h"  // NpyHeader
 
 namespace dlio {
 
@@ -35,9 +39,5 @@ inline constexpr size_t kNpzReadChunk = size_t{8} << 20;
 
 // Options must have been validated (MakeFormat does it).
 std::unique_ptr<Format> NewNpzFormat(const FormatOptions& options);
-
-// NPY v1.0 header (magic through the closing '\n') for a C-order array, laid out exactly as numpy 1.24 writes it.
-// Exposed for tests.
-std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
 
 }  // namespace dlio

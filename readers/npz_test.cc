@@ -200,25 +200,63 @@ TEST(Npz, ErrorsNameTheFile) {
   EXPECT_FALSE(trunc.ok());
   EXPECT_NE(std::string(trunc.status().message()).find(cut), std::string::npos);
 
-  // numpy.savez_compressed output (deflated members) is refused, not misread.
-  const std::string deflated = dir.File("deflated.npz");
+  // A member in a zip method other than stored/deflated (here: the central directory patched to bzip2, 12) is
+  // refused, not misread.
   {
-    int err = 0;
-    zip_t* z = zip_open(deflated.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
-    ASSERT_NE(z, nullptr);
-    const std::string x = NpyHeader("|u1", {8, 8, 2}) + std::string(128, 'a');
-    zip_source_t* src = zip_source_buffer(z, x.data(), x.size(), 0);
-    zip_int64_t idx = zip_file_add(z, "x.npy", src, 0);
-    ASSERT_GE(idx, 0);
-    zip_set_file_compression(z, static_cast<zip_uint64_t>(idx), ZIP_CM_DEFLATE, 9);
-    ASSERT_EQ(zip_close(z), 0);
+    std::string patched = bytes;
+    const size_t cd = patched.rfind(std::string("PK\x01\x02", 4), patched.rfind(std::string("PK\x01\x02", 4)) - 1);
+    ASSERT_NE(cd, std::string::npos);
+    patched[cd + 10] = 12;
+    const std::string bz = dir.File("bzip2.npz");
+    std::ofstream(bz, std::ios::binary) << patched;
+    auto m = r->ReadSample(bz, 0, st);
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kUnimplemented) << m.status();
+    EXPECT_NE(std::string(m.status().message()).find(bz), std::string::npos);
   }
-  auto defl = r->ReadSample(deflated, 0, st);
-  EXPECT_EQ(defl.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(std::string(defl.status().message()).find(deflated), std::string::npos);
 
   // The reader still works after errors.
   EXPECT_TRUE(r->ReadSample(good, 1, st).ok());
+}
+
+// compression: zip deflates both members as numpy.savez_compressed does, and the reader inflates x.npy.
+TEST(Npz, DeflatedMembersRoundTrip) {
+  TempDir dir;
+  FormatOptions o;
+  o.samples_per_file = 3;
+  o.sample_dims = {16, 8};
+  o.element_type = "int16";
+  o.compression = "zip";
+  auto f = MakeFormat("npz", o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string path = dir.File("c.npz");
+  IoStats gen;
+  ASSERT_TRUE((*f)->Generate(path, 4, gen).ok());
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
+  ASSERT_NE(z, nullptr);
+  zip_stat_t zs;
+  ASSERT_EQ(zip_stat(z, "x.npy", 0, &zs), 0);
+  EXPECT_EQ(zs.comp_method, ZIP_CM_DEFLATE);
+  std::string x(zs.size, '\0');
+  zip_file_t* zf = zip_fopen(z, "x.npy", 0);
+  ASSERT_NE(zf, nullptr);
+  ASSERT_EQ(zip_fread(zf, x.data(), x.size()), static_cast<zip_int64_t>(x.size()));
+  zip_fclose(zf);
+  zip_close(z);
+  const std::string hdr = NpyHeader("<i2", {16, 8, 3});
+  ASSERT_EQ(x.substr(0, hdr.size()), hdr);
+
+  auto r = (*f)->NewSampleReader();
+  IoStats st;
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto n = r->ReadSample(path, i, st);
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, 16u * 8u * 2u);
+    std::string want;
+    for (int e = 0; e < 16 * 8; ++e) want += x.substr(hdr.size() + (e * 3 + i) * 2, 2);
+    EXPECT_EQ(r->last_sample(), want) << "sample " << i;
+  }
+  EXPECT_EQ(st.Snapshot().bytes, 3 * testing::FileSize(path)) << "the compressed file is what is read";
 }
 
 TEST(Npz, SurvivesEveryCorruptedByte) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "readers/format.h"
 
 namespace dlio::testing {
 
@@ -50,6 +53,8 @@ inline uint64_t FileSize(const std::string& path) { return std::filesystem::file
 struct ManifestSample {
   uint32_t index = 0;
   uint64_t nbytes = 0;
+  uint64_t elements = 0;  // product of `shape`
+  bool has_sum = false;   // jpeg sample lines give the shape only
   uint64_t sum = 0;
   std::vector<int> head;
 };
@@ -88,7 +93,11 @@ inline std::vector<ManifestFile> ReadManifest(const std::string& case_dir) {
       ManifestSample s;
       s.index = static_cast<uint32_t>(std::stoul(kv["index"]));
       s.nbytes = std::stoull(kv["nbytes"]);
-      s.sum = std::stoull(kv["sum"]);
+      s.elements = 1;
+      std::istringstream shape(kv["shape"]);
+      for (std::string v; std::getline(shape, v, ',');) s.elements *= std::stoull(v);
+      s.has_sum = kv.count("sum") > 0;
+      if (s.has_sum) s.sum = std::stoull(kv["sum"]);
       std::istringstream h(kv["head"]);
       for (std::string v; std::getline(h, v, ',');) s.head.push_back(std::stoi(v));
       files.back().samples.push_back(s);
@@ -97,10 +106,79 @@ inline std::vector<ManifestFile> ReadManifest(const std::string& case_dir) {
   return files;
 }
 
+// The `# key=value ...` header fields of a case's MANIFEST.txt (format, num_samples_per_file, total_samples_train...).
+inline std::map<std::string, std::string> ManifestHeader(const std::string& case_dir) {
+  std::map<std::string, std::string> kv;
+  std::ifstream in(case_dir + "/MANIFEST.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("# ", 0) != 0) continue;
+    for (auto& [k, v] : KeyValues(line.substr(2))) kv[k] = v;
+  }
+  return kv;
+}
+
 inline uint64_t ByteSum(std::string_view b) {
   uint64_t s = 0;
   for (unsigned char c : b) s += c;
   return s;
+}
+
+// Reads every sample the MANIFEST of DLIO case `name` lists with a fresh reader of `format` (uint8 options: the
+// readers take shapes from the files), and checks: the data files in train/ with the format's extension are exactly
+// the MANIFEST's data files (no index file among them); file sizes; samples per file and the total; each sample's
+// element count (bytes for uint8), and its byte sum and first 4 values where the MANIFEST gives them. Per sample,
+// `bytes_per_read` (when not 0) returns the bytes the read must account. Returns the samples read.
+template <typename BytesFn>
+int ReadEveryDlioSample(const std::string& name, const std::string& format, BytesFn bytes_per_read,
+                        std::string ext = "") {
+  if (ext.empty()) ext = format;
+  const std::string dir = DlioCase(name);
+  const std::vector<ManifestFile> files = ReadManifest(dir);
+  auto header = ManifestHeader(dir);
+  std::vector<std::string> listed;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/train")) {
+    if (e.path().extension() == "." + ext) listed.push_back("train/" + e.path().filename().string());
+  }
+  std::sort(listed.begin(), listed.end());
+  std::vector<std::string> want;
+  for (const ManifestFile& f : files) want.push_back(f.path);
+  EXPECT_EQ(listed, want) << dir;
+  FormatOptions o;
+  o.sample_dims = {1, 1};
+  auto fmt = MakeFormat(format, o);
+  EXPECT_TRUE(fmt.ok()) << fmt.status();
+  if (!fmt.ok()) return 0;
+  auto r = (*fmt)->NewSampleReader();
+  int samples = 0;
+  for (const ManifestFile& mf : files) {
+    const std::string path = dir + "/" + mf.path;
+    EXPECT_EQ(FileSize(path), mf.size) << path;
+    EXPECT_EQ(static_cast<int64_t>(mf.samples.size()), std::stoll(header["num_samples_per_file"])) << path;
+    for (const ManifestSample& ms : mf.samples) {
+      IoStats st;
+      auto n = r->ReadSample(path, ms.index, st);
+      EXPECT_TRUE(n.ok()) << n.status();
+      if (!n.ok()) continue;
+      ++samples;
+      EXPECT_EQ(*n, ms.elements) << path << " sample " << ms.index;
+      const uint64_t expect = bytes_per_read(mf, ms);
+      if (expect != 0) {
+        EXPECT_EQ(st.Snapshot().bytes, expect) << path << " sample " << ms.index;
+      }
+      EXPECT_EQ(st.Snapshot().samples, 1u);
+      const std::string_view s = r->last_sample();
+      EXPECT_EQ(s.size(), ms.elements);
+      if (ms.has_sum) {
+        EXPECT_EQ(ByteSum(s), ms.sum) << path << " sample " << ms.index;
+        for (size_t k = 0; k < ms.head.size() && k < s.size(); ++k) {
+          EXPECT_EQ(static_cast<unsigned char>(s[k]), ms.head[k]) << path << " sample " << ms.index << " head " << k;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(samples, std::stoi(header["total_samples_train"])) << dir;
+  return samples;
 }
 
 }  // namespace dlio::testing

@@ -5,9 +5,11 @@
 
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "readers/dtype.h"
 #include "readers/io_util.h"
 
 namespace dlio {
@@ -228,16 +230,26 @@ class TfrecordFormat final : public Format {
     return std::make_unique<TfrecordStreamReader>(options_.transfer_size);
   }
 
+  std::vector<std::string> CompanionPaths(const std::string& data_path) const override {
+    if (options_.tfrecord_index_dir.empty()) return {};
+    return {options_.tfrecord_index_dir + "/" + std::filesystem::path(data_path).filename().string() + ".idx"};
+  }
+
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
-    uint64_t n = 1;
-    for (int64_t d : options_.sample_dims) n *= static_cast<uint64_t>(d);
+    const internal::DType& t = *internal::FindDType(options_.element_type);
+    uint64_t elems = 1;
+    for (int64_t d : options_.sample_dims) elems *= static_cast<uint64_t>(d);
+    const uint64_t n = elems * t.itemsize;
     const ExampleFrame frame(n, static_cast<uint64_t>(options_.sample_dims[0]));
     std::vector<uint8_t> image(n);
+    // DALI's tfrecord2idx lines, "offset length" per record, gathered while writing (DLIO re-reads the file).
+    std::string index;
     internal::Rng rng(seed);
     internal::FileWriter w;
     absl::Status st = w.Open(path);
     for (int64_t r = 0; st.ok() && r < options_.samples_per_file; ++r) {
-      rng.Fill(image.data(), image.size());
+      absl::StrAppend(&index, w.bytes_written(), " ", kHeaderLen + frame.total_len + kFooterLen, "\n");
+      internal::FillRandom(t, rng, image.data(), elems);
       uint8_t header[kHeaderLen], footer[kFooterLen];
       for (int i = 0; i < 8; ++i) header[i] = static_cast<uint8_t>(frame.total_len >> (8 * i));
       PutLe32(header + 8, MaskCrc32c(Crc32c(header, 8)));
@@ -252,6 +264,14 @@ class TfrecordFormat final : public Format {
       if (st.ok()) st = w.Append(footer, kFooterLen, stats);
     }
     if (st.ok()) st = w.Finish(stats);
+    if (st.ok() && !options_.tfrecord_index_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options_.tfrecord_index_dir, ec);  // idempotent; races are harmless
+      internal::FileWriter iw;
+      st = iw.Open(CompanionPaths(path)[0]);
+      if (st.ok()) st = iw.Append(index.data(), index.size(), stats);
+      if (st.ok()) st = iw.Finish(stats);
+    }
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(options_.samples_per_file));
     return st;
   }

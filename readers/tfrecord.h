@@ -9,7 +9,11 @@
 //                                                         not the byte count
 // The protobuf wire format is written by hand (no protobuf runtime): Example{1: Features{1: map<string, Feature>}},
 // Feature{bytes_list = 1, int64_list = 3}, BytesList{repeated bytes value = 1}, Int64List{repeated int64 value = 1,
-// packed}. CRC32C comes from ISA-L (crc32_iscsi). DLIO's DALI index files (data_folder/index/...) are not written.
+// packed}. CRC32C comes from ISA-L (crc32_iscsi). The image is prod(sample_dims) elements of the element type.
+// With FormatOptions::tfrecord_index_dir set, Generate() also writes DLIO's DALI index file
+// `<dir>/<data file name>.idx` (DLIO: data_folder/index/train/, flat even with subfolders): one line
+// "<offset> <length>" per record, length = the whole frame (12 + data + 4), from the offsets it wrote (DLIO reads
+// the finished file back to find them).
 //
 // Reading is streaming only (DLIO's TFReader: tf.data.TFRecordDataset(buffer_size = transfer_size)): the stream
 // reader pread()s exactly transfer_size bytes per call, sequentially, into a per-reader buffer that only grows;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -79,22 +80,202 @@ TEST_P(EndToEnd, CoordinatorAndTwoAgentsGenerateAndTrain) {
   EXPECT_TRUE(m["train_io_mean_MB_per_second"].is_number());
   EXPECT_EQ(m["train_au_percentage"].size(), 2u);
   EXPECT_EQ(summary["num_accelerators"], 2);
-  EXPECT_GT(m["train_read_bytes"].get<double>(), 0);
+  if (format != "synthetic") {
+    EXPECT_GT(m["train_read_bytes"].get<double>(), 0);
+  }
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_TRUE(fs::exists(dir.path() / "out" / (std::to_string(rank) + "_output.json")));
     EXPECT_TRUE(fs::exists(dir.path() / "out" / (std::to_string(rank) + "_per_epoch_stats.json")));
     const json out = LoadJson(dir.str() + "/out/" + std::to_string(rank) + "_output.json");
     EXPECT_EQ(out["1"]["proc"]["block1"].size(), 8u);  // 8 files x 4 samples / (2 ranks x batch 2) steps
   }
-  // The data files are where DLIO puts them, with DLIO's names, and no temporary file is left.
+  // The data files are where DLIO puts them, with DLIO's names (index files beside them for indexed_binary), and
+  // no temporary file is left.
   const fs::path train = dir.path() / "root" / "data" / "train";
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(train)) names.insert(e.path().filename().string());
-  EXPECT_EQ(names.size(), 8u);
+  const bool indexed = format == "indexed_binary" || format == "mmap_indexed_binary";
+  EXPECT_EQ(names.size(), indexed ? 24u : 8u);
   EXPECT_TRUE(names.count("img_0_of_8." + format)) << *names.begin();
-  if (format != "tfrecord") {
-    CommandResult py = RunCommand({"/usr/bin/python3", SourceDir() + "/tests/python/check_npz_hdf5.py", train.string()});
-    EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
+  if (indexed) {
+    EXPECT_TRUE(names.count("img_7_of_8." + format + ".off.idx"));
+    EXPECT_TRUE(names.count("img_7_of_8." + format + ".sz.idx"));
+  }
+  for (const std::string& n : names) EXPECT_EQ(n.find(".tmp-"), std::string::npos) << n;
+  // Every sample was read once per epoch, and the bytes are real (0 for synthetic, which reads nothing).
+  const json& io = summary["dlio_ext"]["train_io"];
+  EXPECT_EQ(io["samples"], 2 * 8 * 4);
+  if (format == "synthetic") {
+    EXPECT_EQ(io["bytes"], 0);
+  } else {
+    EXPECT_GT(io["bytes"].get<double>(), 0);
+  }
+  std::string expect = "--format " + format + " --samples 4";
+  if (format == "tfrecord") expect += " --index-dir " + (dir.path() / "root" / "data" / "index" / "train").string();
+  if (format != "tfrecord" && format != "synthetic") expect += " --dims 64,64";
+  CommandResult py = RunCommand({"sh", "-c", "/usr/bin/python3 " + SourceDir() + "/tests/python/check_formats.py " +
+                                                 train.string() + " " + expect});
+  EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, EndToEnd,
+                         ::testing::Values("npz", "hdf5", "tfrecord", "npy", "csv", "jpeg", "png", "indexed_binary",
+                                           "mmap_indexed_binary", "synthetic"));
+
+// Keys DLIO ignores but we implement warn on one line each and still run: here enable_chunking/chunk_size chunk
+// the HDF5 records (DLIO's former meaning), with lzf through Debian's plugin inside the agents; h5py reads it back.
+TEST(Hdf5Extras, EnableChunkingWarnsAndLzfChunkedFilesAreWhatH5pyReads) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  // The harness workload has its own dataset section; the extra keys come as overrides.
+  WriteFile(dir.str() + "/job.yaml", Workload("hdf5", 4, 2, 4096, 1, 0, 1, true));
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "2", "--data-root",
+                                dir.str() + "/root", "--results-dir", dir.str() + "/results", "--output",
+                                dir.str() + "/out", "--set", "dataset.enable_chunking=true", "--set",
+                                "dataset.chunk_size=256", "--set", "dataset.compression=lzf", "--set",
+                                "dataset.record_element_type=int16"},
+                               seconds(120), dir.str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("warning: dataset.enable_chunking: chunks every records dataset by [1, 12, 12]"),
+            std::string::npos)
+      << r.err;
+  CommandResult py = RunCommand({"sh", "-c", "/usr/bin/python3 " + SourceDir() + "/tests/python/check_formats.py " +
+                                                 dir.str() + "/root/data/train --format hdf5 --dims 64,64 "
+                                                 "--dtype int16 --samples 2 --compression lzf --chunks 1,12,12"});
+  EXPECT_EQ(py.exit_code, 0) << py.out << py.err;
+  EXPECT_EQ(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["samples"], 8);
+}
+
+// DLIO's subfolders (train/<i % S padded>/...) with the formats that write companion files: indexed_binary's index
+// files stay beside their data file; tfrecord's DALI index stays flat in data_folder/index/train.
+class Subfolders : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Subfolders, CompanionFilesFollowDliosLayout) {
+  const std::string format = GetParam();
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  WriteFile(dir.str() + "/job.yaml", Workload(format, 12, 2, 1024, 1, 0, 1, true));
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "2", "--data-root",
+                                dir.str() + "/root", "--results-dir", dir.str() + "/results", "--output",
+                                dir.str() + "/out", "--set", "dataset.num_subfolders_train=3"},
+                               seconds(120), dir.str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path data = dir.path() / "root" / "data";
+  for (int i = 0; i < 12; ++i) {
+    const std::string name = "img_" + std::string(i < 10 ? "0" : "") + std::to_string(i) + "_of_12." + format;
+    const fs::path file = data / "train" / std::to_string(i % 3) / name;
+    EXPECT_TRUE(fs::exists(file)) << file;
+    if (format == "indexed_binary") {
+      EXPECT_TRUE(fs::exists(file.string() + ".off.idx")) << file;
+      EXPECT_TRUE(fs::exists(file.string() + ".sz.idx")) << file;
+    } else {
+      EXPECT_TRUE(fs::exists(data / "index" / "train" / (name + ".idx"))) << name;
+    }
+  }
+  EXPECT_EQ(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["samples"], 24);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Subfolders, ::testing::Values("indexed_binary", "tfrecord"));
+
+// Our agents train on every dataset the real DLIO generated (../shared/testdata/dlio-generated): the case is copied
+// into a data root, a workload matching it is written (format, files, samples per file, record length; batch 1 over
+// 2 ranks), `dlio-coordinator run --local-agents 2` trains one epoch, and summary.json's samples and bytes are the
+// MANIFEST's.
+class DlioGenerated : public ::testing::TestWithParam<std::string> {};
+
+std::map<std::string, std::string> ManifestHeader(const std::string& manifest) {
+  std::map<std::string, std::string> kv;
+  std::istringstream in(ReadFile(manifest));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# ", 0) != 0) continue;
+    std::istringstream words(line.substr(2));
+    for (std::string w; words >> w;) {
+      if (const size_t eq = w.find('='); eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+  }
+  return kv;
+}
+
+struct ManifestData {
+  std::vector<uint64_t> file_sizes;                  // data files, in name order
+  std::vector<std::vector<uint64_t>> sample_nbytes;  // per data file, its samples' payload bytes
+};
+
+ManifestData ManifestFiles(const std::string& manifest) {
+  ManifestData m;
+  std::istringstream in(ReadFile(manifest));
+  for (std::string line; std::getline(in, line);) {
+    const bool file = line.rfind("file ", 0) == 0, sample = line.rfind("  sample ", 0) == 0;
+    if (!file && !sample) continue;
+    std::map<std::string, std::string> kv;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      if (const size_t eq = w.find('='); eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    if (file && kv.count("samples")) {
+      m.file_sizes.push_back(std::stoull(kv["size"]));
+      m.sample_nbytes.emplace_back();
+    } else if (sample && !m.sample_nbytes.empty()) {
+      uint64_t elems = 1;
+      std::istringstream shape(kv["shape"]);
+      for (std::string v; std::getline(shape, v, ',');) elems *= std::stoull(v);
+      m.sample_nbytes.back().push_back(elems);  // our readers keep DLIO's uint8 elements as bytes
+    }
+  }
+  return m;
+}
+
+TEST_P(DlioGenerated, TwoAgentsTrainOnDliosOwnDataset) {
+  const std::string name = GetParam();
+  const std::string src = TestDataDir() + "/dlio-generated/" + name;
+  const auto header = ManifestHeader(src + "/MANIFEST.txt");
+  const ManifestData data = ManifestFiles(src + "/MANIFEST.txt");
+  const std::string format = header.at("format");
+  const int64_t nspf = std::stoll(header.at("num_samples_per_file"));
+  // DLIO's subset rule (the first N files in name order): the largest N whose samples split evenly over 2 ranks,
+  // so no sample is dropped and the expected bytes are exact.
+  int64_t files = std::stoll(header.at("num_files_train"));
+  while ((files * nspf) % 2 != 0) --files;
+  ASSERT_GT(files, 0);
+  ASSERT_EQ(static_cast<int64_t>(data.file_sizes.size()), std::stoll(header.at("data_files_train")));
+
+  TempDir dir;
+  fs::create_directories(dir.path() / "root" / "data");
+  fs::copy(src + "/train", dir.path() / "root" / "data" / "train", fs::copy_options::recursive);
+  WriteFile(dir.str() + "/job.yaml",
+            "model:\n  name: " + name + "\nframework: pytorch\nworkflow:\n  generate_data: false\n  train: true\n"
+            "dataset:\n  data_folder: data\n  format: " + format + "\n  num_files_train: " + std::to_string(files) +
+            "\n  num_samples_per_file: " + std::to_string(nspf) + "\n  record_length_bytes: " +
+            header.at("record_length_bytes") +
+            "\nreader:\n  data_loader: pytorch\n  batch_size: 1\n  read_threads: 1\n  prefetch_size: 2\n"
+            "train:\n  epochs: 1\n  computation_time: 0\n");
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "2", "--data-root",
+                                dir.str() + "/root", "--results-dir", dir.str() + "/results", "--output",
+                                dir.str() + "/out"},
+                               seconds(120), dir.str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  const json& io = summary["dlio_ext"]["train_io"];
+  EXPECT_EQ(io["samples"].get<int64_t>(), files * nspf) << "every sample of the case read once";
+  EXPECT_EQ(summary["metric"]["train_dropped_samples_per_epoch"], 0);
+  // Bytes as DLIO's reader reads them: whole files per sample (npz, npy, csv, images), the sample's payload (hdf5,
+  // one H5Dread each), exactly the sample plus each reader's one-time load of the two 8-byte-per-sample index
+  // files (indexed_binary).
+  uint64_t want = 0, index_load = 0;
+  for (int64_t f = 0; f < files; ++f) {
+    for (uint64_t nbytes : data.sample_nbytes[f]) {
+      want += format == "hdf5" || format == "indexed_binary" ? nbytes : data.file_sizes[f];
+    }
+    index_load = 2 * 8 * static_cast<uint64_t>(nspf);
+  }
+  const uint64_t got = io["bytes"].get<uint64_t>();
+  EXPECT_EQ(summary["metric"]["train_read_bytes"].get<uint64_t>(), got);
+  if (format == "indexed_binary") {
+    ASSERT_GE(got, want + index_load);
+    EXPECT_EQ((got - want) % index_load, 0u) << "whole index loads only";
+    EXPECT_LE(got - want, index_load * static_cast<uint64_t>(files * nspf)) << "at most one load per sample";
+  } else {
+    EXPECT_EQ(got, want) << format;
   }
 }
 
@@ -150,7 +331,9 @@ evaluation:
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, EndToEnd, ::testing::Values("npz", "hdf5", "tfrecord"));
+INSTANTIATE_TEST_SUITE_P(Cases, DlioGenerated,
+                         ::testing::Values("npz", "npy", "hdf5", "hdf5_chunked_gzip", "csv", "png", "jpeg",
+                                           "indexed_binary"));
 
 TEST(Fleet, AgentWithAnotherProtocolVersionIsRefusedNamingBothVersions) {
   TempDir dir;
@@ -234,6 +417,11 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
       {"misspelt key", "dataset:\n  num_file_train: 4\n", "num_files_train"},
       {"negative files", "dataset:\n  num_files_train: -1\n", "dataset.num_files_train"},
       {"not a number", "dataset:\n  record_length_bytes: abc\n", "dataset.record_length_bytes"},
+      {"record_dims with a stdev", "dataset:\n  record_dims: [8, 8]\n  record_length_bytes_stdev: 10\n",
+       "dataset.record_dims"},
+      {"chunk_dims of the wrong rank", "dataset:\n  format: hdf5\n  hdf5:\n    chunk_dims: [1, 8]\n",
+       "dataset.hdf5.chunk_dims"},
+      {"unknown element type", "dataset:\n  record_element_type: float128\n", "dataset.record_element_type"},
   };
   for (const Case& c : cases) {
     TempDir dir;

@@ -1,0 +1,210 @@
+#include "readers/indexed_binary.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "readers/dtype.h"
+#include "readers/io_util.h"
+
+namespace dlio {
+namespace {
+
+std::string OffPath(const std::string& data) { return data + ".off.idx"; }
+std::string SizePath(const std::string& data) { return data + ".sz.idx"; }
+
+// The two index files of one data file, loaded once and kept while the reader stays on that file.
+class IndexCache {
+ public:
+  // Loads the index of `path` unless it is the one already loaded. Errors name the index file.
+  absl::Status Load(const std::string& path, IoStats& stats) {
+    if (path == path_) return absl::OkStatus();
+    path_.clear();
+    absl::StatusOr<uint64_t> off = internal::ReadWholeFile(OffPath(path), off_, off_cap_, stats);
+    if (!off.ok()) return off.status();
+    absl::StatusOr<uint64_t> sz = internal::ReadWholeFile(SizePath(path), sz_, sz_cap_, stats);
+    if (!sz.ok()) return sz.status();
+    if (*off % 8 != 0 || *sz != *off) {
+      return absl::DataLossError(absl::StrCat(path, ": index files disagree (", *off, " bytes of offsets, ", *sz,
+                                              " bytes of sizes; 8 bytes per sample in each)"));
+    }
+    entries_ = *off / 8;
+    path_ = path;
+    return absl::OkStatus();
+  }
+  uint64_t entries() const { return entries_; }
+  uint64_t offset(uint64_t i) const { return Le64(off_.get() + 8 * i); }
+  uint64_t size(uint64_t i) const { return Le64(sz_.get() + 8 * i); }
+  void Forget() { path_.clear(); }
+
+ private:
+  static uint64_t Le64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);  // little-endian host
+    return v;
+  }
+  std::string path_;  // whose index is loaded ("" = none)
+  std::unique_ptr<uint8_t[]> off_, sz_;
+  uint64_t off_cap_ = 0, sz_cap_ = 0, entries_ = 0;
+};
+
+absl::Status CheckEntry(const std::string& path, uint32_t sample, const IndexCache& idx, uint64_t file_size) {
+  if (sample >= idx.entries()) {
+    return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, index has ", idx.entries()));
+  }
+  const uint64_t off = idx.offset(sample), size = idx.size(sample);
+  if (off > file_size || size > file_size - off) {
+    return absl::DataLossError(absl::StrCat(path, ": index entry ", sample, " (offset ", off, ", size ", size,
+                                            ") runs past the end of the ", file_size, "-byte file"));
+  }
+  return absl::OkStatus();
+}
+
+class IndexedSampleReader final : public SampleReader {
+ public:
+  absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
+    last_bytes_ = 0;
+    if (absl::Status s = index_.Load(path, stats); !s.ok()) return s;
+    internal::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return internal::ErrnoError(path, "open", errno);
+    stats.AddFile();
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return internal::ErrnoError(path, "stat", errno);
+    if (absl::Status s = CheckEntry(path, sample, index_, static_cast<uint64_t>(st.st_size)); !s.ok()) return s;
+    const uint64_t off = index_.offset(sample), size = index_.size(sample);
+    if (size > cap_ || !buf_) {
+      buf_.reset(new uint8_t[std::max<uint64_t>(size, 1)]);
+      cap_ = std::max<uint64_t>(size, 1);
+    }
+    for (uint64_t got = 0; got < size;) {  // one pread unless the kernel returns short
+      absl::StatusOr<size_t> r =
+          internal::PreadAccounted(fd.get(), buf_.get() + got, size - got, off + got, path, stats);
+      if (!r.ok()) return r.status();
+      if (*r == 0) return absl::DataLossError(absl::StrCat(path, ": file ended inside sample ", sample));
+      got += *r;
+    }
+    last_bytes_ = size;
+    stats.AddSamples(1);
+    return size;
+  }
+
+  std::string_view last_sample() const override {
+    return {reinterpret_cast<const char*>(buf_.get()), static_cast<size_t>(last_bytes_)};
+  }
+
+ private:
+  IndexCache index_;
+  std::unique_ptr<uint8_t[]> buf_;  // one sample; never shrinks
+  uint64_t cap_ = 0, last_bytes_ = 0;
+};
+
+class MmapSampleReader final : public SampleReader {
+ public:
+  MmapSampleReader() = default;
+  MmapSampleReader(const MmapSampleReader&) = delete;
+  MmapSampleReader& operator=(const MmapSampleReader&) = delete;
+  ~MmapSampleReader() override { Unmap(); }
+
+  absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
+    last_ = {};
+    if (path != mapped_path_) {
+      Unmap();
+      index_.Forget();
+      if (absl::Status s = index_.Load(path, stats); !s.ok()) return s;
+      internal::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd.valid()) return internal::ErrnoError(path, "open", errno);
+      stats.AddFile();
+      struct stat st;
+      if (::fstat(fd.get(), &st) != 0) return internal::ErrnoError(path, "stat", errno);
+      size_ = static_cast<uint64_t>(st.st_size);
+      if (size_ > 0) {
+        void* m = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd.get(), 0);
+        if (m == MAP_FAILED) return internal::ErrnoError(path, "mmap", errno);
+        map_ = static_cast<const uint8_t*>(m);
+      }
+      mapped_path_ = path;  // the mapping outlives the descriptor
+    }
+    if (absl::Status s = CheckEntry(path, sample, index_, size_); !s.ok()) return s;
+    const uint64_t off = index_.offset(sample), size = index_.size(sample);
+    const uint64_t t0 = internal::NowNs();
+    internal::TouchPages(map_ + off, size);  // the page faults are the reads
+    stats.AddOp(size, internal::NowNs() - t0);
+    last_ = {reinterpret_cast<const char*>(map_ + off), static_cast<size_t>(size)};
+    stats.AddSamples(1);
+    return size;
+  }
+
+  std::string_view last_sample() const override { return last_; }
+
+ private:
+  void Unmap() {
+    if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), size_);
+    map_ = nullptr;
+    size_ = 0;
+    mapped_path_.clear();
+  }
+  IndexCache index_;
+  std::string mapped_path_;
+  const uint8_t* map_ = nullptr;
+  uint64_t size_ = 0;
+  std::string_view last_;
+};
+
+class IndexedBinaryFormat final : public Format {
+ public:
+  IndexedBinaryFormat(FormatOptions o, bool mmap) : Format(std::move(o)), mmap_(mmap) {}
+  const char* name() const override { return mmap_ ? "mmap_indexed_binary" : "indexed_binary"; }
+  const char* extension() const override { return name(); }
+  std::unique_ptr<SampleReader> NewSampleReader() const override {
+    if (mmap_) return std::make_unique<MmapSampleReader>();
+    return std::make_unique<IndexedSampleReader>();
+  }
+  std::vector<std::string> CompanionPaths(const std::string& data_path) const override {
+    return {OffPath(data_path), SizePath(data_path)};
+  }
+
+  absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
+    const internal::DType& t = *internal::FindDType(options_.element_type);
+    uint64_t elems = 1;
+    for (int64_t d : options_.sample_dims) elems *= static_cast<uint64_t>(d);
+    const uint64_t sample_bytes = elems * t.itemsize;
+    const uint64_t nspf = static_cast<uint64_t>(options_.samples_per_file);
+    std::vector<uint8_t> sample(sample_bytes);
+    std::vector<uint64_t> offsets(nspf), sizes(nspf, sample_bytes);
+    internal::Rng rng(seed);
+    internal::FileWriter w;
+    absl::Status st = w.Open(path);
+    for (uint64_t i = 0; st.ok() && i < nspf; ++i) {
+      offsets[i] = i * sample_bytes;
+      internal::FillRandom(t, rng, sample.data(), elems);
+      st = w.Append(sample.data(), sample.size(), stats);
+    }
+    if (st.ok()) st = w.Finish(stats);
+    // The index files: uint64 little-endian (the host's order on x86-64 and aarch64).
+    for (const auto& [p, v] : {std::pair{OffPath(path), &offsets}, std::pair{SizePath(path), &sizes}}) {
+      if (!st.ok()) break;
+      internal::FileWriter iw;
+      st = iw.Open(p);
+      if (st.ok()) st = iw.Append(v->data(), v->size() * 8, stats);
+      if (st.ok()) st = iw.Finish(stats);
+    }
+    if (st.ok()) stats.AddSamples(nspf);
+    return st;
+  }
+
+ private:
+  const bool mmap_;
+};
+
+}  // namespace
+
+std::unique_ptr<Format> NewIndexedBinaryFormat(const FormatOptions& options) {
+  return std::make_unique<IndexedBinaryFormat>(options, false);
+}
+std::unique_ptr<Format> NewMmapIndexedBinaryFormat(const FormatOptions& options) {
+  return std::make_unique<IndexedBinaryFormat>(options, true);
+}
+
+}  // namespace dlio
