@@ -148,6 +148,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       r.start_unix_us = NowUnixUs();
       IoStats stats;
       RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      if (rm) rm->SetPhase(RankPhase::kGenerate);
       for (int64_t i = rank; i < spec.num_files_train; i += cmd.world) {
         if (stop || (cancel && *cancel)) break;
         const fs::path final_path = *data_dir / DataFileRelPath("train", spec.file_prefix, i, spec.num_files_train,
@@ -194,7 +195,10 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       }
       r.io = stats.Snapshot();
       r.end_unix_us = NowUnixUs();
-      if (rm) rm->AddWritten(r.io);
+      if (rm) {
+        rm->AddWritten(r.io);
+        rm->SetPhase(RankPhase::kIdle);
+      }
     });
   }
   for (auto& t : threads) t.join();
@@ -254,6 +258,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
       if (rm) {
         rm->AttachLoader(loader.get());
         rm->epoch = cmd.epoch;
+        rm->au_target_ratio = spec.au_threshold;
+        rm->SetPhase(RankPhase::kTrain);
       }
       BlockTimings block;
       block.block = 1;
@@ -298,7 +304,13 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
           const double wall = Seconds(t3 - window_start);
           if (rm && wall > 0) rm->au_ratio = window_compute / wall;
         }
-        if (rm) rm->steps += 1;
+        if (rm) {
+          // Per-rank histograms, one short lock per step; the scrape reads copies (never a Prometheus call here).
+          rm->RecordStep(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
+                         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t3 - t0).count()),
+                         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t3 - t2).count()));
+          rm->steps += 1;
+        }
         progress_.samples += static_cast<uint64_t>(spec.batch_size);
         uint64_t slowest = rank_steps[0];
         for (auto& s : rank_steps) slowest = std::min<uint64_t>(slowest, s);
@@ -307,7 +319,10 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
       block.duration_s = Seconds(SteadyClock::now() - block_start);
       r.end_unix_us = block.end_unix_us = NowUnixUs();
       r.io = loader->Snapshot();
-      if (rm) rm->DetachLoader();
+      if (rm) {
+        rm->DetachLoader();
+        rm->SetPhase(RankPhase::kIdle);
+      }
       loader.reset();
       r.blocks.push_back(std::move(block));
     });
