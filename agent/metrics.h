@@ -7,7 +7,7 @@
 // Labels: agent, job_id, rank (never `job`, which Prometheus keeps for the scrape job); the I/O counters also carry
 // `phase` (train for reads, generate for dataset writes; eval and checkpoint once those phases exist).
 // Every family, its HELP text and unit are listed in docs/metrics.md; a test compares that file with a scrape.
-// Histogram buckets: see common/prometheus_histogram.h (powers of two from ~1 us to ~18 min, + +Inf).
+// Histogram buckets: see common/prometheus_histogram.h (powers of two from ~1 us to ~37 min, + +Inf).
 // Thread-safety: every method may be called from any thread; RankMetrics fields are atomics or guarded by mu.
 #pragma once
 

@@ -1,7 +1,7 @@
 // ToPrometheusHistogram: a LatencyHistogram (nanoseconds) as a prometheus-cpp histogram in seconds.
 //
 // Bucket bounds: only the power-of-two boundaries of LatencyHistogram's layout (every kSubBuckets-th bucket),
-// 2^10 ns (~1 us) to 2^40 ns (~18 min), plus +Inf: 32 series per histogram instead of 126, which is plenty for
+// 2^10 ns (~1 us) to 2^41 ns (~37 min), plus +Inf: 33 series per histogram instead of 126, which is plenty for
 // dashboards and keeps a scrape small. Header-only so that common/ need not link prometheus-cpp; include it only
 // from code that does (the agent's and the coordinator's exporters).
 // Thread-safety: a pure function of its argument.
