@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # dashboards/: rules pass `promtool check rules` and `promtool test rules`; every dashboard validates against the
 # JSON Schema generated from npm @grafana/schema (and a deliberately broken one is rejected, so the check bites).
+# shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need promtool node
 export DASHBOARD_SCHEMA_CACHE=$WORK/dashboard.schema.json

@@ -2,6 +2,7 @@
 # helm/dlio renders offline, with its defaults and with an override, through tests/minihelm (Go text/template +
 # sprig from Debian's packages, the engine Helm uses); the merged values validate against values.schema.json and
 # every rendered manifest against npm kubernetes-models; bad overrides are rejected; a broken manifest is caught.
+# shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need go node
 chart=$SRC/helm/dlio

@@ -2,6 +2,7 @@
 # `dlio-coordinator report`: two real jobs (embedded fleet, 2 local agents) -> a report of one and a comparison of
 # both, each loaded in headless Chromium (Debian's, via playwright-core): no console error, no network request,
 # three charts drawn with data, a per-rank table. Bad input is refused with one line.
+# shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need chromium node
 mkdir -p "$WORK/root"

@@ -1,5 +1,6 @@
-# Helpers for the observability tests (sourced). Every process started with `start` is killed (by its own pid,
-# then its process group) when the test exits, pass or fail; the scratch folder is removed unless KEEP=1.
+# shellcheck shell=bash disable=SC2034  # sourced by tests/observe/*.sh, which use SRC, BIN, WORK
+# Helpers for the observability tests (sourced). Every process started with `start` is killed (TERM, then KILL
+# after 5 s) when the test exits, pass or fail; the scratch folder is removed unless KEEP=1.
 set -euo pipefail
 SRC=${DLIO_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BIN=${DLIO_BIN_DIR:-$SRC/build/bin}
@@ -16,7 +17,7 @@ cleanup() {
   if ((rc != 0)); then
     for log in "$WORK"/*.log; do [[ -f $log ]] && { echo "---- $log (last 30 lines)"; tail -30 "$log"; }; done
   fi
-  [[ ${KEEP:-0} == 1 ]] && echo "kept $WORK" || rm -rf "$WORK"
+  if [[ ${KEEP:-0} == 1 ]]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
   exit $rc
 }
 trap cleanup EXIT

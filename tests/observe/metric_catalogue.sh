@@ -2,6 +2,7 @@
 # docs/metrics.md is the agent's and the coordinator's /metrics: after a small job (so that every family has a
 # series: per-rank histograms, the coordinator's barrier wait), both endpoints are scraped and compared with the
 # catalogue (names, types, HELP texts, units), and pass `promtool check metrics`.
+# shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need promtool node curl
 grpc_port=$(free_port); coord_metrics=$(free_port); agent_metrics=$(free_port)

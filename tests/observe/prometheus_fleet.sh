@@ -5,6 +5,7 @@
 #  - dashboards/prometheus.yml (with its two EDIT lines replaced) passes `promtool check config`;
 #  - every PromQL expression of every dashboard panel and of dashboards/rules.yml returns data through the HTTP API,
 #    except those empty by design, which tests/js/promql_check.mjs lists with the reason.
+# shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need prometheus promtool node curl
 

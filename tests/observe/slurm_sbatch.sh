@@ -2,6 +2,7 @@
 # A real Slurm on this host (Debian's slurmctld + 4 slurmd emulating nodes n1..n4, auth/none; ecosystem.md §5)
 # runs `sbatch -N 4 slurm/dlio.sbatch JOB.yaml OUTPUT_DIR` end to end: the result lists 4 agents on 4 distinct
 # node names (num_hosts 4), and the script tore down everything it started.
+# shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need slurmctld slurmd sbatch scontrol sinfo
 [[ $(id -u) == 0 ]] || { echo "Slurm daemons need root here (SlurmUser=root): run as root" >&2; exit 1; }
@@ -60,6 +61,7 @@ stop_slurm() {
 trap 'stop_slurm; cleanup' EXIT
 slurmctld -i
 for n in n1 n2 n3 n4; do slurmd -N "$n"; done
+# shellcheck disable=SC2016  # expanded by the inner bash
 wait_for 30 bash -c '[[ $(sinfo -h -o "%D %t" | awk "\$2 == \"idle\" {s += \$1} END {print s}") == 4 ]]'
 sinfo
 
