@@ -189,7 +189,7 @@ SessionEnd AgentServer::Impl::Session() {
   hello->set_accelerators(static_cast<uint32_t>(opt.accelerators));
   if (exposer) {
     const auto ports = exposer->GetListeningPorts();
-    if (!ports.empty()) hello->set_metrics_endpoint(absl::StrCat(opt.hostname, ":", ports.front()));
+    if (!ports.empty()) hello->set_metrics_endpoint(AdvertisedMetricsEndpoint(opt.metrics_listen, ports.front()));
   }
   struct sysinfo si {};
   if (sysinfo(&si) == 0) hello->set_host_memory_bytes(static_cast<uint64_t>(si.totalram) * si.mem_unit);

@@ -55,6 +55,15 @@ std::unique_ptr<Loader> Loader::StartStream(const LoaderConfig& cfg, StreamAssig
   return l;
 }
 
+int64_t Loader::QueueDepth() const {
+  int64_t depth = 0;
+  for (const auto& q : queues_) {
+    std::lock_guard<std::mutex> lk(q->mu);
+    depth += q->ready;
+  }
+  return depth;
+}
+
 bool Loader::Stopped() const {
   return cancel_.load(std::memory_order_relaxed) ||
          (external_cancel_ != nullptr && external_cancel_->load(std::memory_order_relaxed));

@@ -54,6 +54,9 @@ class Loader {
   void Cancel();
   // I/O counters merged over the reader threads.
   IoSnapshot Snapshot() const;
+  // Finished batches waiting in the prefetch queue(s) right now (for the dlio_prefetch_queue_depth gauge). Takes
+  // each queue's mutex briefly: meant for scrapes, not for the hot path.
+  int64_t QueueDepth() const;
 
  private:
   // Bounded FIFO of finished batches; one mutex/condvar hand-off per batch.

@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
                  "absolute ones must lie inside it")
       ->required();
   app.add_option("--name", opt.name, "Agent name, unique in the fleet (default: the host name)");
+  std::string node;
+  app.add_option("--node", node,
+                 "Node name reported for this agent (summary.json num_hosts counts distinct ones; default: "
+                 "$SLURMD_NODENAME, else $POD_NAME, else the host name)");
   app.add_option("--accelerators", opt.accelerators, "Number of emulated accelerators (local ranks) on this node")
       ->default_val(1)
       ->check(CLI::Range(1, 4096));
@@ -50,7 +54,13 @@ int main(int argc, char** argv) {
   spdlog::set_level(level);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  opt.hostname = host;
+  // Emulated Slurm nodes and pods share a kernel host name; their scheduler's name for them is the node identity.
+  const char* slurm_node = std::getenv("SLURMD_NODENAME");
+  const char* pod = std::getenv("POD_NAME");
+  opt.hostname = !node.empty()                          ? node
+                 : slurm_node != nullptr && *slurm_node ? std::string(slurm_node)
+                 : pod != nullptr && *pod               ? std::string(pod)
+                                                        : std::string(host);
   if (opt.name.empty()) opt.name = opt.hostname;
   opt.reconnect_window = std::chrono::milliseconds(static_cast<int64_t>(reconnect_window_s * 1000));
 

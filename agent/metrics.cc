@@ -2,9 +2,19 @@
 
 #include "agent/loader.h"
 #include "prometheus/metric_family.h"
-#include <limits>
 
 namespace dlio {
+
+const char* RankPhaseName(RankPhase p) {
+  switch (p) {
+    case RankPhase::kIdle: return "idle";
+    case RankPhase::kGenerate: return "generate";
+    case RankPhase::kTrain: return "train";
+    case RankPhase::kEval: return "eval";
+    case RankPhase::kCheckpoint: return "checkpoint";
+  }
+  return "idle";
+}
 
 void RankMetrics::AttachLoader(const Loader* l) {
   std::lock_guard<std::mutex> lk(mu);
@@ -22,11 +32,25 @@ void RankMetrics::AddWritten(const IoSnapshot& s) {
   written += s;
 }
 
+void RankMetrics::RecordStep(uint64_t batch_wait_ns, uint64_t step_ns, uint64_t barrier_ns) {
+  std::lock_guard<std::mutex> lk(mu);
+  batch_wait.Record(batch_wait_ns);
+  step_time.Record(step_ns);
+  barrier_wait.Record(barrier_ns);
+}
+
 RankMetrics* AgentMetrics::Rank(const std::string& job_id, int rank) {
   std::lock_guard<std::mutex> lk(mu_);
   auto& slot = ranks_[{job_id, rank}];
   if (!slot) slot = std::make_unique<RankMetrics>();
   return slot.get();
+}
+
+std::string AdvertisedMetricsEndpoint(const std::string& listen, int bound_port) {
+  // civetweb also accepts a bare port ("9464"): all interfaces, like an empty host.
+  const size_t colon = listen.rfind(':');
+  const std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
+  return host + ":" + std::to_string(bound_port);
 }
 
 namespace {
@@ -43,6 +67,7 @@ prometheus::MetricFamily Family(const char* name, const char* help, prometheus::
 
 std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   using prometheus::MetricType;
+  // HELP texts are copied verbatim into docs/metrics.md (a test compares them).
   auto read_bytes = Family("dlio_read_bytes_total", "Bytes returned by read calls on data files.", MetricType::Counter);
   auto read_ops = Family("dlio_read_ops_total", "Read calls issued on data files.", MetricType::Counter);
   auto samples = Family("dlio_samples_total", "Samples delivered by the loader.", MetricType::Counter);
@@ -53,49 +78,75 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   auto au = Family("dlio_accelerator_utilization_ratio",
                    "Accelerator utilisation of the running block: compute time over wall time (DLIO's AU / 100).",
                    MetricType::Gauge);
+  auto au_target = Family("dlio_accelerator_utilization_target_ratio",
+                          "The job's expected accelerator utilisation (metric.au).", MetricType::Gauge);
+  auto batch_wait = Family("dlio_batch_wait_seconds", "Time a training step waited for its batch.",
+                           MetricType::Histogram);
+  auto step_time = Family("dlio_step_duration_seconds",
+                          "Duration of a training step: batch wait, compute and step barrier.", MetricType::Histogram);
+  auto barrier = Family("dlio_barrier_wait_seconds", "Time a training step spent in the step barrier.",
+                        MetricType::Histogram);
+  auto checkpoint = Family("dlio_checkpoint_duration_seconds", "Duration of a checkpoint written by the rank.",
+                           MetricType::Histogram);
+  auto queue = Family("dlio_prefetch_queue_depth", "Finished batches waiting in the rank's prefetch queue.",
+                      MetricType::Gauge);
+  auto phase = Family("dlio_phase", "Phase the rank is in (label phase); always 1.", MetricType::Gauge);
 
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& [key, rm] : ranks_) {
     IoSnapshot io, wr;
+    LatencyHistogram bw, st, bar, cp;
+    int64_t depth = 0;
     {
       std::lock_guard<std::mutex> rl(rm->mu);
       io = rm->retired;
-      if (rm->live != nullptr) io += rm->live->Snapshot();
+      if (rm->live != nullptr) {
+        io += rm->live->Snapshot();
+        depth = rm->live->QueueDepth();
+      }
       wr = rm->written;
+      bw = rm->batch_wait;
+      st = rm->step_time;
+      bar = rm->barrier_wait;
+      cp = rm->checkpoint;
     }
-    std::vector<prometheus::ClientMetric::Label> labels = {
+    const std::vector<prometheus::ClientMetric::Label> labels = {
         {"agent", agent_}, {"job_id", key.first}, {"rank", std::to_string(key.second)}};
-    auto add = [&](prometheus::MetricFamily& f, double v, bool counter) {
+    auto with = [&](const char* name, const std::string& value) {
+      auto l = labels;
+      l.push_back({name, value});
+      return l;
+    };
+    auto add = [](prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> l, double v) {
       prometheus::ClientMetric m;
-      m.label = labels;
-      if (counter) m.counter.value = v; else m.gauge.value = v;
+      m.label = std::move(l);
+      if (f.type == MetricType::Counter) m.counter.value = v; else m.gauge.value = v;
       f.metric.push_back(std::move(m));
     };
-    add(read_bytes, static_cast<double>(io.bytes), true);
-    add(read_ops, static_cast<double>(io.ops), true);
-    add(samples, static_cast<double>(io.samples), true);
-    add(written, static_cast<double>(wr.bytes), true);
-    add(steps, static_cast<double>(rm->steps.load()), true);
-    add(epoch, rm->epoch.load(), false);
-    add(au, rm->au_ratio.load(), false);
-
-    prometheus::ClientMetric h;
-    h.label = labels;
-    h.histogram.sample_count = io.latency.count();
-    h.histogram.sample_sum = static_cast<double>(io.latency.sum_ns()) * 1e-9;
-    // Export only the power-of-two boundaries (every kSubBuckets-th bucket): 31 series instead of 126.
-    uint64_t cumulative = io.latency.bucket(0);
-    h.histogram.bucket.push_back({cumulative, 1e-9 * static_cast<double>(LatencyHistogram::UpperBoundNs(0))});
-    for (int i = 1; i < LatencyHistogram::kNumBuckets - 1; ++i) {
-      cumulative += io.latency.bucket(i);
-      if (i % LatencyHistogram::kSubBuckets == 0) {
-        h.histogram.bucket.push_back({cumulative, 1e-9 * static_cast<double>(LatencyHistogram::UpperBoundNs(i))});
-      }
-    }
-    h.histogram.bucket.push_back({io.latency.count(), std::numeric_limits<double>::infinity()});
-    latency.metric.push_back(std::move(h));
+    auto add_histogram = [&](prometheus::MetricFamily& f, const LatencyHistogram& h) {
+      prometheus::ClientMetric m;
+      m.label = labels;
+      m.histogram = ToPrometheusHistogram(h);
+      f.metric.push_back(std::move(m));
+    };
+    add(read_bytes, with("phase", "train"), static_cast<double>(io.bytes));
+    add(read_ops, with("phase", "train"), static_cast<double>(io.ops));
+    add(samples, with("phase", "train"), static_cast<double>(io.samples));
+    add(written, with("phase", "generate"), static_cast<double>(wr.bytes));
+    add(steps, labels, static_cast<double>(rm->steps.load()));
+    add(epoch, labels, rm->epoch.load());
+    add(au, labels, rm->au_ratio.load());
+    add(au_target, labels, rm->au_target_ratio.load());
+    add(queue, labels, static_cast<double>(depth));
+    add(phase, with("phase", RankPhaseName(static_cast<RankPhase>(rm->phase.load()))), 1);
+    add_histogram(latency, io.latency);
+    add_histogram(batch_wait, bw);
+    add_histogram(step_time, st);
+    add_histogram(barrier, bar);
+    add_histogram(checkpoint, cp);
   }
-  return {read_bytes, read_ops, samples, latency, written, steps, epoch, au};
+  return {read_bytes, read_ops, samples, latency, written, steps, epoch, au, au_target,
+          batch_wait, step_time, barrier, checkpoint, queue, phase};
 }
 
 }  // namespace dlio

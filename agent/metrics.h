@@ -1,16 +1,18 @@
-// AgentMetrics: the agent's live Prometheus metrics, exported from per-thread snapshots.
+// AgentMetrics: the agent's live Prometheus metrics, exported from per-thread and per-rank snapshots.
 //
-// A custom prometheus-cpp Collectable: nothing on the read path calls Prometheus. At scrape time Collect() walks
-// the registered ranks and merges their loader threads' IoStats snapshots (IoSnapshot +=), so a scrape costs a
-// few microseconds per rank and the hot path only increments its own counters.
-// Labels: job_id, agent, rank (never `job`, which Prometheus keeps for the scrape job).
-// Exported (base units; see docs/metrics.md): dlio_read_bytes_total, dlio_read_ops_total, dlio_samples_total,
-// dlio_read_latency_seconds (histogram; bucket bounds are the powers of two of LatencyHistogram from 1 us to 2^40 ns),
-// dlio_write_bytes_total, dlio_steps_total, dlio_epoch, dlio_accelerator_utilization_ratio.
+// A custom prometheus-cpp Collectable: nothing on the read path or in the step loop calls Prometheus. The loader
+// threads count into their own IoStats; the step thread records each step's batch wait, step time and barrier wait
+// into its rank's LatencyHistograms (one uncontended mutex per *step*, never per I/O). At scrape time Collect()
+// walks the registered ranks and merges copies, so a scrape costs a few microseconds per rank.
+// Labels: agent, job_id, rank (never `job`, which Prometheus keeps for the scrape job); the I/O counters also carry
+// `phase` (train for reads, generate for dataset writes; eval and checkpoint once those phases exist).
+// Every family, its HELP text and unit are listed in docs/metrics.md; a test compares that file with a scrape.
+// Histogram buckets: see common/prometheus_histogram.h (powers of two from ~1 us to ~37 min, + +Inf).
 // Thread-safety: every method may be called from any thread; RankMetrics fields are atomics or guarded by mu.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,26 +22,43 @@
 
 #include "absl/base/thread_annotations.h"
 #include "common/io_stats.h"
+#include "common/latency_histogram.h"
+#include "common/prometheus_histogram.h"
 #include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
 
 namespace dlio {
 
 class Loader;
 
-// Live state of one rank, updated by the rank's step thread (atomics) and at loader start/end (under mu).
+// What a rank is doing, exported as dlio_phase{phase="<name>"} 1 (one series per rank, info-style).
+// kCheckpoint is reserved for the checkpoint phases, which do not exist yet.
+enum class RankPhase { kIdle = 0, kGenerate, kTrain, kEval, kCheckpoint };
+const char* RankPhaseName(RankPhase p);
+
+// Live state of one rank, updated by the rank's step thread (atomics, RecordStep) and at loader start/end.
 struct RankMetrics {
   std::mutex mu;
-  IoSnapshot retired ABSL_GUARDED_BY(mu);          // read I/O of finished epochs
+  IoSnapshot retired ABSL_GUARDED_BY(mu);            // read I/O of finished epochs
   const Loader* live ABSL_GUARDED_BY(mu) = nullptr;  // the running epoch's loader, if any
-  IoSnapshot written ABSL_GUARDED_BY(mu);          // generation I/O
+  IoSnapshot written ABSL_GUARDED_BY(mu);            // generation I/O
+  LatencyHistogram batch_wait ABSL_GUARDED_BY(mu);   // per step: waiting for the batch (DLIO's load)
+  LatencyHistogram step_time ABSL_GUARDED_BY(mu);    // per step: load + compute + barrier
+  LatencyHistogram barrier_wait ABSL_GUARDED_BY(mu); // per step: time in the step barrier
+  LatencyHistogram checkpoint ABSL_GUARDED_BY(mu);   // per checkpoint (stays empty until checkpoints exist)
   std::atomic<double> au_ratio{0};
+  std::atomic<double> au_target_ratio{0};           // the job's metric.au (DLIO's expectation), 0..1
   std::atomic<uint64_t> steps{0};
   std::atomic<int> epoch{0};
+  std::atomic<int> phase{static_cast<int>(RankPhase::kIdle)};
 
   void AttachLoader(const Loader* l);
   // Folds the loader's counters into `retired` and forgets it (call before destroying the loader).
   void DetachLoader();
   void AddWritten(const IoSnapshot& s);
+  // One training step: called once per step by the rank's step thread (one short uncontended lock).
+  void RecordStep(uint64_t batch_wait_ns, uint64_t step_ns, uint64_t barrier_ns);
+  void SetPhase(RankPhase p) { phase.store(static_cast<int>(p), std::memory_order_relaxed); }
 };
 
 class AgentMetrics : public prometheus::Collectable {
@@ -55,5 +74,10 @@ class AgentMetrics : public prometheus::Collectable {
   // Bounded in practice: one entry per (job, rank) this agent ran. Keyed in order for a stable output.
   std::map<std::pair<std::string, int>, std::unique_ptr<RankMetrics>> ranks_ ABSL_GUARDED_BY(mu_);
 };
+
+// The host:port an agent advertises for its /metrics endpoint: the host of --metrics-listen with the port actually
+// bound. A wildcard or empty host (0.0.0.0, ::, "") is passed on as is; the coordinator replaces it by the address
+// it sees the agent's connection come from (see coordinator/targets_file.h).
+std::string AdvertisedMetricsEndpoint(const std::string& listen, int bound_port);
 
 }  // namespace dlio

@@ -166,6 +166,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       r.start_unix_us = NowUnixUs();
       IoStats stats;
       RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      if (rm) rm->SetPhase(RankPhase::kGenerate);
       // This rank's files: i = rank, rank + world, ... in each split; n numbers them across splits (seeds, sizes).
       std::vector<std::pair<const Split*, int64_t>> todo;
       for (const Split& sp : splits) {
@@ -225,7 +226,10 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       }
       r.io = stats.Snapshot();
       r.end_unix_us = NowUnixUs();
-      if (rm) rm->AddWritten(r.io);
+      if (rm) {
+        rm->AddWritten(r.io);
+        rm->SetPhase(RankPhase::kIdle);
+      }
     });
   }
   for (auto& t : threads) t.join();
@@ -290,6 +294,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       if (rm) {
         rm->AttachLoader(loader.get());
         rm->epoch = cmd.epoch;
+        rm->au_target_ratio = spec.au_threshold;
+        rm->SetPhase(eval ? RankPhase::kEval : RankPhase::kTrain);
       }
       // Per rank and epoch: reproducible compute draws that differ between ranks and epochs.
       Xoshiro256 compute_rng(static_cast<uint64_t>(spec.seed) * 0x9E3779B97F4A7C15ull ^
@@ -342,7 +348,13 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           const double wall = Seconds(t3 - window_start);
           if (rm && wall > 0) rm->au_ratio = window_compute / wall;
         }
-        if (rm && !eval) rm->steps += 1;
+        if (rm) {
+          // Per-rank histograms, one short lock per step; the scrape reads copies (never a Prometheus call here).
+          rm->RecordStep(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
+                         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t3 - t0).count()),
+                         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t3 - t2).count()));
+          if (!eval) rm->steps += 1;
+        }
         progress_.samples += static_cast<uint64_t>(spec.batch_size);
         uint64_t slowest = rank_steps[0];
         for (auto& s : rank_steps) slowest = std::min<uint64_t>(slowest, s);
@@ -351,7 +363,10 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       block.duration_s = Seconds(SteadyClock::now() - block_start);
       r.end_unix_us = block.end_unix_us = NowUnixUs();
       r.io = loader->Snapshot();
-      if (rm) rm->DetachLoader();
+      if (rm) {
+        rm->DetachLoader();
+        rm->SetPhase(RankPhase::kIdle);
+      }
       loader.reset();
       r.blocks.push_back(std::move(block));
     });

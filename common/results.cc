@@ -74,6 +74,24 @@ nlohmann::json LatencyJson(const LatencyHistogram& h) {
   return j;
 }
 
+// The merged histogram itself, for CDFs (dlio-coordinator report): the non-empty buckets of LatencyHistogram's
+// layout as upper bounds in seconds (null for the open last bucket) and counts, in increasing order.
+nlohmann::json HistogramJson(const LatencyHistogram& h) {
+  nlohmann::json bounds = nlohmann::json::array(), counts = nlohmann::json::array();
+  for (int i = 0; i < LatencyHistogram::kNumBuckets; ++i) {
+    if (h.bucket(i) == 0) continue;
+    const uint64_t ub = LatencyHistogram::UpperBoundNs(i);
+    if (ub == std::numeric_limits<uint64_t>::max()) {
+      bounds.push_back(nullptr);
+    } else {
+      bounds.push_back(static_cast<double>(ub) / 1e9);
+    }
+    counts.push_back(h.bucket(i));
+  }
+  return {{"upper_bounds_seconds", bounds}, {"counts", counts}, {"count", h.count()},
+          {"sum_seconds", static_cast<double>(h.sum_ns()) / 1e9}};
+}
+
 nlohmann::json IoJson(const IoSnapshot& io) {
   return {{"bytes", io.bytes}, {"ops", io.ops}, {"samples", io.samples}, {"files", io.files}};
 }
@@ -429,6 +447,7 @@ nlohmann::json Aggregator::SummaryJson() const {
     ext["train_epochs"] = epochs;
     ext["train_io"] = IoJson(s.io);
     ext["train_read_latency_seconds"] = LatencyJson(s.io.latency);
+    ext["train_read_latency_histogram"] = HistogramJson(s.io.latency);
   }
   if (!s.eval.empty()) {
     nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();

@@ -53,6 +53,7 @@ struct Coordinator::Phase {
   std::set<std::string> pending;     // agents whose PhaseDone is still missing
   uint64_t barrier_step = 0;         // the step the barrier is collecting arrivals for
   std::set<std::string> arrived;
+  std::chrono::steady_clock::time_point first_arrival;  // of barrier_step, for the barrier-wait histogram
   std::map<std::string, std::array<uint64_t, 4>> progress;  // per agent: done, total, samples, bytes
   std::vector<RankEpochResult> results;
   std::string error;                 // first failure, one line
@@ -144,8 +145,13 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
   if (running_ == nullptr || running_->id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   Phase& p = *running_->phase;
   if (step != p.barrier_step) return;  // a repeat of a released step
+  if (p.arrived.empty()) p.first_arrival = std::chrono::steady_clock::now();
   p.arrived.insert(agent);
   if (p.arrived.size() < running_->agent_names.size()) return;
+  barrier_wait_[job_id].Record(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - p.first_arrival)
+          .count()));
+  if (barrier_wait_.size() > kBarrierWaitJobs) barrier_wait_.erase(barrier_wait_.begin());
   p.arrived.clear();
   ++p.barrier_step;
   for (const std::string& name : running_->agent_names) {
@@ -242,6 +248,7 @@ Coordinator::Counts Coordinator::GetCounts() const {
     c.jobs[s] = 0;
   }
   for (const auto& [id, job] : jobs_) ++c.jobs[job->state];
+  c.barrier_wait = barrier_wait_;
   return c;
 }
 

@@ -26,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/latency_histogram.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
 
@@ -116,6 +117,8 @@ class Coordinator {
   struct Counts {
     size_t agents = 0;
     std::map<JobState, size_t> jobs;
+    // Per job: time from the first to the last BarrierArrive of each step (the last kBarrierWaitJobs jobs).
+    std::map<std::string, LatencyHistogram> barrier_wait;
   };
   Counts GetCounts() const;
 
@@ -143,6 +146,10 @@ class Coordinator {
   Job* running_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t job_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  // Keyed by job id (ids sort by submission time); only the newest kBarrierWaitJobs are kept, so the coordinator's
+  // /metrics stays bounded however long it runs.
+  static constexpr size_t kBarrierWaitJobs = 16;
+  std::map<std::string, LatencyHistogram> barrier_wait_ ABSL_GUARDED_BY(mu_);
   std::thread runner_;
 };
 

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/prometheus_histogram.h"
+#include "coordinator/targets_file.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -90,7 +92,7 @@ class StreamLink : public AgentLink {
 
 class Service final : public v1::Coordinator::Service {
  public:
-  explicit Service(Coordinator* core) : core_(core) {}
+  Service(Coordinator* core, TargetsFile* targets) : core_(core), targets_(targets) {}
 
   grpc::Status Attach(grpc::ServerContext* ctx, AttachStream* stream) override {
     v1::AgentMessage in;
@@ -116,6 +118,7 @@ class Service final : public v1::Coordinator::Service {
     info.ranks = static_cast<int>(hello.accelerators());
     auto link = std::make_shared<StreamLink>(stream, info.name);
     if (absl::Status s = core_->AddAgent(info, link); !s.ok()) return ToGrpc(s);  // AddAgent sent the Welcome
+    UpdateTargets(info.name, info.hostname, ResolveMetricsEndpoint(hello.metrics_endpoint(), ctx->peer()));
 
     while (stream->Read(&in)) {
       switch (in.msg_case()) {
@@ -142,6 +145,7 @@ class Service final : public v1::Coordinator::Service {
       }
     }
     link->Close();
+    UpdateTargets(info.name, "", "");
     core_->RemoveAgent(info.name, ctx->IsCancelled() ? "connection cancelled" : "connection closed by the agent");
     return grpc::Status::OK;
   }
@@ -234,7 +238,15 @@ class Service final : public v1::Coordinator::Service {
   }
 
  private:
+  // file_sd targets: add (endpoint set) or remove (empty) an agent; a failed write is logged, never fatal.
+  void UpdateTargets(const std::string& agent, const std::string& node, const std::string& endpoint) {
+    if (targets_ == nullptr) return;
+    absl::Status s = endpoint.empty() ? targets_->Remove(agent) : targets_->Add(agent, node, endpoint);
+    if (!s.ok()) spdlog::warn("{}", std::string(s.message()));
+  }
+
   Coordinator* core_;
+  TargetsFile* targets_;  // null without --targets-file
 };
 
 // The coordinator's own metrics, computed at scrape time from Coordinator::GetCounts().
@@ -260,7 +272,17 @@ class CoordinatorMetrics : public prometheus::Collectable {
       j.gauge.value = static_cast<double>(n);
       jobs.metric.push_back(j);
     }
-    return {agents, jobs};
+    prometheus::MetricFamily barrier;
+    barrier.name = "dlio_coordinator_barrier_wait_seconds";
+    barrier.help = "Time from the first to the last agent arriving at a step barrier.";
+    barrier.type = prometheus::MetricType::Histogram;
+    for (const auto& [job_id, h] : c.barrier_wait) {
+      prometheus::ClientMetric b;
+      b.label = {{"job_id", job_id}};
+      b.histogram = ToPrometheusHistogram(h);
+      barrier.metric.push_back(b);
+    }
+    return {agents, jobs, barrier};
   }
 
  private:
@@ -271,6 +293,7 @@ class CoordinatorMetrics : public prometheus::Collectable {
 
 struct CoordinatorServer::Impl {
   std::unique_ptr<Coordinator> core;
+  std::unique_ptr<TargetsFile> targets;
   std::unique_ptr<Service> service;
   std::unique_ptr<grpc::Server> server;
   std::shared_ptr<CoordinatorMetrics> metrics;
@@ -287,7 +310,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Opti
   Coordinator::Options co;
   co.results_dir = options.results_dir;
   impl->core = std::make_unique<Coordinator>(co);
-  impl->service = std::make_unique<Service>(impl->core.get());
+  if (!options.targets_file.empty()) {
+    impl->targets = std::make_unique<TargetsFile>(options.targets_file);
+    if (absl::Status s = impl->targets->Init(); !s.ok()) return s;
+  }
+  impl->service = std::make_unique<Service>(impl->core.get(), impl->targets.get());
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
   builder.RegisterService(impl->service.get());

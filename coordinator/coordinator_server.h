@@ -21,6 +21,7 @@ class CoordinatorServer {
     std::string listen = "127.0.0.1:0";
     std::string metrics_listen;          // empty = no /metrics
     std::string results_dir = "results";
+    std::string targets_file;            // Prometheus file_sd file of the agents' /metrics; empty = none
   };
 
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(Options options);

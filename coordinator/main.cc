@@ -8,6 +8,7 @@
 #include "coordinator/client.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/local_fleet.h"
+#include "coordinator/report.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -28,7 +29,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
                "  serve   run the coordinator service that agents attach to\n"
                "  submit  submit a DLIO workload file to a coordinator, wait, print and fetch the results\n"
-               "  run     the embedded default: a coordinator plus local agent processes on this machine",
+               "  run     the embedded default: a coordinator plus local agent processes on this machine\n"
+               "  report  write a self-contained HTML report of a result folder (two: side by side)",
                "dlio-coordinator"};
   app.require_subcommand(1);
   // Wide enough that every option's description starts on its own line (docs/cli.md is generated from this).
@@ -42,6 +44,9 @@ int main(int argc, char** argv) {
   serve->add_option("--metrics-listen", serve_metrics, "Serve the coordinator's Prometheus /metrics on HOST:PORT");
   serve->add_option("--results-dir", results_dir, "Folder the coordinator writes result files to (<dir>/<job-id>/)")
       ->default_val("results");
+  std::string targets_file;
+  serve->add_option("--targets-file", targets_file,
+                    "Keep a Prometheus file_sd JSON file of the attached agents' /metrics endpoints at PATH");
 
   // submit
   CLI::App* submit = app.add_subcommand("submit", "Submit a DLIO workload file, show progress, print the results");
@@ -78,13 +83,26 @@ int main(int argc, char** argv) {
   run->add_option("--metrics-listen", run_metrics, "Serve the embedded coordinator's /metrics on HOST:PORT");
   AddOverrideOptions(run, &r_trailing, &r_set);
 
+  // report
+  CLI::App* report = app.add_subcommand("report", "Write a self-contained HTML report of a result folder, or compare two");
+  std::vector<std::string> report_dirs;
+  std::string report_out = "report.html";
+  report->add_option("results", report_dirs, "Result folder(s) (<results-dir>/<job-id> or submit --output DIR); "
+                                             "two are compared side by side")
+      ->required()
+      ->expected(1, 2);
+  report->add_option("-o,--output", report_out, "HTML file to write")->default_val("report.html");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (*report) return dlio::WriteReportFile(report_dirs, report_out, std::cout, std::cerr);
 
   if (*serve) {
     dlio::CoordinatorServer::Options o;
     o.listen = listen;
     o.metrics_listen = serve_metrics;
     o.results_dir = results_dir;
+    o.targets_file = targets_file;
     auto server = dlio::CoordinatorServer::Start(o);
     if (!server.ok()) {
       std::cerr << "dlio-coordinator serve: " << server.status().message() << "\n";

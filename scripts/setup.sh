@@ -2,7 +2,10 @@
 # Installs what is missing (Debian 12 packages, as root), then configures and builds into build/.
 # Idempotent and quick when everything is there: apt runs only for missing packages, the build is incremental.
 #   scripts/setup.sh            runtime + build dependencies
-#   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio)
+#   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio;
+#                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests)
+# npm packages (package.json + package-lock.json, installed with `npm ci`): Chart.js, which the build embeds into
+# `dlio-coordinator report`, always; the test tools (Grafana schema, kubernetes-models, playwright-core) with --test.
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), DLIO_WERROR (ON in CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +20,13 @@ packages=(cmake g++ make pkg-config
   libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1)
 # hdf5-plugin-lzf is HDF5's lzf filter for dataset.compression: lzf; its plugin needs liblzf1 loaded beside it.
 if ((with_tests)); then
-  packages+=(prometheus python3-numpy python3-h5py python3-pil fio)
+  packages+=(prometheus python3-numpy python3-h5py python3-pil fio
+    chromium                                                   # HTML report loaded headless (tests/js/check_report.mjs)
+    slurmctld slurmd slurm-client                              # slurm/dlio.sbatch on 4 emulated nodes
+    golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev)  # Helm chart rendering (tests/minihelm)
 fi
+# Node.js + npm: in the base image (Node 20); Debian's own when missing.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,7 +39,22 @@ if ((${#missing[@]})); then
   fi
   echo "setup: installing ${missing[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Wait for a dpkg lock held by another apt run on the same machine instead of failing at once.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# npm packages, pinned by package-lock.json; skipped when node_modules already matches the lock file and mode.
+npm_mode=$( ((with_tests)) && echo all || echo runtime)
+stamp=node_modules/.dlio-installed
+if ! { [[ -f $stamp ]] && [[ "$(cat "$stamp")" == "$npm_mode $(sha256sum < package-lock.json)" ]]; }; then
+  echo "setup: npm ci ($npm_mode)"
+  if ((with_tests)); then
+    npm ci --no-audit --no-fund --loglevel=error
+  else
+    npm ci --omit=dev --no-audit --no-fund --loglevel=error
+  fi
+  echo "$npm_mode $(sha256sum < package-lock.json)" > "$stamp"
 fi
 
 build_dir=${BUILD_DIR:-build}

@@ -1,0 +1,67 @@
+#include "agent/metrics.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace dlio {
+namespace {
+
+const prometheus::MetricFamily* Find(const std::vector<prometheus::MetricFamily>& fs, const std::string& name) {
+  for (const auto& f : fs) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::string Label(const prometheus::ClientMetric& m, const std::string& name) {
+  for (const auto& l : m.label) {
+    if (l.name == name) return l.value;
+  }
+  return "";
+}
+
+TEST(AgentMetrics, StepHistogramsAreExportedPerRankInSeconds) {
+  AgentMetrics metrics("agent-a");
+  RankMetrics* r = metrics.Rank("job-1", 3);
+  r->RecordStep(2'000'000, 10'000'000, 1'000'000);  // 2 ms wait, 10 ms step, 1 ms barrier
+  r->RecordStep(4'000'000, 12'000'000, 3'000'000);
+  r->SetPhase(RankPhase::kTrain);
+  const auto families = metrics.Collect();
+  const auto* wait = Find(families, "dlio_batch_wait_seconds");
+  ASSERT_NE(wait, nullptr);
+  ASSERT_EQ(wait->metric.size(), 1u);
+  const auto& h = wait->metric[0].histogram;
+  EXPECT_EQ(h.sample_count, 2u);
+  EXPECT_NEAR(h.sample_sum, 0.006, 1e-12);
+  EXPECT_EQ(Label(wait->metric[0], "rank"), "3");
+  EXPECT_EQ(Label(wait->metric[0], "job_id"), "job-1");
+  EXPECT_EQ(Label(wait->metric[0], "agent"), "agent-a");
+  // Cumulative buckets in increasing bounds, ending with +Inf = count.
+  ASSERT_EQ(h.bucket.size(), 33u);  // 2^10 .. 2^41 ns, + +Inf
+  for (size_t i = 1; i < h.bucket.size(); ++i) {
+    EXPECT_GE(h.bucket[i].cumulative_count, h.bucket[i - 1].cumulative_count);
+    EXPECT_GT(h.bucket[i].upper_bound, h.bucket[i - 1].upper_bound);
+  }
+  EXPECT_TRUE(std::isinf(h.bucket.back().upper_bound));
+  EXPECT_EQ(h.bucket.back().cumulative_count, 2u);
+  EXPECT_EQ(Find(families, "dlio_step_duration_seconds")->metric[0].histogram.sample_count, 2u);
+  EXPECT_NEAR(Find(families, "dlio_barrier_wait_seconds")->metric[0].histogram.sample_sum, 0.004, 1e-12);
+  EXPECT_EQ(Find(families, "dlio_checkpoint_duration_seconds")->metric[0].histogram.sample_count, 0u);
+  const auto* phase = Find(families, "dlio_phase");
+  ASSERT_NE(phase, nullptr);
+  EXPECT_EQ(Label(phase->metric[0], "phase"), "train");
+  EXPECT_EQ(phase->metric[0].gauge.value, 1);
+  EXPECT_EQ(Find(families, "dlio_prefetch_queue_depth")->metric[0].gauge.value, 0);
+  EXPECT_EQ(Label(Find(families, "dlio_read_bytes_total")->metric[0], "phase"), "train");
+  EXPECT_EQ(Label(Find(families, "dlio_write_bytes_total")->metric[0], "phase"), "generate");
+}
+
+TEST(AdvertisedMetricsEndpoint, KeepsTheListenHostWithTheBoundPort) {
+  EXPECT_EQ(AdvertisedMetricsEndpoint("127.0.0.1:0", 41234), "127.0.0.1:41234");
+  EXPECT_EQ(AdvertisedMetricsEndpoint("0.0.0.0:9464", 9464), "0.0.0.0:9464");
+  EXPECT_EQ(AdvertisedMetricsEndpoint("9464", 9464), ":9464");
+}
+
+}  // namespace
+}  // namespace dlio

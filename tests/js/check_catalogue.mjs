@@ -1,0 +1,33 @@
+// docs/metrics.md against live scrapes: every metric family an agent or the coordinator exports appears in the
+// catalogue with the same type and the exact HELP text and a unit, and every catalogue row is exported by one of
+// them. Rows are the markdown table lines "| `name` | type | unit | labels | HELP |".
+//   node tests/js/check_catalogue.mjs docs/metrics.md SCRAPE.txt...
+import { readFileSync } from 'node:fs';
+
+const [doc, ...scrapes] = process.argv.slice(2);
+const rows = new Map();
+for (const line of readFileSync(doc, 'utf8').split('\n')) {
+  const m = /^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|([^|]*)\|([^|]*)\|([^|]*)\|(.*)\|\s*$/.exec(line);
+  if (m) rows.set(m[1], { type: m[2].trim(), unit: m[3].trim(), labels: m[4].trim(), help: m[5].trim() });
+}
+const exported = new Map();
+for (const file of scrapes) {
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    let m = /^# HELP (\S+) (.*)$/.exec(line);
+    if (m) exported.set(m[1], { ...(exported.get(m[1]) ?? {}), help: m[2] });
+    m = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (m) exported.set(m[1], { ...(exported.get(m[1]) ?? {}), type: m[2] });
+  }
+}
+const problems = [];
+for (const [name, e] of exported) {
+  const r = rows.get(name);
+  if (!r) { problems.push(`${name}: exported but not in ${doc}`); continue; }
+  if (r.type !== e.type) problems.push(`${name}: type ${e.type} exported, ${r.type} documented`);
+  if (r.help !== e.help) problems.push(`${name}: HELP "${e.help}" exported, "${r.help}" documented`);
+  if (!r.unit) problems.push(`${name}: no unit documented`);
+}
+for (const name of rows.keys()) if (!exported.has(name)) problems.push(`${name}: documented but not exported`);
+console.log(`${exported.size} families exported, ${rows.size} documented`);
+for (const p of problems) console.log(`  ${p}`);
+process.exit(problems.length || exported.size === 0 ? 1 : 0);

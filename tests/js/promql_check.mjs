@@ -1,0 +1,111 @@
+// Every PromQL expression of every dashboard panel and of dashboards/rules.yml, queried against a live Prometheus
+// during a run (tests/observe/prometheus_fleet.sh drives it). An expression "returns data" when an instant query
+// gives at least one sample with a finite value; the queries are repeated every 2 s until DONE_FILE exists (plus
+// one last round), so expressions that only have data in one phase (generation) are caught when it happens.
+// Expressions empty by design are listed in EMPTY_BY_DESIGN with the reason; those marked `missing feature` must
+// stay empty (so the list is updated when evaluation and checkpointing arrive), alerts may go either way.
+//   node tests/js/promql_check.mjs PROMETHEUS_URL DONE_FILE DASHBOARD.json... RULES.yml
+import { readFileSync, existsSync } from 'node:fs';
+import { parse } from 'yaml';
+
+const [url, doneFile, ...files] = process.argv.slice(2);
+
+// Grafana's variables, as a dashboard user with this run selected would have them.
+const substitute = (expr) => expr
+  .replaceAll('$__rate_interval', '10s')   // Grafana: max(4 x scrape interval (1 s here), step + scrape)
+  .replaceAll('$job_id', '.+')              // one job in the run
+  .replaceAll('$agent', '.+');              // "All"
+
+const EMPTY_BY_DESIGN = {
+  'run-overview.json / Evaluation samples/s / A':
+    { kind: 'missing feature', reason: 'evaluation is not implemented yet: no phase="eval" series exist' },
+  'checkpoints.json / Checkpoint duration / A':
+    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: the checkpoint histogram has no observation' },
+  'checkpoints.json / Checkpoint duration / B':
+    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: the checkpoint histogram has no observation' },
+  'checkpoints.json / Checkpoint write throughput per agent / A':
+    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: no phase="checkpoint" write series exist' },
+  'checkpoints.json / Checkpoints written per agent / A':
+    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: every checkpoint count is 0' },
+  'checkpoints.json / Ranks checkpointing now / A':
+    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: no rank is ever in phase "checkpoint"' },
+  'rules.yml / record job_id_le:dlio_checkpoint_duration_seconds_bucket:rate1m':
+    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: the rule keeps only jobs with a checkpoint' },
+  'rules.yml / alert DlioAcceleratorUtilizationBelowTarget':
+    { kind: 'alert', reason: 'an alert expression has data only while its condition holds (AU below target while training)' },
+  'rules.yml / alert DlioAgentDown':
+    { kind: 'alert', reason: 'an alert expression has data only while its condition holds (an agent not answering scrapes)' },
+};
+
+const exprs = [];
+for (const file of files) {
+  const name = file.split('/').pop();
+  if (file.endsWith('.json')) {
+    const d = JSON.parse(readFileSync(file, 'utf8'));
+    for (const p of d.panels ?? []) {
+      for (const t of p.targets ?? []) exprs.push({ key: `${name} / ${p.title} / ${t.refId}`, expr: substitute(t.expr) });
+    }
+    for (const v of d.templating?.list ?? []) {
+      const q = typeof v.query === 'object' ? v.query.query : v.query;
+      const m = /^label_values\((.*),\s*(\w+)\)$/.exec(q ?? '');
+      if (m) exprs.push({ key: `${name} / variable ${v.name}`, expr: substitute(m[1]) });
+    }
+  } else {
+    for (const g of parse(readFileSync(file, 'utf8')).groups) {
+      for (const r of g.rules) {
+        exprs.push({ key: `${name} / ${r.record ? 'record ' + r.record : 'alert ' + r.alert}`, expr: r.expr.trim() });
+        if (r.record) exprs.push({ key: `${name} / recorded series ${r.record}`, expr: r.record, rule_of: `${name} / record ${r.record}` });
+      }
+    }
+  }
+}
+
+async function query(expr) {
+  const res = await fetch(`${url}/api/v1/query`, { method: 'POST', body: new URLSearchParams({ query: expr }) });
+  const j = await res.json();
+  if (j.status !== 'success') throw new Error(`${j.errorType}: ${j.error}`);
+  const finite = (v) => Number.isFinite(Number(v));
+  if (j.data.resultType === 'vector') return j.data.result.filter((s) => finite(s.value[1])).length;
+  if (j.data.resultType === 'scalar') return finite(j.data.result[1]) ? 1 : 0;
+  return 0;
+}
+
+const seen = new Map(exprs.map((e) => [e.key, 0]));
+const errors = new Map();
+let rounds = 0;
+for (let last = false; ; ) {
+  last = existsSync(doneFile);
+  ++rounds;
+  for (const e of exprs) {
+    try {
+      const n = await query(e.expr);
+      if (n > 0) seen.set(e.key, seen.get(e.key) + 1);
+    } catch (err) {
+      errors.set(e.key, String(err));
+    }
+  }
+  if (last) break;
+  await new Promise((r) => setTimeout(r, 2000));
+}
+
+let failures = 0;
+console.log(`${exprs.length} expressions, ${rounds} query rounds`);
+for (const e of exprs) {
+  const hits = seen.get(e.key);
+  const design = EMPTY_BY_DESIGN[e.key] ?? (e.rule_of ? EMPTY_BY_DESIGN[e.rule_of] : undefined);
+  let verdict;
+  if (errors.has(e.key)) { verdict = `FAIL query error: ${errors.get(e.key)}`; ++failures; }
+  else if (!design) { verdict = hits ? `data (${hits}/${rounds} rounds)` : 'FAIL no data'; if (!hits) ++failures; }
+  else if (design.kind === 'missing feature') {
+    verdict = hits ? `FAIL has data although listed as empty (${design.reason}): update the list` : `empty by design: ${design.reason}`;
+    if (hits) ++failures;
+  } else {
+    verdict = `${hits ? `data (${hits}/${rounds} rounds)` : 'empty'}; may be empty by design: ${design.reason}`;
+  }
+  console.log(`${verdict.startsWith('FAIL') ? 'FAIL' : 'ok  '}  ${e.key}: ${verdict}`);
+}
+for (const key of Object.keys(EMPTY_BY_DESIGN)) {
+  if (!seen.has(key)) { console.log(`FAIL  EMPTY_BY_DESIGN names an unknown expression: ${key}`); ++failures; }
+}
+console.log(`expressions: ${exprs.length - failures} ok, ${failures} failing`);
+process.exit(failures ? 1 : 0);

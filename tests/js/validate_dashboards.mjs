@@ -1,0 +1,50 @@
+// Validates Grafana dashboard JSON files against a JSON Schema generated from Grafana's own TypeScript types
+// (npm @grafana/schema, the classic dashboard model: raw/dashboard/x/types.gen.d.ts, type Dashboard) with
+// ts-json-schema-generator, using ajv. Also checks what the schema cannot: every panel has a datasource, every
+// query target has an expression, ids are unique, and the datasource, job_id and agent variables exist.
+//   node tests/js/validate_dashboards.mjs DASHBOARD.json...   (exit 1 on any failure)
+import { createGenerator } from 'ts-json-schema-generator';
+import Ajv from 'ajv';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+const require = createRequire(import.meta.url);
+const schemaDir = join(dirname(require.resolve('@grafana/schema/package.json')), 'dist/types/raw/dashboard/x');
+// Generating takes ~5 s; DASHBOARD_SCHEMA_CACHE (a file path) lets one test reuse it.
+const cache = process.env.DASHBOARD_SCHEMA_CACHE;
+const schema = cache && existsSync(cache) ? JSON.parse(readFileSync(cache, 'utf8')) : createGenerator({
+  path: join(schemaDir, 'types.gen.d.ts'), type: 'Dashboard', skipTypeCheck: true, additionalProperties: true,
+}).createSchema('Dashboard');
+if (cache && !existsSync(cache)) writeFileSync(cache, JSON.stringify(schema));
+const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+
+let failed = 0;
+for (const file of process.argv.slice(2)) {
+  const problems = [];
+  const d = JSON.parse(readFileSync(file, 'utf8'));
+  if (!validate(d)) {
+    // Panels are `Panel | RowPanel`: a bad panel also reports RowPanel's required properties; print them all.
+    for (const e of validate.errors) problems.push(`schema: ${e.instancePath || '/'} ${e.message}`);
+  }
+  const vars = (d.templating?.list ?? []).map((v) => v.name);
+  for (const v of ['datasource', 'job_id']) if (!vars.includes(v)) problems.push(`missing template variable ${v}`);
+  const ids = new Set();
+  let queries = 0;
+  for (const p of d.panels ?? []) {
+    if (ids.has(p.id)) problems.push(`duplicate panel id ${p.id}`);
+    ids.add(p.id);
+    if (p.type === 'row') continue;
+    if (p.datasource?.uid !== '${datasource}') problems.push(`panel "${p.title}": datasource is not \${datasource}`);
+    if (!p.targets?.length) problems.push(`panel "${p.title}": no query`);
+    for (const t of p.targets ?? []) {
+      ++queries;
+      if (!t.expr) problems.push(`panel "${p.title}" ${t.refId}: empty expr`);
+    }
+  }
+  console.log(`${file}: schemaVersion ${d.schemaVersion}, ${d.panels?.length ?? 0} panels, ${queries} queries, ` +
+              `variables ${vars.join(', ')}: ${problems.length ? 'INVALID' : 'valid'}`);
+  for (const p of problems) console.log(`  ${p}`);
+  if (problems.length) ++failed;
+}
+process.exit(failed ? 1 : 0);

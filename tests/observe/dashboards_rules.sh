@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# dashboards/: rules pass `promtool check rules` and `promtool test rules`; every dashboard validates against the
+# JSON Schema generated from npm @grafana/schema (and a deliberately broken one is rejected, so the check bites).
+# shellcheck source=tests/observe/lib.sh
+source "$(dirname "$0")/lib.sh"
+need promtool node
+export DASHBOARD_SCHEMA_CACHE=$WORK/dashboard.schema.json
+promtool check rules "$SRC/dashboards/rules.yml"
+(cd "$SRC/dashboards" && promtool test rules rules_test.yml)
+node "$SRC/tests/js/validate_dashboards.mjs" "$SRC"/dashboards/*.json
+# Negative: a panel width as a string and no schemaVersion must be rejected.
+node -e '
+const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+delete d.schemaVersion; d.panels.find((p) => p.type !== "row").gridPos.w = "wide";
+require("fs").writeFileSync(process.argv[2], JSON.stringify(d));' "$SRC/dashboards/agents.json" "$WORK/broken.json"
+if node "$SRC/tests/js/validate_dashboards.mjs" "$WORK/broken.json" > "$WORK/broken.out"; then
+  echo "a broken dashboard passed validation" >&2; exit 1
+fi
+grep -q "schemaVersion" "$WORK/broken.out" && grep -q "gridPos/w must be number" "$WORK/broken.out"
+echo "broken dashboard rejected as expected"

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# helm/dlio renders offline, with its defaults and with an override, through tests/minihelm (Go text/template +
+# sprig from Debian's packages, the engine Helm uses); the merged values validate against values.schema.json and
+# every rendered manifest against npm kubernetes-models; bad overrides are rejected; a broken manifest is caught.
+# shellcheck source=tests/observe/lib.sh
+source "$(dirname "$0")/lib.sh"
+need go node
+chart=$SRC/helm/dlio
+mkdir -p "$WORK/gopath/src/minihelm"
+cp "$SRC/tests/minihelm/main.go" "$WORK/gopath/src/minihelm/"
+# GOPATH mode: Debian's gocode tree has no module layout for the /v3 import paths (ecosystem.md §4).
+(cd "$WORK/gopath/src/minihelm" && GO111MODULE=off GOPATH="$WORK/gopath:/usr/share/gocode" GOCACHE="$WORK/gocache" \
+  go build -o "$WORK/minihelm" .)
+mh() { "$WORK/minihelm" "$@"; }
+
+check() {  # check NAME [minihelm args...]: render, validate values and manifests
+  local name=$1; shift
+  mh "$@" "$chart" > "$WORK/$name.yaml"
+  mh --values-json "$@" "$chart" > "$WORK/$name.values.json"
+  echo "== $name: $(grep -c '^# Source:' "$WORK/$name.yaml") templates rendered"
+  node "$SRC/tests/js/validate_chart.mjs" "$chart/values.schema.json" "$WORK/$name.values.json" "$WORK/$name.yaml"
+}
+
+check default
+kinds=$(grep '^kind:' "$WORK/default.yaml" | sort | tr '\n' ' ')
+[[ $kinds == "kind: ConfigMap kind: Deployment kind: Job kind: Secret kind: Service kind: Service kind: StatefulSet " ]] \
+  || { echo "default kinds: $kinds" >&2; exit 1; }
+grep -q 'clusterIP: None' "$WORK/default.yaml"                     # headless Service for the StatefulSet
+grep -q 'fieldPath: metadata.name' "$WORK/default.yaml"            # POD_NAME from the downward API
+grep -q -- '--token-file=/etc/dlio/token/token' "$WORK/default.yaml"
+grep -q 'hostPath:' "$WORK/default.yaml"
+grep -A2 'requests:' "$WORK/default.yaml" | grep -q 'cpu:'
+
+check override -f "$SRC/tests/observe/fixtures/helm-override.yaml" --set agents.logLevel=debug
+kinds=$(grep '^kind:' "$WORK/override.yaml" | sort | tr '\n' ' ')
+[[ $kinds == "kind: ConfigMap kind: DaemonSet kind: Deployment kind: Job kind: Service kind: Service kind: ServiceMonitor " ]] \
+  || { echo "override kinds: $kinds" >&2; exit 1; }
+grep -q 'claimName: lustre-dlio' "$WORK/override.yaml"
+grep -q 'secretName: dlio-token-prod' "$WORK/override.yaml"
+grep -q 'image: registry.example.org/hpc/dlio-cpp:0.1.0-test' "$WORK/override.yaml"
+grep -q -- '--log-level=debug' "$WORK/override.yaml"
+grep -q '"++workload.train.epochs=3"' "$WORK/override.yaml"
+
+# values.schema.json rejects bad overrides, naming the value.
+bad() {  # bad EXPECTED --set ...
+  local expect=$1; shift
+  mh --values-json "$@" "$chart" > "$WORK/bad.json"
+  if node "$SRC/tests/js/validate_chart.mjs" "$chart/values.schema.json" "$WORK/bad.json" 2> "$WORK/bad.err"; then
+    echo "accepted a bad override: $*" >&2; exit 1
+  fi
+  grep -q "$expect" "$WORK/bad.err" || { cat "$WORK/bad.err"; exit 1; }
+  echo "rejected as expected ($*): $(head -1 "$WORK/bad.err")"
+}
+bad '/agents/kind' --set agents.kind=Deployment
+bad '/agents/replicas' --set agents.replicas=two
+bad '/data' --set data.type=persistentVolumeClaim
+bad '/agents/metricsPort' --set agents.metricsPort=70000
+
+# The manifest validator bites: a containerPort that is not an integer is refused.
+sed 's/containerPort: 9464/containerPort: "metrics"/' "$WORK/default.yaml" > "$WORK/broken.yaml"
+if node "$SRC/tests/js/validate_chart.mjs" "$chart/values.schema.json" "$WORK/default.values.json" "$WORK/broken.yaml" \
+     2> "$WORK/broken.err"; then
+  echo "a broken manifest passed" >&2; exit 1
+fi
+grep -q containerPort "$WORK/broken.err"
+echo "chart checks passed"

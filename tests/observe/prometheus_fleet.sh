@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# A real Prometheus (Debian's) scrapes a coordinator and two agents found through the coordinator's file_sd file,
+# during a run (generate + 3 training epochs, ~30 s); then:
+#  - every target is up, and each /metrics scrape passes `promtool check metrics`;
+#  - dashboards/prometheus.yml (with its two EDIT lines replaced) passes `promtool check config`;
+#  - every PromQL expression of every dashboard panel and of dashboards/rules.yml returns data through the HTTP API,
+#    except those empty by design, which tests/js/promql_check.mjs lists with the reason.
+# shellcheck source=tests/observe/lib.sh
+source "$(dirname "$0")/lib.sh"
+need prometheus promtool node curl
+
+grpc_port=$(free_port); coord_metrics=$(free_port); prom_port=$(free_port)
+mkdir -p "$WORK/root" "$WORK/targets" "$WORK/prom"
+
+# The sample configuration, made fast (1 s scrapes and file_sd refresh) and pointed at this run.
+sed -e "s|scrape_interval: 15s|scrape_interval: 1s|; s|evaluation_interval: 15s|evaluation_interval: 1s|" \
+    -e "s|refresh_interval: 30s|refresh_interval: 1s|" \
+    -e "s|\"dlio-coordinator:9100\"|\"127.0.0.1:$coord_metrics\"|" \
+    -e "s|\"/var/lib/dlio/targets.json\"|\"$WORK/targets/agents.json\"|" \
+    "$SRC/dashboards/prometheus.yml" > "$WORK/prom/prometheus.yml"
+grep -q "127.0.0.1:$coord_metrics" "$WORK/prom/prometheus.yml" && grep -q "$WORK/targets/agents.json" "$WORK/prom/prometheus.yml"
+cp "$SRC/dashboards/rules.yml" "$WORK/prom/rules.yml"
+
+start coordinator "$BIN/dlio-coordinator" serve --listen "127.0.0.1:$grpc_port" --metrics-listen "127.0.0.1:$coord_metrics" \
+  --targets-file "$WORK/targets/agents.json" --results-dir "$WORK/results"
+wait_for 10 test -f "$WORK/targets/agents.json"
+promtool check config "$WORK/prom/prometheus.yml"
+
+# Prometheus first: its first scrape of a file_sd target comes ~5 s after start (discovery updates are throttled).
+start prometheus prometheus --config.file="$WORK/prom/prometheus.yml" --storage.tsdb.path="$WORK/prom/data" \
+  --web.listen-address="127.0.0.1:$prom_port" --log.level=warn
+wait_for 20 curl -sf "127.0.0.1:$prom_port/-/ready"
+
+for n in 1 2; do
+  start "agent-n$n" "$BIN/dlio-agent" --coordinator "127.0.0.1:$grpc_port" --data-root "$WORK/root" --name "agent-n$n" \
+    --node "n$n" --accelerators 2 --metrics-listen 0.0.0.0:0 --reconnect-window 3 --log-level warn
+done
+wait_for 20 python3 -c "import json,sys; sys.exit(len(json.load(open('$WORK/targets/agents.json'))) != 2)"
+echo "file_sd targets: $(tr -d ' \n' < "$WORK/targets/agents.json")"
+
+# 4 ranks x 100 steps x 0.1 s compute x 3 epochs: ~30 s of training, with generation first.
+workload 400 0.1 3 > "$WORK/job.yaml"
+(
+  "$BIN/dlio-coordinator" submit "$WORK/job.yaml" --coordinator "127.0.0.1:$grpc_port" --agents 2 \
+    --wait-for-agents 30 --output "$WORK/out" > "$WORK/submit.log" 2>&1
+  echo $? > "$WORK/submit.rc"
+  sleep 3   # one more evaluation of the 1m-window rules after the end
+  touch "$WORK/done"
+) &
+PIDS+=($!)
+
+# Mid-run: every target up; every /metrics passes promtool's lint.
+wait_for 30 bash -c "curl -s '127.0.0.1:$prom_port/api/v1/targets' | python3 -c '
+import json, sys
+t = json.load(sys.stdin)[\"data\"][\"activeTargets\"]
+sys.exit(not (len(t) == 3 and all(x[\"health\"] == \"up\" for x in t)))'"
+curl -s "127.0.0.1:$prom_port/api/v1/targets" | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["data"]["activeTargets"]:
+    print("target", t["labels"]["job"], t["scrapeUrl"], t["labels"].get("node", "-"), t["health"])'
+wait_for 60 grep -q "train-epoch-1" "$WORK/submit.log"
+for url in $(curl -s "127.0.0.1:$prom_port/api/v1/targets" | python3 -c '
+import json, sys
+print(" ".join(t["scrapeUrl"] for t in json.load(sys.stdin)["data"]["activeTargets"]))'); do
+  curl -s "$url" > "$WORK/scrape.txt"
+  grep -q '^dlio_' "$WORK/scrape.txt"
+  promtool check metrics < "$WORK/scrape.txt" || { echo "promtool check metrics failed for $url" >&2; exit 1; }
+  echo "promtool check metrics: clean for $url"
+done
+
+node "$SRC/tests/js/promql_check.mjs" "http://127.0.0.1:$prom_port" "$WORK/done" \
+  "$SRC"/dashboards/*.json "$SRC/dashboards/rules.yml"
+[[ $(cat "$WORK/submit.rc") == 0 ]] || { cat "$WORK/submit.log"; exit 1; }
+grep -q '"num_hosts": 2' "$WORK/out/summary.json"
+echo "run and queries done"

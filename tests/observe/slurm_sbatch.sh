@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A real Slurm on this host (Debian's slurmctld + 4 slurmd emulating nodes n1..n4, auth/none; ecosystem.md §5)
+# runs `sbatch -N 4 slurm/dlio.sbatch JOB.yaml OUTPUT_DIR` end to end: the result lists 4 agents on 4 distinct
+# node names (num_hosts 4), and the script tore down everything it started.
+# shellcheck source=tests/observe/lib.sh
+source "$(dirname "$0")/lib.sh"
+need slurmctld slurmd sbatch scontrol sinfo
+[[ $(id -u) == 0 ]] || { echo "Slurm daemons need root here (SlurmUser=root): run as root" >&2; exit 1; }
+
+S=$WORK/slurm
+mkdir -p "$S/state" "$S/spool" "$S/run" "$S/log"
+ctld_port=$(free_port)
+node_ports=()
+for _ in 1 2 3 4; do node_ports+=("$(free_port)"); done
+# A private cluster: its own ports, state, pid and log files (other tests or users on the host are not disturbed).
+cat > "$S/slurm.conf" <<CONF
+ClusterName=dliotest
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+SlurmctldPort=$ctld_port
+StateSaveLocation=$S/state
+SlurmdSpoolDir=$S/spool/%n
+SlurmctldPidFile=$S/run/slurmctld.pid
+SlurmdPidFile=$S/run/slurmd-%n.pid
+SlurmctldLogFile=$S/log/slurmctld.log
+SlurmdLogFile=$S/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=5
+MinJobAge=10
+MailProg=/bin/true
+SlurmdParameters=config_overrides
+NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=${node_ports[0]} CPUs=2 RealMemory=2000 State=UNKNOWN
+NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=${node_ports[1]} CPUs=2 RealMemory=2000 State=UNKNOWN
+NodeName=n3 NodeHostname=localhost NodeAddr=127.0.0.1 Port=${node_ports[2]} CPUs=2 RealMemory=2000 State=UNKNOWN
+NodeName=n4 NodeHostname=localhost NodeAddr=127.0.0.1 Port=${node_ports[3]} CPUs=2 RealMemory=2000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+export SLURM_CONF=$S/slurm.conf
+
+# The daemons fork into the background; their pids (from the pid files) join the cleanup list.
+stop_slurm() {
+  for f in "$S"/run/slurmd-*.pid "$S/run/slurmctld.pid"; do
+    [[ -f $f ]] && PIDS+=("$(cat "$f")")
+  done
+  return 0
+}
+trap 'stop_slurm; cleanup' EXIT
+slurmctld -i
+for n in n1 n2 n3 n4; do slurmd -N "$n"; done
+# shellcheck disable=SC2016  # expanded by the inner bash
+wait_for 30 bash -c '[[ $(sinfo -h -o "%D %t" | awk "\$2 == \"idle\" {s += \$1} END {print s}") == 4 ]]'
+sinfo
+
+mkdir -p "$WORK/data"
+workload 64 0.01 2 > "$WORK/job.yaml"
+start_s=$SECONDS
+DLIO_BIN_DIR=$BIN DLIO_DATA_ROOT=$WORK/data \
+  sbatch --wait -N 4 -o "$WORK/sbatch.log" -D "$WORK" "$SRC/slurm/dlio.sbatch" "$WORK/job.yaml" "$WORK/out" \
+  || { echo "sbatch failed"; cat "$WORK/sbatch.log"; for f in "$WORK"/out/slurm/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
+echo "sbatch --wait returned after $((SECONDS - start_s)) s"
+cat "$WORK/sbatch.log"
+
+python3 - "$WORK/out/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+agents = s["dlio_ext"]["agents"]
+names = sorted(a["name"] for a in agents)
+nodes = sorted(a["hostname"] for a in agents)
+print("agents:", names, "nodes:", nodes, "num_hosts:", s["num_hosts"], "num_accelerators:", s["num_accelerators"])
+assert names == ["n1", "n2", "n3", "n4"], names
+assert len(set(nodes)) == 4, nodes
+assert s["num_hosts"] == 4 and s["num_accelerators"] == 4
+assert s["metric"]["train_au_percentage"] and len(s["metric"]["train_au_percentage"]) == 2
+PY
+ls "$WORK/out/slurm"
+# Torn down: no process of this run is left (the agents exited after losing the coordinator).
+sleep 1
+if pgrep -f -- "--data-root $WORK/data" > /dev/null; then echo "agents left running" >&2; pgrep -af -- "--data-root $WORK/data"; exit 1; fi
+if pgrep -f -- "--targets-file $WORK/out/slurm" > /dev/null; then echo "coordinator left running" >&2; exit 1; fi
+echo "slurm run passed"
