@@ -90,8 +90,10 @@ struct AgentServer::Impl {
 
 absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseCommand& cmd) const {
   if (cmd.kind != PhaseKind::kGenerate) return std::vector<RankEpochResult>();
-  const std::string where = absl::StrCat("agent '", opt.name, "' (ranks ", cmd.first_rank, "-",
-                                         cmd.first_rank + cmd.local_ranks - 1, ") job ", cmd.job_id, " phase ",
+  const std::string ranks = cmd.local_ranks == 1 ? absl::StrCat("rank ", cmd.first_rank)
+                                                  : absl::StrCat("ranks ", cmd.first_rank, "-",
+                                                                 cmd.first_rank + cmd.local_ranks - 1);
+  const std::string where = absl::StrCat("agent '", opt.name, "' (", ranks, ") job ", cmd.job_id, " phase ",
                                          cmd.phase_id);
   absl::StatusOr<std::filesystem::path> dir = ResolveUnderRoot(opt.data_root, cmd.spec.data_folder,
                                                                "dataset.data_folder");

@@ -51,10 +51,20 @@ absl::StatusOr<uint64_t> FreeBytes(const fs::path& path) {
   return Mul(static_cast<uint64_t>(st.f_bavail), static_cast<uint64_t>(st.f_frsize));
 }
 
-absl::Status CheckDatasetFits(const fs::path& data_dir, const WorkloadSpec& spec, const std::string& ext) {
-  const uint64_t need = DatasetBytes(spec);
-  absl::StatusOr<uint64_t> free = FreeBytes(data_dir);
+absl::Status CheckSpace(const fs::path& dir, const std::string& key, uint64_t need, uint64_t reclaimable,
+                        const std::string& what) {
+  absl::StatusOr<uint64_t> free = FreeBytes(dir);
   if (!free.ok()) return free.status();
+  const uint64_t available = *free + reclaimable;
+  if (need <= available) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      key, " '", dir.string(), "': ", what, " needs about ", need, " bytes (", Human(need), ") but its file system has ",
+      "only ", available, " bytes (", Human(available), ") available",
+      reclaimable > 0 ? absl::StrCat(", counting the ", reclaimable, " bytes of files it replaces") : "",
+      "; refused before writing any file"));
+}
+
+absl::Status CheckDatasetFits(const fs::path& data_dir, const WorkloadSpec& spec, const std::string& ext) {
   uint64_t existing = 0;
   std::error_code ec;
   const fs::path train = data_dir / "train";
@@ -68,14 +78,9 @@ absl::Status CheckDatasetFits(const fs::path& data_dir, const WorkloadSpec& spec
       }
     }
   }
-  const uint64_t available = *free + existing;
-  if (need <= available) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "dataset.data_folder '", data_dir.string(), "': the dataset needs about ", need, " bytes (", Human(need), ": ",
-      spec.num_files_train, " files x ", spec.num_samples_per_file, " samples x ", spec.SampleDim(), "^2 bytes) but ",
-      "its file system has only ", available, " bytes (", Human(available), ") available",
-      existing > 0 ? absl::StrCat(", counting the ", existing, " bytes of dataset files already there") : "",
-      "; refused before writing any file"));
+  return CheckSpace(data_dir, "dataset.data_folder", DatasetBytes(spec), existing,
+                    absl::StrCat("the dataset (", spec.num_files_train, " files x ", spec.num_samples_per_file,
+                                 " samples x ", spec.SampleDim(), "^2 bytes)"));
 }
 
 }  // namespace dlio

@@ -27,4 +27,9 @@ absl::StatusOr<uint64_t> FreeBytes(const std::filesystem::path& path);
 // `ext`: the format's file extension (existing files with it under data_dir/train count as free space).
 absl::Status CheckDatasetFits(const std::filesystem::path& data_dir, const WorkloadSpec& spec, const std::string& ext);
 
+// The general check, for whatever an agent is about to write (a dataset, checkpoints): `need` bytes into `dir`,
+// `reclaimable` of which are files it will replace. `what` names the data in the refusal ("the dataset (...)").
+absl::Status CheckSpace(const std::filesystem::path& dir, const std::string& key, uint64_t need,
+                        uint64_t reclaimable, const std::string& what);
+
 }  // namespace dlio

@@ -450,7 +450,7 @@ TEST(Preflight, DatasetLargerThanTheFreeSpaceIsRefusedBeforeAnyFileIsWritten) {
                                      seconds(60));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   // floor(sqrt(10^9)) = 31622: 10^6 x 31622^2 bytes.
-  EXPECT_TRUE(Contains(r.err, "the dataset needs about 999950884000000 bytes")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "needs about 999950884000000 bytes")) << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(has only \d+ bytes \([0-9.]+ [kMGTP]?B\) available)"))) << r.err;
   EXPECT_TRUE(Contains(r.err, "phase generate")) << r.err;
   EXPECT_TRUE(fs::is_empty(dir.path() / "root")) << "a file was written";
