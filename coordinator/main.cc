@@ -60,8 +60,10 @@ int main(int argc, char** argv) {
   CLI::App app{"dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
                "  serve    run the coordinator service that agents attach to\n"
                "  submit   submit a DLIO workload file to a coordinator, follow it, print and fetch the results\n"
-               "  status   show one job;  list: every job and the attached agents\n"
-               "  cancel   cancel a queued or running job;  results: print or fetch a job's result files\n"
+               "  status   show one job\n"
+               "  list     list every job and the attached agents\n"
+               "  cancel   cancel a queued or running job\n"
+               "  results  print or fetch a job's result files\n"
                "  run      the embedded default: a coordinator plus local agent processes on this machine\n"
                "Exit codes: 0 ok, 1 job not successful or not found, 2 bad input, 3 coordinator unreachable, "
                "4 refused (token)",

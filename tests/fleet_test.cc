@@ -496,5 +496,23 @@ TEST(Placement, NumHostsCountsDistinctNodeNamesAndAcceleratorCountsMustMatch) {
   EXPECT_EQ(summary["num_hosts"], 2) << "agent-0 and agent-1 share node-a";
 }
 
+TEST(Metrics, CoordinatorMetricsPassPromtool) {
+  TempDir dir;
+  const int mport = FreePort();
+  Fleet fleet(dir, {"--metrics-listen", "127.0.0.1:" + std::to_string(mport)});
+  fleet.AddAgent("agent-0");
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 8, 0.01));  // one rank: 8 steps, 8 barriers
+  const CommandResult r = fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string metrics = HttpGet(mport, "/metrics");
+  for (const char* line : {"dlio_coordinator_agents 1", "dlio_coordinator_jobs{state=\"succeeded\"} 1",
+                           "dlio_coordinator_leases_expired_total 0", "dlio_coordinator_barrier_wait_seconds_count 8"}) {
+    EXPECT_TRUE(Contains(metrics, line)) << line << "\n" << metrics;
+  }
+  WriteFile(dir.str() + "/metrics.txt", metrics);
+  const CommandResult lint = RunCommand({"sh", "-c", "promtool check metrics < " + dir.str() + "/metrics.txt"});
+  EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+}
+
 }  // namespace
 }  // namespace dlio::testing
