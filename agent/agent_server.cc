@@ -20,8 +20,8 @@
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
 #include "grpcpp/grpcpp.h"
-#include "readers/format.h"
 #include "prometheus/exposer.h"
+#include "readers/format.h"
 #include "spdlog/spdlog.h"
 
 namespace dlio {

@@ -58,8 +58,8 @@ absl::Status CheckSpace(const fs::path& dir, const std::string& key, uint64_t ne
   const uint64_t available = *free + reclaimable;
   if (need <= available) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
-      key, " '", dir.string(), "': ", what, " needs about ", need, " bytes (", Human(need), ") but its file system has ",
-      "only ", available, " bytes (", Human(available), ") available",
+      key, " '", dir.string(), "': ", what, " needs about ", need, " bytes (", Human(need),
+      ") but its file system has only ", available, " bytes (", Human(available), ") available",
       reclaimable > 0 ? absl::StrCat(", counting the ", reclaimable, " bytes of files it replaces") : "",
       "; refused before writing any file"));
 }

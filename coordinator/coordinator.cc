@@ -135,14 +135,16 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
                                    rec.has_results ? absl::StrCat("results of ", rec.epochs_done,
                                                                   " completed epoch(s) kept in ", dir)
                                                    : std::string("no epoch had completed"));
-        if (rec.has_results) {
+        if (absl::StatusOr<std::string> checked = c->ResultDir(rec.id); rec.has_results && checked.ok()) {
           // The summary was written as "partial"; say what became of the job.
-          const std::string path = dir + "/summary.json";
+          const std::string path = *checked + "/summary.json";
           std::ifstream in(path);
           nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
           if (j.is_object()) {
             j["dlio_ext"]["job_state"] = JobStateName(JobState::kInterrupted);
-            if (absl::Status s = WriteFileAtomic(path, j.dump(4)); !s.ok()) spdlog::error("{}", std::string(s.message()));
+            if (absl::Status s = WriteFileAtomic(path, j.dump(4) + "\n"); !s.ok()) {
+              spdlog::error("{}", std::string(s.message()));
+            }
           }
         }
         spdlog::warn("{}", rec.message);
@@ -322,7 +324,8 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
   if (p.arrived.empty()) p.first_arrival = now;
   p.arrived.insert(agent);
   if (p.arrived.size() < names.size()) return;
-  barrier_wait_.Record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - p.first_arrival).count()));
+  barrier_wait_.Record(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - p.first_arrival).count()));
   p.arrived.clear();
   ++p.barrier_step;
   p.last_advance = now;
@@ -400,7 +403,9 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   rec.message = absl::StrCat("job ", rec.id, " queued (", queue_.size() + (running_ != nullptr ? 1 : 0), " ahead)");
   if (store_) {
     // A job the store cannot hold is refused rather than run without a trace.
-    if (absl::Status s = store_->Put(rec); !s.ok()) return absl::InternalError(absl::StrCat("job not queued: ", s.message()));
+    if (absl::Status s = store_->Put(rec); !s.ok()) {
+      return absl::InternalError(absl::StrCat("job not queued: ", s.message()));
+    }
   }
   job->spec = std::move(*spec);
   const std::string id = rec.id;
@@ -840,7 +845,8 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     uint64_t total = 0;
     for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]);
     const std::string where =
-        generate ? std::string() : absl::StrCat(" after step ", p.barrier_step, total ? absl::StrCat(" of ", total) : "");
+        generate ? std::string()
+                 : absl::StrCat(" after step ", p.barrier_step, total ? absl::StrCat(" of ", total) : "");
     if (!p.error.empty()) {
       job.end_state = JobState::kFailed;
       job.end_message = p.error;

@@ -98,9 +98,9 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
     if (q.st != nullptr && sqlite3_step(q.st) == SQLITE_ROW) {
       const int version = std::atoi(Text(q.st, 0).c_str());
       if (version > kSchemaVersion) {
-        return absl::FailedPreconditionError(absl::StrCat("--store: '", path, "' was written by a newer dlio-coordinator"
-                                                          " (store layout ", version, ", this build reads up to ",
-                                                          kSchemaVersion, ")"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("--store: '", path, "' was written by a newer dlio-coordinator (store layout ", version,
+                         ", this build reads up to ", kSchemaVersion, ")"));
       }
     }
   }
@@ -140,7 +140,9 @@ absl::Status JobStore::Put(const JobRecord& r) {
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st.st, nullptr) != SQLITE_OK) return Error("prepare");
   const std::string overrides = ToJsonArray(r.overrides), agents = ToJsonArray(r.agent_names);
   int i = 0;
-  auto text = [&](const std::string& s) { sqlite3_bind_text(st.st, ++i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT); };
+  auto text = [&](const std::string& s) {
+    sqlite3_bind_text(st.st, ++i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  };
   auto integer = [&](int64_t v) { sqlite3_bind_int64(st.st, ++i, v); };
   text(r.id);
   integer(r.seq);

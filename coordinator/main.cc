@@ -35,8 +35,10 @@ void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
   o->coordinator.clear();  // filled after parsing: --coordinator, else $DLIO_COORDINATOR, else the default
   sub->add_option("--coordinator", o->coordinator,
                   "Coordinator address HOST:PORT (default: $DLIO_COORDINATOR, else 127.0.0.1:7543)");
-  sub->add_option("--token-file", o->transport.token_file, "File holding the coordinator's token (sent with every call)");
-  sub->add_option("--tls-ca", o->transport.tls_ca, "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
+  sub->add_option("--token-file", o->transport.token_file,
+                  "File holding the coordinator's token (sent with every call)");
+  sub->add_option("--tls-ca", o->transport.tls_ca,
+                  "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
   sub->add_option("--tls-cert", o->transport.tls_cert, "Client certificate (PEM) for a mutual-TLS coordinator");
   sub->add_option("--tls-key", o->transport.tls_key, "Private key (PEM) of --tls-cert");
   sub->add_option("--tls-server-name", o->transport.tls_server_name,

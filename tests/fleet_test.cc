@@ -144,9 +144,9 @@ TEST(Faults, KillNineOfAnAgentMidEpochFailsTheJobNamingAgentAndPhaseAndKeepsComp
   EXPECT_EQ(rc, 1);
   const std::string out = submit.Log();
   // Killed during an epoch (or, rarely, in the moment between two).
-  EXPECT_TRUE(std::regex_search(out, std::regex("agent 'agent-1' \\(rank 1\\) (lost during|detached before) job " + job +
-                                                " phase train-epoch-[234]")))
-      << out;
+  const std::regex lost("agent 'agent-1' \\(rank 1\\) (lost during|detached before) job " + job +
+                        " phase train-epoch-[234]");
+  EXPECT_TRUE(std::regex_search(out, lost)) << out;
   const int epochs_done = fleet.Status(job)["epochs_done"].get<int>();
   EXPECT_GE(epochs_done, 1);
   // The completed epochs' summary, on the coordinator and fetched by submit.
@@ -367,7 +367,8 @@ TEST(Security, WrongOrMissingTokenIsRefusedClearlyAndNoJobIsCreated) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["jobs"].size(), 0u) << r.out;
   fleet.AddAgent("agent-0", {"--token-file", dir.str() + "/token"});
-  r = fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--token-file", dir.str() + "/token"});
+  r = fleet.Client(
+      {"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--token-file", dir.str() + "/token"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
 }
 
@@ -507,7 +508,8 @@ TEST(Metrics, CoordinatorMetricsPassPromtool) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string metrics = HttpGet(mport, "/metrics");
   for (const char* line : {"dlio_coordinator_agents 1", "dlio_coordinator_jobs{state=\"succeeded\"} 1",
-                           "dlio_coordinator_leases_expired_total 0", "dlio_coordinator_barrier_wait_seconds_count 8"}) {
+                           "dlio_coordinator_leases_expired_total 0",
+                           "dlio_coordinator_barrier_wait_seconds_count 8"}) {
     EXPECT_TRUE(Contains(metrics, line)) << line << "\n" << metrics;
   }
   WriteFile(dir.str() + "/metrics.txt", metrics);
