@@ -7,15 +7,21 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "agent/metrics.h"
+#include "agent/paths.h"
 #include "agent/phase_runner.h"
+#include "agent/preflight.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
+#include "dlio/v1/credentials.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/exposer.h"
+#include "readers/format.h"
 #include "spdlog/spdlog.h"
 
 namespace dlio {
@@ -30,6 +36,7 @@ enum class SessionEnd { kUnreachable, kLost, kRefused, kShutdown };
 
 struct AgentServer::Impl {
   Options opt;
+  std::string instance;                    // random id of this process, sent in Hello (reconnects replace)
   std::shared_ptr<AgentMetrics> metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   std::atomic<bool> shutdown{false};
@@ -42,7 +49,10 @@ struct AgentServer::Impl {
   grpc::ClientContext* ctx = nullptr;     // current session's context, for Shutdown()
   Stream* stream = nullptr;
   std::mutex write_mu;                     // one writer at a time on the stream (gRPC requirement)
+  bool writes_done = false;                // guarded by write_mu: Shutdown() closed our half of the stream
   bool session_alive = false;
+  // Steady-clock time (ns since epoch) of the last message from the coordinator, for the lease.
+  std::atomic<int64_t> last_heard_ns{0};
   std::string running_job, running_phase;  // empty when idle
   std::thread phase_thread;
   std::atomic<bool> phase_cancel{false};
@@ -56,8 +66,9 @@ struct AgentServer::Impl {
 
   bool Write(const v1::AgentMessage& m) {
     std::lock_guard<std::mutex> lk(write_mu);
-    return stream != nullptr && stream->Write(m);
+    return stream != nullptr && !writes_done && stream->Write(m);
   }
+  static int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
   absl::Status WaitRelease(const std::string& phase, uint64_t step) {
     std::unique_lock<std::mutex> lk(mu);
@@ -71,8 +82,29 @@ struct AgentServer::Impl {
   }
 
   void StartPhase(const v1::RunPhase& rp);
+  // Before generating: the data folder inside the data root and the dataset within the free space. An empty
+  // result vector on success (the phase then runs).
+  absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseCommand& cmd) const;
   SessionEnd Session();
 };
+
+absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseCommand& cmd) const {
+  if (cmd.kind != PhaseKind::kGenerate) return std::vector<RankEpochResult>();
+  const std::string ranks = cmd.local_ranks == 1 ? absl::StrCat("rank ", cmd.first_rank)
+                                                  : absl::StrCat("ranks ", cmd.first_rank, "-",
+                                                                 cmd.first_rank + cmd.local_ranks - 1);
+  const std::string where = absl::StrCat("agent '", opt.name, "' (", ranks, ") job ", cmd.job_id, " phase ",
+                                         cmd.phase_id);
+  absl::StatusOr<std::filesystem::path> dir = ResolveUnderRoot(opt.data_root, cmd.spec.data_folder,
+                                                               "dataset.data_folder");
+  if (!dir.ok()) return absl::Status(dir.status().code(), absl::StrCat(where, ": ", dir.status().message()));
+  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(cmd.spec.format, FormatOptions{});
+  const std::string ext = format.ok() ? (*format)->extension() : cmd.spec.format;
+  if (absl::Status s = CheckDatasetFits(*dir, cmd.spec, ext); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+  }
+  return std::vector<RankEpochResult>();
+}
 
 void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
   // Called with mu held.
@@ -128,7 +160,8 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
       if (!Write(m)) return absl::UnavailableError("connection to coordinator lost");
       return WaitRelease(cmd.phase_id, step);
     };
-    absl::StatusOr<std::vector<RankEpochResult>> r = runner->Run(cmd, barrier, &phase_cancel);
+    absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(cmd);
+    if (r.ok()) r = runner->Run(cmd, barrier, &phase_cancel);
     v1::AgentMessage m;
     if (r.ok()) {
       v1::PhaseDone* d = m.mutable_phase_done();
@@ -143,7 +176,13 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
       e->set_phase_id(cmd.phase_id);
       e->set_agent(opt.name);
       e->set_rank(-1);
-      spdlog::error("{}", std::string(r.status().message()));
+      if (r.status().code() == absl::StatusCode::kCancelled && phase_cancel) {
+        // A stop we were asked for (or a lost session): expected, not an error of this agent.
+        spdlog::info("agent '{}': job {} phase {} stopped: {}", opt.name, cmd.job_id, cmd.phase_id,
+                     std::string(r.status().message()));
+      } else {
+        spdlog::error("{}", std::string(r.status().message()));
+      }
     }
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -160,19 +199,23 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
 }
 
 SessionEnd AgentServer::Impl::Session() {
-  auto channel = grpc::CreateChannel(opt.coordinator, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateCustomChannel(opt.coordinator, ChannelCredentials(opt.transport),
+                                          ChannelArgs(opt.transport));
   // 2 s to establish a connection: long enough for a loaded machine, short enough for a responsive backoff loop.
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2))) {
-    return SessionEnd::kUnreachable;
+    return shutdown ? SessionEnd::kShutdown : SessionEnd::kUnreachable;
   }
+  if (shutdown) return SessionEnd::kShutdown;
   auto stub = v1::Coordinator::NewStub(channel);
   grpc::ClientContext context;
+  AddToken(&context, opt.transport);
   std::unique_ptr<Stream> s = stub->Attach(&context);
   {
     std::lock_guard<std::mutex> lk(mu);
     ctx = &context;
     std::lock_guard<std::mutex> wl(write_mu);
     stream = s.get();
+    writes_done = false;
   }
   auto detach = [&] {
     std::lock_guard<std::mutex> lk(mu);
@@ -185,7 +228,8 @@ SessionEnd AgentServer::Impl::Session() {
   v1::Hello* hello = hello_msg.mutable_hello();
   hello->set_protocol_version(opt.protocol_version != 0 ? opt.protocol_version : kProtocolVersion);
   hello->set_name(opt.name);
-  hello->set_hostname(opt.hostname);
+  hello->set_hostname(opt.node_name);
+  hello->set_instance(instance);
   hello->set_accelerators(static_cast<uint32_t>(opt.accelerators));
   if (exposer) {
     const auto ports = exposer->GetListeningPorts();
@@ -214,7 +258,11 @@ SessionEnd AgentServer::Impl::Session() {
     s->Finish();
     return SessionEnd::kRefused;
   }
-  const auto heartbeat_every = std::chrono::milliseconds(std::max<uint32_t>(100, in.welcome().heartbeat_interval_ms()));
+  // At least 50 ms between heartbeats whatever the coordinator asks; a missing lease (0) means 8 intervals.
+  const auto heartbeat_every = std::chrono::milliseconds(std::max<uint32_t>(50, in.welcome().heartbeat_interval_ms()));
+  const auto lease = in.welcome().lease_ms() > 0 ? std::chrono::milliseconds(in.welcome().lease_ms())
+                                                 : 8 * heartbeat_every;
+  last_heard_ns = NowNs();
   spdlog::info("agent '{}' attached to {} ({} accelerators)", opt.name, opt.coordinator, opt.accelerators);
   {
     std::lock_guard<std::mutex> lk(mu);
@@ -227,6 +275,13 @@ SessionEnd AgentServer::Impl::Session() {
     while (session_alive && !shutdown) {
       heart_cv.wait_for(lk, heartbeat_every);
       if (!session_alive || shutdown) break;
+      const auto silent = std::chrono::nanoseconds(NowNs() - last_heard_ns.load());
+      if (silent > lease) {
+        spdlog::warn("agent '{}': the coordinator {} has been silent for {:.1f} s (lease {:.1f} s); reconnecting",
+                     opt.name, opt.coordinator, std::chrono::duration<double>(silent).count(), lease.count() / 1000.0);
+        context.TryCancel();
+        break;
+      }
       const std::string job = running_job, phase = running_phase;
       lk.unlock();
       v1::AgentMessage hb;
@@ -245,9 +300,16 @@ SessionEnd AgentServer::Impl::Session() {
       }
       lk.lock();
     }
+    if (shutdown) {
+      // Shutdown() closed our half of the stream; the coordinator then ends the session. 1 s bounds the wait for
+      // a coordinator that does not answer.
+      heart_cv.wait_for(lk, std::chrono::seconds(1), [&] { return !session_alive; });
+      if (session_alive) context.TryCancel();
+    }
   });
 
   while (s->Read(&in)) {
+    last_heard_ns = NowNs();
     std::lock_guard<std::mutex> lk(mu);
     switch (in.msg_case()) {
       case v1::CoordinatorMessage::kRunPhase:
@@ -260,12 +322,14 @@ SessionEnd AgentServer::Impl::Session() {
         cv.notify_all();
         break;
       case v1::CoordinatorMessage::kCancel:
-        spdlog::warn("agent '{}': job {} cancelled: {}", opt.name, in.cancel().job_id(), in.cancel().reason());
+        spdlog::info("agent '{}': job {} cancelled: {}", opt.name, in.cancel().job_id(), in.cancel().reason());
         if (running_job == in.cancel().job_id()) phase_cancel = true;
         cv.notify_all();
         break;
       case v1::CoordinatorMessage::kError:
         spdlog::error("coordinator: {}", in.error().message());
+        break;
+      case v1::CoordinatorMessage::kHeartbeat:  // the echo: only renews last_heard_ns
         break;
       default:
         break;
@@ -304,6 +368,8 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
   }
   auto impl = std::make_unique<Impl>();
   impl->opt = std::move(options);
+  std::random_device rd;
+  impl->instance = absl::StrFormat("%08x%08x", rd(), rd());
   impl->metrics = std::make_shared<AgentMetrics>(impl->opt.name);
   if (!impl->opt.metrics_listen.empty()) {
     try {
@@ -338,7 +404,11 @@ absl::Status AgentServer::Run() {
                    im.opt.reconnect_window.count() / 1000.0);
       return absl::OkStatus();
     }
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(backoff, deadline - now));
+    {
+      std::unique_lock<std::mutex> lk(im.mu);
+      im.cv.wait_for(lk, std::min<std::chrono::steady_clock::duration>(backoff, deadline - now),
+                     [&] { return im.shutdown.load(); });
+    }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }
   return absl::OkStatus();
@@ -346,11 +416,34 @@ absl::Status AgentServer::Run() {
 
 void AgentServer::Shutdown() {
   if (!impl_) return;
-  impl_->shutdown = true;
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  if (impl_->ctx) impl_->ctx->TryCancel();
-  impl_->cv.notify_all();
-  impl_->heart_cv.notify_all();
+  Impl& im = *impl_;
+  im.shutdown = true;
+  std::lock_guard<std::mutex> lk(im.mu);
+  if (im.ctx != nullptr && im.session_alive) {
+    // Say why before leaving, so a running job fails naming the cause rather than "connection broke"; then close
+    // our half of the stream and let the coordinator end the session (the heart thread cancels it after 1 s).
+    if (!im.running_phase.empty()) {
+      v1::AgentMessage m;
+      v1::Error* e = m.mutable_error();
+      e->set_code("SHUTDOWN");
+      e->set_message(absl::StrCat("agent '", im.opt.name, "' was told to shut down (signal) during job ",
+                                  im.running_job, " phase ", im.running_phase));
+      e->set_job_id(im.running_job);
+      e->set_phase_id(im.running_phase);
+      e->set_agent(im.opt.name);
+      e->set_rank(-1);
+      im.Write(m);
+    }
+    std::lock_guard<std::mutex> wl(im.write_mu);
+    if (im.stream != nullptr && !im.writes_done) {
+      im.stream->WritesDone();
+      im.writes_done = true;
+    }
+  } else if (im.ctx != nullptr) {
+    im.ctx->TryCancel();
+  }
+  im.cv.notify_all();
+  im.heart_cv.notify_all();
 }
 
 int AgentServer::metrics_port() const {

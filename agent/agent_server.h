@@ -3,9 +3,15 @@
 //
 // Life cycle: Start() validates options and starts the metrics endpoint; Run() attaches and serves until the
 // coordinator has been unreachable for longer than `reconnect_window` (then it returns OK: a clean exit), or until
-// the coordinator refuses the agent (protocol mismatch, duplicate name: an error naming both sides), or Shutdown().
+// the coordinator refuses the agent (protocol mismatch, duplicate name, wrong token: an error naming both sides),
+// or Shutdown() (which tells the coordinator why when a phase is running, closes the stream and returns within ~1 s).
 // Reconnection uses exponential backoff from 200 ms to 5 s (fast enough to catch a restarted coordinator, slow
 // enough not to hammer a dead one). A phase running when the stream breaks is cancelled.
+// Liveness: a heartbeat every Welcome.heartbeat_interval_ms from a thread of its own (never starved by I/O); the
+// coordinator echoes each, and a session on which the coordinator has been silent for Welcome.lease_ms is dropped
+// and re-established (a coordinator host that vanished without closing the connection).
+// Before generating, the data folder is resolved under the data root and the dataset is checked against the free
+// space (agent/preflight.h), so nothing is written for a dataset that cannot fit.
 // Thread-safety: Run() from one thread; Shutdown() and metrics_port() from any thread.
 #pragma once
 
@@ -15,6 +21,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "dlio/v1/transport.h"
 
 namespace dlio {
 
@@ -23,12 +30,14 @@ class AgentServer {
   struct Options {
     std::string coordinator;                 // host:port
     std::string data_root;                   // every data path is confined here
-    std::string name;                        // unique in the fleet
-    std::string hostname;                    // node name, for num_hosts
+    std::string name;                        // unique in the fleet (agent/identity.h)
+    std::string node_name;                   // node the agent runs on, for num_hosts (agent/identity.h)
+    std::string hostname;                    // this host's name, for the metrics endpoint it announces
     int accelerators = 1;                    // local ranks offered
     std::string metrics_listen;              // host:port for /metrics, empty = none
     std::chrono::milliseconds reconnect_window{30000};
     uint32_t protocol_version = 0;           // 0 = ours; tests set another to check the refusal
+    Transport transport;                     // token and TLS material (LoadTransport); empty = plaintext
   };
 
   static absl::StatusOr<std::unique_ptr<AgentServer>> Start(Options options);

@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "agent/agent_server.h"
+#include "agent/identity.h"
 #include "common/signals.h"
 #include "spdlog/spdlog.h"
 
@@ -24,11 +25,14 @@ int main(int argc, char** argv) {
                  "Directory every data path is confined to; relative dataset.data_folder paths resolve under it, "
                  "absolute ones must lie inside it")
       ->required();
-  app.add_option("--name", opt.name, "Agent name, unique in the fleet (default: the host name)");
-  std::string node;
-  app.add_option("--node", node,
-                 "Node name reported for this agent (summary.json num_hosts counts distinct ones; default: "
-                 "$SLURMD_NODENAME, else $POD_NAME, else the host name)");
+  std::string name, node_name;
+  dlio::TransportFiles tls;
+  app.add_option("--name", name,
+                 "Agent name, unique in the fleet (default: SLURMD_NODENAME[-SLURM_LOCALID], else POD_NAME, else the "
+                 "host name)");
+  app.add_option("--node-name", node_name,
+                 "Node this agent runs on; num_hosts counts distinct ones (default: SLURMD_NODENAME, else NODE_NAME, "
+                 "else the host name)");
   app.add_option("--accelerators", opt.accelerators, "Number of emulated accelerators (local ranks) on this node")
       ->default_val(1)
       ->check(CLI::Range(1, 4096));
@@ -39,6 +43,12 @@ int main(int argc, char** argv) {
       ->default_val(30)
       ->check(CLI::Range(0.0, 86400.0));
   std::string log_level = "info";
+  app.add_option("--token-file", tls.token_file, "File holding the coordinator's token (sent when attaching)");
+  app.add_option("--tls-ca", tls.tls_ca, "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
+  app.add_option("--tls-cert", tls.tls_cert, "Client certificate (PEM) for a mutual-TLS coordinator");
+  app.add_option("--tls-key", tls.tls_key, "Private key (PEM) of --tls-cert");
+  app.add_option("--tls-server-name", tls.tls_server_name,
+                 "Name expected in the coordinator's certificate (default: the host of --coordinator)");
   app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error, critical or off")
       ->default_val("info");
   app.add_option("--protocol-version", opt.protocol_version,
@@ -54,14 +64,18 @@ int main(int argc, char** argv) {
   spdlog::set_level(level);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  // Emulated Slurm nodes and pods share a kernel host name; their scheduler's name for them is the node identity.
-  const char* slurm_node = std::getenv("SLURMD_NODENAME");
-  const char* pod = std::getenv("POD_NAME");
-  opt.hostname = !node.empty()                          ? node
-                 : slurm_node != nullptr && *slurm_node ? std::string(slurm_node)
-                 : pod != nullptr && *pod               ? std::string(pod)
-                                                        : std::string(host);
-  if (opt.name.empty()) opt.name = opt.hostname;
+  opt.hostname = host;
+  const dlio::AgentIdentity id = dlio::ResolveIdentity(name, node_name, [](const char* k) { return std::getenv(k); },
+                                                       opt.hostname);
+  opt.name = id.name;
+  opt.node_name = id.node;
+  spdlog::info("agent name '{}' (from {}), node '{}'", opt.name, id.name_source, opt.node_name);
+  absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(tls, /*server=*/false);
+  if (!transport.ok()) {
+    std::cerr << "dlio-agent: " << transport.status().message() << "\n";
+    return 2;
+  }
+  opt.transport = *transport;
   opt.reconnect_window = std::chrono::milliseconds(static_cast<int64_t>(reconnect_window_s * 1000));
 
   auto server = dlio::AgentServer::Start(opt);

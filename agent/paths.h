@@ -1,4 +1,9 @@
 // Confinement of every path an agent touches to its --data-root.
+//
+// Every path that comes from a job goes through ResolveUnderRoot() before the agent opens, creates or lists
+// anything: dataset.data_folder today (generate, train, the free-space preflight), and checkpoint.checkpoint_folder
+// (and any later folder key) when those phases run, so a job can never make an agent read or write outside its
+// data root, whatever the coordinator (or whoever holds its token) sends.
 #pragma once
 
 #include <filesystem>

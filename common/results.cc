@@ -388,6 +388,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   nlohmann::json metric = nlohmann::json::object();
   nlohmann::json ext;
   ext["job_id"] = job_.job_id;
+  if (!job_.job_state.empty()) ext["job_state"] = job_.job_state;
   ext["world_size"] = job_.world;
   nlohmann::json agents = nlohmann::json::array();
   for (const AgentInfo& a : job_.agents) {

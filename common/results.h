@@ -116,6 +116,9 @@ struct JobResult {
   std::vector<RankEpochResult> eval;   // one per (rank, epoch evaluated after), blocks[0] = the eval steps
   IoSnapshot generate_io;              // summed over ranks; empty when no generation
   double generate_seconds = 0;
+  // How the job stands when the files are written, as dlio_ext.job_state in summary.json when set: "partial"
+  // (written after an epoch, more to come), "succeeded", "failed", "cancelled" or "interrupted".
+  std::string job_state;
 };
 
 struct FleetSummary {

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,14 +12,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
+#include "dlio/v1/credentials.h"
 #include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
 
 namespace dlio {
 
 namespace fs = std::filesystem;
+using json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -35,18 +43,235 @@ std::string HumanBytes(double b) {
   return absl::StrFormat("%.1f %s", b, units[u]);
 }
 
-void PrintTable(const v1::JobEvent& e, std::ostream& out) {
+std::string Clock(double secs) {
+  if (secs < 0 || secs > 1e7) return "--:--";
+  const auto s = static_cast<int64_t>(secs + 0.5);
+  if (s >= 3600) return absl::StrFormat("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+  return absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+std::string LocalTime(int64_t unix_us) {
+  if (unix_us <= 0) return "-";
+  const std::time_t t = static_cast<std::time_t>(unix_us / 1000000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+const char* StateName(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_QUEUED: return "queued";
+    case v1::JOB_STATE_RUNNING: return "running";
+    case v1::JOB_STATE_SUCCEEDED: return "succeeded";
+    case v1::JOB_STATE_FAILED: return "failed";
+    case v1::JOB_STATE_CANCELLED: return "cancelled";
+    case v1::JOB_STATE_INTERRUPTED: return "interrupted";
+    default: return "unknown";
+  }
+}
+
+bool Final(v1::JobState s) { return s != v1::JOB_STATE_QUEUED && s != v1::JOB_STATE_RUNNING; }
+
+json RowJson(const v1::EpochRow& r, bool with_epoch) {
+  json j = {{"au_percent", r.au_percent()},
+            {"samples_per_second", r.samples_per_second()},
+            {"mib_per_second", r.mib_per_second()},
+            {"actual_mb_per_second", r.actual_mb_per_second()}};
+  if (with_epoch) j["epoch"] = r.epoch();
+  return j;
+}
+
+json InfoJson(const v1::JobInfo& i) {
+  json j = {{"job_id", i.job_id()},
+            {"state", StateName(i.state())},
+            {"source_name", i.source_name()},
+            {"submitted_unix_us", i.submitted_unix_us()},
+            {"started_unix_us", i.started_unix_us()},
+            {"ended_unix_us", i.ended_unix_us()},
+            {"agents", std::vector<std::string>(i.agents().begin(), i.agents().end())},
+            {"world_size", i.world_size()},
+            {"accelerators_per_agent", i.accelerators_per_agent()},
+            {"phase_id", i.phase_id()},
+            {"done", i.done()},
+            {"total", i.total()},
+            {"epochs_done", i.epochs_done()},
+            {"epochs_total", i.epochs_total()},
+            {"message", i.message()},
+            {"result_dir", i.result_dir()},
+            {"has_results", i.has_results()}};
+  if (i.state() == v1::JOB_STATE_QUEUED) j["queue_position"] = i.queue_position();
+  return j;
+}
+
+void PrintTable(const google::protobuf::RepeatedPtrField<v1::EpochRow>& rows, const v1::EpochRow& mean,
+                std::ostream& out) {
   out << absl::StrFormat("\n%-7s %10s %14s %14s %16s\n", "epoch", "AU (%)", "samples/s", "MB/s (MiB)",
                          "actual MB/s");
-  for (const v1::EpochRow& r : e.epochs()) {
+  for (const v1::EpochRow& r : rows) {
     out << absl::StrFormat("%-7d %10.2f %14.2f %14.2f %16.2f\n", r.epoch(), r.au_percent(), r.samples_per_second(),
                            r.mib_per_second(), r.actual_mb_per_second());
   }
-  const v1::EpochRow& m = e.mean();
-  out << absl::StrFormat("%-7s %10.2f %14.2f %14.2f %16.2f\n", "mean", m.au_percent(), m.samples_per_second(),
-                         m.mib_per_second(), m.actual_mb_per_second());
+  out << absl::StrFormat("%-7s %10.2f %14.2f %14.2f %16.2f\n", "mean", mean.au_percent(), mean.samples_per_second(),
+                         mean.mib_per_second(), mean.actual_mb_per_second());
   out << "(MB/s (MiB) is DLIO's figure: samples/s x nominal record size in MiB; actual MB/s is measured bytes read, "
          "10^6)\n";
+}
+
+// One connection to the coordinator with the token and TLS material of the command line.
+struct Connection {
+  const ClientOptions* opt = nullptr;
+  Transport transport;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Coordinator::Stub> stub;
+
+  void Prepare(grpc::ClientContext* ctx) const { AddToken(ctx, transport); }
+
+  // 0, or the exit code after printing one line.
+  int Open(const ClientOptions& o, std::ostream& err) {
+    opt = &o;
+    absl::StatusOr<Transport> t = LoadTransport(o.transport, /*server=*/false);
+    if (!t.ok()) {
+      err << t.status().message() << "\n";
+      return 2;
+    }
+    transport = std::move(*t);
+    channel = grpc::CreateCustomChannel(o.coordinator, ChannelCredentials(transport), ChannelArgs(transport));
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(o.connect_timeout_s))) {
+      // One quick call for gRPC's own reason (connection refused, handshake failed, ...).
+      stub = v1::Coordinator::NewStub(channel);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      v1::ListJobsResponse resp;
+      const grpc::Status s = stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
+      err << "--coordinator: cannot reach the coordinator at " << o.coordinator << " within " << o.connect_timeout_s
+          << " s (" << (s.ok() ? std::string("no connection") : s.error_message()) << ")"
+          << (transport.tls() ? "; with TLS, check --tls-ca, --tls-cert/--tls-key and the certificate's name"
+                              : "; if the coordinator uses TLS, pass --tls-ca")
+          << "\n";
+      return 3;
+    }
+    stub = v1::Coordinator::NewStub(channel);
+    return 0;
+  }
+
+  // Maps a failed call to an exit code after printing one line.
+  int Fail(const grpc::Status& s, std::ostream& err) const {
+    switch (s.error_code()) {
+      case grpc::StatusCode::UNAUTHENTICATED:
+        err << "refused by the coordinator at " << opt->coordinator << ": " << s.error_message() << "\n";
+        return 4;
+      case grpc::StatusCode::INVALID_ARGUMENT:
+        err << s.error_message() << "\n";
+        return 2;
+      case grpc::StatusCode::UNAVAILABLE:
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+        err << "lost the coordinator at " << opt->coordinator << ": " << s.error_message() << "\n";
+        return 3;
+      case grpc::StatusCode::UNIMPLEMENTED:
+        err << "the coordinator at " << opt->coordinator << " does not offer this call (an older build?)\n";
+        return 3;
+      default:
+        err << (s.error_message().empty() ? absl::StrCat("gRPC error ", static_cast<int>(s.error_code()))
+                                          : s.error_message())
+            << "\n";
+        return 1;
+    }
+  }
+};
+
+// Live progress of one job: a redrawn bar on a terminal, a plain line every few seconds otherwise.
+class ProgressView {
+ public:
+  ProgressView(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
+
+  // Every event but the final one: a message line, or progress.
+  void Event(const v1::JobEvent& e) {
+    const auto now = SteadyClock::now();
+    if (!e.phase_id().empty() && e.phase_id() != phase_) {  // "phase X started" comes first: the clock starts
+      phase_ = e.phase_id();
+      start_ = now;
+      last_plain_ = SteadyClock::time_point();
+    }
+    if (!e.message().empty()) {
+      Clear();
+      out_ << e.message() << "\n" << std::flush;
+      return;
+    }
+    if (e.total() == 0) return;
+    const bool files = phase_ == "generate";
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(e.done()) / elapsed : 0;
+    const double eta = rate > 0 ? static_cast<double>(e.total() - std::min(e.done(), e.total())) / rate : -1;
+    const double sps = elapsed > 0 ? static_cast<double>(e.samples()) / elapsed : 0;
+    std::string figures = absl::StrFormat("%d/%d %s  ETA %s  %.1f samples/s", e.done(), e.total(),
+                                          files ? "files" : "steps", Clock(eta), sps);
+    if (e.bytes() > 0) absl::StrAppend(&figures, "  ", HumanBytes(static_cast<double>(e.bytes())));
+    if (tty_) {
+      // 30 columns: fits an 80-column terminal with the phase name and the figures.
+      constexpr int kWidth = 30;
+      const int filled = static_cast<int>(kWidth * std::min(1.0, static_cast<double>(e.done()) / e.total()));
+      out_ << "\r\033[K[" << phase_ << "] [" << std::string(filled, '#') << std::string(kWidth - filled, '-') << "] "
+           << figures << std::flush;
+      shown_ = true;
+    } else if (now - last_plain_ >= std::chrono::seconds(5) || e.done() >= e.total()) {
+      // Every 5 s at most: a log stays readable for long jobs.
+      last_plain_ = now;
+      out_ << "[" << phase_ << "] " << figures << "\n" << std::flush;
+    }
+  }
+  void Clear() {
+    if (shown_) out_ << "\r\033[K";
+    shown_ = false;
+  }
+
+ private:
+  std::ostream& out_;
+  const bool tty_;
+  std::string phase_;
+  SteadyClock::time_point start_, last_plain_;
+  bool shown_ = false;
+};
+
+// Writes the job's result files into `output`; returns the number written or -1 after printing why.
+int WriteResults(Connection& c, const std::string& job_id, const std::string& output, std::ostream& err,
+                 std::vector<std::string>* names, std::string* summary_text, bool fetch_only) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::GetResultsRequest req;
+  req.set_job_id(job_id);
+  auto files = c.stub->GetResults(&ctx, req);
+  v1::ResultFile f;
+  if (!fetch_only) {
+    std::error_code ec;
+    fs::create_directories(output, ec);
+    if (ec) {
+      err << "--output: cannot create '" << output << "': " << ec.message() << "\n";
+      return -1;
+    }
+  }
+  int n = 0;
+  while (files->Read(&f)) {
+    if (f.name().empty() || f.name().find('/') != std::string::npos || f.name().find("..") != std::string::npos) {
+      continue;  // never write outside the output folder, whatever the server sends
+    }
+    if (names) names->push_back(f.name());
+    if (summary_text && f.name() == "summary.json") *summary_text = f.content();
+    if (!fetch_only) {
+      if (absl::Status s = WriteFileAtomic((fs::path(output) / f.name()).string(), f.content()); !s.ok()) {
+        err << s.message() << "\n";
+        return -1;
+      }
+    }
+    ++n;
+  }
+  const grpc::Status s = files->Finish();
+  if (!s.ok()) {
+    c.Fail(s, err);
+    return -1;
+  }
+  return n;
 }
 
 }  // namespace
@@ -70,6 +295,10 @@ int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
     err << "--agents: must be >= 0, got " << opt.agents << "\n";
     return 2;
   }
+  if (opt.accelerators_per_agent < 0) {
+    err << "--accelerators-per-agent: must be >= 0, got " << opt.accelerators_per_agent << "\n";
+    return 2;
+  }
   return 0;
 }
 
@@ -77,119 +306,293 @@ int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err
   if (int rc = ValidateJob(opt, err, /*warn=*/false); rc != 0) return rc;
   const std::string text = *ReadFile(opt.job_path);
   const WorkloadSpec spec = *LoadWorkload(text, opt.overrides, opt.job_path);
+  const bool json_out = opt.client.json;
 
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(256 << 20);
-  auto channel = grpc::CreateCustomChannel(opt.coordinator, grpc::InsecureChannelCredentials(), args);
-  if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
-    err << "--coordinator: cannot reach the coordinator at " << opt.coordinator << "\n";
-    return 3;
-  }
-  auto stub = v1::Coordinator::NewStub(channel);
+  Connection c;
+  if (int rc = c.Open(opt.client, err); rc != 0) return rc;
 
   v1::SubmitRequest req;
   req.set_workload_yaml(text);
   for (const auto& o : opt.overrides) req.add_overrides(o);
   req.set_agents(static_cast<uint32_t>(opt.agents));
+  req.set_accelerators_per_agent(static_cast<uint32_t>(opt.accelerators_per_agent));
   req.set_source_name(opt.job_path);
   req.set_wait_for_agents_s(static_cast<uint32_t>(std::max(0, opt.wait_for_agents_s)));
+  req.set_barrier_timeout_s(std::max(0.0, opt.barrier_timeout_s));
   v1::SubmitResponse resp;
   {
     grpc::ClientContext ctx;
-    grpc::Status s = stub->Submit(&ctx, req, &resp);
-    if (!s.ok()) {
-      err << s.error_message() << "\n";
-      return s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 3;
-    }
+    c.Prepare(&ctx);
+    grpc::Status s = c.stub->Submit(&ctx, req, &resp);
+    if (!s.ok()) return c.Fail(s, err);
   }
   const std::string job_id = resp.job_id();
-  out << "job " << job_id << " submitted to " << opt.coordinator << "\n" << std::flush;
+  if (opt.detach) {
+    if (json_out) {
+      out << json{{"job_id", job_id}, {"state", "queued"}}.dump() << "\n";
+    } else {
+      out << job_id << "\n";
+    }
+    return 0;
+  }
+  ProgressView view(out, !json_out && isatty(STDOUT_FILENO));
+  if (!json_out) out << "job " << job_id << " submitted to " << opt.client.coordinator << "\n" << std::flush;
 
   // Watch in this thread; a helper thread turns a signal into a Cancel RPC.
-  grpc::ClientContext wctx;
-  std::atomic<bool> finished{false};
+  std::atomic<bool> finished{false}, cancelled_by_signal{false};
   std::thread canceller([&] {
     while (!finished) {
       if (cancel && *cancel) {
+        cancelled_by_signal = true;
+        err << "\ninterrupted: cancelling job " << job_id << " on the coordinator\n" << std::flush;
         grpc::ClientContext cctx;
+        c.Prepare(&cctx);
+        cctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
         v1::CancelRequest creq;
         creq.set_job_id(job_id);
         v1::CancelResponse cresp;
-        stub->Cancel(&cctx, creq, &cresp);
-        err << "cancelling job " << job_id << "\n";
+        const grpc::Status s = c.stub->Cancel(&cctx, creq, &cresp);
+        if (!s.ok()) err << "cancelling job " << job_id << " failed: " << s.error_message() << "\n";
         return;
       }
       // 100 ms: how fast Ctrl-C turns into a cancel; cheap polling of a flag.
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
+  grpc::ClientContext wctx;
+  c.Prepare(&wctx);
   v1::WatchRequest wreq;
   wreq.set_job_id(job_id);
-  auto reader = stub->Watch(&wctx, wreq);
+  auto reader = c.stub->Watch(&wctx, wreq);
   v1::JobEvent e, last;
   bool got_final = false;
-  const bool tty = isatty(STDOUT_FILENO);
   while (reader->Read(&e)) {
-    if (!e.message().empty()) {
-      if (tty) out << "\r\033[K";
-      out << e.message() << "\n";
-    } else if (e.total() > 0) {
-      const std::string line = absl::StrFormat("[%s] %d/%d %s, %d samples, %s", e.phase_id(), e.done(), e.total(),
-                                               e.phase_id() == "generate" ? "files" : "steps", e.samples(),
-                                               HumanBytes(static_cast<double>(e.bytes())));
-      if (tty) out << "\r\033[K" << line << std::flush;
-      else out << line << "\n";
-    }
-    out << std::flush;
     if (e.final()) {
       last = e;
       got_final = true;
       break;
     }
+    if (!json_out) view.Event(e);
   }
+  view.Clear();
   finished = true;
   canceller.join();
-  reader->Finish();
+  const grpc::Status ws = got_final ? grpc::Status::OK : reader->Finish();
+  if (got_final) wctx.TryCancel();
   if (!got_final) {
-    err << "lost the coordinator at " << opt.coordinator << " while watching job " << job_id << "\n";
+    if (!ws.ok() && ws.error_code() == grpc::StatusCode::UNAUTHENTICATED) return c.Fail(ws, err);
+    err << "lost the coordinator at " << opt.client.coordinator << " while watching job " << job_id
+        << (ws.ok() ? std::string() : absl::StrCat(" (", ws.error_message(), ")")) << "; it may still run: "
+        << "dlio-coordinator status " << job_id << "\n";
     return 3;
   }
-  if (last.state() != v1::JOB_STATE_SUCCEEDED) return 1;
-  if (last.epochs_size() > 0) PrintTable(last, out);
+  const bool succeeded = last.state() == v1::JOB_STATE_SUCCEEDED;
+  json doc = {{"job_id", job_id}, {"state", StateName(last.state())}, {"message", last.message()}};
+  if (!json_out) {
+    if (succeeded) {
+      out << last.message() << "\n";
+    } else {
+      err << "dlio-coordinator: " << last.message() << "\n";
+      if (cancelled_by_signal) err << "job " << job_id << " was cancelled because this command was interrupted\n";
+    }
+    if (last.epochs_size() > 0) {
+      if (!succeeded) out << "results of the completed epoch(s):";
+      PrintTable(last.epochs(), last.mean(), out);
+    }
+  } else {
+    json epochs = json::array();
+    for (const v1::EpochRow& r : last.epochs()) epochs.push_back(RowJson(r, true));
+    doc["epochs"] = epochs;
+    if (last.epochs_size() > 0) doc["mean"] = RowJson(last.mean(), false);
+    if (cancelled_by_signal) doc["cancelled_by_signal"] = true;
+  }
 
+  // Result files: fetched when there are any (a failed job keeps its completed epochs).
   const std::string output = !opt.output_dir.empty() ? opt.output_dir : spec.output_folder;
-  if (output.empty()) {
-    if (!opt.where_results_live.empty()) out << "results: " << opt.where_results_live << "/" << job_id << "\n";
+  const bool has_results = succeeded || last.epochs_size() > 0;
+  if (has_results && !output.empty()) {
+    const int n = WriteResults(c, job_id, output, err, nullptr, nullptr, false);
+    if (n < 0) return 1;
+    if (!json_out) out << "results: " << n << " files in " << output << "\n";
+    doc["output"] = output;
+    doc["files"] = n;
+  } else if (has_results && !opt.where_results_live.empty()) {
+    if (!json_out) out << "results: " << opt.where_results_live << "/" << job_id << "\n";
+    doc["results_dir"] = opt.where_results_live + "/" + job_id;
+  }
+  if (json_out) out << doc.dump(2) << "\n";
+  return succeeded ? 0 : 1;
+}
+
+int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err) {
+  Connection c;
+  if (int rc = c.Open(opt, err); rc != 0) return rc;
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  v1::JobInfo i;
+  if (grpc::Status s = c.stub->GetJob(&ctx, req, &i); !s.ok()) return c.Fail(s, err);
+  if (opt.json) {
+    out << InfoJson(i).dump(2) << "\n";
     return 0;
   }
-  grpc::ClientContext rctx;
-  v1::GetResultsRequest rreq;
-  rreq.set_job_id(job_id);
-  auto files = stub->GetResults(&rctx, rreq);
-  v1::ResultFile f;
-  std::error_code ec;
-  fs::create_directories(output, ec);
-  if (ec) {
-    err << "--output: cannot create '" << output << "': " << ec.message() << "\n";
-    return 1;
+  out << "job " << i.job_id() << ": " << StateName(i.state());
+  if (i.state() == v1::JOB_STATE_QUEUED) out << " (" << i.queue_position() << " ahead)";
+  out << "\n";
+  out << "  job file:   " << i.source_name() << "\n";
+  out << "  submitted:  " << LocalTime(i.submitted_unix_us()) << "   started: " << LocalTime(i.started_unix_us())
+      << "   ended: " << LocalTime(i.ended_unix_us()) << "\n";
+  if (i.agents_size() > 0) {
+    std::vector<std::string> names(i.agents().begin(), i.agents().end());
+    out << "  agents:     " << i.agents_size() << " (" << absl::StrJoin(names, ", ") << "), " << i.world_size()
+        << " rank(s), " << i.accelerators_per_agent() << " per agent\n";
   }
-  int n = 0;
-  while (files->Read(&f)) {
-    if (f.name().empty() || f.name().find('/') != std::string::npos || f.name().find("..") != std::string::npos) {
-      continue;  // never write outside the output folder, whatever the server sends
+  if (!i.phase_id().empty()) {
+    out << "  phase:      " << i.phase_id();
+    if (i.total() > 0 && !Final(i.state())) {
+      out << ", " << i.done() << " of " << i.total() << (i.phase_id() == "generate" ? " files" : " steps");
     }
-    if (absl::Status s = WriteFileAtomic((fs::path(output) / f.name()).string(), f.content()); !s.ok()) {
-      err << s.message() << "\n";
-      return 1;
+    out << "\n";
+  }
+  if (i.epochs_total() > 0) out << "  epochs:     " << i.epochs_done() << " of " << i.epochs_total() << " completed\n";
+  if (i.has_results()) {
+    out << "  results:    " << i.result_dir()
+        << (i.state() == v1::JOB_STATE_SUCCEEDED ? "" : absl::StrCat(" (", i.epochs_done(), " completed epoch(s))"))
+        << "\n";
+  }
+  if (!i.message().empty()) out << "  message:    " << i.message() << "\n";
+  return 0;
+}
+
+int ListJobs(const ClientOptions& opt, std::ostream& out, std::ostream& err) {
+  Connection c;
+  if (int rc = c.Open(opt, err); rc != 0) return rc;
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::ListJobsResponse resp;
+  if (grpc::Status s = c.stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp); !s.ok()) return c.Fail(s, err);
+  if (opt.json) {
+    json jobs = json::array(), agents = json::array();
+    for (const v1::JobInfo& i : resp.jobs()) jobs.push_back(InfoJson(i));
+    for (const v1::AgentStatus& a : resp.agents()) {
+      agents.push_back({{"name", a.name()},
+                        {"hostname", a.hostname()},
+                        {"accelerators", a.accelerators()},
+                        {"attached_s", a.attached_s()},
+                        {"last_heard_s", a.last_heard_s()},
+                        {"job_id", a.job_id()}});
     }
-    ++n;
+    out << json{{"jobs", jobs}, {"agents", agents}}.dump(2) << "\n";
+    return 0;
   }
-  grpc::Status fs_status = files->Finish();
-  if (!fs_status.ok()) {
-    err << "fetching results of job " << job_id << ": " << fs_status.error_message() << "\n";
-    return 1;
+  if (resp.jobs_size() == 0) {
+    out << "no jobs\n";
+  } else {
+    out << absl::StrFormat("%-26s %-12s %-19s %-7s %-6s %s\n", "JOB", "STATE", "SUBMITTED", "EPOCHS", "RANKS",
+                           "MESSAGE");
+    for (const v1::JobInfo& i : resp.jobs()) {
+      std::string msg = i.message();
+      // 100 characters keep a row on a wide terminal; `status JOB` shows the whole line.
+      if (msg.size() > 100) msg = msg.substr(0, 97) + "...";
+      out << absl::StrFormat("%-26s %-12s %-19s %-7s %-6d %s\n", i.job_id(), StateName(i.state()),
+                             LocalTime(i.submitted_unix_us()),
+                             absl::StrCat(i.epochs_done(), "/", i.epochs_total()), i.world_size(), msg);
+    }
   }
-  out << "results: " << n << " files in " << output << "\n";
+  out << "\n" << resp.agents_size() << " agent(s) attached";
+  out << (resp.agents_size() ? ":\n" : "\n");
+  for (const v1::AgentStatus& a : resp.agents()) {
+    out << absl::StrFormat("  %-24s node %-20s %d accelerator(s), heard %.1f s ago, %s\n", a.name(), a.hostname(),
+                           a.accelerators(), a.last_heard_s(),
+                           a.job_id().empty() ? std::string("idle") : absl::StrCat("job ", a.job_id()));
+  }
+  return 0;
+}
+
+int CancelJob(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err) {
+  Connection c;
+  if (int rc = c.Open(opt, err); rc != 0) return rc;
+  v1::CancelResponse resp;
+  {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
+    v1::CancelRequest req;
+    req.set_job_id(job_id);
+    if (grpc::Status s = c.stub->Cancel(&ctx, req, &resp); !s.ok()) return c.Fail(s, err);
+  }
+  // The coordinator gives the agents 2 s to confirm the stop; 10 s bounds the wait for a busy coordinator.
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+  v1::JobInfo i;
+  while (true) {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
+    v1::GetJobRequest req;
+    req.set_job_id(job_id);
+    if (grpc::Status s = c.stub->GetJob(&ctx, req, &i); !s.ok()) return c.Fail(s, err);
+    if (Final(i.state()) || SteadyClock::now() > deadline) break;
+    // 50 ms: the answer shows the stop promptly without loading the coordinator.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (opt.json) {
+    out << json{{"job_id", job_id}, {"cancelled", resp.cancelled()}, {"state", StateName(i.state())},
+                {"message", i.message()}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+  if (!resp.cancelled()) {
+    out << "job " << job_id << " had already ended (" << StateName(i.state()) << "); nothing to cancel\n";
+  } else if (Final(i.state())) {
+    out << i.message() << "\n";
+  } else {
+    out << "job " << job_id << ": cancel requested; still " << StateName(i.state()) << " after 10 s\n";
+  }
+  return 0;
+}
+
+int FetchResults(const ClientOptions& opt, const std::string& job_id, const std::string& output_dir,
+                 std::ostream& out, std::ostream& err) {
+  Connection c;
+  if (int rc = c.Open(opt, err); rc != 0) return rc;
+  v1::JobInfo info;
+  {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
+    v1::GetJobRequest req;
+    req.set_job_id(job_id);
+    if (grpc::Status s = c.stub->GetJob(&ctx, req, &info); !s.ok()) return c.Fail(s, err);
+  }
+  std::vector<std::string> names;
+  std::string summary_text;
+  const int n = WriteResults(c, job_id, output_dir, err, &names, &summary_text, output_dir.empty());
+  if (n < 0) return 1;
+  const json summary = json::parse(summary_text, nullptr, /*allow_exceptions=*/false);
+  if (opt.json) {
+    json doc = {{"job_id", job_id}, {"state", StateName(info.state())}, {"files", names}};
+    doc["output"] = output_dir.empty() ? json(nullptr) : json(output_dir);
+    doc["summary"] = summary.is_discarded() ? json(nullptr) : summary;
+    out << doc.dump(2) << "\n";
+    return 0;
+  }
+  out << "job " << job_id << ": " << StateName(info.state());
+  if (info.epochs_total() > 0) out << ", " << info.epochs_done() << " of " << info.epochs_total() << " epoch(s)";
+  out << "\n";
+  if (summary.is_object() && summary.contains("dlio_ext") && summary["dlio_ext"].contains("train_epochs")) {
+    out << absl::StrFormat("\n%-7s %10s %14s %14s %16s\n", "epoch", "AU (%)", "samples/s", "MB/s (MiB)",
+                           "actual MB/s");
+    for (const json& e : summary["dlio_ext"]["train_epochs"]) {
+      out << absl::StrFormat("%-7d %10.2f %14.2f %14.2f %16.2f\n", e.value("epoch", 0), e.value("au_percentage", 0.0),
+                             e.value("throughput_samples_per_second", 0.0), e.value("io_MiB_per_second", 0.0),
+                             e.value("io_actual_MB_per_second", 0.0));
+    }
+    out << "\n";
+  }
+  if (output_dir.empty()) {
+    out << n << " result file(s) on the coordinator (" << info.result_dir() << "); fetch them with --output DIR\n";
+  } else {
+    out << "results: " << n << " files in " << output_dir << "\n";
+  }
   return 0;
 }
 

@@ -1,9 +1,17 @@
-// Client verbs of dlio-coordinator (submit; used by `run` too): the only gRPC client code.
+// Client verbs of dlio-coordinator: submit (used by `run` too), status, list, cancel, results. The only gRPC client
+// code of the coordinator binary.
 //
 // SubmitAndWait(): validates the job file locally (bad input -> exit code 2 and one line naming the key or file,
-// before anything is sent or written; the caller's ValidateJob() has printed the warnings), submits it, shows progress by phase, prints the result table, and writes the
-// result files received over gRPC into the output folder when one is given (--output, else the job's
-// output.folder). Exit codes: 0 success, 1 job failed or cancelled, 2 bad input, 3 coordinator unreachable.
+// before anything is sent or written), submits it, and (unless --detach) follows it: on a terminal a live progress
+// bar per phase (steps or files done of total, ETA, samples/s), plain lines otherwise; then the result table, and
+// the result files received over gRPC written into the output folder when one is given (--output, else the job's
+// output.folder), partial ones included when the job failed after completing epochs. A signal (the `cancel` flag)
+// cancels the job on the coordinator and says so. With --json, one JSON document on stdout and nothing else.
+//
+// Exit codes (every verb): 0 success; 1 the job did not succeed (submit), or the job or its results do not exist;
+// 2 bad input (job file, options, token or certificate files); 3 coordinator unreachable or lost; 4 refused by the
+// coordinator (no token or a wrong one).
+// Thread-safety: each call is independent; SubmitAndWait reads `cancel` from a helper thread.
 #pragma once
 
 #include <atomic>
@@ -11,16 +19,29 @@
 #include <string>
 #include <vector>
 
+#include "dlio/v1/transport.h"
+
 namespace dlio {
 
+// How to reach the coordinator; shared by every verb.
+struct ClientOptions {
+  std::string coordinator = "127.0.0.1:7543";  // host:port (the CLI: --coordinator, else $DLIO_COORDINATOR)
+  TransportFiles transport;                     // --token-file, --tls-ca, --tls-cert, --tls-key, --tls-server-name
+  int connect_timeout_s = 10;                   // how long to wait for the connection before exit code 3
+  bool json = false;                            // --json: machine-readable output only
+};
+
 struct SubmitOptions {
-  std::string coordinator;             // host:port
+  ClientOptions client;
   std::string job_path;
   std::vector<std::string> overrides;  // "++workload.a.b=v" or "a.b=v"
   int agents = 0;                      // 0 = all attached
+  int accelerators_per_agent = 0;      // 0 = what the agents offer (all equal)
   int wait_for_agents_s = 0;           // --wait-for-agents
+  double barrier_timeout_s = 0;        // 0 = the coordinator's default
   std::string output_dir;              // --output; empty = the job's output.folder, else none
   std::string where_results_live;      // printed when nothing is fetched (the coordinator's result folder)
+  bool detach = false;                 // print the job id and return at once
 };
 
 // Validation only: loads the job file with the overrides; on error prints one line to `err` and returns 2. Keys
@@ -29,5 +50,16 @@ int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn = true);
 
 // `cancel`: set by a signal handler; the client then cancels the job and reports it.
 int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel);
+
+// `status JOB`: the job's state, placement, phase progress, completed epochs, results and last message.
+int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err);
+// `list`: every job the coordinator knows (its store included) and the attached agents.
+int ListJobs(const ClientOptions& opt, std::ostream& out, std::ostream& err);
+// `cancel JOB`: cancels a queued or running job and waits (a few seconds at most) for it to end, printing the
+// final line, which says whether every agent confirmed the stop.
+int CancelJob(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err);
+// `results JOB [--output DIR]`: prints the job's result table and file names, or writes the files into DIR.
+int FetchResults(const ClientOptions& opt, const std::string& job_id, const std::string& output_dir,
+                 std::ostream& out, std::ostream& err);
 
 }  // namespace dlio

@@ -3,16 +3,21 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
 namespace dlio {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 int64_t NowUnixUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -20,8 +25,12 @@ int64_t NowUnixUs() {
       .count();
 }
 
+double Secs(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string SecsText(std::chrono::milliseconds d) { return absl::StrFormat("%g s", d.count() / 1000.0); }
+
 // Job ids sort by submission time and stay unique across coordinator restarts: <UTC time>-<counter>-<random>.
-std::string NewJobId(uint64_t counter) {
+std::string NewJobId(int64_t counter) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
@@ -33,99 +42,214 @@ std::string NewJobId(uint64_t counter) {
   return absl::StrCat(buf, "-", counter, "-", suffix);
 }
 
-}  // namespace
-
-const char* JobStateName(JobState s) {
-  switch (s) {
-    case JobState::kQueued: return "queued";
-    case JobState::kRunning: return "running";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-  }
-  return "unknown";
+// Job ids name folders under the results folder: letters, digits, '-', '_' and '.', not starting with '.'.
+bool ValidJobId(const std::string& id) {
+  if (id.empty() || id.size() > 128 || id[0] == '.') return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
+  });
 }
+
+// "a, b, c and 5 more": keeps messages about big fleets on one readable line.
+std::string NameList(const std::vector<std::string>& names, size_t max = 8) {
+  if (names.size() <= max) return absl::StrJoin(names, ", ");
+  std::vector<std::string> head(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(max));
+  return absl::StrCat(absl::StrJoin(head, ", "), " and ", names.size() - max, " more");
+}
+
+std::string RankRange(int first, int count) {
+  if (count <= 1) return absl::StrCat("rank ", first);
+  return absl::StrCat("ranks ", first, "-", first + count - 1);
+}
+
+}  // namespace
 
 struct Coordinator::Phase {
   std::string id;
   bool generate = false;
   int epoch = 0;
-  std::set<std::string> pending;     // agents whose PhaseDone is still missing
-  uint64_t barrier_step = 0;         // the step the barrier is collecting arrivals for
+  std::set<std::string> pending;     // agents whose PhaseDone (or Error) is still missing
+  uint64_t barrier_step = 0;         // the step the barrier collects arrivals for = steps released so far
   std::set<std::string> arrived;
-  std::chrono::steady_clock::time_point first_arrival;  // of barrier_step, for the barrier-wait histogram
+  Clock::time_point first_arrival;   // of the current step
+  Clock::time_point last_advance;    // phase start or the last release
   std::map<std::string, std::array<uint64_t, 4>> progress;  // per agent: done, total, samples, bytes
   std::vector<RankEpochResult> results;
   std::string error;                 // first failure, one line
 };
 
 struct Coordinator::Job {
-  std::string id;
-  JobRequest request;
+  JobRecord rec;
   WorkloadSpec spec;
-  JobState state = JobState::kQueued;
   std::vector<JobEventData> events;
   bool cancel_requested = false;
-  std::vector<std::string> agent_names;  // the job's agents, in rank order
-  std::unique_ptr<Phase> phase;          // the running phase
+  std::unique_ptr<Phase> phase;      // the running phase
   JobResult result;
+  uint64_t done = 0, total = 0;      // last progress over the fleet
+  JobState end_state = JobState::kFailed;
+  std::string end_message;
 };
 
-Coordinator::Coordinator(Options options) : options_(std::move(options)) {
-  runner_ = std::thread([this] { RunnerLoop(); });
+Coordinator::Coordinator(Options options, std::unique_ptr<JobStore> store)
+    : options_(std::move(options)), store_(std::move(store)) {}
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options, std::unique_ptr<JobStore> store) {
+  if (options.lease < 2 * options.heartbeat_interval) {
+    return absl::InvalidArgumentError(absl::StrCat("--lease (", SecsText(options.lease),
+                                                   ") must be at least twice --heartbeat-interval (",
+                                                   SecsText(options.heartbeat_interval), ")"));
+  }
+  std::unique_ptr<Coordinator> c(new Coordinator(std::move(options), std::move(store)));
+  if (c->store_) {
+    absl::StatusOr<std::vector<JobRecord>> records = c->store_->LoadAll();
+    if (!records.ok()) return records.status();
+    std::lock_guard<std::mutex> lk(c->mu_);
+    for (JobRecord& r : *records) {
+      auto job = std::make_unique<Job>();
+      job->rec = std::move(r);
+      JobRecord& rec = job->rec;
+      c->job_counter_ = std::max(c->job_counter_, rec.seq);
+      if (!ValidJobId(rec.id)) {
+        spdlog::error("job store: skipping a job with the malformed id '{}'", rec.id);
+        continue;
+      }
+      JobEventData e;
+      if (rec.state == JobState::kQueued) {
+        absl::StatusOr<WorkloadSpec> spec = LoadWorkload(rec.workload_yaml, rec.overrides, rec.source_name);
+        if (spec.ok()) {
+          job->spec = std::move(*spec);
+          c->queue_.push_back(rec.id);
+          e.message = absl::StrCat("job ", rec.id, " queued (restored from the job store after a restart)");
+        } else {
+          rec.state = JobState::kFailed;
+          rec.message = absl::StrCat("job ", rec.id, ": its job file no longer loads: ", spec.status().message());
+          rec.ended_unix_us = NowUnixUs();
+        }
+      } else if (rec.state == JobState::kRunning) {
+        rec.state = JobState::kInterrupted;
+        rec.ended_unix_us = NowUnixUs();
+        const std::string dir = absl::StrCat(c->options_.results_dir, "/", rec.id);
+        rec.message = absl::StrCat("job ", rec.id, " interrupted: the coordinator stopped while it ran",
+                                   rec.phase_id.empty() ? "" : absl::StrCat(" phase ", rec.phase_id), "; ",
+                                   rec.has_results ? absl::StrCat("results of ", rec.epochs_done,
+                                                                  " completed epoch(s) kept in ", dir)
+                                                   : std::string("no epoch had completed"));
+        if (absl::StatusOr<std::string> checked = c->ResultDir(rec.id); rec.has_results && checked.ok()) {
+          // The summary was written as "partial"; say what became of the job.
+          const std::string path = *checked + "/summary.json";
+          std::ifstream in(path);
+          nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+          if (j.is_object()) {
+            j["dlio_ext"]["job_state"] = JobStateName(JobState::kInterrupted);
+            if (absl::Status s = WriteFileAtomic(path, j.dump(4) + "\n"); !s.ok()) {
+              spdlog::error("{}", std::string(s.message()));
+            }
+          }
+        }
+        spdlog::warn("{}", rec.message);
+      }
+      if (IsFinal(rec.state)) {
+        e.final = true;
+        e.message = rec.message;
+      }
+      e.state = rec.state;
+      e.phase_id = rec.phase_id;
+      job->events.push_back(std::move(e));
+      if (absl::Status s = c->store_->Put(rec); !s.ok()) return s;
+      c->jobs_[rec.id] = std::move(job);
+    }
+    if (!c->queue_.empty()) spdlog::info("{} queued job(s) restored from {}", c->queue_.size(), c->store_->path());
+  }
+  c->runner_ = std::thread([p = c.get()] { p->RunnerLoop(); });
+  c->watchdog_ = std::thread([p = c.get()] { p->WatchdogLoop(); });
+  return c;
 }
 
-Coordinator::~Coordinator() {
+Coordinator::~Coordinator() { Stop(); }
+
+void Coordinator::Stop() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stopping_ = true;
-    if (running_ != nullptr) running_->cancel_requested = true;
     cv_.notify_all();
   }
-  runner_.join();
+  std::call_once(stop_once_, [&] {
+    if (runner_.joinable()) runner_.join();
+    if (watchdog_.joinable()) watchdog_.join();
+  });
 }
 
-absl::Status Coordinator::AddAgent(const AgentInfo& info, std::shared_ptr<AgentLink> link) {
+// ---------------------------------------------------------------------------------------------------------------
+// Registry
+// ---------------------------------------------------------------------------------------------------------------
+
+absl::Status Coordinator::AddAgent(const AgentInfo& info, const std::string& instance,
+                                   std::shared_ptr<AgentLink> link) {
   std::lock_guard<std::mutex> lk(mu_);
+  const Clock::time_point now = options_.now();
   auto it = agents_.find(info.name);
   if (it != agents_.end()) {
-    return absl::AlreadyExistsError(absl::StrCat("agent name '", info.name, "' is already attached (host '",
-                                                 it->second.info.hostname, "'); refused the second agent from host '",
-                                                 info.hostname, "': give each agent a unique --name"));
+    if (instance.empty() || it->second.instance != instance) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "agent name '", info.name, "' is already attached (host '", it->second.info.hostname, "', attached ",
+          absl::StrFormat("%.0f", Secs(now - it->second.attached)), " s ago); refused the second agent '", info.name,
+          "' from host '", info.hostname, "': give each agent a unique --name"));
+    }
+    const std::string why = "its session was replaced by a reconnect of the same agent (the old connection broke)";
+    spdlog::warn("agent '{}': {}", info.name, why);
+    LoseAgentLocked(info.name, why);
+    it->second.link->Drop(why);
+    agents_.erase(it);
   }
-  link->Accepted();
-  agents_[info.name] = Agent{info, std::move(link)};
-  spdlog::info("agent '{}' attached from {} with {} accelerators ({} attached)", info.name, info.hostname, info.ranks,
-               agents_.size());
+  link->Accepted(options_.heartbeat_interval, options_.lease);
+  agents_[info.name] = Agent{info, instance, std::move(link), now, now};
+  spdlog::info("agent '{}' attached from node {} with {} accelerators ({} attached)", info.name, info.hostname,
+               info.ranks, agents_.size());
   cv_.notify_all();
   return absl::OkStatus();
 }
 
-void Coordinator::RemoveAgent(const std::string& name, const std::string& why) {
+void Coordinator::RemoveAgent(const std::string& name, const AgentLink* link, const std::string& why) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = agents_.find(name);
-  if (it == agents_.end()) return;
-  const AgentInfo info = it->second.info;
+  if (it == agents_.end() || it->second.link.get() != link) return;
+  LoseAgentLocked(name, why);
   agents_.erase(it);
-  const bool in_job = running_ != nullptr && std::find(running_->agent_names.begin(), running_->agent_names.end(),
-                                                       name) != running_->agent_names.end();
-  if (in_job) {
-    spdlog::warn("agent '{}' detached during job {}: {}", name, running_->id, why);
+  spdlog::info("agent '{}' detached: {} ({} attached)", name, why, agents_.size());
+  cv_.notify_all();
+}
+
+std::string Coordinator::RanksOf(const Job& job, const std::string& agent) const {
+  for (const AgentInfo& a : job.result.agents) {
+    if (a.name == agent) return RankRange(a.first_rank, a.ranks);
+  }
+  return "no ranks";
+}
+
+void Coordinator::LoseAgentLocked(const std::string& name, const std::string& why) {
+  if (running_ == nullptr) return;
+  Job& job = *running_;
+  const auto& names = job.rec.agent_names;
+  if (std::find(names.begin(), names.end(), name) == names.end()) return;
+  spdlog::warn("agent '{}' lost during job {}: {}", name, job.rec.id, why);
+  if (job.phase == nullptr) return;  // between phases: the next RunPhase finds it missing
+  Phase& p = *job.phase;
+  p.pending.erase(name);
+  if (!p.error.empty()) return;
+  std::string where;
+  if (p.generate) {
+    const auto it = p.progress.find(name);
+    where = it == p.progress.end()
+                ? std::string("before reporting progress")
+                : absl::StrCat("after writing ", it->second[0], " of its ", it->second[1], " files");
   } else {
-    spdlog::info("agent '{}' detached: {}", name, why);
+    uint64_t total = 0;
+    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]);
+    where = absl::StrCat("after step ", p.barrier_step, total > 0 ? absl::StrCat(" of ", total) : std::string());
   }
-  if (running_ != nullptr && running_->phase != nullptr &&
-      std::find(running_->agent_names.begin(), running_->agent_names.end(), name) != running_->agent_names.end()) {
-    Phase& p = *running_->phase;
-    if (p.error.empty()) {
-      int first = 0, count = 0;
-      for (const AgentInfo& a : running_->result.agents) {
-        if (a.name == name) first = a.first_rank, count = a.ranks;
-      }
-      p.error = absl::StrCat("agent '", name, "' (ranks ", first, "..", first + count - 1, ") lost during job ",
-                             running_->id, " phase ", p.id, " at step ", p.barrier_step, ": ", why);
-    }
-  }
+  p.error = absl::StrCat("agent '", name, "' (", RanksOf(job, name), ") lost during job ", job.rec.id, " phase ",
+                         p.id, " ", where, ": ", why);
   cv_.notify_all();
 }
 
@@ -139,22 +263,74 @@ bool Coordinator::WaitForAgents(size_t n, std::chrono::milliseconds timeout) con
   return cv_.wait_for(lk, timeout, [&] { return agents_.size() >= n; });
 }
 
+void Coordinator::ExpireLeases() {
+  std::lock_guard<std::mutex> lk(mu_);
+  const Clock::time_point now = options_.now();
+  for (auto it = agents_.begin(); it != agents_.end();) {
+    const auto silent = now - it->second.last_heard;
+    if (silent <= options_.lease) {
+      ++it;
+      continue;
+    }
+    const std::string why = absl::StrFormat("no heartbeat for %.1f s (lease %s)", Secs(silent),
+                                            SecsText(options_.lease));
+    spdlog::warn("agent '{}' dropped: {}", it->first, why);
+    LoseAgentLocked(it->first, why);
+    it->second.link->Drop(why);
+    ++leases_expired_;
+    it = agents_.erase(it);
+    cv_.notify_all();
+  }
+}
+
+void Coordinator::WatchdogLoop() {
+  // lease/8, within [50 ms, 1 s]: an expired lease is noticed within 1/8 of its length, at a negligible cost.
+  const auto period = std::clamp<std::chrono::milliseconds>(options_.lease / 8, std::chrono::milliseconds(50),
+                                                            std::chrono::milliseconds(1000));
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lk, period, [&] { return stopping_; });
+    if (stopping_) break;
+    lk.unlock();
+    ExpireLeases();
+    lk.lock();
+  }
+}
+
+void Coordinator::Touch(const std::string& agent) {
+  auto it = agents_.find(agent);
+  if (it != agents_.end()) it->second.last_heard = options_.now();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Agent events
+// ---------------------------------------------------------------------------------------------------------------
+
+void Coordinator::OnHeartbeat(const std::string& agent) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Touch(agent);
+}
+
 void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                                   uint64_t step) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (running_ == nullptr || running_->id != job_id || !running_->phase || running_->phase->id != phase_id) return;
+  Touch(agent);
+  if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   Phase& p = *running_->phase;
+  const auto& names = running_->rec.agent_names;
   if (step != p.barrier_step) return;  // a repeat of a released step
-  if (p.arrived.empty()) p.first_arrival = std::chrono::steady_clock::now();
+  if (std::find(names.begin(), names.end(), agent) == names.end()) return;
+  const Clock::time_point now = options_.now();
+  if (p.arrived.empty()) p.first_arrival = now;
   p.arrived.insert(agent);
-  if (p.arrived.size() < running_->agent_names.size()) return;
-  barrier_wait_[job_id].Record(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - p.first_arrival)
-          .count()));
+  if (p.arrived.size() < names.size()) return;
+  barrier_wait_[job_id].Record(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - p.first_arrival).count()));
   if (barrier_wait_.size() > kBarrierWaitJobs) barrier_wait_.erase(barrier_wait_.begin());
   p.arrived.clear();
   ++p.barrier_step;
-  for (const std::string& name : running_->agent_names) {
+  p.last_advance = now;
+  for (const std::string& name : names) {
     auto it = agents_.find(name);
     if (it != agents_.end()) it->second.link->ReleaseBarrier(job_id, phase_id, step);
   }
@@ -163,14 +339,16 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
 void Coordinator::OnProgress(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                              uint64_t done, uint64_t total, uint64_t samples, uint64_t bytes) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (running_ == nullptr || running_->id != job_id || !running_->phase || running_->phase->id != phase_id) return;
+  Touch(agent);
+  if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   running_->phase->progress[agent] = {done, total, samples, bytes};
 }
 
 void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                               std::vector<RankEpochResult> ranks) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (running_ == nullptr || running_->id != job_id || !running_->phase || running_->phase->id != phase_id) return;
+  Touch(agent);
+  if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   Phase& p = *running_->phase;
   if (p.pending.erase(agent) == 0) return;  // a repeated PhaseDone
   for (RankEpochResult& r : ranks) p.results.push_back(std::move(r));
@@ -178,27 +356,63 @@ void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_i
 }
 
 void Coordinator::OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                               const std::string& message) {
+                               const std::string& code, const std::string& message) {
   std::lock_guard<std::mutex> lk(mu_);
-  spdlog::error("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
-  if (running_ == nullptr || running_->id != job_id || !running_->phase) return;
-  if (running_->phase->error.empty()) running_->phase->error = message;
+  Touch(agent);
+  if (running_ == nullptr || running_->rec.id != job_id || !running_->phase) {
+    spdlog::warn("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
+    return;
+  }
+  Job& job = *running_;
+  Phase& p = *job.phase;
+  if (phase_id != p.id) return;
+  p.pending.erase(agent);
+  // A CANCELLED answer confirms a stop we asked for; anything else is the job's failure (the first one wins).
+  const bool stop_confirmation = code == "CANCELLED" && (job.cancel_requested || stopping_ || !p.error.empty());
+  if (!stop_confirmation) spdlog::error("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
+  if (p.error.empty() && !job.cancel_requested && !stopping_) p.error = message;
   cv_.notify_all();
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Client verbs
+// ---------------------------------------------------------------------------------------------------------------
 
 absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   absl::StatusOr<WorkloadSpec> spec = LoadWorkload(request.workload_yaml, request.overrides, request.source_name);
   if (!spec.ok()) return spec.status();
   if (request.agents < 0) return absl::InvalidArgumentError("--agents: must be >= 0");
+  if (request.accelerators_per_agent < 0) return absl::InvalidArgumentError("--accelerators-per-agent: must be >= 0");
+  if (request.wait_for_agents_s < 0) return absl::InvalidArgumentError("--wait-for-agents: must be >= 0");
+  if (request.barrier_timeout_s < 0) return absl::InvalidArgumentError("--barrier-timeout: must be >= 0");
   std::lock_guard<std::mutex> lk(mu_);
+  if (stopping_) return absl::UnavailableError("the coordinator is shutting down; submit again after its restart");
   auto job = std::make_unique<Job>();
-  job->id = NewJobId(++job_counter_);
-  job->request = request;
+  JobRecord& rec = job->rec;
+  rec.seq = ++job_counter_;
+  rec.id = NewJobId(rec.seq);
+  rec.state = JobState::kQueued;
+  rec.source_name = request.source_name;
+  rec.workload_yaml = request.workload_yaml;
+  rec.overrides = request.overrides;
+  rec.agents = request.agents;
+  rec.accelerators_per_agent = request.accelerators_per_agent;
+  rec.wait_for_agents_s = request.wait_for_agents_s;
+  rec.barrier_timeout_s = request.barrier_timeout_s;
+  rec.submitted_unix_us = NowUnixUs();
+  rec.epochs_total = spec->train ? static_cast<int>(spec->epochs) : 0;
+  rec.message = absl::StrCat("job ", rec.id, " queued (", queue_.size() + (running_ != nullptr ? 1 : 0), " ahead)");
+  if (store_) {
+    // A job the store cannot hold is refused rather than run without a trace.
+    if (absl::Status s = store_->Put(rec); !s.ok()) {
+      return absl::InternalError(absl::StrCat("job not queued: ", s.message()));
+    }
+  }
   job->spec = std::move(*spec);
-  const std::string id = job->id;
+  const std::string id = rec.id;
   JobEventData e;
   e.state = JobState::kQueued;
-  e.message = absl::StrCat("job ", id, " queued (", queue_.size(), " ahead)");
+  e.message = rec.message;
   job->events.push_back(e);
   jobs_[id] = std::move(job);
   queue_.push_back(id);
@@ -211,12 +425,12 @@ absl::StatusOr<bool> Coordinator::Cancel(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
   Job& job = *it->second;
-  if (job.state == JobState::kQueued) {
+  if (job.rec.state == JobState::kQueued && running_ != &job) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
-    FailJob(job, JobState::kCancelled, absl::StrCat("job ", job_id, " cancelled before it started"));
+    EndJob(job, JobState::kCancelled, absl::StrCat("job ", job_id, " cancelled before it started"), false);
     return true;
   }
-  if (job.state == JobState::kRunning) {
+  if (!IsFinal(job.rec.state)) {
     job.cancel_requested = true;
     cv_.notify_all();
     return true;
@@ -230,13 +444,70 @@ absl::Status Coordinator::WaitEvents(const std::string& job_id, size_t from, std
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
   const Job& job = *it->second;
-  cv_.wait_for(lk, timeout, [&] { return job.events.size() > from || stopping_; });
+  cv_.wait_for(lk, timeout, [&] { return job.events.size() > from; });
   for (size_t i = from; i < job.events.size(); ++i) out->push_back(job.events[i]);
   return absl::OkStatus();
 }
 
-std::string Coordinator::ResultDir(const std::string& job_id) const {
-  return options_.results_dir + "/" + job_id;
+JobInfoData Coordinator::InfoLocked(const Job& job) const {
+  JobInfoData d;
+  d.record = job.rec;
+  d.done = job.done;
+  d.total = job.total;
+  const auto q = std::find(queue_.begin(), queue_.end(), job.rec.id);
+  if (q != queue_.end()) d.queue_position = static_cast<int>(q - queue_.begin()) + (running_ != nullptr ? 1 : 0);
+  d.result_dir = absl::StrCat(options_.results_dir, "/", job.rec.id);
+  return d;
+}
+
+absl::StatusOr<JobInfoData> Coordinator::GetJob(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
+  return InfoLocked(*it->second);
+}
+
+std::vector<JobInfoData> Coordinator::ListJobs() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<JobInfoData> out;
+  for (const auto& [id, job] : jobs_) out.push_back(InfoLocked(*job));
+  std::sort(out.begin(), out.end(),
+            [](const JobInfoData& a, const JobInfoData& b) { return a.record.seq < b.record.seq; });
+  return out;
+}
+
+std::vector<AgentStatusData> Coordinator::ListAgents() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  const Clock::time_point now = options_.now();
+  std::vector<AgentStatusData> out;
+  for (const auto& [name, a] : agents_) {
+    AgentStatusData d;
+    d.info = a.info;
+    d.attached_s = Secs(now - a.attached);
+    d.last_heard_s = Secs(now - a.last_heard);
+    if (running_ != nullptr) {
+      const auto& names = running_->rec.agent_names;
+      if (std::find(names.begin(), names.end(), name) != names.end()) d.job_id = running_->rec.id;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Coordinator::ResultDir(const std::string& job_id) const {
+  if (!ValidJobId(job_id)) return absl::InvalidArgumentError(absl::StrCat("'", job_id, "' is not a job id"));
+  const std::string dir = absl::StrCat(options_.results_dir, "/", job_id);
+  // The results folder is the only place the coordinator writes: refuse a job folder that resolves elsewhere
+  // (a symlink planted under the results folder).
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(fs::absolute(options_.results_dir), ec);
+  const fs::path canon = fs::weakly_canonical(fs::absolute(dir), ec);
+  if (ec || canon.parent_path() != root) {
+    return absl::PermissionDeniedError(absl::StrCat("results of job ", job_id, ": '", dir, "' resolves to '",
+                                                    canon.string(), "', outside the results folder '",
+                                                    root.string(), "'"));
+  }
+  return dir;
 }
 
 Coordinator::Counts Coordinator::GetCounts() const {
@@ -244,122 +515,40 @@ Coordinator::Counts Coordinator::GetCounts() const {
   Counts c;
   c.agents = agents_.size();
   for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
-                     JobState::kCancelled}) {
+                     JobState::kCancelled, JobState::kInterrupted}) {
     c.jobs[s] = 0;
   }
-  for (const auto& [id, job] : jobs_) ++c.jobs[job->state];
+  for (const auto& [id, job] : jobs_) ++c.jobs[job->rec.state];
   c.barrier_wait = barrier_wait_;
+  c.leases_expired = leases_expired_;
   return c;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Job life
+// ---------------------------------------------------------------------------------------------------------------
+
 void Coordinator::Emit(Job& job, JobEventData e) {
-  e.state = job.state;
+  e.state = job.rec.state;
   job.events.push_back(std::move(e));
   cv_.notify_all();
 }
 
-void Coordinator::FailJob(Job& job, JobState state, const std::string& message) {
-  job.state = state;
+void Coordinator::Save(Job& job) {
+  if (!store_) return;
+  if (absl::Status s = store_->Put(job.rec); !s.ok()) spdlog::error("{}", std::string(s.message()));
+}
+
+void Coordinator::EndJob(Job& job, JobState state, const std::string& message, bool error) {
+  job.rec.state = state;
+  job.rec.message = message;
+  job.rec.ended_unix_us = NowUnixUs();
+  Save(job);
   JobEventData e;
   e.message = message;
   e.final = true;
-  Emit(job, std::move(e));
-  spdlog::error("{}", message);
-}
-
-void Coordinator::RunnerLoop() {
-  std::unique_lock<std::mutex> lk(mu_);
-  while (true) {
-    cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
-    if (stopping_) return;
-    Job& job = *jobs_[queue_.front()];
-    queue_.pop_front();
-    running_ = &job;
-    lk.unlock();
-    RunJob(job);
-    lk.lock();
-    running_ = nullptr;
-  }
-}
-
-void Coordinator::RunJob(Job& job) {
-  std::unique_lock<std::mutex> lk(mu_);
-  // Placement: the first `agents` attached agents by name; every agent contributes all of its accelerators.
-  const size_t needed = job.request.agents > 0 ? static_cast<size_t>(job.request.agents) : 1;
-  if (agents_.size() < needed && job.request.wait_for_agents_s > 0) {
-    JobEventData e;
-    e.message = absl::StrCat("job ", job.id, " waits up to ", job.request.wait_for_agents_s, " s for ", needed,
-                             " agent(s); ", agents_.size(), " attached");
-    Emit(job, std::move(e));
-    cv_.wait_for(lk, std::chrono::seconds(job.request.wait_for_agents_s),
-                 [&] { return agents_.size() >= needed || job.cancel_requested || stopping_; });
-  }
-  const size_t want = job.request.agents > 0 ? static_cast<size_t>(job.request.agents) : agents_.size();
-  if (want == 0 || agents_.size() < want) {
-    return FailJob(job, JobState::kFailed,
-                   absl::StrCat("job ", job.id, " needs ", want == 0 ? 1 : want, " agent(s), ", agents_.size(),
-                                " attached", job.request.wait_for_agents_s > 0
-                                                 ? absl::StrCat(" after waiting ", job.request.wait_for_agents_s, " s")
-                                                 : std::string(" (use --wait-for-agents SECONDS to wait for them)")));
-  }
-  int world = 0;
-  for (auto& [name, a] : agents_) {
-    if (job.agent_names.size() == want) break;
-    job.agent_names.push_back(name);
-    AgentInfo info = a.info;
-    info.first_rank = world;
-    world += info.ranks;
-    job.result.agents.push_back(info);
-  }
-  // "random" shuffles get a seed drawn once here and written into the normalised spec, so every agent agrees.
-  if (job.spec.file_shuffle == ShuffleMode::kRandom || job.spec.sample_shuffle == ShuffleMode::kRandom) {
-    job.spec.seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
-  }
-  job.result.job_id = job.id;
-  job.result.spec = job.spec;
-  job.result.world = world;
-  job.result.start_unix_us = NowUnixUs();
-  job.state = JobState::kRunning;
-  {
-    JobEventData e;
-    e.message = absl::StrCat("job ", job.id, " running on ", want, " agent(s), ", world, " rank(s): ",
-                             absl::StrJoin(job.agent_names, ", "));
-    Emit(job, std::move(e));
-  }
-
-  bool ok = true;
-  if (job.spec.generate_data) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ok = RunPhase(job, "generate", PhaseOrder::Kind::kGenerate, 0);
-    job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  for (int e = 1; ok && job.spec.train && e <= job.spec.epochs; ++e) {
-    ok = RunPhase(job, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e);
-    if (ok && job.spec.EvaluatesAfter(e)) ok = RunPhase(job, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
-  }
-  job.result.end_unix_us = NowUnixUs();
-  job.phase.reset();
-
-  const bool any_train = !job.result.train.empty();
-  std::string write_error;
-  if (ok || any_train) {
-    // Completed epochs are written even when a later one failed.
-    if (absl::Status s = WriteResultFiles(ResultDir(job.id), job.result); !s.ok()) {
-      write_error = std::string(s.message());
-    }
-  }
-  if (!ok) {
-    if (job.state == JobState::kRunning) job.state = JobState::kFailed;
-    return;  // the failing phase already emitted the final event
-  }
-  if (!write_error.empty()) {
-    return FailJob(job, JobState::kFailed, absl::StrCat("job ", job.id, ": writing results failed: ", write_error));
-  }
-  job.state = JobState::kSucceeded;
-  JobEventData e;
-  e.final = true;
-  e.message = absl::StrCat("job ", job.id, " succeeded; results in ", ResultDir(job.id));
-  if (any_train) {
+  e.phase_id = job.rec.phase_id;
+  if (!job.result.train.empty()) {
     const FleetSummary summary = Aggregator(job.result).Summarize();
     e.epochs = summary.epochs;
     e.mean.au_percent = summary.au_mean;
@@ -370,33 +559,231 @@ void Coordinator::RunJob(Job& job) {
     e.mean.dropped_samples = summary.dropped_samples;
   }
   Emit(job, std::move(e));
+  if (error) {
+    spdlog::error("{}", message);
+  } else {
+    spdlog::info("{}", message);
+  }
 }
 
-bool Coordinator::RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Kind kind, int epoch) {
-  const bool generate = kind == PhaseOrder::Kind::kGenerate;
-  std::unique_lock<std::mutex> lk(mu_, std::adopt_lock);
+void Coordinator::WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const std::string& job_state) {
+  job.result.job_state = job_state;
+  job.result.end_unix_us = NowUnixUs();
+  absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
+  // Only this thread changes job.result, so the files are written without the lock (a fleet's files take a while).
+  lk.unlock();
+  absl::Status s = dir.ok() ? WriteResultFiles(*dir, job.result) : dir.status();
+  lk.lock();
+  if (s.ok()) {
+    job.rec.has_results = true;
+  } else {
+    spdlog::error("job {}: writing results failed: {}", job.rec.id, std::string(s.message()));
+    if (job.end_message.empty()) job.end_message = absl::StrCat("writing results failed: ", s.message());
+  }
+}
+
+void Coordinator::RunnerLoop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (true) {
+    cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) break;
+    Job& job = *jobs_[queue_.front()];
+    queue_.pop_front();
+    running_ = &job;
+    lk.unlock();
+    RunJob(job);
+    lk.lock();
+    running_ = nullptr;
+  }
+}
+
+bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
+  JobRecord& rec = job.rec;
+  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
+  const int want_accel = rec.accelerators_per_agent;
+  auto eligible = [&] {
+    std::vector<const Agent*> v;
+    for (const auto& [name, a] : agents_) {
+      if (want_accel == 0 || a.info.ranks >= want_accel) v.push_back(&a);
+    }
+    return v;
+  };
+  auto enough = [&] { return eligible().size() >= std::max<size_t>(1, want_agents); };
+  if (!enough() && rec.wait_for_agents_s > 0) {
+    JobEventData e;
+    e.message = absl::StrCat("job ", rec.id, " waits up to ", rec.wait_for_agents_s, " s for ",
+                             std::max<size_t>(1, want_agents), " agent(s); ", agents_.size(), " attached");
+    Emit(job, std::move(e));
+    cv_.wait_for(lk, std::chrono::seconds(rec.wait_for_agents_s),
+                 [&] { return enough() || job.cancel_requested || stopping_; });
+  }
+  if (job.cancel_requested) {
+    EndJob(job, JobState::kCancelled, absl::StrCat("job ", rec.id, " cancelled while waiting for agents"), false);
+    return false;
+  }
+  if (stopping_) {  // not started: it stays queued in the store and runs after the restart
+    queue_.push_front(rec.id);
+    return false;
+  }
+  const std::vector<const Agent*> ok = eligible();
+  if (!enough()) {
+    std::vector<std::string> offered;
+    for (const auto& [name, a] : agents_) offered.push_back(absl::StrCat(name, ": ", a.info.ranks));
+    const std::string need =
+        want_agents > 0 ? absl::StrCat(want_agents, " agent(s)") : std::string("at least 1 agent");
+    const std::string accel = want_accel > 0 ? absl::StrCat(" with at least ", want_accel, " accelerator(s) each")
+                                             : std::string();
+    const std::string have =
+        agents_.empty() ? std::string("none attached")
+                        : absl::StrCat(agents_.size(), " attached (accelerators: ", NameList(offered), ")",
+                                       want_accel > 0 ? absl::StrCat(", ", ok.size(), " of them eligible") : "");
+    EndJob(job, JobState::kFailed,
+           absl::StrCat("job ", rec.id, " needs ", need, accel, "; ", have,
+                        rec.wait_for_agents_s > 0 ? absl::StrCat(" after waiting ", rec.wait_for_agents_s, " s")
+                                                  : std::string(" (use --wait-for-agents SECONDS to wait for them)")),
+           true);
+    return false;
+  }
+  std::vector<const Agent*> chosen = ok;
+  if (want_agents > 0) chosen.resize(want_agents);
+  int per_agent = want_accel;
+  if (per_agent == 0) {
+    per_agent = chosen.front()->info.ranks;
+    bool same = true;
+    std::vector<std::string> offered;
+    for (const Agent* a : chosen) {
+      same = same && a->info.ranks == per_agent;
+      offered.push_back(absl::StrCat(a->info.name, ": ", a->info.ranks));
+    }
+    if (!same) {
+      EndJob(job, JobState::kFailed,
+             absl::StrCat("job ", rec.id, ": its agents offer different numbers of accelerators (", NameList(offered),
+                          "); every agent must run the same number (MLPerf): pass --accelerators-per-agent N"),
+             true);
+      return false;
+    }
+  }
+  int world = 0;
+  for (const Agent* a : chosen) {
+    AgentInfo info = a->info;
+    info.first_rank = world;
+    info.ranks = per_agent;
+    world += per_agent;
+    rec.agent_names.push_back(info.name);
+    job.result.agents.push_back(info);
+  }
+  rec.world = world;
+  rec.ranks_per_agent = per_agent;
+  return true;
+}
+
+void Coordinator::RunJob(Job& job) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (job.cancel_requested) {
+    EndJob(job, JobState::kCancelled, absl::StrCat("job ", job.rec.id, " cancelled before it started"), false);
+    return;
+  }
+  if (!Place(job, lk)) return;
+  // "random" shuffles get a seed drawn once here and written into the normalised spec, so every agent agrees.
+  if (job.spec.file_shuffle == ShuffleMode::kRandom || job.spec.sample_shuffle == ShuffleMode::kRandom) {
+    job.spec.seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
+  }
+  JobRecord& rec = job.rec;
+  job.result.job_id = rec.id;
+  job.result.spec = job.spec;
+  job.result.world = rec.world;
+  job.result.start_unix_us = NowUnixUs();
+  rec.state = JobState::kRunning;
+  rec.started_unix_us = job.result.start_unix_us;
+  rec.message = absl::StrCat("job ", rec.id, " running on ", rec.agent_names.size(), " agent(s), ", rec.world,
+                             " rank(s): ", NameList(rec.agent_names));
+  Save(job);
+  {
+    JobEventData e;
+    e.message = rec.message;
+    Emit(job, std::move(e));
+  }
+
+  bool ok = true;
+  if (job.spec.generate_data) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ok = RunPhase(job, lk, "generate", PhaseOrder::Kind::kGenerate, 0);
+    job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  for (int e = 1; ok && job.spec.train && e <= job.spec.epochs; ++e) {
+    ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e);
+    if (ok && job.spec.EvaluatesAfter(e)) {
+      ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
+    }
+    if (ok) {
+      rec.epochs_done = e;
+      // Completed epochs reach the disk at once, so a crash of the coordinator keeps them.
+      if (e < job.spec.epochs) WriteResults(job, lk, "partial");
+      Save(job);
+    }
+  }
+  job.phase.reset();
+  job.result.end_unix_us = NowUnixUs();
+
+  if (ok) {
+    job.end_message.clear();
+    WriteResults(job, lk, JobStateName(JobState::kSucceeded));
+    if (!job.end_message.empty()) {
+      EndJob(job, JobState::kFailed, absl::StrCat("job ", rec.id, ": ", job.end_message), true);
+      return;
+    }
+    EndJob(job, JobState::kSucceeded, absl::StrCat("job ", rec.id, " succeeded; results in ", options_.results_dir, "/",
+                                                   rec.id), false);
+    return;
+  }
+  // Completed epochs are written even when a later one failed.
+  const JobState state = job.end_state;
+  std::string message = job.end_message;
+  if (!job.result.train.empty()) {
+    job.end_message.clear();
+    WriteResults(job, lk, JobStateName(state));
+    message += job.end_message.empty()
+                   ? absl::StrCat("; results of ", rec.epochs_done, " completed epoch(s) kept in ",
+                                  options_.results_dir, "/", rec.id)
+                   : absl::StrCat("; ", job.end_message);
+  }
+  EndJob(job, state, message, state == JobState::kFailed);
+}
+
+bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind,
+                           int epoch) {
   job.phase = std::make_unique<Phase>();
   Phase& p = *job.phase;
   p.id = phase_id;
+  const bool generate = kind == PhaseOrder::Kind::kGenerate;
   p.generate = generate;
   p.epoch = epoch;
+  p.last_advance = options_.now();
+  job.rec.phase_id = phase_id;
+  Save(job);  // a restart then names the phase that was running
+  job.done = job.total = 0;
   const std::string yaml = ToYaml(job.spec);
   const auto t0 = std::chrono::steady_clock::now();
+  const std::chrono::milliseconds barrier_timeout =
+      job.rec.barrier_timeout_s > 0
+          ? std::chrono::milliseconds(static_cast<int64_t>(job.rec.barrier_timeout_s * 1000))
+          : options_.barrier_timeout;
   {
     JobEventData e;
     e.phase_id = phase_id;
     e.message = absl::StrCat("phase ", phase_id, " started");
     Emit(job, std::move(e));
   }
-  for (size_t i = 0; i < job.agent_names.size(); ++i) {
-    const std::string& name = job.agent_names[i];
+  for (size_t i = 0; i < job.rec.agent_names.size(); ++i) {
+    const std::string& name = job.rec.agent_names[i];
     auto it = agents_.find(name);
     if (it == agents_.end()) {
-      p.error = absl::StrCat("agent '", name, "' detached before job ", job.id, " phase ", phase_id);
+      p.error = absl::StrCat("agent '", name, "' (", RanksOf(job, name), ") detached before job ", job.rec.id,
+                             " phase ", phase_id);
       break;
     }
     PhaseOrder o;
-    o.job_id = job.id;
+    o.job_id = job.rec.id;
     o.phase_id = phase_id;
     o.kind = kind;
     o.workload_yaml = yaml;
@@ -404,16 +791,34 @@ bool Coordinator::RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Ki
     o.first_rank = job.result.agents[i].first_rank;
     o.local_ranks = job.result.agents[i].ranks;
     o.epoch = epoch;
-    o.num_agents = static_cast<int>(job.agent_names.size());
+    o.num_agents = static_cast<int>(job.rec.agent_names.size());
     o.agent_index = static_cast<int>(i);
     p.pending.insert(name);
     it->second.link->RunPhase(o);
   }
 
   std::array<uint64_t, 4> last_reported{};
-  while (p.error.empty() && !job.cancel_requested && !p.pending.empty()) {
+  Clock::time_point last_emit = options_.now();
+  while (p.error.empty() && !job.cancel_requested && !stopping_ && !p.pending.empty()) {
+    // 200 ms: how late a barrier timeout may be noticed; events themselves wake this loop at once.
+    cv_.wait_for(lk, std::chrono::milliseconds(200));
+    const Clock::time_point now = options_.now();
+    if (kind == PhaseOrder::Kind::kTrainEpoch && barrier_timeout.count() > 0 && now - p.last_advance > barrier_timeout && p.error.empty()) {
+      std::vector<std::string> missing;
+      for (const std::string& name : job.rec.agent_names) {
+        if (p.pending.count(name) && !p.arrived.count(name)) {
+          missing.push_back(absl::StrCat(name, " (", RanksOf(job, name), ")"));
+        }
+      }
+      p.error = absl::StrCat("job ", job.rec.id, " phase ", phase_id, ": no step barrier released for ",
+                             SecsText(barrier_timeout), " (barrier timeout) at step ", p.barrier_step, ": ",
+                             p.arrived.size(), " of ", job.rec.agent_names.size(), " agent(s) arrived; waiting for ",
+                             missing.empty() ? std::string("none") : NameList(missing));
+      break;
+    }
     // Progress to watchers about once a second.
-    cv_.wait_for(lk, std::chrono::seconds(1));
+    if (now - last_emit < std::chrono::seconds(1)) continue;
+    last_emit = now;
     std::array<uint64_t, 4> sum{};
     uint64_t min_done = UINT64_MAX;
     for (const auto& [agent, v] : p.progress) {
@@ -422,14 +827,15 @@ bool Coordinator::RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Ki
       sum[2] += v[2];
       sum[3] += v[3];
     }
-    sum[0] = generate ? 0 : (p.progress.empty() ? 0 : min_done);
-    if (generate) {
-      for (const auto& [agent, v] : p.progress) sum[0] += v[0];
-      sum[1] = 0;
-      for (const auto& [agent, v] : p.progress) sum[1] += v[1];
+    sum[0] = p.progress.empty() ? 0 : min_done;
+    if (generate) {  // files: summed over agents
+      sum[0] = sum[1] = 0;
+      for (const auto& [agent, v] : p.progress) sum[0] += v[0], sum[1] += v[1];
     }
     if (sum != last_reported && !p.progress.empty()) {
       last_reported = sum;
+      job.done = sum[0];
+      job.total = sum[1];
       JobEventData e;
       e.phase_id = phase_id;
       e.done = sum[0];
@@ -440,15 +846,37 @@ bool Coordinator::RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Ki
     }
   }
 
-  if (!p.error.empty() || job.cancel_requested) {
-    const std::string reason = job.cancel_requested ? absl::StrCat("job ", job.id, " cancelled during phase ", phase_id)
-                                                    : p.error;
-    for (const std::string& name : job.agent_names) {
-      auto it = agents_.find(name);
-      if (it != agents_.end()) it->second.link->Cancel(job.id, reason);
+  if (!p.error.empty() || job.cancel_requested || stopping_) {
+    uint64_t total = 0;
+    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]);
+    const std::string where =
+        generate ? std::string()
+                 : absl::StrCat(" after step ", p.barrier_step, total ? absl::StrCat(" of ", total) : "");
+    if (!p.error.empty()) {
+      job.end_state = JobState::kFailed;
+      job.end_message = p.error;
+    } else if (job.cancel_requested) {
+      job.end_state = JobState::kCancelled;
+      job.end_message = absl::StrCat("job ", job.rec.id, " cancelled during phase ", phase_id, where);
+    } else {
+      job.end_state = JobState::kInterrupted;
+      job.end_message = absl::StrCat("job ", job.rec.id, " interrupted: the coordinator is shutting down (phase ",
+                                     phase_id, where, ")");
     }
-    FailJob(job, job.cancel_requested ? JobState::kCancelled : JobState::kFailed, reason);
-    lk.release();
+    // Every agent of the job is told to stop (a repeat is harmless), then gets stop_grace to confirm.
+    const auto stop_start = std::chrono::steady_clock::now();
+    for (const std::string& name : job.rec.agent_names) {
+      auto it = agents_.find(name);
+      if (it != agents_.end()) it->second.link->Cancel(job.rec.id, job.end_message);
+    }
+    cv_.wait_for(lk, options_.stop_grace, [&] { return p.pending.empty(); });
+    if (!p.pending.empty()) {
+      job.end_message += absl::StrCat("; agent(s) ", NameList({p.pending.begin(), p.pending.end()}),
+                                      " did not confirm the stop within ", SecsText(options_.stop_grace));
+    } else if (job.end_state != JobState::kFailed) {
+      job.end_message += absl::StrFormat("; every agent stopped within %.2f s",
+                                         Secs(std::chrono::steady_clock::now() - stop_start));
+    }
     return false;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -462,7 +890,6 @@ bool Coordinator::RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Ki
   e.phase_id = phase_id;
   e.message = absl::StrCat("phase ", phase_id, " done in ", absl::StrFormat("%.2f", secs), " s");
   Emit(job, std::move(e));
-  lk.release();
   return true;
 }
 

@@ -1,21 +1,32 @@
 // Coordinator: the fleet's brain, with no knowledge of gRPC (CoordinatorServer is its facade).
 //
-// It holds the AgentRegistry (attached agents and the link to each), the JobQueue (jobs run one at a time, in
-// submission order, on a runner thread), and the PhaseDriver logic of the running job: rank placement, RunPhase
-// orders, the step barrier (released when every agent of the job arrived at the step), progress, and the result
-// collection that goes through the one Aggregator path into the result files under `results_dir/<job-id>/`.
+// It holds the AgentRegistry (attached agents, the link to each, their leases), the JobQueue (jobs run one at a
+// time, in submission order, on a runner thread; every job is also a row of the JobStore, so the queue survives a
+// restart), and the PhaseDriver logic of the running job: placement, RunPhase orders, the step barrier (released
+// when every agent of the job arrived at the step), progress, and the result collection that goes through the one
+// Aggregator path into the result files under `results_dir/<job-id>/` (rewritten after every completed epoch, so a
+// crash keeps the completed epochs).
 //
-// Failure handling: an agent error, an agent lost mid-job, or a cancel stops the job: the other agents get a cancel,
-// the job ends FAILED/CANCELLED with one line naming agent, ranks, job, phase and last step, and the epochs already
-// completed are still written.
-// Thread-safety: every public method may be called from any thread (gRPC handlers, the runner). mu_ guards all
-// state; AgentLink calls are made with mu_ held, so links must not call back into the Coordinator.
+// Registry and leases: an agent must send something (a heartbeat at least) every heartbeat interval; one not heard
+// from for `lease` is dropped (its link is told to close the session). A second agent with an attached name is
+// refused naming both, unless it carries the same instance id (the same process reconnecting): then the old
+// session is replaced.
+// Failure handling: an agent error, an agent lost mid-job (stream closed, lease expired, replaced), a barrier
+// timeout, a cancel or a shutdown stops the job: the other agents get a cancel and `stop_grace` to confirm it, the
+// job ends FAILED / CANCELLED / INTERRUPTED with one line naming agent, ranks, job, phase and progress, and the
+// epochs already completed are written.
+// Time: durations, leases and timeouts use Options::now (steady clock, injectable for tests); wall-clock time only
+// appears in records and result files.
+// Thread-safety: every public method may be called from any thread (gRPC handlers, the runner, the watchdog).
+// mu_ guards all state; AgentLink calls are made with mu_ held, so links must not block or call back into the
+// Coordinator (the facade's links queue their messages).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +40,7 @@
 #include "common/latency_histogram.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
+#include "coordinator/job_store.h"
 
 namespace dlio {
 
@@ -47,27 +59,27 @@ struct PhaseOrder {
   int agent_index = 0;
 };
 
-// The coordinator's way to talk to one attached agent (implemented by the facade over the Attach stream).
+// The coordinator's way to talk to one attached agent (implemented by the facade over the Attach stream). Every
+// call is made under the coordinator's lock: it must only queue the message, never block.
 class AgentLink {
  public:
   virtual ~AgentLink() = default;
   // The agent was registered: greet it. Called under the coordinator's lock before any order can reach the link,
   // so the greeting is always the first message the agent receives.
-  virtual void Accepted() = 0;
+  virtual void Accepted(std::chrono::milliseconds heartbeat_interval, std::chrono::milliseconds lease) = 0;
   virtual void RunPhase(const PhaseOrder& order) = 0;
   virtual void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) = 0;
   virtual void Cancel(const std::string& job_id, const std::string& reason) = 0;
+  // The coordinator dropped the agent (lease expired, replaced by a new session): close the session.
+  virtual void Drop(const std::string& reason) = 0;
 };
-
-enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled };
-const char* JobStateName(JobState s);
 
 struct JobEventData {
   JobState state = JobState::kQueued;
   std::string phase_id;
   uint64_t done = 0, total = 0, samples = 0, bytes = 0;
   std::string message;
-  std::vector<EpochMetric> epochs;   // final event of a successful job
+  std::vector<EpochMetric> epochs;   // final event of a job with completed epochs
   EpochMetric mean;
   bool final = false;
 };
@@ -76,26 +88,68 @@ struct JobRequest {
   std::string workload_yaml;
   std::vector<std::string> overrides;
   int agents = 0;                    // 0 = every attached agent
+  int accelerators_per_agent = 0;    // 0 = what the agents offer, which must be the same on every agent
   std::string source_name = "job";
   int wait_for_agents_s = 0;         // wait this long for enough agents before failing
+  double barrier_timeout_s = 0;      // 0 = Options::barrier_timeout
+};
+
+// A job as `status` and `list` show it.
+struct JobInfoData {
+  JobRecord record;
+  uint64_t done = 0, total = 0;      // progress of the running phase over the fleet
+  int queue_position = -1;           // jobs ahead, for queued jobs
+  std::string result_dir;
+};
+
+struct AgentStatusData {
+  AgentInfo info;
+  double attached_s = 0;
+  double last_heard_s = 0;
+  std::string job_id;                // empty when idle
 };
 
 class Coordinator {
  public:
+  using Clock = std::chrono::steady_clock;
   struct Options {
     std::string results_dir = "results";
+    // Agents send a heartbeat this often. 1 s: 256 agents cost 256 tiny messages per second, and a lost agent
+    // shows within a few intervals.
+    std::chrono::milliseconds heartbeat_interval{1000};
+    // An agent not heard from for this long is dropped and its job fails. 8 s = 8 missed heartbeats: survives a
+    // loaded node's scheduling hiccups and brief network stalls (fio's 5 s reply timeout drops busy clients), and,
+    // with the watchdog's period, still fails a job within the 10 s the fleet promises.
+    std::chrono::milliseconds lease{8000};
+    // A training phase fails when no step barrier was released for this long (an agent alive but stuck, e.g. on a
+    // hung file system). 300 s: far above any real step (DLIO workloads step in milliseconds to seconds), far
+    // below "hangs forever". 0 = no timeout. A job may set its own (JobRequest::barrier_timeout_s).
+    std::chrono::milliseconds barrier_timeout{300000};
+    // After a failure or cancel, how long the other agents get to confirm they stopped before the job ends anyway
+    // (the agents stop within ~50 ms; 2 s is the promise of `cancel`).
+    std::chrono::milliseconds stop_grace{2000};
+    // Steady clock for leases and timeouts; tests inject a fake one.
+    std::function<Clock::time_point()> now = [] { return Clock::now(); };
   };
-  explicit Coordinator(Options options);
+
+  // Reads the store (may be null: nothing persisted), requeues its queued jobs and marks a job that was running
+  // as interrupted, then starts the runner and the lease watchdog.
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(Options options, std::unique_ptr<JobStore> store);
   ~Coordinator();
 
-  // Registry. A second agent with an attached name is refused (AlreadyExists, naming both).
-  absl::Status AddAgent(const AgentInfo& info, std::shared_ptr<AgentLink> link);
-  void RemoveAgent(const std::string& name, const std::string& why);
+  // Registry. A second agent with an attached name is refused (AlreadyExists, naming both) unless `instance`
+  // matches (the same process reconnecting: the old session is dropped and replaced).
+  absl::Status AddAgent(const AgentInfo& info, const std::string& instance, std::shared_ptr<AgentLink> link);
+  // Removes the agent if `link` is still its registered link (a replaced session's late removal is ignored).
+  void RemoveAgent(const std::string& name, const AgentLink* link, const std::string& why);
   size_t AttachedAgents() const;
   // Waits until at least n agents are attached; false on timeout.
   bool WaitForAgents(size_t n, std::chrono::milliseconds timeout) const;
+  // Drops agents whose lease expired; the watchdog calls it every lease/8 (tests call it after moving the clock).
+  void ExpireLeases();
 
-  // Agent events.
+  // Agent events. Every one renews the agent's lease.
+  void OnHeartbeat(const std::string& agent);
   void OnBarrierArrive(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                        uint64_t step);
   void OnProgress(const std::string& agent, const std::string& job_id, const std::string& phase_id, uint64_t done,
@@ -103,41 +157,67 @@ class Coordinator {
   void OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                    std::vector<RankEpochResult> ranks);
   void OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                    const std::string& message);
+                    const std::string& code, const std::string& message);
 
-  // Client verbs. Submit validates the workload (InvalidArgument with the loader's one-line message).
+  // Client verbs. Submit validates the workload and the placement numbers (InvalidArgument, one line).
   absl::StatusOr<std::string> Submit(const JobRequest& request);
+  // True when the job was queued or running (it ends cancelled), false when it had already ended.
   absl::StatusOr<bool> Cancel(const std::string& job_id);
   // Copies events [from, ...) into *out, waiting up to `timeout` when there is none yet. NotFound for unknown jobs.
   absl::Status WaitEvents(const std::string& job_id, size_t from, std::vector<JobEventData>* out,
                           std::chrono::milliseconds timeout) const;
-  std::string ResultDir(const std::string& job_id) const;
+  absl::StatusOr<JobInfoData> GetJob(const std::string& job_id) const;
+  std::vector<JobInfoData> ListJobs() const;
+  std::vector<AgentStatusData> ListAgents() const;
+  // The job's result folder, checked to lie inside the results folder (InvalidArgument for a malformed id,
+  // PermissionDenied when it would resolve elsewhere, e.g. through a symlink).
+  absl::StatusOr<std::string> ResultDir(const std::string& job_id) const;
+
+  // Stops taking work: a running job ends INTERRUPTED (agents told to stop, completed epochs written), queued jobs
+  // stay queued in the store. Idempotent; the destructor calls it.
+  void Stop();
 
   // Counters for the coordinator's own /metrics.
   struct Counts {
     size_t agents = 0;
     std::map<JobState, size_t> jobs;
-    // Per job: time from the first to the last BarrierArrive of each step (the last kBarrierWaitJobs jobs).
+    // Per job: first arrival to release, per released step (the newest kBarrierWaitJobs jobs).
     std::map<std::string, LatencyHistogram> barrier_wait;
+    uint64_t leases_expired = 0;
   };
   Counts GetCounts() const;
 
  private:
   struct Agent {
     AgentInfo info;
+    std::string instance;
     std::shared_ptr<AgentLink> link;
+    Clock::time_point attached, last_heard;
   };
   struct Job;
   struct Phase;
 
+  explicit Coordinator(Options options, std::unique_ptr<JobStore> store);
   void RunnerLoop();
+  void WatchdogLoop();
   void RunJob(Job& job);
-  bool RunPhase(Job& job, const std::string& phase_id, PhaseOrder::Kind kind, int epoch)
+  bool Place(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind, int epoch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FailJob(Job& job, JobState state, const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the result files of the epochs completed so far (mu_ released while writing).
+  void WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const std::string& job_state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The agent is gone (closed, expired, replaced): a running phase that uses it fails with a message naming it.
+  void LoseAgentLocked(const std::string& name, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string RanksOf(const Job& job, const std::string& agent) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  JobInfoData InfoLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Touch(const std::string& agent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
+  const std::unique_ptr<JobStore> store_;   // null = nothing persisted
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::map<std::string, Agent> agents_ ABSL_GUARDED_BY(mu_);
@@ -145,12 +225,15 @@ class Coordinator {
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
   Job* running_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t job_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t job_counter_ ABSL_GUARDED_BY(mu_) = 0;
   // Keyed by job id (ids sort by submission time); only the newest kBarrierWaitJobs are kept, so the coordinator's
   // /metrics stays bounded however long it runs.
   static constexpr size_t kBarrierWaitJobs = 16;
   std::map<std::string, LatencyHistogram> barrier_wait_ ABSL_GUARDED_BY(mu_);
+  uint64_t leases_expired_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread runner_;
+  std::thread watchdog_;
+  std::once_flag stop_once_;  // Stop() joins the threads once, whoever calls it first
 };
 
 }  // namespace dlio

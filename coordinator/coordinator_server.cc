@@ -1,19 +1,24 @@
 #include "coordinator/coordinator_server.h"
 
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/prometheus_histogram.h"
 #include "coordinator/targets_file.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
+#include "dlio/v1/credentials.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/collectable.h"
-#include "prometheus/metric_family.h"
 #include "prometheus/exposer.h"
+#include "prometheus/metric_family.h"
 #include "spdlog/spdlog.h"
 
 namespace dlio {
@@ -23,9 +28,10 @@ namespace {
 namespace fs = std::filesystem;
 using AttachStream = grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>;
 
-// Heartbeat interval told to agents: 1 s keeps a lost agent visible within a few seconds at negligible cost
-// (256 agents = 256 small messages per second).
-constexpr uint32_t kHeartbeatIntervalMs = 1000;
+// Messages queued for one agent before it counts as not reading its stream and is dropped. An agent receives about
+// one message per step (the barrier release) and one per heartbeat; 4096 queued means it has been stuck for
+// thousands of steps or minutes, while a healthy one drains its queue within milliseconds.
+constexpr size_t kMaxQueuedMessages = 4096;
 
 // The single place where absl::Status becomes grpc::Status.
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -33,17 +39,26 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-// AgentLink over one Attach stream. Writes are serialised (gRPC allows one writer at a time); after the handler
-// returns the stream is gone, so Close() turns later calls into no-ops.
+v1::JobState ToProto(JobState s) { return static_cast<v1::JobState>(static_cast<int>(s) + 1); }
+
+// AgentLink over one Attach stream. The core calls it under its lock, so every call only queues; a writer thread
+// per link drains the queue (gRPC allows one writer at a time). After Close() (the handler is returning) every call
+// is a no-op.
 class StreamLink : public AgentLink {
  public:
-  StreamLink(AttachStream* stream, std::string agent) : stream_(stream), agent_(std::move(agent)) {}
-  void Accepted() override {
-    v1::CoordinatorMessage welcome;
-    welcome.mutable_welcome()->set_protocol_version(kProtocolVersion);
-    welcome.mutable_welcome()->set_agent(agent_);
-    welcome.mutable_welcome()->set_heartbeat_interval_ms(kHeartbeatIntervalMs);
-    Write(welcome);
+  StreamLink(grpc::ServerContext* ctx, AttachStream* stream, std::string agent)
+      : ctx_(ctx), stream_(stream), agent_(std::move(agent)) {
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
+  ~StreamLink() override { Close(); }
+
+  void Accepted(std::chrono::milliseconds heartbeat, std::chrono::milliseconds lease) override {
+    v1::CoordinatorMessage m;
+    m.mutable_welcome()->set_protocol_version(kProtocolVersion);
+    m.mutable_welcome()->set_agent(agent_);
+    m.mutable_welcome()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat.count()));
+    m.mutable_welcome()->set_lease_ms(static_cast<uint32_t>(lease.count()));
+    Enqueue(std::move(m));
   }
   void RunPhase(const PhaseOrder& o) override {
     v1::CoordinatorMessage m;
@@ -60,41 +75,120 @@ class StreamLink : public AgentLink {
     r->set_epoch(o.epoch);
     r->set_num_agents(o.num_agents);
     r->set_agent_index(o.agent_index);
-    Write(m);
+    Enqueue(std::move(m));
   }
   void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) override {
     v1::CoordinatorMessage m;
     m.mutable_barrier_release()->set_job_id(job_id);
     m.mutable_barrier_release()->set_phase_id(phase_id);
     m.mutable_barrier_release()->set_step(step);
-    Write(m);
+    Enqueue(std::move(m));
   }
   void Cancel(const std::string& job_id, const std::string& reason) override {
     v1::CoordinatorMessage m;
     m.mutable_cancel()->set_job_id(job_id);
     m.mutable_cancel()->set_reason(reason);
-    Write(m);
+    Enqueue(std::move(m));
   }
-  bool Write(const v1::CoordinatorMessage& m) {
+  void Drop(const std::string& reason) override {
     std::lock_guard<std::mutex> lk(mu_);
-    return stream_ != nullptr && stream_->Write(m);
+    if (drop_reason_.empty()) drop_reason_ = reason;
+    if (!closed_) ctx_->TryCancel();
   }
+  void Echo(int64_t agent_time_ns) {
+    v1::CoordinatorMessage m;
+    m.mutable_heartbeat()->set_agent_time_ns(agent_time_ns);
+    Enqueue(std::move(m));
+  }
+  // Stops the writer; the stream and context are gone once the handler returns.
   void Close() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      closed_ = true;
+      cv_.notify_all();
+    }
+    if (writer_.joinable()) writer_.join();
+  }
+  std::string drop_reason() {
     std::lock_guard<std::mutex> lk(mu_);
-    stream_ = nullptr;
+    return drop_reason_;
   }
 
  private:
-  std::mutex mu_;
-  AttachStream* stream_;  // guarded by mu_; null once the handler returned
+  void Enqueue(v1::CoordinatorMessage m) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (closed_ || broken_) return;
+    if (queue_.size() >= kMaxQueuedMessages) {
+      broken_ = true;
+      drop_reason_ = absl::StrCat("it stopped reading its stream (", kMaxQueuedMessages, " messages queued)");
+      ctx_->TryCancel();
+      return;
+    }
+    queue_.push_back(std::move(m));
+    cv_.notify_one();
+  }
+  void WriterLoop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (true) {
+      cv_.wait(lk, [&] { return closed_ || !queue_.empty(); });
+      if (closed_) return;
+      std::deque<v1::CoordinatorMessage> batch;
+      batch.swap(queue_);
+      lk.unlock();
+      bool ok = true;
+      for (const v1::CoordinatorMessage& m : batch) {
+        if (!(ok = stream_->Write(m))) break;
+      }
+      lk.lock();
+      if (!ok) {
+        broken_ = true;
+        ctx_->TryCancel();  // the reader sees the end of the stream and removes the agent
+        return;
+      }
+    }
+  }
+
+  grpc::ServerContext* const ctx_;   // valid until Close() returns
+  AttachStream* const stream_;       // written by the writer thread only
   const std::string agent_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::CoordinatorMessage> queue_;  // guarded by mu_
+  bool closed_ = false;                       // guarded by mu_
+  bool broken_ = false;                       // guarded by mu_: a write failed or the queue overflowed
+  std::string drop_reason_;                   // guarded by mu_
+  std::thread writer_;
 };
+
+void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
+  const JobRecord& r = d.record;
+  out->set_job_id(r.id);
+  out->set_state(ToProto(r.state));
+  out->set_source_name(r.source_name);
+  out->set_submitted_unix_us(r.submitted_unix_us);
+  out->set_started_unix_us(r.started_unix_us);
+  out->set_ended_unix_us(r.ended_unix_us);
+  for (const std::string& a : r.agent_names) out->add_agents(a);
+  out->set_world_size(static_cast<uint32_t>(r.world));
+  out->set_accelerators_per_agent(static_cast<uint32_t>(r.ranks_per_agent));
+  out->set_phase_id(r.phase_id);
+  out->set_done(d.done);
+  out->set_total(d.total);
+  out->set_epochs_done(static_cast<uint32_t>(r.epochs_done));
+  out->set_epochs_total(static_cast<uint32_t>(r.epochs_total));
+  out->set_message(r.message);
+  out->set_result_dir(d.result_dir);
+  out->set_has_results(r.has_results);
+  out->set_queue_position(d.queue_position < 0 ? 0 : static_cast<uint32_t>(d.queue_position));
+}
 
 class Service final : public v1::Coordinator::Service {
  public:
-  Service(Coordinator* core, TargetsFile* targets) : core_(core), targets_(targets) {}
+  Service(Coordinator* core, std::string token, TargetsFile* targets)
+      : core_(core), token_(std::move(token)), targets_(targets) {}
 
   grpc::Status Attach(grpc::ServerContext* ctx, AttachStream* stream) override {
+    if (grpc::Status s = Authorize(ctx, "Attach"); !s.ok()) return s;
     v1::AgentMessage in;
     if (!stream->Read(&in) || !in.has_hello()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message on Attach must be Hello");
@@ -116,12 +210,20 @@ class Service final : public v1::Coordinator::Service {
     info.memory_gb = static_cast<double>(hello.host_memory_bytes()) / (1024.0 * 1024.0 * 1024.0);
     info.cpu_count = static_cast<int>(hello.host_cpu_count());
     info.ranks = static_cast<int>(hello.accelerators());
-    auto link = std::make_shared<StreamLink>(stream, info.name);
-    if (absl::Status s = core_->AddAgent(info, link); !s.ok()) return ToGrpc(s);  // AddAgent sent the Welcome
+    auto link = std::make_shared<StreamLink>(ctx, stream, info.name);
+    if (absl::Status s = core_->AddAgent(info, hello.instance(), link); !s.ok()) {  // AddAgent queued the Welcome
+      link->Close();
+      spdlog::error("{}", std::string(s.message()));
+      return ToGrpc(s);
+    }
     UpdateTargets(info.name, info.hostname, ResolveMetricsEndpoint(hello.metrics_endpoint(), ctx->peer()));
 
     while (stream->Read(&in)) {
       switch (in.msg_case()) {
+        case v1::AgentMessage::kHeartbeat:
+          core_->OnHeartbeat(info.name);
+          link->Echo(in.heartbeat().agent_time_ns());
+          break;
         case v1::AgentMessage::kBarrierArrive:
           core_->OnBarrierArrive(info.name, in.barrier_arrive().job_id(), in.barrier_arrive().phase_id(),
                                  in.barrier_arrive().step());
@@ -138,25 +240,33 @@ class Service final : public v1::Coordinator::Service {
           break;
         }
         case v1::AgentMessage::kError:
-          core_->OnAgentError(info.name, in.error().job_id(), in.error().phase_id(), in.error().message());
+          core_->OnAgentError(info.name, in.error().job_id(), in.error().phase_id(), in.error().code(),
+                              in.error().message());
           break;
-        default:  // heartbeats only prove liveness; the stream itself carries that for now
+        default:
           break;
       }
     }
+    std::string why = link->drop_reason();
+    if (why.empty()) {
+      why = ctx->IsCancelled() ? "its connection broke (process gone, or network down)" : "it closed its connection";
+    }
     link->Close();
     UpdateTargets(info.name, "", "");
-    core_->RemoveAgent(info.name, ctx->IsCancelled() ? "connection cancelled" : "connection closed by the agent");
+    core_->RemoveAgent(info.name, link.get(), why);
     return grpc::Status::OK;
   }
 
-  grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest* req, v1::SubmitResponse* resp) override {
+  grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* resp) override {
+    if (grpc::Status s = Authorize(ctx, "Submit"); !s.ok()) return s;
     JobRequest r;
     r.workload_yaml = req->workload_yaml();
     r.overrides.assign(req->overrides().begin(), req->overrides().end());
     r.agents = static_cast<int>(req->agents());
+    r.accelerators_per_agent = static_cast<int>(req->accelerators_per_agent());
     r.source_name = req->source_name().empty() ? "job" : req->source_name();
     r.wait_for_agents_s = static_cast<int>(req->wait_for_agents_s());
+    r.barrier_timeout_s = req->barrier_timeout_s();
     absl::StatusOr<std::string> id = core_->Submit(r);
     if (!id.ok()) return ToGrpc(id.status());
     resp->set_job_id(*id);
@@ -165,6 +275,7 @@ class Service final : public v1::Coordinator::Service {
 
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                      grpc::ServerWriter<v1::JobEvent>* writer) override {
+    if (grpc::Status s = Authorize(ctx, "Watch"); !s.ok()) return s;
     size_t next = 0;
     while (!ctx->IsCancelled()) {
       std::vector<JobEventData> events;
@@ -176,7 +287,7 @@ class Service final : public v1::Coordinator::Service {
         ++next;
         v1::JobEvent pe;
         pe.set_job_id(req->job_id());
-        pe.set_state(static_cast<v1::JobState>(static_cast<int>(e.state) + 1));
+        pe.set_state(ToProto(e.state));
         pe.set_phase_id(e.phase_id);
         pe.set_done(e.done);
         pe.set_total(e.total);
@@ -200,26 +311,31 @@ class Service final : public v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Cancel(grpc::ServerContext*, const v1::CancelRequest* req, v1::CancelResponse* resp) override {
+  grpc::Status Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req, v1::CancelResponse* resp) override {
+    if (grpc::Status s = Authorize(ctx, "Cancel"); !s.ok()) return s;
     absl::StatusOr<bool> r = core_->Cancel(req->job_id());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_cancelled(*r);
     return grpc::Status::OK;
   }
 
-  grpc::Status GetResults(grpc::ServerContext*, const v1::GetResultsRequest* req,
+  grpc::Status GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
                           grpc::ServerWriter<v1::ResultFile>* writer) override {
-    if (req->job_id().empty() || req->job_id().find('/') != std::string::npos ||
-        req->job_id().find("..") != std::string::npos) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job id: not a job id");
-    }
-    const fs::path dir = core_->ResultDir(req->job_id());
+    if (grpc::Status s = Authorize(ctx, "GetResults"); !s.ok()) return s;
+    absl::StatusOr<JobInfoData> job = core_->GetJob(req->job_id());
+    if (!job.ok()) return ToGrpc(job.status());
+    absl::StatusOr<std::string> dir = core_->ResultDir(req->job_id());
+    if (!dir.ok()) return ToGrpc(dir.status());
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job ", req->job_id(), ": no results"));
+    if (!fs::is_directory(*dir, ec)) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("job ", req->job_id(), " (", JobStateName(job->record.state),
+                                       ") has no result files", IsFinal(job->record.state)
+                                                                    ? " (it ended before completing an epoch)"
+                                                                    : " yet (they appear after its first epoch)"));
     }
     std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
+    for (const auto& e : fs::directory_iterator(*dir, ec)) {
       if (e.is_regular_file() && e.path().filename().string().find(".tmp") == std::string::npos) {
         files.push_back(e.path());
       }
@@ -237,6 +353,29 @@ class Service final : public v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*, v1::ListJobsResponse* resp) override {
+    if (grpc::Status s = Authorize(ctx, "ListJobs"); !s.ok()) return s;
+    for (const JobInfoData& d : core_->ListJobs()) FillInfo(d, resp->add_jobs());
+    for (const AgentStatusData& a : core_->ListAgents()) {
+      v1::AgentStatus* out = resp->add_agents();
+      out->set_name(a.info.name);
+      out->set_hostname(a.info.hostname);
+      out->set_accelerators(static_cast<uint32_t>(a.info.ranks));
+      out->set_attached_s(a.attached_s);
+      out->set_last_heard_s(a.last_heard_s);
+      out->set_job_id(a.job_id);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* resp) override {
+    if (grpc::Status s = Authorize(ctx, "GetJob"); !s.ok()) return s;
+    absl::StatusOr<JobInfoData> d = core_->GetJob(req->job_id());
+    if (!d.ok()) return ToGrpc(d.status());
+    FillInfo(*d, resp);
+    return grpc::Status::OK;
+  }
+
  private:
   // file_sd targets: add (endpoint set) or remove (empty) an agent; a failed write is logged, never fatal.
   void UpdateTargets(const std::string& agent, const std::string& node, const std::string& endpoint) {
@@ -245,7 +384,25 @@ class Service final : public v1::Coordinator::Service {
     if (!s.ok()) spdlog::warn("{}", std::string(s.message()));
   }
 
+  grpc::Status Authorize(grpc::ServerContext* ctx, const char* rpc) const {
+    if (token_.empty()) return grpc::Status::OK;
+    const auto& md = ctx->client_metadata();
+    const auto it = md.find(kAuthMetadataKey);
+    if (it == md.end()) {
+      spdlog::warn("{} from {} refused: no token", rpc, ctx->peer());
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "this coordinator requires a token: pass --token-file with the coordinator's token");
+    }
+    if (!TokenMatches(std::string_view(it->second.data(), it->second.size()), token_)) {
+      spdlog::warn("{} from {} refused: wrong token", rpc, ctx->peer());
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "the coordinator refused the token: the --token-file does not hold the coordinator's token");
+    }
+    return grpc::Status::OK;
+  }
+
   Coordinator* core_;
+  const std::string token_;
   TargetsFile* targets_;  // null without --targets-file
 };
 
@@ -272,6 +429,13 @@ class CoordinatorMetrics : public prometheus::Collectable {
       j.gauge.value = static_cast<double>(n);
       jobs.metric.push_back(j);
     }
+    prometheus::MetricFamily expired;
+    expired.name = "dlio_coordinator_leases_expired_total";
+    expired.help = "Agents dropped because their lease expired (no heartbeat within the lease).";
+    expired.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric e;
+    e.counter.value = static_cast<double>(c.leases_expired);
+    expired.metric.push_back(e);
     prometheus::MetricFamily barrier;
     barrier.name = "dlio_coordinator_barrier_wait_seconds";
     barrier.help = "Time from the first to the last agent arriving at a step barrier.";
@@ -282,7 +446,7 @@ class CoordinatorMetrics : public prometheus::Collectable {
       b.histogram = ToPrometheusHistogram(h);
       barrier.metric.push_back(b);
     }
-    return {agents, jobs, barrier};
+    return {agents, jobs, expired, barrier};
   }
 
  private:
@@ -307,23 +471,34 @@ CoordinatorServer::~CoordinatorServer() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Options options) {
   auto impl = std::make_unique<Impl>();
-  Coordinator::Options co;
+  std::unique_ptr<JobStore> store;
+  if (!options.store.empty()) {
+    absl::StatusOr<std::unique_ptr<JobStore>> s = JobStore::Open(options.store);
+    if (!s.ok()) return s.status();
+    store = std::move(*s);
+  }
+  Coordinator::Options co = options.core;
   co.results_dir = options.results_dir;
-  impl->core = std::make_unique<Coordinator>(co);
+  absl::StatusOr<std::unique_ptr<Coordinator>> core = Coordinator::Create(co, std::move(store));
+  if (!core.ok()) return core.status();
+  impl->core = std::move(*core);
   if (!options.targets_file.empty()) {
     impl->targets = std::make_unique<TargetsFile>(options.targets_file);
     if (absl::Status s = impl->targets->Init(); !s.ok()) return s;
   }
-  impl->service = std::make_unique<Service>(impl->core.get(), impl->targets.get());
+  impl->service = std::make_unique<Service>(impl->core.get(), options.transport.token, impl->targets.get());
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl->port);
+  // Off: with SO_REUSEPORT (gRPC's default on Linux) a second coordinator on the same port would silently share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.listen, ServerCredentials(options.transport), &impl->port);
   builder.RegisterService(impl->service.get());
   // Results and job files can exceed gRPC's 4 MiB default message size.
   builder.SetMaxReceiveMessageSize(256 << 20);
   builder.SetMaxSendMessageSize(256 << 20);
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--listen: cannot listen on '", options.listen, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen: cannot listen on '", options.listen, "' (in use, or not an address of this host)"));
   }
   if (!options.metrics_listen.empty()) {
     try {
@@ -353,6 +528,8 @@ void CoordinatorServer::Wait() { impl_->server->Wait(); }
 void CoordinatorServer::Shutdown() {
   if (!impl_ || !impl_->server) return;
   std::call_once(impl_->shutdown_once, [&] {
+    // The running job ends interrupted while the agents can still confirm the stop; queued jobs stay in the store.
+    impl_->core->Stop();
     // 1 s grace for in-flight RPCs; then open streams (agents, watchers) are cancelled.
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   });

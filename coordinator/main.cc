@@ -1,5 +1,10 @@
-// dlio-coordinator: serve (the coordinator service), submit (the client), run (the embedded default).
+// dlio-coordinator: serve (the coordinator service), the client verbs (submit, status, list, cancel, results) and
+// run (the embedded default).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -14,6 +19,9 @@
 namespace {
 
 std::atomic<bool> g_cancel{false};
+std::atomic<dlio::LocalFleet*> g_fleet{nullptr};
+std::atomic<dlio::CoordinatorServer*> g_server{nullptr};
+std::atomic<bool> g_stop_early{false};
 
 // Overrides come as trailing arguments in DLIO's form (++workload.dataset.num_files_train=8) or with --set.
 void AddOverrideOptions(CLI::App* sub, std::vector<std::string>* trailing, std::vector<std::string>* set) {
@@ -23,14 +31,46 @@ void AddOverrideOptions(CLI::App* sub, std::vector<std::string>* trailing, std::
                                  "(repeatable)");
 }
 
+// How every client verb reaches the coordinator.
+void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
+  o->coordinator.clear();  // filled after parsing: --coordinator, else $DLIO_COORDINATOR, else the default
+  sub->add_option("--coordinator", o->coordinator,
+                  "Coordinator address HOST:PORT (default: $DLIO_COORDINATOR, else 127.0.0.1:7543)");
+  sub->add_option("--token-file", o->transport.token_file,
+                  "File holding the coordinator's token (sent with every call)");
+  sub->add_option("--tls-ca", o->transport.tls_ca,
+                  "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
+  sub->add_option("--tls-cert", o->transport.tls_cert, "Client certificate (PEM) for a mutual-TLS coordinator");
+  sub->add_option("--tls-key", o->transport.tls_key, "Private key (PEM) of --tls-cert");
+  sub->add_option("--tls-server-name", o->transport.tls_server_name,
+                  "Name expected in the coordinator's certificate (default: the host of --coordinator)");
+  sub->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to wait for the connection to the coordinator")
+      ->default_val(10)
+      ->check(CLI::Range(1, 3600));
+  sub->add_flag("--json", o->json, "Print one JSON document on stdout (for scripts) instead of text");
+}
+
+bool IsLoopback(const std::string& listen) {
+  if (listen.rfind("unix:", 0) == 0) return true;
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
-               "  serve   run the coordinator service that agents attach to\n"
-               "  submit  submit a DLIO workload file to a coordinator, wait, print and fetch the results\n"
-               "  run     the embedded default: a coordinator plus local agent processes on this machine\n"
-               "  report  write a self-contained HTML report of a result folder (two: side by side)",
+               "  serve    run the coordinator service that agents attach to\n"
+               "  submit   submit a DLIO workload file to a coordinator, follow it, print and fetch the results\n"
+               "  status   show one job\n"
+               "  list     list every job and the attached agents\n"
+               "  cancel   cancel a queued or running job\n"
+               "  results  print or fetch a job's result files\n"
+               "  run      the embedded default: a coordinator plus local agent processes on this machine\n"
+               "  report   write a self-contained HTML report of a result folder (two: side by side)\n"
+               "Exit codes: 0 ok, 1 job not successful or not found, 2 bad input, 3 coordinator unreachable, "
+               "4 refused (token)",
                "dlio-coordinator"};
   app.require_subcommand(1);
   // Wide enough that every option's description starts on its own line (docs/cli.md is generated from this).
@@ -38,41 +78,91 @@ int main(int argc, char** argv) {
 
   // serve
   CLI::App* serve = app.add_subcommand("serve", "Run the coordinator service; agents attach, jobs run one at a time");
-  std::string listen = "127.0.0.1:7543", serve_metrics, results_dir = "results";
-  serve->add_option("--listen", listen, "Address HOST:PORT to serve gRPC on (port 0 picks a free port)")
-      ->default_val("127.0.0.1:7543");
+  std::string listen, serve_metrics, results_dir = "results", store;
+  dlio::TransportFiles serve_tls;
+  double heartbeat_s = 1, lease_s = 8, barrier_timeout_s = 300;
+  serve->add_option("--listen", listen,
+                    "Address HOST:PORT to serve gRPC on (default 127.0.0.1:7543; 0.0.0.0:7543 with --token-file; "
+                    "port 0 picks a free port)");
   serve->add_option("--metrics-listen", serve_metrics, "Serve the coordinator's Prometheus /metrics on HOST:PORT");
   serve->add_option("--results-dir", results_dir, "Folder the coordinator writes result files to (<dir>/<job-id>/)")
       ->default_val("results");
   std::string targets_file;
   serve->add_option("--targets-file", targets_file,
                     "Keep a Prometheus file_sd JSON file of the attached agents' /metrics endpoints at PATH");
+  serve->add_option("--store", store,
+                    "SQLite job store: jobs survive a restart (queued ones run later, a running one is marked "
+                    "interrupted); default: jobs live in memory only");
+  serve->add_option("--token-file", serve_tls.token_file,
+                    "Require this token (one line in the file) from every agent and client");
+  serve->add_option("--tls-cert", serve_tls.tls_cert, "Serve TLS with this certificate (PEM); needs --tls-key");
+  serve->add_option("--tls-key", serve_tls.tls_key, "Private key (PEM) of --tls-cert");
+  serve->add_option("--tls-ca", serve_tls.tls_ca,
+                    "Mutual TLS: require client certificates signed by this CA (PEM)");
+  serve->add_option("--heartbeat-interval", heartbeat_s, "Seconds between the heartbeats agents must send")
+      ->default_val(1)
+      ->check(CLI::Range(0.05, 60.0).description(""));
+  serve->add_option("--lease", lease_s,
+                    "Seconds without a message after which an agent is dropped and its job fails (>= 2 heartbeats)")
+      ->default_val(8)
+      ->check(CLI::Range(0.1, 3600.0).description(""));
+  serve->add_option("--barrier-timeout", barrier_timeout_s,
+                    "Seconds without a released step barrier after which a training phase fails (0 = none)")
+      ->default_val(300)
+      ->check(CLI::Range(0.0, 604800.0).description(""));
 
   // submit
-  CLI::App* submit = app.add_subcommand("submit", "Submit a DLIO workload file, show progress, print the results");
+  CLI::App* submit = app.add_subcommand("submit", "Submit a DLIO workload file, follow it, print the results");
   dlio::SubmitOptions sopt;
   std::vector<std::string> s_trailing, s_set;
   submit->add_option("job", sopt.job_path, "DLIO workload YAML file")->required();
-  submit->add_option("--coordinator", sopt.coordinator, "Coordinator address HOST:PORT")->required();
   submit->add_option("--agents", sopt.agents, "Number of agents to use (0 = every attached agent)")->default_val(0);
+  submit->add_option("--accelerators-per-agent", sopt.accelerators_per_agent,
+                     "Accelerators (ranks) every agent runs (0 = what the agents offer, which must be equal)")
+      ->default_val(0);
   submit->add_option("--wait-for-agents", sopt.wait_for_agents_s,
                      "Seconds to wait for enough agents to attach before the job fails (0 = fail at once)")
       ->default_val(0)
       ->check(CLI::Range(0, 86400));
+  submit->add_option("--barrier-timeout", sopt.barrier_timeout_s,
+                     "This job's barrier timeout in seconds (0 = the coordinator's --barrier-timeout)")
+      ->default_val(0)
+      ->check(CLI::Range(0.0, 604800.0));
   submit->add_option("--output", sopt.output_dir,
                      "Write the result files received from the coordinator into DIR (default: the job's "
                      "output.folder; if neither is set they stay in the coordinator's results folder)");
+  submit->add_flag("--detach", sopt.detach, "Print the job id and return at once (follow it with status)");
+  AddClientOptions(submit, &sopt.client);
   AddOverrideOptions(submit, &s_trailing, &s_set);
+
+  // status, list, cancel, results
+  dlio::ClientOptions copt;
+  std::string job_id, results_output;
+  CLI::App* status = app.add_subcommand("status", "Show one job: state, agents, phase progress, epochs, results");
+  status->add_option("job", job_id, "Job id")->required();
+  AddClientOptions(status, &copt);
+  CLI::App* list = app.add_subcommand("list", "List every job the coordinator knows and the attached agents");
+  AddClientOptions(list, &copt);
+  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running job; its agents stop within 2 s");
+  cancel->add_option("job", job_id, "Job id")->required();
+  AddClientOptions(cancel, &copt);
+  CLI::App* results = app.add_subcommand("results", "Print a job's result table and files, or fetch them");
+  results->add_option("job", job_id, "Job id")->required();
+  results->add_option("--output", results_output, "Write the job's result files (partial ones too) into DIR");
+  AddClientOptions(results, &copt);
 
   // run
   CLI::App* run = app.add_subcommand("run", "Embedded default: coordinator + N local dlio-agent processes, one job");
   dlio::SubmitOptions ropt;
   std::vector<std::string> r_trailing, r_set;
-  int local_agents = 1, accelerators = 1;
+  int local_agents = 1, accelerators = 1, run_wait = 30;
   std::string data_root = ".", run_results = "results", run_metrics;
   run->add_option("job", ropt.job_path, "DLIO workload YAML file")->required();
   run->add_option("--local-agents", local_agents, "Number of local agent processes")->default_val(1);
   run->add_option("--accelerators", accelerators, "Emulated accelerators (ranks) per agent")->default_val(1);
+  run->add_option("--wait-for-agents", run_wait, "Seconds the local agents get to attach before the run fails")
+      ->default_val(30)
+      ->check(CLI::Range(1, 86400));
   run->add_option("--data-root", data_root,
                   "Data root shared by the local agents; relative data_folder paths resolve under it")
       ->default_val(".");
@@ -81,6 +171,7 @@ int main(int argc, char** argv) {
   run->add_option("--output", ropt.output_dir, "Also write the result files into DIR (default: the job's "
                                                "output.folder, if set)");
   run->add_option("--metrics-listen", run_metrics, "Serve the embedded coordinator's /metrics on HOST:PORT");
+  run->add_flag("--json", ropt.client.json, "Print one JSON document on stdout (for scripts) instead of text");
   AddOverrideOptions(run, &r_trailing, &r_set);
 
   // report
@@ -94,34 +185,89 @@ int main(int argc, char** argv) {
   report->add_option("-o,--output", report_out, "HTML file to write")->default_val("report.html");
 
   CLI11_PARSE(app, argc, argv);
+  for (dlio::ClientOptions* o : {&copt, &sopt.client}) {
+    if (o->coordinator.empty()) {
+      const char* env = std::getenv("DLIO_COORDINATOR");
+      o->coordinator = env != nullptr && *env != '\0' ? env : "127.0.0.1:7543";
+    }
+  }
 
   if (*report) return dlio::WriteReportFile(report_dirs, report_out, std::cout, std::cerr);
 
   if (*serve) {
+    absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(serve_tls, /*server=*/true);
+    if (!transport.ok()) {
+      std::cerr << "dlio-coordinator serve: " << transport.status().message() << "\n";
+      return 2;
+    }
+    if (listen.empty()) listen = transport->token.empty() ? "127.0.0.1:7543" : "0.0.0.0:7543";
+    if (!IsLoopback(listen)) {
+      if (transport->token.empty()) {
+        spdlog::warn("serving on {} without --token-file: anyone who can reach this port can run jobs and write files "
+                     "under every agent's data root; pass --token-file (and --tls-cert/--tls-key), or listen on "
+                     "127.0.0.1", listen);
+      } else if (!transport->tls()) {
+        spdlog::warn("serving on {} without TLS: the token crosses the network in clear text; pass --tls-cert and "
+                     "--tls-key", listen);
+      }
+    }
+    if (!serve_tls.token_file.empty()) {
+      struct stat st {};
+      if (stat(serve_tls.token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+        spdlog::warn("--token-file '{}' is readable by other users (chmod 600 it)", serve_tls.token_file);
+      }
+    }
     dlio::CoordinatorServer::Options o;
     o.listen = listen;
     o.metrics_listen = serve_metrics;
     o.results_dir = results_dir;
     o.targets_file = targets_file;
+    o.store = store;
+    o.transport = *transport;
+    o.core.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s * 1000));
+    o.core.lease = std::chrono::milliseconds(static_cast<int64_t>(lease_s * 1000));
+    o.core.barrier_timeout = std::chrono::milliseconds(static_cast<int64_t>(barrier_timeout_s * 1000));
+    // Signals are handled by a thread of their own, started before gRPC starts its threads (they inherit the mask).
+    dlio::OnTerminationSignal([](int) {
+      if (dlio::CoordinatorServer* s = g_server.load()) {
+        s->Shutdown();
+      } else {
+        g_stop_early = true;
+      }
+    });
     auto server = dlio::CoordinatorServer::Start(o);
     if (!server.ok()) {
       std::cerr << "dlio-coordinator serve: " << server.status().message() << "\n";
       return 2;
     }
     dlio::CoordinatorServer* srv = server->get();
-    dlio::OnTerminationSignal([srv](int) { srv->Shutdown(); });
-    spdlog::info("coordinator listening on port {}{}", srv->port(),
+    g_server = srv;
+    if (g_stop_early) srv->Shutdown();
+    spdlog::info("coordinator listening on {} (port {}){}{}{}", listen, srv->port(),
+                 transport->tls() ? (transport->ca_pem.empty() ? ", TLS" : ", mutual TLS") : "",
+                 store.empty() ? "" : fmt::format(", job store {}", store),
                  srv->metrics_port() ? fmt::format(", metrics on port {}", srv->metrics_port()) : "");
     srv->Wait();
     return 0;
   }
+
+  if (*status) return dlio::ShowStatus(copt, job_id, std::cout, std::cerr);
+  if (*list) return dlio::ListJobs(copt, std::cout, std::cerr);
+  if (*cancel) return dlio::CancelJob(copt, job_id, std::cout, std::cerr);
+  if (*results) return dlio::FetchResults(copt, job_id, results_output, std::cout, std::cerr);
 
   dlio::SubmitOptions& opt = *submit ? sopt : ropt;
   for (auto& o : *submit ? s_trailing : r_trailing) opt.overrides.push_back(o);
   for (auto& o : *submit ? s_set : r_set) opt.overrides.push_back(o);
   // Bad input is reported before anything starts or is written.
   if (int rc = dlio::ValidateJob(opt, std::cerr); rc != 0) return rc;
-  dlio::OnTerminationSignal([](int) { g_cancel = true; });
+  // First signal: cancel the job (and, for run, stop the local agents in order). Second: leave at once.
+  dlio::OnTerminationSignal([](int) {
+    if (!g_cancel.exchange(true)) return;
+    std::cerr << "\nsecond interrupt: exiting without waiting for the job to stop\n";
+    if (dlio::LocalFleet* f = g_fleet.load()) f->Kill();
+    std::_Exit(130);
+  });
 
   if (*submit) return dlio::SubmitAndWait(opt, std::cout, std::cerr, &g_cancel);
 
@@ -140,6 +286,7 @@ int main(int argc, char** argv) {
   fo.data_root = data_root;
   fo.results_dir = run_results;
   fo.metrics_listen = run_metrics;
+  fo.attach_timeout_s = run_wait;
   // The client's progress lines are the user interface of `run`; the embedded coordinator logs only problems.
   spdlog::set_level(spdlog::level::warn);
   auto fleet = dlio::LocalFleet::Start(fo);
@@ -147,9 +294,18 @@ int main(int argc, char** argv) {
     std::cerr << "dlio-coordinator run: " << fleet.status().message() << "\n";
     return 3;
   }
-  opt.coordinator = (*fleet)->address();
-  opt.where_results_live = run_results;
-  const int rc = dlio::SubmitAndWait(opt, std::cout, std::cerr, &g_cancel);
+  g_fleet = fleet->get();
+  int rc = 130;
+  if (g_cancel) {
+    std::cerr << "interrupted before the job was submitted\n";
+  } else {
+    opt.client.coordinator = (*fleet)->address();
+    opt.client.connect_timeout_s = 10;
+    opt.where_results_live = run_results;
+    opt.wait_for_agents_s = run_wait;
+    rc = dlio::SubmitAndWait(opt, std::cout, std::cerr, &g_cancel);
+  }
+  g_fleet = nullptr;
   fleet->reset();
   return rc;
 }

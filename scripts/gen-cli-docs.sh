@@ -9,8 +9,9 @@ check=0
 [[ "${1:-}" == "--check" ]] && check=1
 
 reference() {
-  for cmd in "dlio-coordinator" "dlio-coordinator serve" "dlio-coordinator submit" "dlio-coordinator run" \
-    "dlio-coordinator report" "dlio-agent"; do
+  for cmd in "dlio-coordinator" "dlio-coordinator serve" "dlio-coordinator submit" "dlio-coordinator status" \
+             "dlio-coordinator list" "dlio-coordinator cancel" "dlio-coordinator results" "dlio-coordinator run" \
+             "dlio-coordinator report" "dlio-agent"; do
     echo
     echo "### $cmd"
     echo

@@ -2,7 +2,7 @@
 # Installs what is missing (Debian 12 packages, as root), then configures and builds into build/.
 # Idempotent and quick when everything is there: apt runs only for missing packages, the build is incremental.
 #   scripts/setup.sh            runtime + build dependencies
-#   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio;
+#   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio, openssl;
 #                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests)
 # npm packages (package.json + package-lock.json, installed with `npm ci`): Chart.js, which the build embeds into
 # `dlio-coordinator report`, always; the test tools (Grafana schema, kubernetes-models, playwright-core) with --test.
@@ -17,10 +17,11 @@ packages=(cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev libgtest-dev libgmock-dev
-  libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1)
+  libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1 libsqlite3-dev)
+# openssl: the TLS tests make their own certificates; python3: bench/fleet.sh reads the result files.
 # hdf5-plugin-lzf is HDF5's lzf filter for dataset.compression: lzf; its plugin needs liblzf1 loaded beside it.
 if ((with_tests)); then
-  packages+=(prometheus python3-numpy python3-h5py python3-pil fio
+  packages+=(prometheus python3-numpy python3-h5py python3-pil fio openssl python3
     chromium                                                   # HTML report loaded headless (tests/js/check_report.mjs)
     slurmctld slurmd slurm-client                              # slurm/dlio.sbatch on 4 emulated nodes
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev)  # Helm chart rendering (tests/minihelm)

@@ -33,7 +33,7 @@ wait_for 20 curl -sf "127.0.0.1:$prom_port/-/ready"
 
 for n in 1 2; do
   start "agent-n$n" "$BIN/dlio-agent" --coordinator "127.0.0.1:$grpc_port" --data-root "$WORK/root" --name "agent-n$n" \
-    --node "n$n" --accelerators 2 --metrics-listen 0.0.0.0:0 --reconnect-window 3 --log-level warn
+    --node-name "n$n" --accelerators 2 --metrics-listen 0.0.0.0:0 --reconnect-window 3 --log-level warn
 done
 wait_for 20 python3 -c "import json,sys; sys.exit(len(json.load(open('$WORK/targets/agents.json'))) != 2)"
 echo "file_sd targets: $(tr -d ' \n' < "$WORK/targets/agents.json")"

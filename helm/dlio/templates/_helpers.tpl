@@ -54,7 +54,7 @@ spec:
         - --data-root=/data
         # Identity: the pod name is unique in the fleet; the node name makes num_hosts count Kubernetes nodes.
         - --name=$(POD_NAME)
-        - --node=$(NODE_NAME)
+        - --node-name=$(NODE_NAME)
         - --accelerators={{ .Values.agents.accelerators }}
         - --metrics-listen=0.0.0.0:{{ .Values.agents.metricsPort }}
         - --reconnect-window={{ .Values.agents.reconnectWindowSeconds }}

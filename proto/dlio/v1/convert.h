@@ -7,8 +7,9 @@
 
 namespace dlio {
 
-// Bumped whenever the wire contract changes incompatibly within dlio.v1; checked at attach.
-inline constexpr uint32_t kProtocolVersion = 1;
+// Bumped whenever the wire contract changes incompatibly within dlio.v1; checked at attach. Version 2: agents
+// rely on the heartbeat echo and the lease in Welcome.
+inline constexpr uint32_t kProtocolVersion = 2;
 
 void ToProto(const LatencyHistogram& h, v1::Histogram* out);
 LatencyHistogram FromProto(const v1::Histogram& h);

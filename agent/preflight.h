@@ -1,0 +1,35 @@
+// Checks an agent makes before it writes a dataset, so a job that cannot work fails at once with the reason instead
+// of filling a file system. No gRPC here.
+//
+// DatasetBytes(): the bytes the dataset's samples take, num_files_train x num_samples_per_file x SampleDim()^2 (the
+// mean size when record_length_bytes_stdev spreads them); format headers add a little, so this never overstates.
+// CheckDatasetFits(): free space (statvfs f_bavail x f_frsize, what an unprivileged writer may use) of the file
+// system holding `data_dir` (its nearest existing ancestor when it does not exist yet), plus the bytes of dataset
+// files already there (generation replaces them), against DatasetBytes(). The whole dataset is counted, not this
+// agent's share: by default every agent writes into one shared data folder. The refusal gives both numbers.
+// Thread-safety: pure functions (they read the file system).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/workload_spec.h"
+
+namespace dlio {
+
+uint64_t DatasetBytes(const WorkloadSpec& spec);
+
+// Free bytes for an unprivileged writer on the file system of `path` or of its nearest existing ancestor.
+absl::StatusOr<uint64_t> FreeBytes(const std::filesystem::path& path);
+
+// `ext`: the format's file extension (existing files with it under data_dir/train count as free space).
+absl::Status CheckDatasetFits(const std::filesystem::path& data_dir, const WorkloadSpec& spec, const std::string& ext);
+
+// The general check, for whatever an agent is about to write (a dataset, checkpoints): `need` bytes into `dir`,
+// `reclaimable` of which are files it will replace. `what` names the data in the refusal ("the dataset (...)").
+absl::Status CheckSpace(const std::filesystem::path& dir, const std::string& key, uint64_t need,
+                        uint64_t reclaimable, const std::string& what);
+
+}  // namespace dlio

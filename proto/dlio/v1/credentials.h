@@ -1,0 +1,22 @@
+// gRPC credentials from the loaded Transport (dlio/v1/transport.h): the one place the token and TLS material become
+// gRPC objects, for the three facades (CoordinatorServer, AgentServer, the client verbs).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <memory>
+
+#include "dlio/v1/transport.h"
+#include "grpcpp/grpcpp.h"
+
+namespace dlio {
+
+// TLS when a certificate is loaded (mutual TLS when a CA is loaded too), else plaintext.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Transport& t);
+// TLS when a CA is loaded (presenting the client certificate when loaded), else plaintext.
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Transport& t);
+// Channel arguments for clients and agents: message size limits and, with TLS, the expected server name.
+grpc::ChannelArguments ChannelArgs(const Transport& t);
+// Adds the token (if any) to a call.
+void AddToken(grpc::ClientContext* ctx, const Transport& t);
+
+}  // namespace dlio

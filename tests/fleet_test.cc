@@ -1,0 +1,524 @@
+// Fleet acceptance tests (issue 6) with real processes over loopback: faults (kill -9 of an agent and of the
+// coordinator, a stopped agent losing its lease), the job store across restarts, cancel, Ctrl-C of submit and
+// run, token and (mutual) TLS, data-root confinement, the free-space check, and the safe default of serve.
+#include <dirent.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/harness.h"
+
+namespace dlio::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using SteadyClock = std::chrono::steady_clock;
+
+// A coordinator (serve) and named agents as separate processes; the coordinator can be killed and restarted on
+// the same port and store.
+class Fleet {
+ public:
+  Fleet(const TempDir& dir, std::vector<std::string> serve_extra = {}, std::vector<std::string> client_extra = {})
+      : dir_(dir), port_(FreePort()), serve_extra_(std::move(serve_extra)), client_extra_(std::move(client_extra)) {
+    fs::create_directories(dir.path() / "root");
+    StartCoordinator();
+  }
+  void StartCoordinator() {
+    std::vector<std::string> argv = {Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
+                                     dir_.str() + "/coord-results"};
+    argv.insert(argv.end(), serve_extra_.begin(), serve_extra_.end());
+    coordinator_ = std::make_unique<Process>(
+        argv, dir_.str() + "/coordinator-" + std::to_string(++coordinator_starts_) + ".log");
+  }
+  Process& AddAgent(const std::string& name, std::vector<std::string> extra = {}, double reconnect_window = 3) {
+    std::vector<std::string> argv = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
+                                     dir_.str() + "/root", "--name", name, "--reconnect-window",
+                                     std::to_string(reconnect_window)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    agents_.push_back(std::make_unique<Process>(argv, dir_.str() + "/" + name + ".log"));
+    return *agents_.back();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  Process& coordinator() { return *coordinator_; }
+  Process& agent(size_t i) { return *agents_.at(i); }
+
+  // A client verb with this fleet's address and client options.
+  CommandResult Client(std::vector<std::string> args, seconds timeout = seconds(120)) const {
+    std::vector<std::string> argv = {Bin("dlio-coordinator")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--coordinator", address()});
+    argv.insert(argv.end(), client_extra_.begin(), client_extra_.end());
+    return RunCommand(argv, timeout);
+  }
+  json ClientJson(std::vector<std::string> args) const {
+    args.push_back("--json");
+    const CommandResult r = Client(args, seconds(30));
+    return json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  }
+  json Status(const std::string& job) const { return ClientJson({"status", job}); }
+  size_t AttachedAgents() const {
+    const json l = ClientJson({"list"});
+    return l.is_object() ? l["agents"].size() : 0;
+  }
+  std::string Logs() const {
+    std::string all;
+    for (const auto& e : fs::directory_iterator(dir_.path())) {
+      if (e.path().extension() == ".log") all += "\n--- " + e.path().filename().string() + ":\n" + ReadFile(e.path());
+    }
+    return all;
+  }
+
+ private:
+  const TempDir& dir_;
+  int port_;
+  std::vector<std::string> serve_extra_, client_extra_;
+  int coordinator_starts_ = 0;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> agents_;
+};
+
+// 2 ranks x 20 steps x 0.05 s: about 1 s per epoch.
+std::string EpochsJob(int epochs, int files = 40, double compute = 0.05) {
+  return Workload("npz", files, 1, 4096, 1, compute, epochs, true);
+}
+
+std::string JobIdIn(const std::string& text) {
+  std::smatch m;
+  static const std::regex id(R"(job (\d{8}-\d{6}-\d+-[0-9a-f]{4}))");
+  return std::regex_search(text, m, id) ? m[1].str() : "";
+}
+
+// Processes (other than zombies) whose command line mentions `needle` (e.g. a test's temporary folder) and `also`.
+std::vector<int> ProcessesMentioning(const std::string& needle, const std::string& also = "") {
+  std::vector<int> pids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos && cmdline.find(also) != std::string::npos) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+TEST(Faults, KillNineOfAnAgentMidEpochFailsTheJobNamingAgentAndPhaseAndKeepsCompletedEpochs) {
+  TempDir dir;
+  Fleet fleet(dir);
+  fleet.AddAgent("agent-0");
+  Process& victim = fleet.AddAgent("agent-1");
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(4));
+  Process submit({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--coordinator", fleet.address(),
+                  "--wait-for-agents", "30", "--agents", "2", "--output", dir.str() + "/out"},
+                 dir.str() + "/submit.out");
+  std::string job;
+  ASSERT_TRUE(Eventually([&] { return !(job = JobIdIn(submit.Log())).empty(); }, seconds(30))) << fleet.Logs();
+  // In a later epoch: epoch 1's results are on disk.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = fleet.Status(job);
+        return s.is_object() && s["epochs_done"] >= 1 && s["epochs_done"] <= 2;
+      },
+      seconds(60)))
+      << fleet.Logs();
+  victim.Signal(SIGKILL);
+  const auto killed = SteadyClock::now();
+  const int rc = submit.Wait(milliseconds(15000));
+  ASSERT_NE(rc, -1) << "submit did not exit within 15 s of the kill\n" << fleet.Logs();
+  EXPECT_LT(SteadyClock::now() - killed, seconds(15));
+  EXPECT_EQ(rc, 1);
+  const std::string out = submit.Log();
+  // Killed during an epoch (or, rarely, in the moment between two).
+  const std::regex lost("agent 'agent-1' \\(rank 1\\) (lost during|detached before) job " + job +
+                        " phase train-epoch-[234]");
+  EXPECT_TRUE(std::regex_search(out, lost)) << out;
+  const int epochs_done = fleet.Status(job)["epochs_done"].get<int>();
+  EXPECT_GE(epochs_done, 1);
+  // The completed epochs' summary, on the coordinator and fetched by submit.
+  for (const std::string& d : {dir.str() + "/out", dir.str() + "/coord-results/" + job}) {
+    ASSERT_TRUE(fs::exists(d + "/summary.json")) << d;
+    const json summary = LoadJson(d + "/summary.json");
+    EXPECT_EQ(summary["epochs"], epochs_done) << d;
+    EXPECT_EQ(summary["dlio_ext"]["job_state"], "failed") << d;
+    EXPECT_EQ(summary["num_hosts"], 1) << "two agents on this one node";
+  }
+  // No process left behind: the surviving agent is idle and attached, and leaves when the coordinator goes.
+  const json list = fleet.ClientJson({"list"});
+  ASSERT_EQ(list["agents"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["agents"][0]["name"], "agent-0");
+  EXPECT_EQ(list["agents"][0]["job_id"], "");
+  fleet.coordinator().Signal(SIGTERM);
+  EXPECT_EQ(fleet.coordinator().Wait(milliseconds(10000)), 0) << fleet.Logs();
+  EXPECT_EQ(fleet.agent(0).Wait(milliseconds(15000)), 0) << "the agent must exit after its reconnect window";
+  EXPECT_TRUE(ProcessesMentioning(dir.str()).empty());
+}
+
+TEST(Faults, StoppedAgentLosesItsLeaseAndTheJobFailsWithinTheLease) {
+  TempDir dir;
+  Fleet fleet(dir, {"--lease", "2", "--heartbeat-interval", "0.25"});
+  fleet.AddAgent("agent-0");
+  Process& frozen = fleet.AddAgent("agent-1");
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 400));  // 200 steps: about 10 s
+  Process submit({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--coordinator", fleet.address(),
+                  "--wait-for-agents", "30", "--agents", "2"},
+                 dir.str() + "/submit.out");
+  std::string job;
+  ASSERT_TRUE(Eventually([&] { return !(job = JobIdIn(submit.Log())).empty(); }, seconds(30)));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = fleet.Status(job);
+        return s.is_object() && s["phase_id"] == "train-epoch-1" && s["done"] > 2;
+      },
+      seconds(60)))
+      << fleet.Logs();
+  // SIGSTOP keeps the connection open: only the lease can tell the agent is gone.
+  frozen.Signal(SIGSTOP);
+  const auto stopped = SteadyClock::now();
+  const int rc = submit.Wait(milliseconds(10000));
+  frozen.Signal(SIGCONT);
+  ASSERT_EQ(rc, 1) << fleet.Logs();
+  // Lease 2 s + the watchdog's 250 ms period; the rest is margin for a loaded test machine.
+  EXPECT_LT(SteadyClock::now() - stopped, milliseconds(2000 + 3000));
+  const std::string out = submit.Log();
+  EXPECT_TRUE(Contains(out, "agent 'agent-1' (rank 1) lost during job " + job + " phase train-epoch-1")) << out;
+  EXPECT_TRUE(Contains(out, "lease 2 s")) << out;
+  // Awake again, the agent finds its session gone and attaches anew.
+  EXPECT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 2; }, seconds(15))) << fleet.Logs();
+}
+
+TEST(Store, CoordinatorKilledMidJobIsRestartedTheJobShowsInterruptedAgentsReattachAndANewJobRuns) {
+  TempDir dir;
+  Fleet fleet(dir, {"--store", dir.str() + "/jobs.db"});
+  fleet.AddAgent("agent-0", {}, 30);
+  fleet.AddAgent("agent-1", {}, 30);
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(4));
+  CommandResult r =
+      fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--agents", "2", "--detach"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string job = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = fleet.Status(job);
+        return s.is_object() && s["epochs_done"] >= 1 && s["epochs_done"] <= 2;
+      },
+      seconds(60)))
+      << fleet.Logs();
+  fleet.coordinator().Signal(SIGKILL);
+  ASSERT_NE(fleet.coordinator().Wait(milliseconds(5000)), -1);
+  fleet.StartCoordinator();
+
+  json list;
+  ASSERT_TRUE(Eventually([&] { return (list = fleet.ClientJson({"list"})).is_object(); }, seconds(20)));
+  ASSERT_EQ(list["jobs"].size(), 1u) << list.dump(1);
+  const json& j = list["jobs"][0];
+  EXPECT_EQ(j["job_id"], job);
+  EXPECT_EQ(j["state"], "interrupted");
+  EXPECT_EQ(j["has_results"], true);
+  const int epochs_done = j["epochs_done"].get<int>();
+  EXPECT_GE(epochs_done, 1);
+  EXPECT_TRUE(Contains(j["message"].get<std::string>(), "phase train-epoch-")) << j.dump();
+  const json summary = LoadJson(dir.str() + "/coord-results/" + job + "/summary.json");
+  EXPECT_EQ(summary["epochs"], epochs_done);
+  EXPECT_EQ(summary["dlio_ext"]["job_state"], "interrupted");
+  // `results` serves the partial files.
+  r = fleet.Client({"results", job, "--output", dir.str() + "/partial"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "partial" / "summary.json"));
+
+  // The agents come back by themselves; a new job runs to completion.
+  EXPECT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 2; }, seconds(20))) << fleet.Logs();
+  WriteFile(dir.str() + "/job2.yaml", EpochsJob(1, 8, 0.01));
+  r = fleet.Client({"submit", dir.str() + "/job2.yaml", "--wait-for-agents", "30", "--agents", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+}
+
+TEST(Store, QueuedJobsSurviveACoordinatorKillAndRunLater) {
+  TempDir dir;
+  Fleet fleet(dir, {"--store", dir.str() + "/jobs.db"});
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 8, 0.01));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    const CommandResult r = fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "60", "--detach"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ids.push_back(r.out.substr(0, r.out.find('\n')));
+  }
+  fleet.coordinator().Signal(SIGKILL);
+  ASSERT_NE(fleet.coordinator().Wait(milliseconds(5000)), -1);
+  fleet.StartCoordinator();
+  json list;
+  ASSERT_TRUE(Eventually([&] { return (list = fleet.ClientJson({"list"})).is_object(); }, seconds(20)));
+  ASSERT_EQ(list["jobs"].size(), 2u);
+  EXPECT_EQ(list["jobs"][0]["state"], "queued");
+  EXPECT_EQ(list["jobs"][1]["state"], "queued");
+  fleet.AddAgent("late-agent");
+  for (const std::string& id : ids) {
+    EXPECT_TRUE(Eventually([&] { return fleet.Status(id)["state"] == "succeeded"; }, seconds(60)))
+        << id << fleet.Logs();
+  }
+}
+
+TEST(Faults, CancelStopsEveryAgentWithinTwoSeconds) {
+  TempDir dir;
+  Fleet fleet(dir);
+  fleet.AddAgent("agent-0", {"--accelerators", "2"});
+  fleet.AddAgent("agent-1", {"--accelerators", "2"});
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 800));  // 4 ranks x 200 steps: about 10 s
+  CommandResult r =
+      fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--agents", "2", "--detach"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string job = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = fleet.Status(job);
+        return s.is_object() && s["phase_id"] == "train-epoch-1" && s["done"] > 2;
+      },
+      seconds(60)))
+      << fleet.Logs();
+  const auto t0 = SteadyClock::now();
+  r = fleet.Client({"cancel", job});
+  const auto took = SteadyClock::now() - t0;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "cancelled during phase train-epoch-1")) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(every agent stopped within ([0-9.]+) s)"))) << r.out;
+  EXPECT_LT(std::stod(m[1].str()), 2.0);
+  EXPECT_LT(took, seconds(5)) << "cancel returns once the agents confirmed (client start-up included)";
+  EXPECT_EQ(fleet.Status(job)["state"], "cancelled");
+  for (const char* name : {"agent-0", "agent-1"}) {
+    EXPECT_TRUE(Contains(ReadFile(dir.str() + "/" + name + ".log"), "stopped")) << name;
+  }
+}
+
+TEST(Cli, CtrlCOfSubmitCancelsTheJobAndSaysSo) {
+  TempDir dir;
+  Fleet fleet(dir);
+  fleet.AddAgent("agent-0");
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 400));
+  Process submit({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--coordinator", fleet.address(),
+                  "--wait-for-agents", "30"},
+                 dir.str() + "/submit.out");
+  ASSERT_TRUE(Eventually([&] { return Contains(submit.Log(), "phase train-epoch-1 started"); }, seconds(30)))
+      << fleet.Logs();
+  const std::string job = JobIdIn(submit.Log());
+  submit.Signal(SIGINT);
+  EXPECT_EQ(submit.Wait(milliseconds(10000)), 1) << submit.Log();
+  EXPECT_TRUE(Contains(submit.Log(), "interrupted: cancelling job " + job)) << submit.Log();
+  EXPECT_TRUE(Contains(submit.Log(), "cancelled because this command was interrupted")) << submit.Log();
+  EXPECT_EQ(fleet.Status(job)["state"], "cancelled");
+}
+
+TEST(Cli, CtrlCOfRunCancelsKeepsCompletedEpochsAndLeavesNoAgentProcess) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(4));
+  Process run({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--local-agents", "2", "--data-root",
+               dir.str() + "/root", "--results-dir", dir.str() + "/results"},
+              dir.str() + "/run.out");
+  ASSERT_TRUE(Eventually([&] { return Contains(run.Log(), "phase train-epoch-2 started"); }, seconds(60)))
+      << run.Log();
+  EXPECT_EQ(ProcessesMentioning(dir.str(), "dlio-agent").size(), 2u) << "two local agents";
+  run.Signal(SIGINT);
+  EXPECT_EQ(run.Wait(milliseconds(15000)), 1) << run.Log();
+  const std::string job = JobIdIn(run.Log());
+  EXPECT_TRUE(Contains(run.Log(), "cancelled during phase train-epoch-2")) << run.Log();
+  const json summary = LoadJson(dir.str() + "/results/" + job + "/summary.json");
+  EXPECT_GE(summary["epochs"].get<int>(), 1);
+  EXPECT_EQ(summary["dlio_ext"]["job_state"], "cancelled");
+  EXPECT_TRUE(ProcessesMentioning(dir.str()).empty()) << "an agent outlived `run`";
+}
+
+TEST(Security, WrongOrMissingTokenIsRefusedClearlyAndNoJobIsCreated) {
+  TempDir dir;
+  WriteFile(dir.str() + "/token", "correct-horse-battery\n");
+  WriteFile(dir.str() + "/wrong", "not-the-token\n");
+  Fleet fleet(dir, {"--token-file", dir.str() + "/token"});
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 8, 0.01));
+  const std::vector<std::string> submit = {Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml",
+                                           "--coordinator", fleet.address()};
+  std::vector<std::string> wrong = submit;
+  wrong.insert(wrong.end(), {"--token-file", dir.str() + "/wrong"});
+  CommandResult r = RunCommand(wrong, seconds(30));
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "refused the token")) << r.err;
+  r = RunCommand(submit, seconds(30));
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "requires a token: pass --token-file")) << r.err;
+  // An agent with the wrong token is refused too and exits.
+  Process& bad = fleet.AddAgent("intruder", {"--token-file", dir.str() + "/wrong"});
+  EXPECT_EQ(bad.Wait(milliseconds(10000)), 3) << bad.Log();
+  EXPECT_TRUE(Contains(bad.Log(), "refused the token")) << bad.Log();
+  // Nothing was created; with the right token everything works.
+  r = fleet.Client({"list", "--json", "--token-file", dir.str() + "/token"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["jobs"].size(), 0u) << r.out;
+  fleet.AddAgent("agent-0", {"--token-file", dir.str() + "/token"});
+  r = fleet.Client(
+      {"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--token-file", dir.str() + "/token"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+}
+
+TEST(Security, MutualTlsRunWorksAndPlaintextOrCertificateLessClientsAreRefused) {
+  TempDir dir;
+  const std::string d = dir.str();
+  // A CA, a server certificate for 127.0.0.1 and a client certificate, made here with the openssl CLI.
+  const std::string script =
+      "set -e; cd " + d + "; "
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dlio-test-ca; "
+      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost; "
+      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext; "
+      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 "
+      "-extfile san.ext; "
+      "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=dlio-client; "
+      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1";
+  CommandResult ssl = RunCommand({"sh", "-c", script}, seconds(60));
+  ASSERT_EQ(ssl.exit_code, 0) << ssl.out << ssl.err;
+  const std::vector<std::string> client_tls = {"--tls-ca", d + "/ca.pem", "--tls-cert", d + "/client.pem",
+                                               "--tls-key", d + "/client.key"};
+  Fleet fleet(dir, {"--tls-cert", d + "/server.pem", "--tls-key", d + "/server.key", "--tls-ca", d + "/ca.pem"},
+              client_tls);
+  fleet.AddAgent("agent-0", client_tls);
+  WriteFile(d + "/job.yaml", EpochsJob(1, 8, 0.01));
+  CommandResult r = fleet.Client({"submit", d + "/job.yaml", "--wait-for-agents", "30", "--output", d + "/out"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  EXPECT_TRUE(fs::exists(d + "/out/summary.json"));
+  // Plaintext, and TLS without a client certificate: refused at the connection, no job created.
+  const std::vector<std::string> base = {Bin("dlio-coordinator"), "submit", d + "/job.yaml", "--coordinator",
+                                         fleet.address(), "--connect-timeout", "2"};
+  r = RunCommand(base, seconds(30));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "cannot reach the coordinator")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "TLS")) << r.err;
+  std::vector<std::string> no_cert = base;
+  no_cert.insert(no_cert.end(), {"--tls-ca", d + "/ca.pem"});
+  r = RunCommand(no_cert, seconds(30));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json list = fleet.ClientJson({"list"});
+  ASSERT_TRUE(list.is_object());
+  EXPECT_EQ(list["jobs"].size(), 1u) << "only the TLS run created a job";
+  EXPECT_TRUE(Contains(fleet.coordinator().Log(), "mutual TLS"));
+}
+
+TEST(Confinement, DataFolderOutsideTheRootAndAnEscapingSymlinkAreRefusedNamingTheResolvedPath) {
+  TempDir dir, outside;
+  const fs::path root = dir.path() / "a" / "root";
+  fs::create_directories(root);
+  fs::create_directory_symlink(outside.path(), root / "escape");
+  struct Case {
+    std::string data_folder;
+    fs::path resolved;
+  };
+  const std::vector<Case> cases = {
+      {"../../etc", fs::weakly_canonical(root / "../../etc")},
+      {"escape/data", fs::weakly_canonical(outside.path()) / "data"},
+  };
+  for (const Case& c : cases) {
+    std::string job = EpochsJob(1, 8, 0.01);
+    job.replace(job.find("data_folder: data"), std::string("data_folder: data").size(),
+                "data_folder: " + c.data_folder);
+    WriteFile(dir.str() + "/job.yaml", job);
+    const CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--data-root",
+                                        root.string(), "--results-dir", dir.str() + "/results"},
+                                       seconds(60));
+    EXPECT_EQ(r.exit_code, 1) << c.data_folder << ": " << r.out << r.err;
+    EXPECT_TRUE(Contains(r.err, "resolves to '" + c.resolved.string() + "', outside the agent's data root"))
+        << c.data_folder << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, "agent 'local-0'")) << r.err;
+  }
+  EXPECT_TRUE(fs::is_empty(outside.path())) << "something was written outside the data root";
+}
+
+TEST(Preflight, DatasetLargerThanTheFreeSpaceIsRefusedBeforeAnyFileIsWritten) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  // 10^6 files x 10^9 bytes = 10^15 bytes declared.
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 1000000, 1, 1000000000, 1, 0, 1, true));
+  const CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--data-root",
+                                      dir.str() + "/root", "--results-dir", dir.str() + "/results"},
+                                     seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  // floor(sqrt(10^9)) = 31622: 10^6 x 31622^2 bytes.
+  EXPECT_TRUE(Contains(r.err, "needs about 999950884000000 bytes")) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(has only \d+ bytes \([0-9.]+ [kMGTP]?B\) available)"))) << r.err;
+  EXPECT_TRUE(Contains(r.err, "phase generate")) << r.err;
+  EXPECT_TRUE(fs::is_empty(dir.path() / "root")) << "a file was written";
+}
+
+TEST(Safety, ServeWarnsWhenItListensBeyondLoopbackWithoutAToken) {
+  TempDir dir;
+  const std::string listen = "0.0.0.0:" + std::to_string(FreePort());
+  Process serve({Bin("dlio-coordinator"), "serve", "--listen", listen, "--results-dir", dir.str() + "/r"},
+                dir.str() + "/serve.log");
+  ASSERT_TRUE(Eventually([&] { return Contains(serve.Log(), "listening"); }, seconds(10))) << serve.Log();
+  EXPECT_TRUE(Contains(serve.Log(), "without --token-file: anyone who can reach this port can run jobs and write "
+                                    "files under every agent's data root"))
+      << serve.Log();
+  TempDir quiet;
+  Process loopback({Bin("dlio-coordinator"), "serve", "--listen", "127.0.0.1:" + std::to_string(FreePort()),
+                    "--results-dir", quiet.str() + "/r"},
+                   quiet.str() + "/serve.log");
+  ASSERT_TRUE(Eventually([&] { return Contains(loopback.Log(), "listening"); }, seconds(10)));
+  EXPECT_FALSE(Contains(loopback.Log(), "warn")) << loopback.Log();
+}
+
+TEST(Placement, NumHostsCountsDistinctNodeNamesAndAcceleratorCountsMustMatch) {
+  TempDir dir;
+  Fleet fleet(dir);
+  fleet.AddAgent("agent-0", {"--node-name", "node-a"});
+  fleet.AddAgent("agent-1", {"--node-name", "node-a"});
+  fleet.AddAgent("agent-2", {"--node-name", "node-b", "--accelerators", "2"});
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 12, 0.01));
+  ASSERT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 3; }, seconds(20))) << fleet.Logs();
+  CommandResult r = fleet.Client({"submit", dir.str() + "/job.yaml"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "agent-0: 1, agent-1: 1, agent-2: 2")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "MLPerf")) << r.err;
+  r = fleet.Client({"submit", dir.str() + "/job.yaml", "--agents", "2", "--accelerators-per-agent", "2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "needs 2 agent(s) with at least 2 accelerator(s) each")) << r.err;
+  r = fleet.Client({"submit", dir.str() + "/job.yaml", "--accelerators-per-agent", "1", "--output",
+                    dir.str() + "/out"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  EXPECT_EQ(summary["num_accelerators"], 3);
+  EXPECT_EQ(summary["num_hosts"], 2) << "agent-0 and agent-1 share node-a";
+}
+
+TEST(Metrics, CoordinatorMetricsPassPromtool) {
+  TempDir dir;
+  const int mport = FreePort();
+  Fleet fleet(dir, {"--metrics-listen", "127.0.0.1:" + std::to_string(mport)});
+  fleet.AddAgent("agent-0");
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 8, 0.01));  // one rank: 8 steps, 8 barriers
+  const CommandResult r = fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string metrics = HttpGet(mport, "/metrics");
+  for (const char* line : {"dlio_coordinator_agents 1", "dlio_coordinator_jobs{state=\"succeeded\"} 1",
+                           "dlio_coordinator_leases_expired_total 0",
+                           "dlio_coordinator_barrier_wait_seconds_count{job_id=\""}) {
+    EXPECT_TRUE(Contains(metrics, line)) << line << "\n" << metrics;
+  }
+  // The job's barrier histogram (labelled by job, for the dashboards) counted its 8 released steps.
+  EXPECT_TRUE(std::regex_search(metrics, std::regex(R"(dlio_coordinator_barrier_wait_seconds_count\{job_id="[^"]+"\} 8\b)")))
+      << metrics;
+  WriteFile(dir.str() + "/metrics.txt", metrics);
+  const CommandResult lint = RunCommand({"sh", "-c", "promtool check metrics < " + dir.str() + "/metrics.txt"});
+  EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
+}
+
+}  // namespace
+}  // namespace dlio::testing
