@@ -25,6 +25,11 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
   if (o.transfer_size < 1) return bad("reader.transfer_size: must be >= 1, got ", o.transfer_size);
   if (name != "hdf5") return absl::OkStatus();  // DLIO ignores compression and chunking for npz and tfrecord
 
+  if (o.io_engine != IoEngine::kPosix) {
+    return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine),
+               " is not available for hdf5 (libhdf5 does its own reads; use posix)");
+  }
+
   if (o.compression != "none" && o.compression != "gzip") {
     return bad("dataset.compression: '", o.compression, "' is not supported for hdf5 (allowed: none, gzip)");
   }

@@ -15,6 +15,8 @@
 //    IoStats::AddOp(bytes, ns); each file a reader opens, and each file Generate() completes, is one AddFile();
 //    each sample delivered by ReadSample()/Next() or written by Generate() is counted with AddSamples(). HDF5 does
 //    its file I/O inside the library: there one H5Dread is one op of the sample's payload bytes (see hdf5.h).
+//  - npz and tfrecord read through a StorageReader (storage.h: posix, odirect or io_uring, per
+//    FormatOptions::io_engine), which does their accounting; hdf5 reads through libhdf5 (posix only).
 //  - Hot path: a SampleReader/StreamReader belongs to one loader thread; it reuses its buffers (no allocation per
 //    sample once warmed up) and takes no lock of ours.
 // Errors: absl::Status whose message names the file and what is wrong.
@@ -29,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/io_stats.h"
+#include "readers/storage.h"
 
 namespace dlio {
 
@@ -40,6 +43,7 @@ struct FormatOptions {
   std::string compression = "none";      // hdf5: none | gzip
   int compression_level = 4;
   int64_t transfer_size = 262144;        // tfrecord read size
+  IoEngine io_engine = IoEngine::kPosix;  // how npz and tfrecord read (storage.h); hdf5 reads through libhdf5
 };
 
 // One per loader thread, index-mode reads: ReadSample(path, i) reads sample i of the file at path.

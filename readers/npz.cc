@@ -1,6 +1,5 @@
 #include "readers/npz.h"
 
-#include <sys/stat.h>
 #include <zip.h>
 
 #include <cstring>
@@ -8,12 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "readers/io_util.h"
+#include "readers/storage.h"
 
 namespace dlio {
 namespace {
-
-using internal::ErrnoError;
-using internal::Fd;
 
 constexpr int kMaxRank = 16;  // NPY shapes deeper than this are rejected (numpy's own limit is 32; DLIO uses 3)
 // libzip stamps members with the current time; a fixed one (2020-01-01 00:00 UTC) makes a seed reproduce the file.
@@ -180,32 +177,27 @@ absl::Status ParseNpy(const uint8_t* p, uint64_t n, const std::string& path, Npy
 
 class NpzSampleReader final : public SampleReader {
  public:
+  explicit NpzSampleReader(IoEngine engine) : engine_(engine) {}
+
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     base_ = nullptr;
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return ErrnoError(path, "open", errno);
-    stats.AddFile();
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return ErrnoError(path, "stat", errno);
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
-    if (size > cap_) {  // grow only: after the largest file no further allocation
-      buf_.reset(new uint8_t[size]);
-      cap_ = size;
+    if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_);
+      if (!s.ok()) return s.status();
+      storage_ = std::move(*s);
     }
-    for (uint64_t off = 0; off < size;) {
-      absl::StatusOr<size_t> r =
-          internal::PreadAccounted(fd.get(), buf_.get() + off, std::min<uint64_t>(kNpzReadChunk, size - off), off,
-                                   path, stats);
-      if (!r.ok()) return r.status();
-      if (*r == 0) return Corrupt(path, absl::StrCat("file ended at byte ", off, " of ", size, " while reading"));
-      off += *r;
-    }
-    fd.Reset();
+    uint64_t size = 0;
+    if (absl::Status s = storage_->Open(path, &size, stats); !s.ok()) return s;
+    buf_.Reserve(RoundUp(size, storage_->alignment()));  // grows only: no allocation after the largest file
+    const size_t piece = engine_ == IoEngine::kIoUring ? kUringPiece : kNpzReadChunk;
+    absl::Status read = storage_->ReadWhole(buf_.data(), size, piece, stats);
+    storage_->Close();
+    if (!read.ok()) return read;
 
     Member x;
-    if (absl::Status s = FindMember(buf_.get(), size, "x.npy", path, &x); !s.ok()) return s;
+    if (absl::Status s = FindMember(buf_.data(), size, "x.npy", path, &x); !s.ok()) return s;
     NpyArray a;
-    if (absl::Status s = ParseNpy(buf_.get() + x.data_offset, x.size, path, &a); !s.ok()) return s;
+    if (absl::Status s = ParseNpy(buf_.data() + x.data_offset, x.size, path, &a); !s.ok()) return s;
     if (a.rank < 1) return Corrupt(path, "x.npy is a scalar; samples are on its last axis");
     const uint64_t nspf = static_cast<uint64_t>(a.shape[a.rank - 1]);
     if (sample >= nspf) {
@@ -221,7 +213,7 @@ class NpzSampleReader final : public SampleReader {
     }
     if (!Fits(a.data_offset, total, x.size)) return Corrupt(path, "x.npy data shorter than its shape");
 
-    base_ = buf_.get() + x.data_offset + a.data_offset + uint64_t{sample} * a.itemsize;
+    base_ = buf_.data() + x.data_offset + a.data_offset + uint64_t{sample} * a.itemsize;
     elems_ = elems;
     itemsize_ = a.itemsize;
     stride_ = nspf * a.itemsize;
@@ -238,8 +230,9 @@ class NpzSampleReader final : public SampleReader {
   }
 
  private:
-  std::unique_ptr<uint8_t[]> buf_;  // the whole file; never shrinks
-  uint64_t cap_ = 0;
+  const IoEngine engine_;
+  std::unique_ptr<StorageReader> storage_;
+  AlignedBuffer buf_;  // the whole file (rounded up to the engine's alignment); never shrinks
   // The last sample: elems_ items of itemsize_ bytes, stride_ bytes apart, starting at base_ (inside buf_).
   const uint8_t* base_ = nullptr;
   uint64_t elems_ = 0, itemsize_ = 0, stride_ = 0;
@@ -255,7 +248,9 @@ class NpzFormat final : public Format {
   explicit NpzFormat(FormatOptions o) : Format(std::move(o)) {}
   const char* name() const override { return "npz"; }
   const char* extension() const override { return "npz"; }
-  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<NpzSampleReader>(); }
+  std::unique_ptr<SampleReader> NewSampleReader() const override {
+    return std::make_unique<NpzSampleReader>(options_.io_engine);
+  }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
     const int64_t nspf = options_.samples_per_file;

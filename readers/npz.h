@@ -9,10 +9,12 @@
 // Generate() builds the archive in memory with libzip (stored, fixed mtime so a seed reproduces the bytes), then
 // writes it with our own pwrite()s (io_util.h FileWriter) so every write is accounted.
 //
-// Reader (DLIO's NPZReader in on_demand mode): every ReadSample() opens the file and reads ALL of it with pread()s
-// of up to kNpzReadChunk into a per-reader buffer that only grows, then finds x.npy through the zip central
-// directory and its LOCAL header (the local extra field may differ from the central one: numpy's zipfile writes a
-// 20-byte ZIP64 extra only locally), parses the NPY header, and touches the strided sample so the bytes are used.
+// Reader (DLIO's NPZReader in on_demand mode): every ReadSample() opens the file and reads ALL of it through the
+// io_engine (storage.h: pread()s of up to kNpzReadChunk; odirect the same rounded up to 4 KiB, as DLIO's
+// NPZReaderODIRECT; io_uring kUringPiece pieces, several in flight) into a per-reader buffer that only grows, then
+// finds x.npy through the zip central directory and its LOCAL header (the local extra field may differ from the
+// central one: numpy's zipfile writes a 20-byte ZIP64 extra only locally), parses the NPY header, and touches the
+// strided sample so the bytes are used.
 // No CRC check (DLIO's zipfile path checks one; its O_DIRECT reader does not). Any element size the NPY descr
 // names is accepted on read (generation writes uint8). Deflated members are rejected with Unimplemented.
 // Returns the sample payload size prod(d1..dk) * itemsize.

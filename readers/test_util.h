@@ -107,8 +107,8 @@ inline uint64_t ByteSum(std::string_view b) {
 
 namespace dlio::testing {
 
-// Heap allocations made by this thread while an AllocationCounter is alive (operator new is replaced in
-// format_test.cc for the whole test binary; it only counts, then calls malloc).
+// Heap allocations made by this thread while an AllocationCounter is alive (the malloc family, hence operator new
+// too, is interposed in format_test.cc for the whole test binary; it only counts, then calls glibc's allocator).
 class AllocationCounter {
  public:
   AllocationCounter();
