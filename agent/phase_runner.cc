@@ -41,6 +41,8 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec) {
   o.compression = spec.compression;
   o.compression_level = spec.compression_level;
   o.transfer_size = spec.transfer_size;
+  // The spec was validated when loaded: an unknown engine name cannot reach this point.
+  if (absl::StatusOr<IoEngine> e = ParseIoEngine(spec.io_engine); e.ok()) o.io_engine = *e;
   return o;
 }
 

@@ -68,7 +68,7 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.file_prefix, s.hdf5_chunk_dims, s.compression, s.compression_level, s.data_loader, s.batch_size,
                     s.read_threads, s.prefetch_size, s.file_shuffle, s.sample_shuffle, s.transfer_size, s.epochs,
                     s.computation_time, s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
-                    s.exclude_start_steps, s.exclude_end_steps, s.au_threshold);
+                    s.exclude_start_steps, s.exclude_end_steps, s.au_threshold, s.odirect, s.io_engine);
   };
   return tie(a) == tie(b);
 }
@@ -521,7 +521,9 @@ std::vector<KeyInfo> BuildKeys() {
         return absl::OkStatus();
       },
       [](const WorkloadSpec& s) { return fmt::format("{}", s.transfer_size); }));
-  v.push_back(NotYet("reader.odirect", "false", Gate::kNone, "O_DIRECT whole-file reads (npy/npz)"));
+  v.push_back(BoolKey("reader.odirect", &WorkloadSpec::odirect,
+                      "O_DIRECT reads (DLIO: npz/npy only; here npz and tfrecord): the same as dlio_ext.io_engine: "
+                      "odirect"));
   v.push_back(Label("reader.dont_use_mmap", "false", "passed to DALI readers"));
   v.push_back(NotYet("reader.preprocess_time", "0", Gate::kNone, "sleep per sample in the loader"));
   v.push_back(NotYet("reader.preprocess_time_stdev", "0", Gate::kNone, "spread of preprocess_time"));
@@ -616,6 +618,17 @@ std::vector<KeyInfo> BuildKeys() {
   // metric
   v.push_back(NumberKey("metric.au", &WorkloadSpec::au_threshold, 0, false, 1,
                         "AU pass threshold as a fraction (0.90 = 90 %)"));
+
+  // dlio_ext: our own keys
+  v.push_back(Custom(
+      "dlio_ext.io_engine", KeyStatus::kImplemented,
+      "how npz and tfrecord files are read: posix (pread), odirect (O_DIRECT, 4 KiB-aligned, whole files rounded up "
+      "as DLIO's O_DIRECT readers do), io_uring (several reads in flight); hdf5 reads go through libhdf5 (posix "
+      "only)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"posix", "odirect", "io_uring"}, {}, "I/O engine", &s.io_engine);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
 
   for (KeyInfo& k : v) {
     if (k.get && k.dlio_default.empty()) k.dlio_default = k.get(WorkloadSpec{});
@@ -889,6 +902,10 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
     return absl::InvalidArgumentError(fmt::format(
         "dataset.compression: {} is implemented for hdf5 files only (dataset.format is {})", s.compression, s.format));
   }
+  if (s.io_engine != "posix" && s.format == "hdf5") {
+    return absl::InvalidArgumentError(fmt::format(
+        "dlio_ext.io_engine: {} is not available for hdf5 (libhdf5 does its own reads; use posix)", s.io_engine));
+  }
   // Sample ids are 32-bit in the epoch plan (4 bytes per sample for a 10 M-sample shuffle).
   constexpr int64_t kMaxSamples = int64_t{1} << 32;
   if (s.num_samples_per_file > kMaxSamples / s.num_files_train) {
@@ -1017,6 +1034,16 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
       if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok()) return s;
     }
   }
+  // reader.odirect (DLIO's key) is dlio_ext.io_engine: odirect; both given and different is a contradiction.
+  if (spec.odirect) {
+    const Leaf* engine = leaves.Find("dlio_ext.io_engine");
+    if (engine != nullptr && spec.io_engine != "odirect") {
+      return absl::InvalidArgumentError(fmt::format("{}: true contradicts {}: {} (give one of them)",
+                                                    leaves.Find("reader.odirect")->shown, engine->shown,
+                                                    spec.io_engine));
+    }
+    spec.io_engine = "odirect";
+  }
   if (absl::Status s = CheckWhole(spec); !s.ok()) return s;
   return spec;
 }
@@ -1088,6 +1115,8 @@ std::string KeyReferenceMarkdown() {
   md += "Aliases: `data_reader.*` is `reader.*` (use one of them); `dataset.record_length` is "
         "`dataset.record_length_bytes`. A key DLIO does not know is an error naming the nearest known key, e.g. "
         "`dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)`.\n\n";
+  md += "Keys under `dlio_ext` are this project's own (DLIO does not know them); DLIO's keys never change "
+        "meaning.\n\n";
   md += "| key | default | status | notes |\n|---|---|---|---|\n";
   for (const KeyInfo& k : Keys().keys) {
     std::string status;

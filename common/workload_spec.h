@@ -62,6 +62,7 @@ struct WorkloadSpec {
   ShuffleMode file_shuffle = ShuffleMode::kOff;
   ShuffleMode sample_shuffle = ShuffleMode::kOff;
   int64_t transfer_size = 262144;            // TFRecord read size per call (TF's default 256 KiB)
+  bool odirect = false;                      // reader.odirect: DLIO's O_DIRECT readers (sets io_engine odirect)
 
   // train
   int64_t epochs = 1;
@@ -77,6 +78,9 @@ struct WorkloadSpec {
 
   // metric
   double au_threshold = 0.90;                // metric.au
+
+  // dlio_ext: this project's own keys (DLIO does not know them)
+  std::string io_engine = "posix";           // dlio_ext.io_engine: posix | odirect | io_uring
 
   // Derived helpers.
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }
