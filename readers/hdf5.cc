@@ -147,7 +147,10 @@ class Hdf5SampleReader final : public SampleReader {
     if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
       return Hdf5Error(path, "select sample");
     }
-    Hid mem(H5Screate_simple(1, &elems, nullptr), H5Sclose);
+    // The memory dataspace has the selection's own shape (1, d1, ...), as h5py makes it: with a differently shaped
+    // (e.g. flat) one, libhdf5 maps chunk elements one by one (H5S_select_iterate), about 4x the cost of a 4 KiB
+    // sample read in our profile.
+    Hid mem(H5Screate_simple(rank, count, nullptr), H5Sclose);
     if (!mem.ok()) return Hdf5Error(path, "memory dataspace");
     if (bytes > cap_) {  // grow only
       buf_.reset(new uint8_t[bytes]);
@@ -233,8 +236,7 @@ class Hdf5Format final : public Format {
       rng.Fill(slab.data(), n * sample_bytes);
       start[0] = s;
       count[0] = n;
-      hsize_t elems = n * sample_bytes;
-      Hid mem(H5Screate_simple(1, &elems, nullptr), H5Sclose);
+      Hid mem(H5Screate_simple(rank, count, nullptr), H5Sclose);  // the selection's shape (see the reader)
       if (!mem.ok() || H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
           H5Dwrite(dset.get(), H5T_NATIVE_UINT8, mem.get(), fspace.get(), H5P_DEFAULT, slab.data()) < 0) {
         return Hdf5Error(path, "write records_0");
