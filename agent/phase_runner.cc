@@ -16,6 +16,7 @@
 #include "agent/step_barrier.h"
 #include "common/epoch_plan.h"
 #include "readers/format.h"
+#include "readers/storage.h"
 
 namespace dlio {
 
@@ -79,8 +80,13 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   progress_.total = 0;
   progress_.samples = 0;
   progress_.bytes = 0;
-  if (cmd.kind == PhaseKind::kGenerate) return Generate(cmd, cancel);
-  return Train(cmd, barrier, cancel);
+  absl::StatusOr<std::vector<RankEpochResult>> r =
+      cmd.kind == PhaseKind::kGenerate ? Generate(cmd, cancel) : Train(cmd, barrier, cancel);
+  // Read buffers are pooled from epoch to epoch (readers/storage.h); after the job's last phase (or a failure, which
+  // ends the job) an idle agent keeps none.
+  const bool last = cmd.kind == PhaseKind::kGenerate ? !cmd.spec.train : cmd.epoch >= cmd.spec.epochs;
+  if (last || !r.ok()) TrimBufferPool();
+  return r;
 }
 
 absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir, const std::string& split,

@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "readers/io_util.h"
 
@@ -184,15 +186,87 @@ const char* IoEngineName(IoEngine e) {
   return "posix";
 }
 
-AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+namespace {
+
+// Recently freed AlignedBuffer memory (see storage.h). A handful of entries: linear search is fine.
+class BufferPool {
+ public:
+  static BufferPool& Get() {
+    static BufferPool* pool = new BufferPool;  // never destroyed: buffers may be freed during static destruction
+    return *pool;
+  }
+  BufferPool() {
+    if (const char* env = std::getenv("DLIO_BUFFER_POOL_BYTES"); env != nullptr && *env != '\0') {
+      budget_ = std::strtoull(env, nullptr, 10);
+    }
+  }
+  // The smallest pooled buffer of at least `n` bytes, or nullptr.
+  uint8_t* Take(size_t n, size_t* cap) {
+    std::lock_guard<std::mutex> lk(mu_);
+    size_t best = kMaxEntries;
+    for (size_t i = 0; i < count_; ++i) {
+      if (entries_[i].cap >= n && (best == kMaxEntries || entries_[i].cap < entries_[best].cap)) best = i;
+    }
+    if (best == kMaxEntries) return nullptr;
+    uint8_t* p = entries_[best].data;
+    *cap = entries_[best].cap;
+    bytes_ -= *cap;
+    entries_[best] = entries_[--count_];
+    return p;
+  }
+  // Keeps the buffer if it fits in the pool's budget, else frees it.
+  void Give(uint8_t* p, size_t cap) {
+    if (p == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (count_ < kMaxEntries && bytes_ + cap <= budget_) {
+        entries_[count_++] = {p, cap};
+        bytes_ += cap;
+        return;
+      }
+    }
+    std::free(p);
+  }
+  void Trim() {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (size_t i = 0; i < count_; ++i) std::free(entries_[i].data);
+    count_ = 0;
+    bytes_ = 0;
+  }
+  size_t bytes() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return bytes_;
+  }
+
+ private:
+  // Enough for the buffers of a few ranks' loader threads; a fixed array, so the pool itself never allocates.
+  static constexpr size_t kMaxEntries = 64;
+  struct Entry {
+    uint8_t* data;
+    size_t cap;
+  };
+  size_t budget_ = kBufferPoolBytes;  // set once, before any other use
+  std::mutex mu_;
+  Entry entries_[kMaxEntries] ABSL_GUARDED_BY(mu_);
+  size_t count_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace
+
+void TrimBufferPool() { BufferPool::Get().Trim(); }
+size_t BufferPoolBytes() { return BufferPool::Get().bytes(); }
+
+AlignedBuffer::~AlignedBuffer() { BufferPool::Get().Give(data_, cap_); }
 
 void AlignedBuffer::Reserve(size_t n, size_t keep) {
   if (n <= cap_) return;
-  const size_t cap = RoundUp(n, kDirectAlign);
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, cap));
+  size_t cap = RoundUp(n, kDirectAlign);
+  auto* p = BufferPool::Get().Take(cap, &cap);
+  if (p == nullptr) p = static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, cap));
   if (p == nullptr) throw std::bad_alloc();
   if (keep > 0) std::memcpy(p, data_, std::min(keep, cap_));
-  std::free(data_);
+  BufferPool::Get().Give(data_, cap_);
   data_ = p;
   cap_ = cap;
 }

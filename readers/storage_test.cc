@@ -52,6 +52,7 @@ TEST(IoEngineNames, RoundTripAndUnknown) {
 }
 
 TEST(AlignedBuffer, AlignedAndKeepsContentsWhenGrowing) {
+  TrimBufferPool();  // fresh allocations, so the capacities below are exact
   AlignedBuffer b;
   EXPECT_EQ(b.capacity(), 0u);
   b.Reserve(100);
@@ -65,6 +66,34 @@ TEST(AlignedBuffer, AlignedAndKeepsContentsWhenGrowing) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % kDirectAlign, 0u);
   EXPECT_EQ(b.capacity(), 4 * kDirectAlign);
   EXPECT_EQ(std::memcmp(b.data(), "hello", 5), 0);
+}
+
+// Freed buffers are kept (within the budget) and handed to the next buffer that fits, with the same memory.
+TEST(AlignedBuffer, FreedBuffersArePooledForTheNextReader) {
+  TrimBufferPool();
+  uint8_t* first = nullptr;
+  {
+    AlignedBuffer a;
+    a.Reserve(3 * kDirectAlign);
+    first = a.data();
+  }
+  EXPECT_EQ(BufferPoolBytes(), 3 * kDirectAlign);
+  {
+    testing::AllocationCounter allocs;
+    AlignedBuffer b;
+    b.Reserve(2 * kDirectAlign);  // the smallest pooled buffer that fits
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(b.capacity(), 3 * kDirectAlign);
+    EXPECT_EQ(BufferPoolBytes(), 0u);
+    EXPECT_EQ(allocs.count(), 0u);
+  }
+  {
+    AlignedBuffer big;  // larger than the pool's budget: freed, not kept
+    big.Reserve(kBufferPoolBytes + kDirectAlign);
+  }
+  EXPECT_EQ(BufferPoolBytes(), 3 * kDirectAlign);
+  TrimBufferPool();
+  EXPECT_EQ(BufferPoolBytes(), 0u);
 }
 
 // A whole-file read of an odd-sized file gives the file's bytes with every engine, and accounts exactly the bytes
@@ -281,6 +310,7 @@ TEST(EnginesThroughFormats, SameSamplesAndRecordsAsPosix) {
 
 // The allocation counter sees every allocator the readers could use (AlignedBuffer uses aligned_alloc).
 TEST(AllocationCounter, CountsTheMallocFamilyAndNew) {
+  TrimBufferPool();  // so that the AlignedBuffer below allocates
   testing::AllocationCounter allocs;
   void* a = std::malloc(10);
   void* b = std::aligned_alloc(kDirectAlign, kDirectAlign);
