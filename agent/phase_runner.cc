@@ -64,6 +64,15 @@ class FirstError {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
+// Generation threads per local rank: the cores divided among the ranks. Generation is CPU-bound (random bytes, the
+// format library's copies and checksums, e.g. libzip's CRC-32) while a finished file waits for fdatasync, so with
+// two or more threads one file's flush overlaps the next file's generation. At most 8: beyond that one rank's
+// writes contend for the storage more than they gain.
+int GenerationWorkers(int local_ranks) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::clamp<unsigned>(cores / static_cast<unsigned>(std::max(1, local_ranks)), 1u, 8u));
+}
+
 absl::Status Annotate(const absl::Status& s, const std::string& where) {
   return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
 }
@@ -147,6 +156,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
   FirstError first_error;
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
+  const int workers = GenerationWorkers(cmd.local_ranks);
   for (int l = 0; l < cmd.local_ranks; ++l) {
     threads.emplace_back([&, l] {
       const int rank = cmd.first_rank + l;
@@ -154,53 +164,62 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       r.rank = rank;
       r.epoch = 0;
       r.start_unix_us = NowUnixUs();
-      IoStats stats;
       RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
-      for (int64_t i = rank; i < spec.num_files_train; i += cmd.world) {
-        if (stop || (cancel && *cancel)) break;
-        const fs::path final_path = *data_dir / DataFileRelPath("train", spec.file_prefix, i, spec.num_files_train,
-                                                               spec.num_subfolders_train, (*format)->extension());
-        std::error_code ec;
-        fs::create_directories(final_path.parent_path(), ec);  // idempotent; races between ranks are harmless
-        if (ec && !fs::is_directory(final_path.parent_path())) {
-          first_error.Set(absl::InternalError(absl::StrCat(Where(cmd, rank), ": cannot create '",
-                                                           final_path.parent_path().string(), "': ", ec.message())));
-          stop = true;
-          break;
-        }
-        // Temporary name in the same folder (so rename is atomic), unique per agent process and file.
-        const fs::path tmp = final_path.string() + ".tmp-" + std::to_string(::getpid());
-        const uint64_t before = stats.Snapshot().bytes;
-        // With a size spread every file has its own sample shape, hence its own Format options.
-        std::unique_ptr<Format> sized;
-        if (spec.record_length_bytes_stdev > 0) {
-          FormatOptions o = (*format)->options();
-          const int64_t d = spec.SampleDimForFile(i);
-          o.sample_dims = {d, d};
-          absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(spec.format, o);
-          if (!f.ok()) {
-            first_error.Set(Annotate(f.status(), Where(cmd, rank)));
+      std::vector<IoStats> worker_stats(static_cast<size_t>(workers));
+      // Worker w writes the rank's files w, w + W, w + 2W, ... (file i = rank + k * world is the rank's k-th).
+      auto work = [&, rank](int w) {
+        IoStats& stats = worker_stats[static_cast<size_t>(w)];
+        for (int64_t i = rank + w * cmd.world; i < spec.num_files_train; i += cmd.world * workers) {
+          if (stop || (cancel && *cancel)) break;
+          const fs::path final_path =
+              *data_dir / DataFileRelPath("train", spec.file_prefix, i, spec.num_files_train,
+                                          spec.num_subfolders_train, (*format)->extension());
+          std::error_code ec;
+          fs::create_directories(final_path.parent_path(), ec);  // idempotent; races between ranks are harmless
+          if (ec && !fs::is_directory(final_path.parent_path())) {
+            first_error.Set(absl::InternalError(absl::StrCat(
+                Where(cmd, rank), ": cannot create '", final_path.parent_path().string(), "': ", ec.message())));
             stop = true;
             break;
           }
-          sized = std::move(*f);
+          // Temporary name in the same folder (so rename is atomic), unique per agent process and file.
+          const fs::path tmp = final_path.string() + ".tmp-" + std::to_string(::getpid());
+          const uint64_t before = stats.Snapshot().bytes;
+          // With a size spread every file has its own sample shape, hence its own Format options.
+          std::unique_ptr<Format> sized;
+          if (spec.record_length_bytes_stdev > 0) {
+            FormatOptions o = (*format)->options();
+            const int64_t d = spec.SampleDimForFile(i);
+            o.sample_dims = {d, d};
+            absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(spec.format, o);
+            if (!f.ok()) {
+              first_error.Set(Annotate(f.status(), Where(cmd, rank)));
+              stop = true;
+              break;
+            }
+            sized = std::move(*f);
+          }
+          const Format& fmt = sized ? *sized : **format;
+          absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + i, stats);
+          if (s.ok() && std::rename(tmp.c_str(), final_path.c_str()) != 0) {
+            s = absl::InternalError(absl::StrCat("rename '", tmp.string(), "': ", std::strerror(errno)));
+          }
+          if (!s.ok()) {
+            fs::remove(tmp, ec);
+            first_error.Set(Annotate(s, Where(cmd, rank)));
+            stop = true;
+            break;
+          }
+          progress_.done += 1;
+          progress_.samples += spec.num_samples_per_file;
+          progress_.bytes += stats.Snapshot().bytes - before;
         }
-        const Format& fmt = sized ? *sized : **format;
-        absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + i, stats);
-        if (s.ok() && std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-          s = absl::InternalError(absl::StrCat("rename '", tmp.string(), "': ", std::strerror(errno)));
-        }
-        if (!s.ok()) {
-          fs::remove(tmp, ec);
-          first_error.Set(Annotate(s, Where(cmd, rank)));
-          stop = true;
-          break;
-        }
-        progress_.done += 1;
-        progress_.samples += spec.num_samples_per_file;
-        progress_.bytes += stats.Snapshot().bytes - before;
-      }
-      r.io = stats.Snapshot();
+      };
+      std::vector<std::thread> pool;
+      for (int w = 1; w < workers; ++w) pool.emplace_back(work, w);
+      work(0);
+      for (auto& t : pool) t.join();
+      for (const IoStats& st : worker_stats) r.io += st.Snapshot();
       r.end_unix_us = NowUnixUs();
       if (rm) rm->AddWritten(r.io);
     });

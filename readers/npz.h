@@ -6,8 +6,10 @@
 //   y.npy  int64 zeros, shape (nspf,).
 // Each member is an NPY v1.0 file whose header is padded as numpy pads it (spaces for the shape to grow, then a
 // total header length that is a multiple of 64), so a 64x64x2 array gets the same 128-byte header as DLIO's files.
-// Generate() builds the archive in memory with libzip (stored, fixed mtime so a seed reproduces the bytes), then
-// writes it with our own pwrite()s (io_util.h FileWriter) so every write is accounted.
+// Generate() builds the archive with libzip (stored, fixed mtime so a seed reproduces the bytes) into a per-thread
+// buffer reused from file to file; x.npy's random bytes are made on demand inside libzip's copy loop (a custom
+// zip source), so the member is never materialised on its own. Then our own pwrite()s (io_util.h FileWriter) write
+// the archive, so every write is accounted.
 //
 // Reader (DLIO's NPZReader in on_demand mode): every ReadSample() opens the file and reads ALL of it through the
 // io_engine (storage.h: pread()s of up to kNpzReadChunk; odirect the same rounded up to 4 KiB, as DLIO's
@@ -41,5 +43,17 @@ std::unique_ptr<Format> NewNpzFormat(const FormatOptions& options);
 // NPY v1.0 header (magic through the closing '\n') for a C-order array, laid out exactly as numpy 1.24 writes it.
 // Exposed for tests.
 std::string NpyHeader(const std::string& descr, const std::vector<int64_t>& shape);
+
+// What the reader needs from an NPY header: where the data starts (from the start of the .npy member), the element
+// size from 'descr', and the C-order shape. The reader's own parser, exposed for benchmarks and tests.
+inline constexpr int kNpyMaxRank = 16;  // deeper shapes are rejected (numpy's own limit is 32; DLIO uses 3)
+struct NpyHeaderInfo {
+  uint64_t data_offset = 0;
+  size_t itemsize = 0;
+  int rank = 0;
+  int64_t shape[kNpyMaxRank] = {};
+};
+// Parses the NPY member [p, p+n) of the file at `path` (named in errors). No allocation.
+absl::Status ParseNpyHeader(const uint8_t* p, uint64_t n, const std::string& path, NpyHeaderInfo* out);
 
 }  // namespace dlio
