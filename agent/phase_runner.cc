@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -169,6 +170,31 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       // Worker w writes the rank's files w, w + W, w + 2W, ... (file i = rank + k * world is the rank's k-th).
       auto work = [&, rank](int w) {
         IoStats& stats = worker_stats[static_cast<size_t>(w)];
+        // A written file is made durable and renamed into place only after the worker generated its next file:
+        // Generate() started its writeback, so the fdatasync then finds it (mostly) on the storage and the wait
+        // overlaps generation instead of following it.
+        struct Pending {
+          fs::path tmp, final_path;
+          uint64_t bytes = 0;
+        };
+        std::optional<Pending> pending;
+        auto complete = [&](const Pending& p) -> bool {
+          absl::Status s = SyncGeneratedFile(p.tmp.string());
+          if (s.ok() && std::rename(p.tmp.c_str(), p.final_path.c_str()) != 0) {
+            s = absl::InternalError(absl::StrCat("rename '", p.tmp.string(), "': ", std::strerror(errno)));
+          }
+          if (!s.ok()) {
+            std::error_code ec;
+            fs::remove(p.tmp, ec);
+            first_error.Set(Annotate(s, Where(cmd, rank)));
+            stop = true;
+            return false;
+          }
+          progress_.done += 1;
+          progress_.samples += spec.num_samples_per_file;
+          progress_.bytes += p.bytes;
+          return true;
+        };
         for (int64_t i = rank + w * cmd.world; i < spec.num_files_train; i += cmd.world * workers) {
           if (stop || (cancel && *cancel)) break;
           const fs::path final_path =
@@ -201,18 +227,26 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
           }
           const Format& fmt = sized ? *sized : **format;
           absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + i, stats);
-          if (s.ok() && std::rename(tmp.c_str(), final_path.c_str()) != 0) {
-            s = absl::InternalError(absl::StrCat("rename '", tmp.string(), "': ", std::strerror(errno)));
-          }
           if (!s.ok()) {
             fs::remove(tmp, ec);
             first_error.Set(Annotate(s, Where(cmd, rank)));
             stop = true;
             break;
           }
-          progress_.done += 1;
-          progress_.samples += spec.num_samples_per_file;
-          progress_.bytes += stats.Snapshot().bytes - before;
+          if (pending && !complete(*pending)) {
+            pending.reset();
+            fs::remove(tmp, ec);
+            break;
+          }
+          pending = Pending{tmp, final_path, stats.Snapshot().bytes - before};
+        }
+        if (pending) {
+          if (stop || (cancel && *cancel)) {
+            std::error_code ec;
+            fs::remove(pending->tmp, ec);
+          } else {
+            complete(*pending);
+          }
         }
       };
       std::vector<std::thread> pool;

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "readers/hdf5.h"
+#include "readers/io_util.h"
 #include "readers/npz.h"
 #include "readers/tfrecord.h"
 
@@ -75,6 +76,8 @@ absl::StatusOr<std::unique_ptr<Format>> MakeFormat(const std::string& name, cons
   if (absl::Status s = Validate(name, options); !s.ok()) return s;
   return make(options);
 }
+
+absl::Status SyncGeneratedFile(const std::string& path) { return internal::SyncFile(path); }
 
 // DLIO data_generator.py: "{prefix}_{add_padding(i, len(str(N)))}_of_{N}.{format}".
 std::string DataFileName(const std::string& prefix, int64_t index, int64_t total, const std::string& ext) {

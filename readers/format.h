@@ -7,9 +7,9 @@
 //    axis) and `y.npy` (int64 zeros); hdf5 datasets `records_0` (uint8, (nspf, d, d)) and `labels`; tfrecord
 //    `tf.train.Example` records with features `image` (bytes) and `size` (int64), framed with masked CRC32C.
 //  - Generate() builds the file with the real library (libzip, libhdf5, our TFRecord framing over ISA-L CRC32C)
-//    and writes it to `path` exactly, with our own accounted pwrite()s of up to 8 MiB, then fdatasync()s it (npz and
-//    hdf5 are built in memory first: npz in a per-thread buffer of ~1x the file, reused; hdf5 ~2x); the caller
-//    writes to a temporary name and renames.
+//    and writes it to `path` exactly, with our own accounted pwrite()s of up to 8 MiB, and starts its writeback
+//    (npz and hdf5 are built in memory first: npz in a per-thread buffer of ~1x the file, reused; hdf5 ~2x). The
+//    caller writes to a temporary name, makes the file durable with SyncGeneratedFile() (fdatasync), then renames.
 //  - Reading follows DLIO's I/O per format (§2.3): npz whole-file reads (re-read per sample in on_demand mode),
 //    hdf5 partial reads of one sample's hyperslab, tfrecord sequential streaming in transfer_size pieces.
 //  - Accounting (the caller must not count these again): every read/write syscall on a data file is one
@@ -91,6 +91,9 @@ class Format {
   explicit Format(FormatOptions o) : options_(std::move(o)) {}
   FormatOptions options_;
 };
+
+// Waits until a file Generate() wrote is on the storage (fdatasync). Errors name the file.
+absl::Status SyncGeneratedFile(const std::string& path);
 
 // Known names: npz, hdf5, tfrecord. Unknown names: InvalidArgument naming the allowed ones. Also InvalidArgument
 // for options the format cannot honour (samples_per_file < 1, empty or non-positive sample_dims, hdf5 chunk dims
