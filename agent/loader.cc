@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "agent/scheduling.h"
 
 namespace dlio {
 
@@ -91,6 +92,7 @@ void Loader::Finish(Queue& q) {
 }
 
 void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
+  RequestBulkSlices();
   Queue& q = *queues_[t];
   IoStats& stats = *stats_[t];
   std::unique_ptr<SampleReader> reader = cfg_.format->NewSampleReader();
@@ -108,6 +110,7 @@ void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
 }
 
 void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
+  RequestBulkSlices();
   Queue& q = *queues_[0];
   IoStats& stats = *stats_[t];
   std::unique_ptr<StreamReader> reader = cfg_.format->NewStreamReader();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/loader.h"
 #include "agent/paths.h"
+#include "agent/scheduling.h"
 #include "agent/step_barrier.h"
 #include "common/epoch_plan.h"
 #include "readers/format.h"
@@ -169,6 +170,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       std::vector<IoStats> worker_stats(static_cast<size_t>(workers));
       // Worker w writes the rank's files w, w + W, w + 2W, ... (file i = rank + k * world is the rank's k-th).
       auto work = [&, rank](int w) {
+        RequestBulkSlices();
         IoStats& stats = worker_stats[static_cast<size_t>(w)];
         // A written file is made durable and renamed into place only after the worker generated its next file:
         // Generate() started its writeback, so the fdatasync then finds it (mostly) on the storage and the wait

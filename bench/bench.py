@@ -33,15 +33,16 @@ MIB = 1 << 20
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Sizes per mode. full: each side of a round reads 2-4 GB from page cache (~1 s at the agent's speed on 2 cores);
-# quick: a quarter of that; smoke: tiny, one round, only to show the harness works.
+# Sizes per mode. full: each side of a round reads ~9-11 GB from the page cache (about a second on an idle machine,
+# several when the neighbours compile: short runs let fixed per-epoch costs dominate); quick: about a third of
+# that; smoke: tiny, one round, only to show the harness works.
 SIZES = {
-    "full": dict(rounds=5, a_files=128, a_epochs=4, b_files=16, b_records=400, b_epochs=4, c_files=16, c_samples=1024,
-                 c_epochs=2, d_files=128, e_epochs=4, g_files=128, cpu_epochs=4),
-    "quick": dict(rounds=5, a_files=64, a_epochs=2, b_files=8, b_records=400, b_epochs=2, c_files=8, c_samples=512,
-                  c_epochs=1, d_files=32, e_epochs=2, g_files=32, cpu_epochs=2),
+    "full": dict(rounds=5, a_files=128, a_epochs=10, b_files=16, b_records=400, b_epochs=12, c_files=16,
+                 c_samples=1024, c_epochs=3, d_files=128, e_epochs=10, g_files=128),
+    "quick": dict(rounds=5, a_files=64, a_epochs=4, b_files=8, b_records=400, b_epochs=6, c_files=8, c_samples=512,
+                  c_epochs=2, d_files=32, e_epochs=4, g_files=32),
     "smoke": dict(rounds=1, a_files=8, a_epochs=1, b_files=4, b_records=40, b_epochs=1, c_files=2, c_samples=64,
-                  c_epochs=1, d_files=4, e_epochs=1, g_files=4, cpu_epochs=1),
+                  c_epochs=1, d_files=4, e_epochs=1, g_files=4),
 }
 
 
