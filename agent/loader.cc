@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "agent/scheduling.h"
+#include "common/scheduling.h"
 
 namespace dlio {
 

@@ -8,7 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "agent/agent_server.h"
-#include "agent/scheduling.h"
+#include "common/scheduling.h"
 #include "common/signals.h"
 #include "spdlog/spdlog.h"
 

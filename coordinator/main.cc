@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "common/scheduling.h"
 #include "common/signals.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator_server.h"
@@ -25,6 +26,7 @@ void AddOverrideOptions(CLI::App* sub, std::vector<std::string>* trailing, std::
 }  // namespace
 
 int main(int argc, char** argv) {
+  dlio::RequestShortSlices();  // control path only: answer barriers promptly on a busy host (common/scheduling.h)
   CLI::App app{"dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
                "  serve   run the coordinator service that agents attach to\n"
                "  submit  submit a DLIO workload file to a coordinator, wait, print and fetch the results\n"

@@ -1,4 +1,4 @@
-#include "agent/scheduling.h"
+#include "common/scheduling.h"
 
 #include <sched.h>
 #include <sys/resource.h>
