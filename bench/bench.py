@@ -212,10 +212,19 @@ class Bench:
                    summary=summary)
         epochs = ext.get("train_epochs", [])
         if epochs:
+            # Gated rate: bytes over the wall time from the first epoch's start to the last epoch's end, so the
+            # epoch boundaries (phase orders, plan, loader start) count, as fio's replay of all epochs is one run.
+            # The DLIO-style rate over the epochs' own timed windows is kept beside it.
+            with open(os.path.join(out, "0_per_epoch_stats.json")) as f:
+                per_epoch = json.load(f)
+            marks = [v for k, v in per_epoch.items() if k.isdigit()]
+            ts = lambda x: datetime.datetime.fromisoformat(x).timestamp()
             res["bytes"] = sum(e["read_bytes"] for e in epochs)
-            res["seconds"] = sum(e["timed_seconds"] for e in epochs)
+            res["seconds"] = max(ts(m["end"]) for m in marks) - min(ts(m["start"]) for m in marks)
+            res["epoch_seconds"] = sum(e["timed_seconds"] for e in epochs)
             res["samples"] = ext.get("train_io", {}).get("samples", 0)
             res["bps"] = res["bytes"] / res["seconds"]
+            res["epoch_bps"] = res["bytes"] / res["epoch_seconds"]
         gen = ext.get("generate")
         if gen:
             res["bytes"] = gen["io"]["bytes"]
@@ -284,7 +293,7 @@ class Bench:
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
         sizes = {}
-        lines = [f"[global]\nioengine={engine}\niodepth={iodepth}\nthread=1\ninvalidate=0\ndirect={int(direct)}\n"]
+        lines = [f"[global]\nioengine={engine}\niodepth={iodepth}\ninvalidate=0\ndirect={int(direct)}\n"]
         for i, path in enumerate(logs):
             with open(path) as f:
                 body = f.read().splitlines()[1:]
@@ -330,6 +339,10 @@ class Bench:
         ratio = mo / mr if mr else float("nan")
         per_round = [o["bps"] / r["bps"] for o, r in zip(ours, ref)]
         spread = f"rounds {min(per_round):.2f}-{max(per_round):.2f}" if len(per_round) > 1 else ""
+        if all("epoch_bps" in o for o in ours):
+            me = median([o["epoch_bps"] for o in ours])
+            note = "; ".join(x for x in (f"epoch windows only (DLIO's timing): {me / unit_div:,.0f} {unit}, ratio "
+                                         f"{me / mr:.2f}", note) if x)
         met = None if target is None else ratio >= target
         self.rows.append((section, label, f"{mo / unit_div:,.0f} {unit}", f"{mr / unit_div:,.0f} {unit}",
                           f"{ratio:.2f}", "" if target is None else f">= {target:.2f}", met,
@@ -400,7 +413,7 @@ class Bench:
         per_job = max(1, s["c_files"] * s["c_samples"] * s["c_epochs"] // 4)
         fio_job = os.path.join(self.work, "c-fio.fio")
         with open(fio_job, "w") as f:
-            f.write(f"[global]\nioengine=psync\nrw=randread\nbs=4k\nthread=1\ninvalidate=0\nnumber_ios={per_job}\n"
+            f.write(f"[global]\nioengine=psync\nrw=randread\nbs=4k\ninvalidate=0\nnumber_ios={per_job}\n"
                     f"filename={':'.join(files)}\nfile_service_type=random\n" +
                     "".join(f"[t{i}]\n" for i in range(4)))
         fio = [self.run_fio(fio_job) for _ in range(3)]
