@@ -7,6 +7,7 @@
 // batches; finished batches go to one queue of prefetch_size entries, consumed in arrival order.
 // Batches are completion tokens: as in DLIO, the bytes read are not handed to the accelerator.
 //
+// Threads: the caller's WorkerPool (persistent across epochs, as torch's persistent_workers) or the Loader's own.
 // Hot path: each thread owns its reader (reusable buffers) and its IoStats; the only synchronisation is one
 // mutex/condvar hand-off per *batch* on a per-thread (index) or per-rank (stream) queue, never per I/O.
 // Cancellation: Cancel() (or the shared flag) stops the threads between samples; Next() then returns Cancelled.
@@ -26,6 +27,7 @@
 #include "absl/status/status.h"
 #include "common/epoch_plan.h"
 #include "common/io_stats.h"
+#include "agent/worker_pool.h"
 #include "readers/format.h"
 
 namespace dlio {
@@ -36,6 +38,9 @@ struct LoaderConfig {
   int64_t batch = 1;
   int64_t threads = 1;             // read_threads; 0 is treated as 1
   int64_t prefetch = 2;            // prefetch_size in batches; 0 is treated as 1
+  // Persistent loader threads (at least `threads` of them) kept from epoch to epoch by the caller; null: the Loader
+  // creates its own threads.
+  WorkerPool* pool = nullptr;
 };
 
 class Loader {
@@ -78,6 +83,8 @@ class Loader {
   std::atomic<bool> cancel_{false};
   bool stream_ = false;
   std::vector<SampleRef> samples_;
+  std::vector<std::vector<uint32_t>> stream_files_;  // stream: per thread, its files in order
+  std::vector<int64_t> stream_quota_;                 // stream: per thread, batches to deliver
   std::vector<std::unique_ptr<Queue>> queues_;    // index: one per thread; stream: one
   std::vector<std::unique_ptr<IoStats>> stats_;   // one per thread
   std::vector<std::thread> threads_;

@@ -96,7 +96,11 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   // Read buffers are pooled from epoch to epoch (readers/storage.h); after the job's last phase (or a failure, which
   // ends the job) an idle agent keeps none.
   const bool last = cmd.kind == PhaseKind::kGenerate ? !cmd.spec.train : cmd.epoch >= cmd.spec.epochs;
-  if (last || !r.ok()) TrimBufferPool();
+  if (last || !r.ok()) {
+    TrimBufferPool();
+    pools_.clear();
+    pools_job_.clear();
+  }
   return r;
 }
 
@@ -294,6 +298,14 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
   cfg.batch = spec.batch_size;
   cfg.threads = spec.read_threads;
   cfg.prefetch = spec.prefetch_size;
+  // The job's loader threads, made at its first epoch and reused by the next ones.
+  const int loader_threads = static_cast<int>(std::max<int64_t>(1, spec.read_threads));
+  if (pools_job_ != cmd.job_id || pools_.size() != static_cast<size_t>(cmd.local_ranks) ||
+      pools_[0]->size() != loader_threads) {
+    pools_.clear();
+    for (int l = 0; l < cmd.local_ranks; ++l) pools_.push_back(std::make_unique<WorkerPool>(loader_threads));
+    pools_job_ = cmd.job_id;
+  }
 
   std::atomic<bool> stop{false};
   FirstError first_error;
@@ -317,22 +329,26 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Train(const PhaseComma
       r.epoch = cmd.epoch;
       r.dropped_samples = rank == 0 ? static_cast<uint64_t>(plan->DroppedSamples()) : 0;
       RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
-      std::unique_ptr<Loader> loader =
-          AccessModeFor(spec) == AccessMode::kStream
-              ? Loader::StartStream(cfg, plan->RankStream(rank), steps, &stop)
-              : Loader::StartIndex(cfg, plan->RankSamples(rank), steps, &stop);
-      if (rm) {
-        rm->AttachLoader(loader.get());
-        rm->epoch = cmd.epoch;
-      }
+      LoaderConfig rank_cfg = cfg;
+      rank_cfg.pool = pools_[static_cast<size_t>(l)].get();
       BlockTimings block;
       block.block = 1;
       block.load.reserve(steps);
       block.proc.reserve(steps);
       block.compute.reserve(steps);
       block.barrier.reserve(steps);
+      // The epoch starts before the loader does (as a torch DataLoader's iteration starts its workers' epoch): its
+      // start-up and first reads belong to the first step's load time, not to the time before the epoch.
       r.start_unix_us = block.start_unix_us = NowUnixUs();
       const auto block_start = SteadyClock::now();
+      std::unique_ptr<Loader> loader =
+          AccessModeFor(spec) == AccessMode::kStream
+              ? Loader::StartStream(rank_cfg, plan->RankStream(rank), steps, &stop)
+              : Loader::StartIndex(rank_cfg, plan->RankSamples(rank), steps, &stop);
+      if (rm) {
+        rm->AttachLoader(loader.get());
+        rm->epoch = cmd.epoch;
+      }
       double window_compute = 0;
       SteadyClock::time_point window_start = block_start;
       for (int64_t step = 0; step < steps; ++step) {

@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/metrics.h"
+#include "agent/worker_pool.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
 
@@ -67,6 +69,10 @@ class PhaseRunner {
   const std::string agent_;
   AgentMetrics* metrics_;
   PhaseProgress progress_;
+  // Loader threads per local rank, kept from epoch to epoch of one job (torch's persistent_workers); dropped after
+  // the job's last phase. Touched by Run() only (one at a time).
+  std::string pools_job_;
+  std::vector<std::unique_ptr<WorkerPool>> pools_;
 };
 
 // Lists the data files of `split` ("train") under `data_dir` as DLIO does: files with the format's extension,
