@@ -64,6 +64,28 @@ absl::StatusOr<int64_t> CheckpointDtypeBytes(const std::string& name, const std:
   return Invalid(key, absl::StrCat("'", name, "' is not one of fp16, bf16, fp32, fp64, int8, uint8"));
 }
 
+absl::StatusOr<CheckpointModel> CheckpointModelFor(const WorkloadSpec& spec) {
+  CheckpointModel m;
+  m.transformer = spec.model_type == "transformer";
+  m.model_size_bytes = spec.model_size_bytes;
+  auto model_bytes = CheckpointDtypeBytes(spec.model_datatype, "model.model_datatype");
+  if (!model_bytes.ok()) return model_bytes.status();
+  auto optimizer_bytes = CheckpointDtypeBytes(spec.optimizer_datatype, "model.optimizer_datatype");
+  if (!optimizer_bytes.ok()) return optimizer_bytes.status();
+  m.model_dtype_bytes = *model_bytes;
+  m.optimizer_dtype_bytes = *optimizer_bytes;
+  m.num_layers = spec.num_layers;
+  m.vocab_size = spec.vocab_size;
+  m.hidden_size = spec.hidden_size;
+  m.ffn_hidden_size = spec.ffn_hidden_size;
+  m.num_attention_heads = spec.num_attention_heads;
+  m.num_kv_heads = spec.num_kv_heads;
+  m.tensor = spec.parallelism_tensor;
+  m.pipeline = spec.parallelism_pipeline;
+  m.zero_stage = spec.zero_stage;
+  return m;
+}
+
 int64_t TransformerParameters(const CheckpointModel& m) {
   const int64_t h = m.hidden_size;
   const int64_t d_kv = h / m.num_attention_heads * m.num_kv_heads;

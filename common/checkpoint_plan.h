@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/workload_spec.h"
 
 namespace dlio {
 
@@ -51,6 +52,9 @@ struct CheckpointModel {
   int64_t pipeline = 1;   // PP
   int64_t zero_stage = 0; // 0..3
 };
+
+// The model description of a job's model.* keys (transformer iff model.type is "transformer").
+absl::StatusOr<CheckpointModel> CheckpointModelFor(const WorkloadSpec& spec);
 
 // N for a transformer (the formula above). Requires hidden_size divisible by num_attention_heads.
 int64_t TransformerParameters(const CheckpointModel& m);

@@ -157,5 +157,42 @@ TEST(CheckpointPlan, DtypesAndDirName) {
   EXPECT_EQ(CheckpointDirName(1, 7), "global_epoch1_step7");
 }
 
+// DLIO's llama_8b_zero3.yaml model section, through the workload loader.
+TEST(CheckpointPlan, ModelKeysFromWorkload) {
+  const std::string yaml = R"(
+model:
+  name: llama_8b
+  type: transformer
+  model_datatype: bf16
+  optimizer_datatype: fp32
+  num_layers: 32
+  parallelism: {tensor: 1, pipeline: 1, zero_stage: 3}
+  transformer: {vocab_size: 128256, hidden_size: 4096, ffn_hidden_size: 14336, num_attention_heads: 32,
+                num_kv_heads: 8}
+)";
+  auto spec = LoadWorkload(yaml, {});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto again = LoadWorkload(ToYaml(*spec), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(*again == *spec);
+  auto m = CheckpointModelFor(*spec);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->transformer);
+  EXPECT_EQ(m->zero_stage, 3);
+  EXPECT_EQ(TransformerParameters(*m), 8030261248);
+  auto plan = MakeCheckpointPlan(*m, 8);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->TotalBytes(), 112425623552);
+
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.parallelism.zero_stage=4"}).status().message()),
+              HasSubstr("model.parallelism.zero_stage"));
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.model_datatype=fp8"}).status().message()),
+              HasSubstr("model.model_datatype"));
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.transformer.num_attention_heads=30"}).status().message()),
+              HasSubstr("num_attention_heads"));
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.parallelism.pipeline=2"}).status().message()),
+              HasSubstr("ZeRO-3"));
+}
+
 }  // namespace
 }  // namespace dlio
