@@ -2,7 +2,7 @@
 # Installs what is missing (Debian 12 packages, as root), then configures and builds into build/.
 # Idempotent and quick when everything is there: apt runs only for missing packages, the build is incremental.
 #   scripts/setup.sh            runtime + build dependencies
-#   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py for cross-checks, fio)
+#   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py for cross-checks, fio, strace)
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), DLIO_WERROR (ON in CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ packages=(cmake g++ make pkg-config
   libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev libgtest-dev libgmock-dev)
 if ((with_tests)); then
-  packages+=(prometheus python3-numpy python3-h5py fio)
+  packages+=(prometheus python3-numpy python3-h5py fio strace)
 fi
 
 missing=()
