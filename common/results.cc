@@ -584,6 +584,19 @@ nlohmann::json Aggregator::RankPerEpochStatsJson(int rank) const {
                                            {"end", FormatTimestamp(b.end_unix_us)},
                                            {"duration", Duration2(b.start_unix_us, b.end_unix_us)}};
   }
+  if (!job_.checkpoints.empty()) {
+    std::map<std::pair<bool, int>, uint64_t> fleet_bytes;
+    for (const CheckpointMetric& m : ComputeCheckpoints(job_.checkpoints)) fleet_bytes[{m.load, m.index}] = m.bytes;
+    for (const RankCheckpointResult& c : job_.checkpoints) {
+      if (c.rank != rank) continue;
+      const double gib = static_cast<double>(fleet_bytes[{c.load, c.index}]) / static_cast<double>(uint64_t{1} << 30);
+      j[std::to_string(c.epoch)][fmt::format("{}_ckpt{}", c.load ? "load" : "save", c.index)] = {
+          {"start", FormatTimestamp(c.start_unix_us)},
+          {"end", FormatTimestamp(c.end_unix_us)},
+          {"duration", c.duration_s},
+          {"throughput", c.duration_s > 0 ? gib / c.duration_s : 0.0}};
+    }
+  }
   return j;
 }
 

@@ -101,6 +101,7 @@ struct RankCheckpointResult {
   int rank = 0;
   int index = 1;                 // 1-based, in order of the job: save_ckptN / load_ckptN
   bool load = false;
+  int epoch = 1;                 // the per_epoch_stats entry it is listed under (checkpoint-only mode: 1)
   int64_t start_unix_us = 0;
   int64_t end_unix_us = 0;
   double duration_s = 0;         // steady clock
@@ -181,6 +182,8 @@ class Aggregator {
   // DLIO-layout documents, with our extra keys beside DLIO's.
   nlohmann::json SummaryJson() const;
   nlohmann::json RankOutputJson(int rank) const;
+  // Each rank's checkpoints appear as DLIO's "save_ckptN"/"load_ckptN" {start, end, duration (s, a number),
+  // throughput (the checkpoint's GiB over all ranks / this rank's duration)} under their epoch.
   nlohmann::json RankPerEpochStatsJson(int rank) const;
 
  private:

@@ -621,6 +621,24 @@ TEST(CheckpointMetrics, Rank0AsDlioAndSlowestRankAsMlperf) {
   json none = json::object();
   AddCheckpointSummary({}, &none);
   EXPECT_TRUE(none.empty());
+
+  // per_epoch_stats: every rank lists its own timing, throughput = fleet GiB / its own duration (DLIO's).
+  JobResult job;
+  job.world = 2;
+  job.checkpoints = in;
+  job.checkpoints[0].epoch = 2;  // rank 1's save 1 listed under epoch 2
+  const Aggregator agg(job);
+  const json r1 = agg.RankPerEpochStatsJson(1);
+  ASSERT_TRUE(r1.contains("2")) << r1.dump();
+  EXPECT_DOUBLE_EQ(r1["2"]["save_ckpt1"]["duration"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(r1["2"]["save_ckpt1"]["throughput"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(r1["1"]["load_ckpt1"]["throughput"].get<double>(), 2);
+  const json r0 = agg.RankPerEpochStatsJson(0);
+  EXPECT_DOUBLE_EQ(r0["1"]["save_ckpt1"]["throughput"].get<double>(), 2);
+  EXPECT_TRUE(r0["1"]["save_ckpt1"].contains("start"));
+  EXPECT_FALSE(r0.contains("2"));
+  const json summary = agg.SummaryJson();
+  EXPECT_DOUBLE_EQ(summary["metric"]["checkpoint_size_GB"].get<double>(), 2);
 }
 
 }  // namespace
