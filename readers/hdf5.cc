@@ -3,9 +3,11 @@
 #include <hdf5.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +33,7 @@ class Hid {
   }
   hid_t get() const { return id_; }
   bool ok() const { return id_ >= 0; }
+  void release() { id_ = -1; }
 
  private:
   hid_t id_;
@@ -110,8 +113,23 @@ absl::Status FixSuperblockChecksum(std::vector<uint8_t>& image, const std::strin
   return absl::OkStatus();
 }
 
+// Per sample the reader opens the file and the dataset (DLIO's on_demand reader does, and so does h5py code that
+// indexes a fresh h5py.File), selects the sample's hyperslab and reads it. What the dataset looks like (rank,
+// dimensions, element type) is learnt from a file's first sample and kept per path, with the dataspaces and memory
+// type for that shape: every libhdf5 API call takes the library's global lock (thread-safe build), which the loader
+// threads hand to each other call by call, and the per-sample queries (type, native type, dataspace, extent, and
+// their closes) were 7 of 16 calls per sample, more than a minimal libhdf5 loop makes (bench/, case c). They do no
+// file I/O, so the I/O is unchanged.
 class Hdf5SampleReader final : public SampleReader {
  public:
+  ~Hdf5SampleReader() override {
+    for (Shape& sh : shapes_) {
+      H5Sclose(sh.fspace);
+      H5Sclose(sh.mspace);
+      H5Tclose(sh.mtype);
+    }
+  }
+
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     SilenceHdf5();
     last_bytes_ = 0;
@@ -124,47 +142,36 @@ class Hdf5SampleReader final : public SampleReader {
     stats.AddFile();
     Hid dset(H5Dopen2(file.get(), "records_0", H5P_DEFAULT), H5Dclose);
     if (!dset.ok()) return Hdf5Error(path, "open dataset records_0");
-    Hid space(H5Dget_space(dset.get()), H5Sclose);
-    Hid ftype(H5Dget_type(dset.get()), H5Tclose);
-    if (!space.ok() || !ftype.ok()) return Hdf5Error(path, "inspect records_0");
-    Hid mtype(H5Tget_native_type(ftype.get(), H5T_DIR_ASCEND), H5Tclose);
-    if (!mtype.ok()) return Hdf5Error(path, "native type of records_0");
-    const int rank = H5Sget_simple_extent_ndims(space.get());
-    if (rank < 1 || rank > kMaxRank) {
-      return absl::DataLossError(absl::StrCat(path, ": records_0 has rank ", rank, "; expected 1..", kMaxRank));
+    auto known = shape_of_.find(path);
+    if (known == shape_of_.end()) {
+      absl::StatusOr<size_t> learnt = Learn(dset.get(), path);
+      if (!learnt.ok()) return learnt.status();
+      known = shape_of_.emplace(path, *learnt).first;
     }
-    hsize_t dims[kMaxRank], start[kMaxRank] = {}, count[kMaxRank];
-    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    if (sample >= dims[0]) {
-      return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", dims[0]));
+    const Shape& sh = shapes_[known->second];
+    if (sample >= sh.dims[0]) {
+      return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", sh.dims[0]));
     }
-    hsize_t elems = 1;
-    for (int d = 1; d < rank; ++d) elems *= dims[d];
-    const uint64_t bytes = elems * H5Tget_size(mtype.get());
+    hsize_t start[kMaxRank] = {}, count[kMaxRank];
     start[0] = sample;
     count[0] = 1;
-    for (int d = 1; d < rank; ++d) count[d] = dims[d];
-    if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
+    for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
+    if (H5Sselect_hyperslab(sh.fspace, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
       return Hdf5Error(path, "select sample");
     }
-    // The memory dataspace has the selection's own shape (1, d1, ...), as h5py makes it: with a differently shaped
-    // (e.g. flat) one, libhdf5 maps chunk elements one by one (H5S_select_iterate), about 4x the cost of a 4 KiB
-    // sample read in our profile.
-    Hid mem(H5Screate_simple(rank, count, nullptr), H5Sclose);
-    if (!mem.ok()) return Hdf5Error(path, "memory dataspace");
-    if (bytes > cap_) {  // grow only
-      buf_.reset(new uint8_t[bytes]);
-      cap_ = bytes;
+    if (sh.bytes > cap_) {  // grow only
+      buf_.reset(new uint8_t[sh.bytes]);
+      cap_ = sh.bytes;
     }
     const uint64_t t0 = internal::NowNs();
-    const herr_t rc = H5Dread(dset.get(), mtype.get(), mem.get(), space.get(), H5P_DEFAULT, buf_.get());
+    const herr_t rc = H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.get());
     const uint64_t t1 = internal::NowNs();
     if (rc < 0) return Hdf5Error(path, absl::StrCat("read of sample ", sample).c_str());
-    stats.AddOp(bytes, t1 - t0);
-    internal::TouchPages(buf_.get(), bytes);
-    last_bytes_ = bytes;
+    stats.AddOp(sh.bytes, t1 - t0);
+    internal::TouchPages(buf_.get(), sh.bytes);
+    last_bytes_ = sh.bytes;
     stats.AddSamples(1);
-    return bytes;
+    return sh.bytes;
   }
 
   std::string_view last_sample() const override {
@@ -172,6 +179,58 @@ class Hdf5SampleReader final : public SampleReader {
   }
 
  private:
+  // A dataset shape: records_0's extent and native element type, a file dataspace of that extent (its selection
+  // is reset per sample) and the memory dataspace of one sample, (1, d1, ...), the selection's own shape as h5py
+  // makes it (with a flat one libhdf5 maps chunk elements one by one, H5S_select_iterate, ~4x the cost of a 4 KiB
+  // sample read in perf).
+  struct Shape {
+    int rank = 0;
+    hsize_t dims[kMaxRank] = {};
+    uint64_t bytes = 0;  // per sample
+    hid_t mtype = -1, fspace = -1, mspace = -1;
+  };
+
+  // Reads records_0's shape and type from an open dataset; returns the index of an equal known shape, or of a new one.
+  absl::StatusOr<size_t> Learn(hid_t dset, const std::string& path) {
+    Hid space(H5Dget_space(dset), H5Sclose);
+    Hid ftype(H5Dget_type(dset), H5Tclose);
+    if (!space.ok() || !ftype.ok()) return Hdf5Error(path, "inspect records_0");
+    const hid_t mtype = H5Tget_native_type(ftype.get(), H5T_DIR_ASCEND);
+    if (mtype < 0) return Hdf5Error(path, "native type of records_0");
+    Hid mtype_owner(mtype, H5Tclose);
+    Shape sh;
+    sh.rank = H5Sget_simple_extent_ndims(space.get());
+    if (sh.rank < 1 || sh.rank > kMaxRank) {
+      return absl::DataLossError(absl::StrCat(path, ": records_0 has rank ", sh.rank, "; expected 1..", kMaxRank));
+    }
+    H5Sget_simple_extent_dims(space.get(), sh.dims, nullptr);
+    uint64_t elems = 1;
+    for (int d = 1; d < sh.rank; ++d) elems *= sh.dims[d];
+    sh.bytes = elems * H5Tget_size(mtype);
+    for (size_t i = 0; i < shapes_.size(); ++i) {
+      const Shape& k = shapes_[i];
+      if (k.rank == sh.rank && std::equal(k.dims, k.dims + k.rank, sh.dims) && H5Tequal(k.mtype, mtype) > 0) {
+        return i;
+      }
+    }
+    hsize_t count[kMaxRank];
+    count[0] = 1;
+    for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
+    sh.fspace = H5Screate_simple(sh.rank, sh.dims, nullptr);
+    sh.mspace = H5Screate_simple(sh.rank, count, nullptr);
+    if (sh.fspace < 0 || sh.mspace < 0) {
+      if (sh.fspace >= 0) H5Sclose(sh.fspace);
+      if (sh.mspace >= 0) H5Sclose(sh.mspace);
+      return Hdf5Error(path, "dataspaces");
+    }
+    sh.mtype = mtype;
+    mtype_owner.release();
+    shapes_.push_back(sh);
+    return shapes_.size() - 1;
+  }
+
+  std::vector<Shape> shapes_;                          // distinct shapes seen (usually one)
+  std::unordered_map<std::string, size_t> shape_of_;  // path -> index in shapes_, learnt from its first sample
   std::unique_ptr<uint8_t[]> buf_;  // one sample; never shrinks
   uint64_t cap_ = 0, last_bytes_ = 0;
 };
