@@ -589,8 +589,13 @@ class Bench:
         return 1 if (missed and self.args.check_targets) else 0
 
     def report(self, started, load0):
-        commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always",
-                                 "--dirty", "--abbrev=12"], capture_output=True, text=True).stdout.strip()
+        here = os.path.dirname(os.path.abspath(__file__))
+        commit = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        # Uncommitted changes other than this results file make the measured code differ from the commit.
+        dirty = subprocess.run(["git", "-C", here, "diff", "--quiet", "HEAD", "--", ":(top)",
+                                ":(top,exclude)bench/RESULTS.md"]).returncode != 0
+        commit += " (with uncommitted changes)" if dirty else ""
         cpu = "?"
         with open("/proc/cpuinfo") as f:
             for line in f:
