@@ -358,6 +358,57 @@ Aggregator::Aggregator(const JobResult& job) : job_(job) {}
 
 FleetSummary Aggregator::Summarize() const { return Compute(job_).fleet; }
 
+std::vector<CheckpointMetric> ComputeCheckpoints(const std::vector<RankCheckpointResult>& ranks) {
+  std::map<std::pair<bool, int>, std::vector<const RankCheckpointResult*>> groups;
+  for (const RankCheckpointResult& r : ranks) groups[{r.load, r.index}].push_back(&r);
+  std::vector<CheckpointMetric> out;
+  for (const auto& [key, members] : groups) {
+    CheckpointMetric m;
+    m.load = key.first;
+    m.index = key.second;
+    const RankCheckpointResult* first = members.front();
+    for (const RankCheckpointResult* r : members) {
+      m.bytes += r->bytes;
+      m.max_duration_s = std::max(m.max_duration_s, r->duration_s);
+      if (r->rank < first->rank) first = r;
+    }
+    m.start_unix_us = first->start_unix_us;
+    m.end_unix_us = first->end_unix_us;
+    m.rank0_duration_s = first->duration_s;
+    const double gib = static_cast<double>(m.bytes) / static_cast<double>(uint64_t{1} << 30);
+    m.rank0_gib_per_second = m.rank0_duration_s > 0 ? gib / m.rank0_duration_s : 0;
+    m.min_gib_per_second = m.max_duration_s > 0 ? gib / m.max_duration_s : 0;
+    out.push_back(m);
+  }
+  return out;
+}
+
+void AddCheckpointSummary(const std::vector<CheckpointMetric>& ckpts, nlohmann::json* metric) {
+  if (ckpts.empty()) return;
+  for (const bool load : {false, true}) {
+    std::vector<double> dur, tp, max_dur, min_tp;
+    for (const CheckpointMetric& m : ckpts) {
+      if (m.load != load) continue;
+      dur.push_back(m.rank0_duration_s);
+      tp.push_back(m.rank0_gib_per_second);
+      max_dur.push_back(m.max_duration_s);
+      min_tp.push_back(m.min_gib_per_second);
+    }
+    if (dur.empty()) continue;
+    const std::string p = load ? "load_checkpoint_" : "save_checkpoint_";
+    (*metric)[p + "io_mean_GB_per_second"] = Mean(tp);
+    (*metric)[p + "io_stdev_GB_per_second"] = PopulationStdev(tp);
+    (*metric)[p + "duration_mean_seconds"] = Mean(dur);
+    (*metric)[p + "duration_stdev_seconds"] = PopulationStdev(dur);
+    (*metric)[p + "mlperf_io_mean_GB_per_second"] = Mean(min_tp);
+    (*metric)[p + "mlperf_io_stdev_GB_per_second"] = PopulationStdev(min_tp);
+    (*metric)[p + "mlperf_duration_mean_seconds"] = Mean(max_dur);
+    (*metric)[p + "mlperf_duration_stdev_seconds"] = PopulationStdev(max_dur);
+  }
+  // ComputeCheckpoints sorts saves first.
+  (*metric)["checkpoint_size_GB"] = static_cast<double>(ckpts.front().bytes) / static_cast<double>(uint64_t{1} << 30);
+}
+
 nlohmann::json Aggregator::SummaryJson() const {
   const Computed c = Compute(job_);
   const FleetSummary& s = c.fleet;
@@ -469,6 +520,7 @@ nlohmann::json Aggregator::SummaryJson() const {
     ext["eval_io"] = IoJson(s.eval_io);
     ext["eval_read_latency_seconds"] = LatencyJson(s.eval_io.latency);
   }
+  AddCheckpointSummary(ComputeCheckpoints(job_.checkpoints), &metric);
   j["metric"] = metric;
   j["dlio_ext"] = ext;
   return j;
@@ -551,6 +603,19 @@ nlohmann::json Aggregator::RankPerEpochStatsJson(int rank) const {
     j[std::to_string(r.epoch)]["eval"] = {{"start", FormatTimestamp(b.start_unix_us)},
                                            {"end", FormatTimestamp(b.end_unix_us)},
                                            {"duration", Duration2(b.start_unix_us, b.end_unix_us)}};
+  }
+  if (!job_.checkpoints.empty()) {
+    std::map<std::pair<bool, int>, uint64_t> fleet_bytes;
+    for (const CheckpointMetric& m : ComputeCheckpoints(job_.checkpoints)) fleet_bytes[{m.load, m.index}] = m.bytes;
+    for (const RankCheckpointResult& c : job_.checkpoints) {
+      if (c.rank != rank) continue;
+      const double gib = static_cast<double>(fleet_bytes[{c.load, c.index}]) / static_cast<double>(uint64_t{1} << 30);
+      j[std::to_string(c.epoch)][fmt::format("{}_ckpt{}", c.load ? "load" : "save", c.index)] = {
+          {"start", FormatTimestamp(c.start_unix_us)},
+          {"end", FormatTimestamp(c.end_unix_us)},
+          {"duration", c.duration_s},
+          {"throughput", c.duration_s > 0 ? gib / c.duration_s : 0.0}};
+    }
   }
   return j;
 }

@@ -96,6 +96,41 @@ struct EpochMetric {
   uint64_t dropped_samples = 0;
 };
 
+// One rank's timing of one checkpoint save or load (ranks that write nothing still report, with 0 bytes).
+struct RankCheckpointResult {
+  int rank = 0;
+  int index = 1;                 // 1-based, in order of the job: save_ckptN / load_ckptN
+  bool load = false;
+  int epoch = 1;                 // the per_epoch_stats entry it is listed under (checkpoint-only mode: 1)
+  int64_t start_unix_us = 0;
+  int64_t end_unix_us = 0;
+  double duration_s = 0;         // steady clock
+  uint64_t bytes = 0;
+};
+
+// One checkpoint save or load of the fleet, with DLIO's rank-0 figures and MLPerf's (../shared/reference/dlio.md
+// §4.1, §4.3). DLIO: duration measured on rank 0, throughput = checkpoint GiB of all ranks / that duration.
+// MLPerf: duration = max over ranks; throughput = min over ranks of DLIO's per-rank figure (GiB / the rank's
+// duration), i.e. GiB / the max duration.
+struct CheckpointMetric {
+  int index = 1;
+  bool load = false;
+  int64_t start_unix_us = 0;     // rank 0's
+  int64_t end_unix_us = 0;
+  uint64_t bytes = 0;            // sum over ranks
+  double rank0_duration_s = 0;
+  double rank0_gib_per_second = 0;
+  double max_duration_s = 0;
+  double min_gib_per_second = 0;
+};
+// Groups by (load, index); result sorted saves first, then by index. A duration of 0 gives a throughput of 0.
+std::vector<CheckpointMetric> ComputeCheckpoints(const std::vector<RankCheckpointResult>& ranks);
+// Adds DLIO's summary keys ({save,load}_checkpoint_io_{mean,stdev}_GB_per_second, ..._duration_{mean,stdev}_seconds
+// from the rank-0 figures, checkpoint_size_GB = GiB of the first save, or of the first load without saves) and the
+// MLPerf ones beside them ({save,load}_checkpoint_mlperf_io_{mean,stdev}_GB_per_second and
+// ..._mlperf_duration_{mean,stdev}_seconds). "GB" is GiB, as in DLIO. Nothing is added when `ckpts` is empty.
+void AddCheckpointSummary(const std::vector<CheckpointMetric>& ckpts, nlohmann::json* metric);
+
 struct AgentInfo {
   std::string name;
   std::string hostname;
@@ -119,6 +154,7 @@ struct JobResult {
   // How the job stands when the files are written, as dlio_ext.job_state in summary.json when set: "partial"
   // (written after an epoch, more to come), "succeeded", "failed", "cancelled" or "interrupted".
   std::string job_state;
+  std::vector<RankCheckpointResult> checkpoints;  // one per (rank, save or load)
 };
 
 struct FleetSummary {
@@ -149,6 +185,8 @@ class Aggregator {
   // DLIO-layout documents, with our extra keys beside DLIO's.
   nlohmann::json SummaryJson() const;
   nlohmann::json RankOutputJson(int rank) const;
+  // Each rank's checkpoints appear as DLIO's "save_ckptN"/"load_ckptN" {start, end, duration (s, a number),
+  // throughput (the checkpoint's GiB over all ranks / this rank's duration)} under their epoch.
   nlohmann::json RankPerEpochStatsJson(int rank) const;
 
  private:

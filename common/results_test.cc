@@ -577,5 +577,69 @@ TEST(DlioGolden, OurFilesUseDliosKeys) {
   }
 }
 
+// Two ranks, 1 GiB each per checkpoint. Save 1: rank 0 takes 1 s, rank 1 takes 4 s; save 2: 2 s and 2 s;
+// load 1: 0.5 s and 1 s. DLIO reports rank 0: 2 GiB / 1 s = 2 GiB/s and 2 GiB / 2 s = 1 GiB/s; MLPerf takes the
+// slowest rank: 2 GiB / 4 s = 0.5 GiB/s and 1 GiB/s.
+TEST(CheckpointMetrics, Rank0AsDlioAndSlowestRankAsMlperf) {
+  const uint64_t gib = uint64_t{1} << 30;
+  auto r = [&](int rank, int index, bool load, double d) {
+    RankCheckpointResult x;
+    x.rank = rank;
+    x.index = index;
+    x.load = load;
+    x.duration_s = d;
+    x.bytes = gib;
+    x.start_unix_us = 1000 * rank;
+    return x;
+  };
+  const std::vector<RankCheckpointResult> in = {r(1, 1, false, 4), r(0, 1, false, 1), r(0, 2, false, 2),
+                                                r(1, 2, false, 2), r(1, 1, true, 1),  r(0, 1, true, 0.5)};
+  const std::vector<CheckpointMetric> m = ComputeCheckpoints(in);
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_FALSE(m[0].load);
+  EXPECT_EQ(m[0].index, 1);
+  EXPECT_EQ(m[0].bytes, 2 * gib);
+  EXPECT_EQ(m[0].start_unix_us, 0);
+  EXPECT_DOUBLE_EQ(m[0].rank0_duration_s, 1);
+  EXPECT_DOUBLE_EQ(m[0].rank0_gib_per_second, 2);
+  EXPECT_DOUBLE_EQ(m[0].max_duration_s, 4);
+  EXPECT_DOUBLE_EQ(m[0].min_gib_per_second, 0.5);
+  EXPECT_TRUE(m[2].load);
+  EXPECT_DOUBLE_EQ(m[2].min_gib_per_second, 2);
+
+  json metric = json::object();
+  AddCheckpointSummary(m, &metric);
+  EXPECT_DOUBLE_EQ(metric["save_checkpoint_io_mean_GB_per_second"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(metric["save_checkpoint_io_stdev_GB_per_second"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(metric["save_checkpoint_duration_mean_seconds"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(metric["save_checkpoint_mlperf_duration_mean_seconds"].get<double>(), 3);
+  EXPECT_DOUBLE_EQ(metric["save_checkpoint_mlperf_io_mean_GB_per_second"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(metric["load_checkpoint_io_mean_GB_per_second"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(metric["load_checkpoint_mlperf_io_mean_GB_per_second"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(metric["checkpoint_size_GB"].get<double>(), 2);
+
+  json none = json::object();
+  AddCheckpointSummary({}, &none);
+  EXPECT_TRUE(none.empty());
+
+  // per_epoch_stats: every rank lists its own timing, throughput = fleet GiB / its own duration (DLIO's).
+  JobResult job;
+  job.world = 2;
+  job.checkpoints = in;
+  job.checkpoints[0].epoch = 2;  // rank 1's save 1 listed under epoch 2
+  const Aggregator agg(job);
+  const json r1 = agg.RankPerEpochStatsJson(1);
+  ASSERT_TRUE(r1.contains("2")) << r1.dump();
+  EXPECT_DOUBLE_EQ(r1["2"]["save_ckpt1"]["duration"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(r1["2"]["save_ckpt1"]["throughput"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(r1["1"]["load_ckpt1"]["throughput"].get<double>(), 2);
+  const json r0 = agg.RankPerEpochStatsJson(0);
+  EXPECT_DOUBLE_EQ(r0["1"]["save_ckpt1"]["throughput"].get<double>(), 2);
+  EXPECT_TRUE(r0["1"]["save_ckpt1"].contains("start"));
+  EXPECT_FALSE(r0.contains("2"));
+  const json summary = agg.SummaryJson();
+  EXPECT_DOUBLE_EQ(summary["metric"]["checkpoint_size_GB"].get<double>(), 2);
+}
+
 }  // namespace
 }  // namespace dlio

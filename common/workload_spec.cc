@@ -104,7 +104,9 @@ std::vector<int64_t> WorkloadSpec::Hdf5ChunkDims() const {
 bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
   // Keep in step with the fields of WorkloadSpec.
   auto tie = [](const WorkloadSpec& s) {
-    return std::tie(s.model_name, s.framework, s.generate_data, s.train, s.data_folder, s.format, s.num_files_train,
+    return std::tie(s.model_name, s.model_type, s.model_size_bytes, s.model_datatype, s.optimizer_datatype,
+                    s.num_layers, s.parallelism_tensor, s.parallelism_pipeline, s.zero_stage, s.vocab_size,
+                    s.hidden_size, s.ffn_hidden_size, s.num_attention_heads, s.num_kv_heads, s.framework, s.generate_data, s.train, s.data_folder, s.format, s.num_files_train,
                     s.num_samples_per_file, s.record_length_bytes, s.record_length_bytes_stdev, s.num_subfolders_train,
                     s.file_prefix, s.record_dims, s.record_element_type, s.hdf5_chunk_dims, s.hdf5_num_dset_per_record,
                     s.hdf5_max_shape, s.compression, s.compression_level, s.enable_chunking, s.chunk_size,
@@ -471,24 +473,37 @@ std::vector<KeyInfo> BuildKeys() {
         return absl::OkStatus();
       },
       [](const WorkloadSpec& s) { return Quote(s.model_name); }));
-  v.push_back(NotYet("model.type", "~", ckpt, "`transformer` switches checkpoint sizing to the transformer formula"));
-  v.push_back(NotYet("model.model_size_bytes", "10240", ckpt, ckpt_note));
+  const std::string sizing = "checkpoint sizing (validated; inert until workflow.checkpoint is supported)";
+  v.push_back(StringKey("model.type", &WorkloadSpec::model_type, true,
+                        "`transformer` switches checkpoint sizing to the transformer formula; " + sizing));
+  v.push_back(IntKey("model.model_size_bytes", &WorkloadSpec::model_size_bytes, 0,
+                     "size of the non-transformer model state (rank 0 only); " + sizing));
   v.push_back(NotYet("model.model_size", "~", ckpt,
                      "not read by DLIO (it reads model_size_bytes) but present in DLIO's shipped unet3d configs"));
-  v.push_back(NotYet("model.model_datatype", "fp16", ckpt, ckpt_note));
-  v.push_back(NotYet("model.optimizer_datatype", "fp32", ckpt, ckpt_note));
+  for (auto [path, field, def] :
+       {std::make_tuple("model.model_datatype", &WorkloadSpec::model_datatype, "fp16"),
+        std::make_tuple("model.optimizer_datatype", &WorkloadSpec::optimizer_datatype, "fp32")}) {
+    v.push_back(Custom(
+        path, KeyStatus::kImplemented,
+        std::string("fp16, bf16, fp32, fp64, int8 or uint8 (default ") + def + "); " + sizing,
+        [field = field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+          return ParseChoice(n, p, {"fp16", "bf16", "fp32", "fp64", "int8", "uint8"}, {}, "datatype", &(s.*field));
+        },
+        [field = field](const WorkloadSpec& s) { return Quote(s.*field); }));
+  }
   v.push_back(NotYet("model.optimization_groups", "[]", ckpt, ckpt_note));
-  v.push_back(NotYet("model.num_layers", "-1", ckpt, ckpt_note));
+  v.push_back(IntKey("model.num_layers", &WorkloadSpec::num_layers, -1, "transformer layers; " + sizing));
   v.push_back(NotYet("model.layer_parameters", "[]", ckpt, ckpt_note));
-  v.push_back(NotYet("model.parallelism.tensor", "1", ckpt, ckpt_note));
-  v.push_back(NotYet("model.parallelism.pipeline", "1", ckpt, ckpt_note));
+  v.push_back(IntKey("model.parallelism.tensor", &WorkloadSpec::parallelism_tensor, 1, "TP; " + sizing));
+  v.push_back(IntKey("model.parallelism.pipeline", &WorkloadSpec::parallelism_pipeline, 1, "PP; " + sizing));
   v.push_back(NotYet("model.parallelism.data", "-1", ckpt, ckpt_note));
-  v.push_back(NotYet("model.parallelism.zero_stage", "0", ckpt, ckpt_note));
-  v.push_back(NotYet("model.transformer.vocab_size", "32000", ckpt, ckpt_note));
-  v.push_back(NotYet("model.transformer.hidden_size", "2048", ckpt, ckpt_note));
-  v.push_back(NotYet("model.transformer.ffn_hidden_size", "8192", ckpt, ckpt_note));
-  v.push_back(NotYet("model.transformer.num_attention_heads", "32", ckpt, ckpt_note));
-  v.push_back(NotYet("model.transformer.num_kv_heads", "8", ckpt, ckpt_note));
+  v.push_back(IntKey("model.parallelism.zero_stage", &WorkloadSpec::zero_stage, 0, 3,
+                     "ZeRO stage: which ranks write which shards; " + sizing));
+  v.push_back(IntKey("model.transformer.vocab_size", &WorkloadSpec::vocab_size, 1, sizing));
+  v.push_back(IntKey("model.transformer.hidden_size", &WorkloadSpec::hidden_size, 1, sizing));
+  v.push_back(IntKey("model.transformer.ffn_hidden_size", &WorkloadSpec::ffn_hidden_size, 1, sizing));
+  v.push_back(IntKey("model.transformer.num_attention_heads", &WorkloadSpec::num_attention_heads, 1, sizing));
+  v.push_back(IntKey("model.transformer.num_kv_heads", &WorkloadSpec::num_kv_heads, 1, sizing));
 
   // framework
   v.push_back(Custom(
@@ -995,6 +1010,17 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
     return absl::InvalidArgumentError(fmt::format("dataset.record_dims: {} format needs 2 dimensions (height, width), "
                                                   "got {}",
                                                   s.format, DimsText(s.record_dims)));
+  }
+  if (s.model_type == "transformer") {
+    if (s.hidden_size % s.num_attention_heads != 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "model.transformer.hidden_size: {} is not divisible by model.transformer.num_attention_heads ({})",
+          s.hidden_size, s.num_attention_heads));
+    }
+    if (s.zero_stage == 3 && s.parallelism_pipeline > 1) {
+      return absl::InvalidArgumentError(
+          "model.parallelism.zero_stage: ZeRO-3 cannot be combined with model.parallelism.pipeline > 1");
+    }
   }
   // Sample ids are 32-bit in the epoch plan (4 bytes per sample for a 10 M-sample shuffle).
   constexpr int64_t kMaxSamples = int64_t{1} << 32;

@@ -35,6 +35,21 @@ enum class ShuffleMode { kOff, kSeed, kRandom };
 struct WorkloadSpec {
   // model
   std::string model_name = "default";
+  // model: checkpoint sizing (common/checkpoint_plan.h: CheckpointModelFor). Validated; nothing is written until
+  // workflow.checkpoint is implemented.
+  std::string model_type;                    // model.type; "" = DLIO's None; "transformer" = transformer formula
+  int64_t model_size_bytes = 10240;          // non-transformer model state
+  std::string model_datatype = "fp16";
+  std::string optimizer_datatype = "fp32";
+  int64_t num_layers = -1;
+  int64_t parallelism_tensor = 1;
+  int64_t parallelism_pipeline = 1;
+  int64_t zero_stage = 0;
+  int64_t vocab_size = 32000;
+  int64_t hidden_size = 2048;
+  int64_t ffn_hidden_size = 8192;
+  int64_t num_attention_heads = 32;
+  int64_t num_kv_heads = 8;
   // framework (label only in this version)
   std::string framework = "pytorch";
 

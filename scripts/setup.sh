@@ -21,7 +21,7 @@ packages=(cmake g++ make pkg-config
 # openssl: the TLS tests make their own certificates; python3: bench/fleet.sh reads the result files.
 # hdf5-plugin-lzf is HDF5's lzf filter for dataset.compression: lzf; its plugin needs liblzf1 loaded beside it.
 if ((with_tests)); then
-  packages+=(prometheus python3-numpy python3-h5py python3-pil fio openssl python3
+  packages+=(prometheus python3-numpy python3-h5py python3-pil fio openssl python3 strace
     chromium                                                   # HTML report loaded headless (tests/js/check_report.mjs)
     slurmctld slurmd slurm-client                              # slurm/dlio.sbatch on 4 emulated nodes
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev)  # Helm chart rendering (tests/minihelm)
