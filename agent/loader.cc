@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/scheduling.h"
 
 namespace dlio {
 
@@ -15,6 +16,7 @@ Loader::Loader(const LoaderConfig& cfg, int64_t steps, const std::atomic<bool>* 
 
 Loader::~Loader() {
   Cancel();
+  if (cfg_.pool != nullptr) cfg_.pool->Wait();
   for (auto& th : threads_) th.join();
 }
 
@@ -29,8 +31,11 @@ std::unique_ptr<Loader> Loader::StartIndex(const LoaderConfig& cfg, std::vector<
     l->queues_.push_back(std::make_unique<Queue>());
     l->queues_.back()->capacity = per_thread;
   }
-  for (int64_t t = 0; t < t_count; ++t) {
-    l->threads_.emplace_back([p = l.get(), t] { p->IndexThread(static_cast<int>(t), &p->samples_); });
+  auto loop = [p = l.get()](int t) { p->IndexThread(t, &p->samples_); };
+  if (l->cfg_.pool != nullptr) {
+    l->cfg_.pool->Run(static_cast<int>(t_count), loop);
+  } else {
+    for (int64_t t = 0; t < t_count; ++t) l->threads_.emplace_back(loop, static_cast<int>(t));
   }
   return l;
 }
@@ -42,16 +47,24 @@ std::unique_ptr<Loader> Loader::StartStream(const LoaderConfig& cfg, StreamAssig
   l->queues_.push_back(std::make_unique<Queue>());
   l->queues_.back()->capacity = l->cfg_.prefetch;
   const size_t n = std::min(a.thread_files.size(), static_cast<size_t>(l->cfg_.threads));
+  l->stream_files_ = std::move(a.thread_files);
+  l->stream_quota_ = std::move(a.thread_batches);
   int live = 0;
-  for (size_t t = 0; t < n; ++t) {
-    if (a.thread_batches[t] <= 0) continue;
-    ++live;
-    l->threads_.emplace_back(
-        [p = l.get(), t, files = std::move(a.thread_files[t]), q = a.thread_batches[t]]() mutable {
-          p->StreamThread(static_cast<int>(t), std::move(files), q);
-        });
+  for (size_t t = 0; t < n; ++t) live += l->stream_quota_[t] > 0;
+  if (live == 0) {
+    l->Finish(*l->queues_[0]);
+    return l;
   }
-  if (live == 0) l->Finish(*l->queues_[0]);
+  auto loop = [p = l.get()](int t) {
+    if (p->stream_quota_[t] > 0) p->StreamThread(t, std::move(p->stream_files_[t]), p->stream_quota_[t]);
+  };
+  if (l->cfg_.pool != nullptr) {
+    l->cfg_.pool->Run(static_cast<int>(n), loop);
+  } else {
+    for (size_t t = 0; t < n; ++t) {
+      if (l->stream_quota_[t] > 0) l->threads_.emplace_back(loop, static_cast<int>(t));
+    }
+  }
   return l;
 }
 
@@ -100,6 +113,7 @@ void Loader::Finish(Queue& q) {
 }
 
 void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
+  RequestBulkSlices();
   Queue& q = *queues_[t];
   IoStats& stats = *stats_[t];
   std::unique_ptr<SampleReader> reader = cfg_.format->NewSampleReader();
@@ -119,6 +133,7 @@ void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
 }
 
 void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
+  RequestBulkSlices();
   Queue& q = *queues_[0];
   IoStats& stats = *stats_[t];
   std::unique_ptr<StreamReader> reader = cfg_.format->NewStreamReader();

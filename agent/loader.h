@@ -7,6 +7,7 @@
 // batches; finished batches go to one queue of prefetch_size entries, consumed in arrival order.
 // Batches are completion tokens: as in DLIO, the bytes read are not handed to the accelerator.
 //
+// Threads: the caller's WorkerPool (persistent across epochs, as torch's persistent_workers) or the Loader's own.
 // Hot path: each thread owns its reader (reusable buffers) and its IoStats; the only synchronisation is one
 // mutex/condvar hand-off per *batch* on a per-thread (index) or per-rank (stream) queue, never per I/O.
 // Cancellation: Cancel() (or the shared flag) stops the threads between samples; Next() then returns Cancelled.
@@ -27,6 +28,7 @@
 #include "common/distribution.h"
 #include "common/epoch_plan.h"
 #include "common/io_stats.h"
+#include "agent/worker_pool.h"
 #include "readers/format.h"
 
 namespace dlio {
@@ -39,6 +41,9 @@ struct LoaderConfig {
   int64_t prefetch = 2;            // prefetch_size in batches; 0 is treated as 1
   Distribution preprocess;         // reader.preprocess_time: slept per sample in the reader thread, as DLIO does
   uint64_t seed = 0;               // of the preprocess draws (mixed with the thread index)
+  // Persistent loader threads (at least `threads` of them) kept from epoch to epoch by the caller; null: the Loader
+  // creates its own threads.
+  WorkerPool* pool = nullptr;
 };
 
 class Loader {
@@ -85,6 +90,8 @@ class Loader {
   std::atomic<bool> cancel_{false};
   bool stream_ = false;
   std::vector<SampleRef> samples_;
+  std::vector<std::vector<uint32_t>> stream_files_;  // stream: per thread, its files in order
+  std::vector<int64_t> stream_quota_;                 // stream: per thread, batches to deliver
   std::vector<std::unique_ptr<Queue>> queues_;    // index: one per thread; stream: one
   std::vector<std::unique_ptr<IoStats>> stats_;   // one per thread
   std::vector<std::thread> threads_;

@@ -9,10 +9,12 @@
 #include "CLI/CLI.hpp"
 #include "agent/agent_server.h"
 #include "agent/identity.h"
+#include "common/scheduling.h"
 #include "common/signals.h"
 #include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
+  dlio::RequestShortSlices();  // before any thread exists: gRPC's and the step threads inherit it (scheduling.h)
   CLI::App app{"dlio-agent: emulates deep-learning training I/O on this node for a dlio-coordinator.\n"
                "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
                "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",

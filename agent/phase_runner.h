@@ -1,7 +1,8 @@
 // PhaseRunner: runs one phase of a job on this agent's local ranks, with no knowledge of gRPC.
 //
 // Generate: file i of the dataset belongs to global rank i % world (DLIO's round-robin); each local rank writes its
-// files through the format library under a temporary name and renames each one when complete.
+// files through the format library, with a few worker threads (the cores shared among the local ranks, so one
+// file's fdatasync overlaps the next one's generation), under a temporary name renamed when the file is complete.
 // Train epoch: per local rank, a Loader (read_threads x prefetch queue) feeds the step loop:
 //   wait for a batch (load) -> sleep computation_time (compute, measured) -> step barrier (local ranks, then the
 //   coordinator through `barrier`) -> record load, proc = load + compute, compute and barrier wait.
@@ -15,11 +16,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/metrics.h"
+#include "agent/worker_pool.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
 
@@ -69,6 +72,10 @@ class PhaseRunner {
   const std::string agent_;
   AgentMetrics* metrics_;
   PhaseProgress progress_;
+  // Loader threads per local rank, kept from epoch to epoch of one job (torch's persistent_workers); dropped after
+  // the job's last phase. Touched by Run() only (one at a time).
+  std::string pools_job_;
+  std::vector<std::unique_ptr<WorkerPool>> pools_;
 };
 
 // Lists the data files of `split` ("train" or "valid") under `data_dir` as DLIO does: files with the format's

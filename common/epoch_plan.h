@@ -16,8 +16,9 @@
 // the coordinator drew for the job (it writes it into the normalised spec), so all agents still agree.
 // Permutations are our own Fisher-Yates over xoshiro256** seeded through splitmix64 with (seed [+ epoch], what is
 // shuffled), so they do not depend on the standard library; a golden test pins them.
-// Cost: O(N) time and 4 bytes per sample for index mode with sample_shuffle (10 M samples: < 1 s, 40 MB); without
-// it nothing per sample is stored. RankSamples() materialises only the rank's slice.
+// Cost: O(N) time and 4 bytes per sample for index mode with sample_shuffle (10 M samples: ~0.2 s with the rank's
+// list, 40 MB; bench/ measures it); without it nothing per sample is stored. RankSamples() materialises only the
+// rank's slice (8 bytes per sample).
 // Thread-safety: immutable after Make(); const methods are safe from any thread.
 #pragma once
 

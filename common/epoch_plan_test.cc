@@ -160,6 +160,33 @@ TEST(EpochPlan, PermutationsAreStableAcrossBuilds) {
   EXPECT_EQ(ids, (std::vector<uint32_t>{8, 5, 6, 11, 4, 2, 9, 1, 10, 0, 3, 7}));
 }
 
+// Larger permutations than the test above, past the prefetching Fisher-Yates' look-ahead and with a samples-per-file
+// divisor that is not a power of two; the hashes were taken with the plain (unprefetched, hardware-division) code.
+TEST(EpochPlan, LargerPermutationsAreStableAcrossBuilds) {
+  auto fnv = [](const std::vector<uint32_t>& v) {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
+    return h;
+  };
+  PlanParams p = Index(1000, 1, 1, 1);
+  p.file_shuffle = ShuffleMode::kSeed;
+  std::vector<uint32_t> files;
+  for (const SampleRef& s : MakeOk(p, 1).RankSamples(0)) files.push_back(s.file);
+  EXPECT_EQ(files[0], 146u);
+  EXPECT_EQ(files.back(), 802u);
+  EXPECT_EQ(fnv(files), 1238470648090378655ull);
+  PlanParams q = Index(250, 7, 1, 1);
+  q.sample_shuffle = ShuffleMode::kSeed;
+  std::vector<uint32_t> ids;
+  for (const SampleRef& s : MakeOk(q, 2).RankSamples(0)) {
+    ASSERT_LT(s.sample, 7u);
+    ids.push_back(s.file * 7 + s.sample);
+  }
+  EXPECT_EQ(ids[0], 1023u);
+  EXPECT_EQ(ids.back(), 1113u);
+  EXPECT_EQ(fnv(ids), 18228826741910222328ull);
+}
+
 TEST(EpochPlan, TotalTrainingStepsCapsAnEpoch) {
   PlanParams p = Index(17, 3, 4, 6);
   p.max_steps = 1;

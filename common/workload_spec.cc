@@ -24,7 +24,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "common/random.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
@@ -42,10 +41,17 @@ int64_t WorkloadSpec::SampleDim() const {
 
 int64_t WorkloadSpec::SampleDimForFile(int64_t file) const {
   if (record_length_bytes_stdev <= 0) return SampleDim();
-  // Two uniforms from a generator seeded by the file index (and 10, DLIO's dimension seed) -> one Box-Muller normal.
-  Xoshiro256 rng(10 * 0x100000001b3ull + static_cast<uint64_t>(file));
-  const double u1 = rng.Unit();
-  const double u2 = rng.Unit();
+  // splitmix64 of the file index -> two uniforms -> one Box-Muller normal. Fixed seed (10, DLIO's dimension seed).
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  const uint64_t a = mix(10u * 0x100000001b3ull + static_cast<uint64_t>(file) * 2);
+  const uint64_t b = mix(10u * 0x100000001b3ull + static_cast<uint64_t>(file) * 2 + 1);
+  const double u1 = (static_cast<double>(a >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
+  const double u2 = static_cast<double>(b >> 11) / 9007199254740992.0;           // [0, 1)
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
   const double size = std::max(1.0, std::abs(record_length_bytes + record_length_bytes_stdev * z));
   auto d = static_cast<int64_t>(std::floor(std::sqrt(size)));
@@ -115,7 +121,7 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.preprocess_time, s.epochs, s.computation_time, s.evaluation, s.num_files_eval,
                     s.num_subfolders_eval, s.batch_size_eval, s.eval_time, s.eval_after_epoch, s.epochs_between_evals,
                     s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
-                    s.exclude_start_steps, s.exclude_end_steps, s.au_threshold);
+                    s.exclude_start_steps, s.exclude_end_steps, s.au_threshold, s.odirect, s.io_engine);
   };
   return tie(a) == tie(b);
 }
@@ -657,7 +663,9 @@ std::vector<KeyInfo> BuildKeys() {
         return absl::OkStatus();
       },
       [](const WorkloadSpec& s) { return fmt::format("{}", s.transfer_size); }));
-  v.push_back(NotYet("reader.odirect", "false", Gate::kNone, "O_DIRECT whole-file reads (npy/npz)"));
+  v.push_back(BoolKey("reader.odirect", &WorkloadSpec::odirect,
+                      "O_DIRECT reads (DLIO: npz/npy only; here npz and tfrecord): the same as dlio_ext.io_engine: "
+                      "odirect"));
   v.push_back(Label("reader.dont_use_mmap", "false", "passed to DALI readers"));
   v.push_back(DistributionKey("reader.preprocess_time", &WorkloadSpec::preprocess_time,
                               "seconds of emulated preprocessing per sample, in the loader thread (DLIO's forms)"));
@@ -734,6 +742,17 @@ std::vector<KeyInfo> BuildKeys() {
   // metric
   v.push_back(NumberKey("metric.au", &WorkloadSpec::au_threshold, 0, false, 1,
                         "AU pass threshold as a fraction (0.90 = 90 %)"));
+
+  // dlio_ext: our own keys
+  v.push_back(Custom(
+      "dlio_ext.io_engine", KeyStatus::kImplemented,
+      "how npz and tfrecord files are read: posix (pread), odirect (O_DIRECT, 4 KiB-aligned, whole files rounded up "
+      "as DLIO's O_DIRECT readers do), io_uring (several reads in flight); hdf5 reads go through libhdf5 (posix "
+      "only)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"posix", "odirect", "io_uring"}, {}, "I/O engine", &s.io_engine);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
 
   for (KeyInfo& k : v) {
     if (k.get && k.dlio_default.empty()) k.dlio_default = k.get(WorkloadSpec{});
@@ -1022,6 +1041,10 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
           "model.parallelism.zero_stage: ZeRO-3 cannot be combined with model.parallelism.pipeline > 1");
     }
   }
+  if (s.io_engine != "posix" && s.format == "hdf5") {
+    return absl::InvalidArgumentError(fmt::format(
+        "dlio_ext.io_engine: {} is not available for hdf5 (libhdf5 does its own reads; use posix)", s.io_engine));
+  }
   // Sample ids are 32-bit in the epoch plan (4 bytes per sample for a 10 M-sample shuffle).
   constexpr int64_t kMaxSamples = int64_t{1} << 32;
   if (s.num_samples_per_file > kMaxSamples / s.num_files_train) {
@@ -1183,6 +1206,16 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
       if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok()) return s;
     }
   }
+  // reader.odirect (DLIO's key) is dlio_ext.io_engine: odirect; both given and different is a contradiction.
+  if (spec.odirect) {
+    const Leaf* engine = leaves.Find("dlio_ext.io_engine");
+    if (engine != nullptr && spec.io_engine != "odirect") {
+      return absl::InvalidArgumentError(fmt::format("{}: true contradicts {}: {} (give one of them)",
+                                                    leaves.Find("reader.odirect")->shown, engine->shown,
+                                                    spec.io_engine));
+    }
+    spec.io_engine = "odirect";
+  }
   // DLIO's derivations: images are uint8 (DLIO resets the type with a warning), and with record_dims the record
   // length is their byte size (derive_configurations on main).
   std::vector<std::string> notes;
@@ -1291,6 +1324,8 @@ std::string KeyReferenceMarkdown() {
   md += "Aliases: `data_reader.*` is `reader.*` (use one of them); `dataset.record_length` is "
         "`dataset.record_length_bytes`. A key DLIO does not know is an error naming the nearest known key, e.g. "
         "`dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)`.\n\n";
+  md += "Keys under `dlio_ext` are this project's own (DLIO does not know them); DLIO's keys never change "
+        "meaning.\n\n";
   md += "| key | default | status | notes |\n|---|---|---|---|\n";
   for (const KeyInfo& k : Keys().keys) {
     std::string status;

@@ -89,6 +89,7 @@ struct WorkloadSpec {
   ShuffleMode sample_shuffle = ShuffleMode::kOff;
   int64_t transfer_size = 262144;            // TFRecord read size per call (TF's default 256 KiB)
   Distribution preprocess_time;              // seconds per sample in the loader thread (+ preprocess_time_stdev)
+  bool odirect = false;                      // reader.odirect: DLIO's O_DIRECT readers (sets io_engine odirect)
 
   // train
   int64_t epochs = 1;
@@ -115,6 +116,9 @@ struct WorkloadSpec {
 
   // metric
   double au_threshold = 0.90;                // metric.au
+
+  // dlio_ext: this project's own keys (DLIO does not know them)
+  std::string io_engine = "posix";           // dlio_ext.io_engine: posix | odirect | io_uring
 
   // Derived helpers.
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }

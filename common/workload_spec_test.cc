@@ -259,7 +259,6 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"),
             "workflow.checkpoint: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
-  EXPECT_EQ(Error("reader:\n  odirect: true\n"), "reader.odirect: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
   EXPECT_EQ(Error("storage:\n  storage_type: s3\n"),
             "storage.storage_type: DLIO key not supported yet by this version (only local_fs)");
@@ -573,6 +572,33 @@ TEST(SampleDimForFile, NoStdevIsTheFixedSide) {
   WorkloadSpec s;
   s.record_length_bytes = 2048;
   EXPECT_EQ(s.SampleDimForFile(7), 45);
+}
+
+TEST(IoEngineKeys, EngineChoiceAndDliosOdirect) {
+  EXPECT_EQ(Load("").io_engine, "posix");
+  EXPECT_EQ(Load("dlio_ext:\n  io_engine: io_uring\n").io_engine, "io_uring");
+  EXPECT_EQ(Load("", {"dlio_ext.io_engine=odirect"}).io_engine, "odirect");
+  // DLIO's reader.odirect: true means the odirect engine, alone or with the same engine given.
+  const WorkloadSpec o = Load("reader:\n  odirect: true\n");
+  EXPECT_TRUE(o.odirect);
+  EXPECT_EQ(o.io_engine, "odirect");
+  EXPECT_EQ(Load("data_reader:\n  odirect: true\ndlio_ext:\n  io_engine: odirect\n").io_engine, "odirect");
+  EXPECT_EQ(Load("reader:\n  odirect: false\ndlio_ext:\n  io_engine: io_uring\n").io_engine, "io_uring");
+  // A contradiction names both keys as written.
+  EXPECT_EQ(Error("data_reader:\n  odirect: true\ndlio_ext:\n  io_engine: posix\n"),
+            "data_reader.odirect: true contradicts dlio_ext.io_engine: posix (give one of them)");
+  EXPECT_EQ(Error("reader:\n  odirect: true\n", {"dlio_ext.io_engine=io_uring"}),
+            "reader.odirect: true contradicts dlio_ext.io_engine: io_uring (give one of them)");
+  EXPECT_EQ(Error("dlio_ext:\n  io_engine: aio\n"),
+            "dlio_ext.io_engine: must be one of posix, odirect, io_uring, got 'aio'");
+  EXPECT_EQ(Error("dlio_ext:\n  io_engne: posix\n"), "dlio_ext.io_engne: unknown key (did you mean dlio_ext.io_engine?)");
+  EXPECT_EQ(Error("dataset:\n  format: hdf5\nreader:\n  odirect: true\n"),
+            "dlio_ext.io_engine: odirect is not available for hdf5 (libhdf5 does its own reads; use posix)");
+  // Round trip keeps the engine (and DLIO's key beside it).
+  for (const char* y : {"dlio_ext:\n  io_engine: io_uring\n", "reader:\n  odirect: true\n"}) {
+    const WorkloadSpec s = Load(y);
+    EXPECT_EQ(Load(ToYaml(s)), s) << ToYaml(s);
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "common/scheduling.h"
 #include "common/signals.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator_server.h"
@@ -60,6 +61,7 @@ bool IsLoopback(const std::string& listen) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dlio::RequestShortSlices();  // control path only: answer barriers promptly on a busy host (common/scheduling.h)
   CLI::App app{"dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
                "  serve    run the coordinator service that agents attach to\n"
                "  submit   submit a DLIO workload file to a coordinator, follow it, print and fetch the results\n"

@@ -11,6 +11,7 @@
 #include "readers/image.h"
 #include "readers/indexed_binary.h"
 #include "readers/npy.h"
+#include "readers/io_util.h"
 #include "readers/npz.h"
 #include "readers/synthetic.h"
 #include "readers/tfrecord.h"
@@ -102,6 +103,10 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
   if (name == "npz" && o.compression != "none" && o.compression != "zip") {
     return bad("dataset.compression: '", o.compression, "' is not supported for npz (allowed: none, zip)");
   }
+  if (o.io_engine != IoEngine::kPosix && name != "npz" && name != "tfrecord") {
+    return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine), " is not available for ", name,
+               name == "hdf5" ? " (libhdf5 does its own reads; use posix)" : " yet (use posix; npz and tfrecord have it)");
+  }
   if (name == "hdf5") return ValidateHdf5(o);
   return absl::OkStatus();  // DLIO ignores compression and chunking for the other formats
 }
@@ -143,6 +148,8 @@ absl::StatusOr<std::unique_ptr<Format>> MakeFormat(const std::string& name, cons
   if (absl::Status s = Validate(name, options); !s.ok()) return s;
   return make(options);
 }
+
+absl::Status SyncGeneratedFile(const std::string& path) { return internal::SyncFile(path); }
 
 // DLIO data_generator.py: "{prefix}_{add_padding(i, len(str(N)))}_of_{N}.{format}".
 std::string DataFileName(const std::string& prefix, int64_t index, int64_t total, const std::string& ext) {

@@ -16,12 +16,15 @@
 //    sample in on_demand mode), hdf5 partial reads of one sample's hyperslab, indexed_binary one pread of exactly the
 //    sample, mmap_indexed_binary a page-touching read of the sample's mapped bytes, tfrecord sequential streaming in
 //    transfer_size pieces, synthetic no I/O at all.
+//    The caller makes a generated file durable with SyncGeneratedFile() (fdatasync) before renaming it.
 //  - Accounting (the caller must not count these again): every read/write syscall on a data file (or its companion
 //    files) is one IoStats::AddOp(bytes, ns); each file a reader opens, and each file Generate() completes
 //    (companions included), is one AddFile(); each sample delivered by ReadSample()/Next() or written by Generate()
 //    is counted with AddSamples(). HDF5 does its file I/O inside the library: there one H5Dread is one op of the
 //    sample's payload bytes (see hdf5.h); mmap_indexed_binary counts one op of the sample's bytes per sample (the page
 //    faults are the I/O, see indexed_binary.h).
+//  - npz, npy, csv, images, indexed_binary and tfrecord read through a StorageReader (storage.h: posix, odirect or
+//    io_uring, per FormatOptions::io_engine) where the format supports it; hdf5 reads through libhdf5 (posix only).
 //  - Hot path: a SampleReader/StreamReader belongs to one loader thread; it reuses its buffers (no allocation per
 //    sample once warmed up) and takes no lock of ours.
 // Errors: absl::Status whose message names the file and what is wrong.
@@ -36,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/io_stats.h"
+#include "readers/storage.h"
 
 namespace dlio {
 
@@ -57,6 +61,7 @@ struct FormatOptions {
   // tfrecord: folder of DLIO's DALI index files (`<data_folder>/index/train`); a data file `.../<name>` gets
   // `<dir>/<name>.idx` with one "offset length" line per record. Empty = no index.
   std::string tfrecord_index_dir;
+  IoEngine io_engine = IoEngine::kPosix;  // how npz and tfrecord read (storage.h); hdf5 reads through libhdf5
 };
 
 // One per loader thread, index-mode reads: ReadSample(path, i) reads sample i of the file at path.
@@ -105,6 +110,9 @@ class Format {
   explicit Format(FormatOptions o) : options_(std::move(o)) {}
   FormatOptions options_;
 };
+
+// Waits until a file Generate() wrote is on the storage (fdatasync). Errors name the file.
+absl::Status SyncGeneratedFile(const std::string& path);
 
 // The format names MakeFormat() knows, in DLIO's order of its docs.
 const std::vector<std::string>& FormatNames();

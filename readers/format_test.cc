@@ -1,9 +1,13 @@
 #include "readers/format.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <string>
+#include <vector>
 
+#include "readers/io_util.h"
 #include "readers/npz.h"
 #include "readers/test_util.h"
 #include "readers/tfrecord.h"
@@ -140,6 +144,27 @@ TEST(NpyHeader, MatchesNumpyLayout) {
   EXPECT_EQ(NpyHeader("<i8", {2}).size(), 128u);
   EXPECT_NE(NpyHeader("<i8", {2}).find("'shape': (2,), }"), std::string::npos);
   for (int64_t d : {1, 9, 100, 4096, 123456789}) EXPECT_EQ(NpyHeader("|u1", {d, d, 7}).size() % 64, 0u) << d;
+}
+
+// zlib_crc32.cc replaces zlib's crc32() for the process (libzip's member CRCs); it must give libz.so's own results,
+// alone and chained.
+TEST(ZlibCrc32, IsalBehindZlibsApiGivesZlibsResults) {
+  void* z = ::dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(z, nullptr) << ::dlerror();
+  using Fn = uLong (*)(uLong, const Bytef*, uInt);
+  auto zlib_crc32 = reinterpret_cast<Fn>(::dlsym(z, "crc32"));
+  ASSERT_NE(zlib_crc32, nullptr);
+  ASSERT_NE(reinterpret_cast<void*>(zlib_crc32), reinterpret_cast<void*>(&crc32)) << "crc32 is not interposed";
+  std::vector<uint8_t> buf(100003);
+  internal::Rng(5).Fill(buf.data(), buf.size());
+  for (uInt len : {0u, 1u, 7u, 64u, 4095u, 100003u}) {
+    EXPECT_EQ(crc32(0, buf.data(), len), zlib_crc32(0, buf.data(), len)) << len;
+  }
+  EXPECT_EQ(crc32(crc32(0, buf.data(), 333), buf.data() + 333, 999), zlib_crc32(0, buf.data(), 1332));
+  EXPECT_EQ(crc32_z(0, buf.data(), buf.size()), zlib_crc32(0, buf.data(), static_cast<uInt>(buf.size())));
+  EXPECT_EQ(crc32(0, nullptr, 0), zlib_crc32(0, nullptr, 0));
+  EXPECT_EQ(crc32(0, reinterpret_cast<const Bytef*>("123456789"), 9), 0xCBF43926u);  // the CRC-32 check value
+  ::dlclose(z);
 }
 
 TEST(Crc32c, KnownVector) {

@@ -4,9 +4,11 @@
 #include <hdf5.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -38,6 +40,12 @@ class Hid {
   }
   hid_t get() const { return id_; }
   bool ok() const { return id_ >= 0; }
+  // Gives up ownership: the caller closes the identifier.
+  hid_t release() {
+    const hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   hid_t id_;
@@ -155,9 +163,25 @@ hid_t FileTypeOf(const internal::DType& t) {
 
 std::string RecordsName(int64_t k) { return absl::StrCat("records_", k); }
 
+// Per sample the reader opens the file and the dataset(s) (DLIO's on_demand reader does, and so does h5py code
+// that indexes a fresh h5py.File), selects the sample's hyperslab and reads it. What a dataset looks like (rank,
+// dimensions, element type) is learnt from a file's first sample and kept per path, with the dataspaces for that
+// shape: every libhdf5 API call takes the library's global lock (thread-safe build), which the loader threads hand
+// to each other call by call, and the per-sample queries (type, dataspace, extent, and their closes) were 7 of 16
+// calls per sample, more than a minimal libhdf5 loop makes (bench/, case c). They do no file I/O, so the I/O is
+// unchanged. The memory type is the file's own type: no conversion, the bytes are the file's.
 class Hdf5SampleReader final : public SampleReader {
  public:
   explicit Hdf5SampleReader(int64_t datasets) : datasets_(datasets) { LzfAvailable(); }
+  Hdf5SampleReader(const Hdf5SampleReader&) = delete;
+  Hdf5SampleReader& operator=(const Hdf5SampleReader&) = delete;
+  ~Hdf5SampleReader() override {
+    for (Shape& sh : shapes_) {
+      H5Sclose(sh.fspace);
+      H5Sclose(sh.mspace);
+      H5Tclose(sh.mtype);
+    }
+  }
 
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     SilenceHdf5();
@@ -169,11 +193,46 @@ class Hdf5SampleReader final : public SampleReader {
       return Hdf5Error(path, "open");
     }
     stats.AddFile();
+    auto known = shape_of_.find(path);
     uint64_t total = 0;
     for (int64_t k = 0; k < datasets_; ++k) {
-      absl::StatusOr<uint64_t> n = ReadOne(file.get(), RecordsName(k), path, sample, total, stats);
-      if (!n.ok()) return n.status();
-      total += *n;
+      const std::string& name = names_[static_cast<size_t>(k)];
+      Hid dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+      if (!dset.ok()) return Hdf5Error(path, absl::StrCat("open dataset ", name).c_str());
+      if (known == shape_of_.end()) {  // a file's first sample: learn the shapes of all its datasets
+        std::vector<size_t> learnt;
+        for (int64_t j = 0; j < datasets_; ++j) {
+          Hid d(j == k ? -1 : H5Dopen2(file.get(), names_[static_cast<size_t>(j)].c_str(), H5P_DEFAULT), H5Dclose);
+          if (j != k && !d.ok()) return Hdf5Error(path, absl::StrCat("open dataset ", names_[j]).c_str());
+          absl::StatusOr<size_t> i = Learn(j == k ? dset.get() : d.get(), names_[static_cast<size_t>(j)], path);
+          if (!i.ok()) return i.status();
+          learnt.push_back(*i);
+        }
+        known = shape_of_.emplace(path, std::move(learnt)).first;
+      }
+      const Shape& sh = shapes_[known->second[static_cast<size_t>(k)]];
+      if (sample >= sh.dims[0]) {
+        return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", sh.dims[0]));
+      }
+      hsize_t start[kMaxRank] = {}, count[kMaxRank];
+      start[0] = sample;
+      count[0] = 1;
+      for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
+      if (H5Sselect_hyperslab(sh.fspace, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
+        return Hdf5Error(path, "select sample");
+      }
+      if (total + sh.bytes > cap_ || !buf_) {  // grow only, keeping the datasets read before
+        std::unique_ptr<uint8_t[]> bigger(new uint8_t[std::max<uint64_t>(total + sh.bytes, 1)]);
+        if (total > 0) std::memcpy(bigger.get(), buf_.get(), total);
+        buf_ = std::move(bigger);
+        cap_ = std::max<uint64_t>(total + sh.bytes, 1);
+      }
+      const uint64_t t0 = internal::NowNs();
+      const herr_t rc = H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.get() + total);
+      const uint64_t t1 = internal::NowNs();
+      if (rc < 0) return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
+      stats.AddOp(sh.bytes, t1 - t0);
+      total += sh.bytes;
     }
     internal::TouchPages(buf_.get(), total);
     last_bytes_ = total;
@@ -186,50 +245,60 @@ class Hdf5SampleReader final : public SampleReader {
   }
 
  private:
-  // Reads sample `sample` of dataset `name` into buf_ at byte `at` (growing buf_ and keeping what is before `at`).
-  // The memory type is the file's own type: no conversion, the bytes are the file's.
-  absl::StatusOr<uint64_t> ReadOne(hid_t file, const std::string& name, const std::string& path, uint32_t sample,
-                                   uint64_t at, IoStats& stats) {
-    Hid dset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
-    if (!dset.ok()) return Hdf5Error(path, absl::StrCat("open dataset ", name).c_str());
-    Hid space(H5Dget_space(dset.get()), H5Sclose);
-    Hid ftype(H5Dget_type(dset.get()), H5Tclose);
+  // A dataset shape: its extent and element type (the file's), a file dataspace of that extent (its selection is
+  // reset per sample) and the memory dataspace of one sample, (1, d1, ...), the selection's own shape as h5py
+  // makes it (with a flat one libhdf5 maps chunk elements one by one, H5S_select_iterate, ~4x the cost of a 4 KiB
+  // sample read in perf).
+  struct Shape {
+    int rank = 0;
+    hsize_t dims[kMaxRank] = {};
+    uint64_t bytes = 0;  // per sample
+    hid_t mtype = -1, fspace = -1, mspace = -1;
+  };
+
+  // Reads a dataset's shape and type; returns the index of an equal known shape, or of a new one.
+  absl::StatusOr<size_t> Learn(hid_t dset, const std::string& name, const std::string& path) {
+    Hid space(H5Dget_space(dset), H5Sclose);
+    Hid ftype(H5Dget_type(dset), H5Tclose);
     if (!space.ok() || !ftype.ok()) return Hdf5Error(path, absl::StrCat("inspect ", name).c_str());
-    const int rank = H5Sget_simple_extent_ndims(space.get());
-    if (rank < 1 || rank > kMaxRank) {
-      return absl::DataLossError(absl::StrCat(path, ": ", name, " has rank ", rank, "; expected 1..", kMaxRank));
+    Shape sh;
+    sh.rank = H5Sget_simple_extent_ndims(space.get());
+    if (sh.rank < 1 || sh.rank > kMaxRank) {
+      return absl::DataLossError(absl::StrCat(path, ": ", name, " has rank ", sh.rank, "; expected 1..", kMaxRank));
     }
-    hsize_t dims[kMaxRank], start[kMaxRank] = {}, count[kMaxRank];
-    H5Sget_simple_extent_dims(space.get(), dims, nullptr);
-    if (sample >= dims[0]) {
-      return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", dims[0]));
+    H5Sget_simple_extent_dims(space.get(), sh.dims, nullptr);
+    uint64_t elems = 1;
+    for (int d = 1; d < sh.rank; ++d) elems *= sh.dims[d];
+    sh.bytes = elems * H5Tget_size(ftype.get());
+    for (size_t i = 0; i < shapes_.size(); ++i) {
+      const Shape& k = shapes_[i];
+      if (k.rank == sh.rank && std::equal(k.dims, k.dims + k.rank, sh.dims) && H5Tequal(k.mtype, ftype.get()) > 0) {
+        return i;
+      }
     }
-    hsize_t elems = 1;
-    for (int d = 1; d < rank; ++d) elems *= dims[d];
-    const uint64_t bytes = elems * H5Tget_size(ftype.get());
-    start[0] = sample;
+    hsize_t count[kMaxRank];
     count[0] = 1;
-    for (int d = 1; d < rank; ++d) count[d] = dims[d];
-    if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
-      return Hdf5Error(path, "select sample");
+    for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
+    sh.fspace = H5Screate_simple(sh.rank, sh.dims, nullptr);
+    sh.mspace = H5Screate_simple(sh.rank, count, nullptr);
+    if (sh.fspace < 0 || sh.mspace < 0) {
+      if (sh.fspace >= 0) H5Sclose(sh.fspace);
+      if (sh.mspace >= 0) H5Sclose(sh.mspace);
+      return Hdf5Error(path, "dataspaces");
     }
-    Hid mem(H5Screate_simple(1, &elems, nullptr), H5Sclose);
-    if (!mem.ok()) return Hdf5Error(path, "memory dataspace");
-    if (at + bytes > cap_ || !buf_) {  // grow only, keeping the datasets read before
-      std::unique_ptr<uint8_t[]> bigger(new uint8_t[std::max<uint64_t>(at + bytes, 1)]);
-      if (at > 0) std::memcpy(bigger.get(), buf_.get(), at);
-      buf_ = std::move(bigger);
-      cap_ = std::max<uint64_t>(at + bytes, 1);
-    }
-    const uint64_t t0 = internal::NowNs();
-    const herr_t rc = H5Dread(dset.get(), ftype.get(), mem.get(), space.get(), H5P_DEFAULT, buf_.get() + at);
-    const uint64_t t1 = internal::NowNs();
-    if (rc < 0) return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
-    stats.AddOp(bytes, t1 - t0);
-    return bytes;
+    sh.mtype = ftype.release();
+    shapes_.push_back(sh);
+    return shapes_.size() - 1;
   }
 
   const int64_t datasets_;
+  const std::vector<std::string> names_ = [this] {
+    std::vector<std::string> v;
+    for (int64_t k = 0; k < datasets_; ++k) v.push_back(RecordsName(k));
+    return v;
+  }();
+  std::vector<Shape> shapes_;                                       // distinct shapes seen (usually one)
+  std::unordered_map<std::string, std::vector<size_t>> shape_of_;  // path -> shapes_ index per dataset
   std::unique_ptr<uint8_t[]> buf_;  // one sample of every records_k, back to back; never shrinks
   uint64_t cap_ = 0, last_bytes_ = 0;
 };
@@ -328,8 +397,7 @@ class Hdf5Format final : public Format {
         internal::FillRandom(t, rng, slab.data(), n * sample_elems);
         start[0] = s;
         count[0] = n;
-        hsize_t elems = n * sample_elems;
-        Hid mem(H5Screate_simple(1, &elems, nullptr), H5Sclose);
+        Hid mem(H5Screate_simple(rank, count, nullptr), H5Sclose);  // the selection's shape (see the reader)
         if (!mem.ok() || H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
             H5Dwrite(dset.get(), ftype.get(), mem.get(), fspace.get(), H5P_DEFAULT, slab.data()) < 0) {
           return Hdf5Error(path, absl::StrCat("write ", name).c_str());

@@ -141,7 +141,9 @@ TEST(Image, NoHeapAllocationPerSampleOnceWarm) {
     ASSERT_TRUE(r->ReadSample(path, 0, st).ok());
     testing::AllocationCounter allocs;
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(r->ReadSample(path, 0, st).ok());
-    EXPECT_EQ(allocs.count(), 0u) << name << " (libjpeg/libpng allocate with malloc, not counted here)";
+    // libjpeg/libpng allocate per decode with malloc (a library cost, reported apart): count() sees them.
+    EXPECT_EQ(allocs.cxx_count(), 0u) << name;
+    EXPECT_GT(allocs.count(), 0u) << name << ": the malloc interposition should see the libraries' allocations";
   }
 }
 

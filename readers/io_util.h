@@ -21,7 +21,6 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/random.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/io_stats.h"
@@ -122,10 +121,18 @@ inline absl::StatusOr<uint64_t> ReadWholeFile(const std::string& path, std::uniq
   return size;
 }
 
+// SyncFile: waits until a written file's data is on the storage (fdatasync through a new read-only descriptor).
+inline absl::Status SyncFile(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(path, "open to sync", errno);
+  if (::fdatasync(fd.get()) != 0) return ErrnoError(path, "fdatasync", errno);
+  return absl::OkStatus();
+}
+
 // FileWriter: creates (truncates) a data file and writes it in kWriteChunk pieces, each pwrite() accounted as one
-// op; Finish() flushes, closes (reporting close errors) and counts the completed file. Small appends are gathered
-// in a kWriteChunk buffer; an append of >= kWriteChunk with an empty buffer is written straight from the caller's
-// memory.
+// op; Finish() flushes, starts writeback, closes (reporting close errors) and counts the completed file. Small appends
+// are gathered in a kWriteChunk buffer; an append of >= kWriteChunk with an empty buffer, and AppendDirect(), are
+// written straight from the caller's memory.
 class FileWriter {
  public:
   absl::Status Open(const std::string& path) {
@@ -157,8 +164,26 @@ class FileWriter {
     }
     return absl::OkStatus();
   }
+  // Writes [data, data+n) from the caller's memory in kWriteChunk pieces, after anything appended before it (no copy
+  // into the staging buffer: for callers that hold the whole file, e.g. an archive built in memory).
+  absl::Status AppendDirect(const void* data, size_t n, IoStats& stats) {
+    if (absl::Status s = Flush(stats); !s.ok()) return s;
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    while (n > 0) {
+      const size_t k = std::min(n, kWriteChunk);
+      if (absl::Status s = Write(p, k, stats); !s.ok()) return s;
+      p += k;
+      n -= k;
+    }
+    return absl::OkStatus();
+  }
+  // Flushes, starts the file's writeback without waiting for it (sync_file_range WRITE: the caller makes the file
+  // durable later with SyncFile(), by then mostly written, so the wait overlaps other work), closes (reporting close
+  // errors) and counts the completed file.
   absl::Status Finish(IoStats& stats) {
     if (absl::Status s = Flush(stats); !s.ok()) return s;
+    // Best effort: a filesystem without it (EINVAL, ENOSYS) just writes back later; SyncFile() still waits.
+    ::sync_file_range(fd_.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
     if (fd_.Close() != 0) return ErrnoError(path_, "close after write", errno);
     stats.AddFile();
     return absl::OkStatus();
@@ -167,6 +192,7 @@ class FileWriter {
 
  private:
   absl::Status Flush(IoStats& stats) {
+    if (used_ == 0) return absl::OkStatus();
     absl::Status s = Write(buf_.get(), used_, stats);
     used_ = 0;
     return s;
@@ -195,8 +221,58 @@ class FileWriter {
   std::unique_ptr<uint8_t[]> buf_;
 };
 
-// xoshiro256** seeded through splitmix64 (common/random.h), filling 8 bytes per step.
-using Rng = ::dlio::Xoshiro256;
+// xoshiro256** (Blackman & Vigna), state seeded by splitmix64 so that any seed, 0 included, gives a good state.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    for (uint64_t& w : s_) {
+      seed += 0x9e3779b97f4a7c15ULL;  // splitmix64 step
+      uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      w = z ^ (z >> 31);
+    }
+  }
+  uint64_t Next() {
+    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return result;
+  }
+  void Fill(uint8_t* p, size_t n) {
+    // The state is copied into locals: stores through `p` (a uint8_t*, which may alias anything) would otherwise
+    // make the compiler reload and store s_ around every word, which halved the speed (2.3 vs 4.2 GB/s).
+    uint64_t a = s_[0], b = s_[1], c = s_[2], d = s_[3];
+    for (; n >= 8; p += 8, n -= 8) {
+      const uint64_t v = Rotl(b * 5, 7) * 9;
+      const uint64_t t = b << 17;
+      c ^= a;
+      d ^= b;
+      b ^= c;
+      a ^= d;
+      c ^= t;
+      d = Rotl(d, 45);
+      std::memcpy(p, &v, 8);
+    }
+    s_[0] = a;
+    s_[1] = b;
+    s_[2] = c;
+    s_[3] = d;
+    if (n > 0) {
+      uint64_t v = Next();
+      std::memcpy(p, &v, n);
+    }
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
 
 // Sums one byte per 4 KiB page of [p, p+n) (and the last byte) into a volatile sink, so the compiler cannot drop
 // the read of a buffer nobody else looks at. Costs n/4096 loads.

@@ -1,9 +1,9 @@
 #include "readers/npz.h"
 
-#include <sys/stat.h>
 #include <zip.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -11,19 +11,16 @@
 #include "readers/dtype.h"
 #include "readers/io_util.h"
 #include "readers/npy.h"
+#include "readers/storage.h"
 
 namespace dlio {
 namespace {
-
-using internal::ErrnoError;
-using internal::Fd;
 
 // libzip stamps members with the current time; a fixed one (2020-01-01 00:00 UTC) makes a seed reproduce the file.
 constexpr time_t kZipMtime = 1577836800;
 // numpy.savez_compressed deflates with zlib's default level (zipfile's compresslevel None); libzip's own default
 // would be 9.
 constexpr zip_uint32_t kNumpyDeflateLevel = 6;
-static_assert(kNpzReadChunk == internal::kWholeFileReadChunk, "npz.h documents the whole-file read size");
 
 uint16_t Le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 uint32_t Le32(const uint8_t* p) {
@@ -113,7 +110,7 @@ absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, con
 
 class NpzSampleReader final : public SampleReader {
  public:
-  NpzSampleReader() = default;
+  explicit NpzSampleReader(IoEngine engine) : engine_(engine) {}
   NpzSampleReader(const NpzSampleReader&) = delete;
   NpzSampleReader& operator=(const NpzSampleReader&) = delete;
   ~NpzSampleReader() override {
@@ -122,12 +119,22 @@ class NpzSampleReader final : public SampleReader {
 
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     s_ = {};
-    absl::StatusOr<uint64_t> size = internal::ReadWholeFile(path, buf_, cap_, stats);
-    if (!size.ok()) return size.status();
+    if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_);
+      if (!s.ok()) return s.status();
+      storage_ = std::move(*s);
+    }
+    uint64_t size = 0;
+    if (absl::Status s = storage_->Open(path, &size, stats); !s.ok()) return s;
+    buf_.Reserve(RoundUp(size, storage_->alignment()));  // grows only: no allocation after the largest file
+    const size_t piece = engine_ == IoEngine::kIoUring ? kUringPiece : kNpzReadChunk;
+    absl::Status read = storage_->ReadWhole(buf_.data(), size, piece, stats);
+    storage_->Close();
+    if (!read.ok()) return read;
 
     Member x;
-    if (absl::Status s = FindMember(buf_.get(), *size, "x.npy", path, &x); !s.ok()) return s;
-    const uint8_t* npy = buf_.get() + x.data_offset;
+    if (absl::Status s = FindMember(buf_.data(), size, "x.npy", path, &x); !s.ok()) return s;
+    const uint8_t* npy = buf_.data() + x.data_offset;
     if (x.method == 8) {  // numpy.savez_compressed: inflate the member first (as zipfile does)
       absl::StatusOr<const uint8_t*> in = Inflate(npy, x, path);
       if (!in.ok()) return in.status();
@@ -188,8 +195,9 @@ class NpzSampleReader final : public SampleReader {
     return inflated_.get();
   }
 
-  std::unique_ptr<uint8_t[]> buf_;  // the whole file; never shrinks
-  uint64_t cap_ = 0;
+  const IoEngine engine_;
+  std::unique_ptr<StorageReader> storage_;
+  AlignedBuffer buf_;  // the whole file (rounded up to the engine's alignment); never shrinks
   std::unique_ptr<uint8_t[]> inflated_;  // a deflated x.npy, inflated; never shrinks
   uint64_t inflated_cap_ = 0;
   z_stream zs_{};
@@ -202,12 +210,176 @@ struct ZipCloser {
   void operator()(zip_t* z) const { zip_discard(z); }
 };
 
+// libzip source of the x.npy member: the NPY header, then `n` random bytes made on demand into libzip's own read
+// buffer, so the member never exists in memory as a whole. The bytes are exactly header + Rng(seed).Fill(n):
+// whole 8-byte words of the generator, little-endian, the last one cut (a word split by a read is kept for the
+// next one). OPEN restarts the stream, so a second pass reads the same bytes.
+class RandomNpySource {
+ public:
+  RandomNpySource(std::string header, uint64_t n, uint64_t seed)
+      : header_(std::move(header)), n_(n), seed_(seed), rng_(seed) {}
+
+  static zip_int64_t Callback(void* ud, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+    auto* self = static_cast<RandomNpySource*>(ud);
+    switch (cmd) {
+      case ZIP_SOURCE_OPEN:
+        self->pos_ = 0;
+        self->rng_ = internal::Rng(self->seed_);
+        self->left_ = 0;
+        return 0;
+      case ZIP_SOURCE_READ:
+        return static_cast<zip_int64_t>(self->Read(static_cast<uint8_t*>(data), len));
+      case ZIP_SOURCE_CLOSE:
+        return 0;
+      case ZIP_SOURCE_STAT: {
+        auto* st = static_cast<zip_stat_t*>(data);
+        zip_stat_init(st);
+        st->valid |= ZIP_STAT_SIZE;
+        st->size = self->header_.size() + self->n_;
+        return sizeof(*st);
+      }
+      case ZIP_SOURCE_ERROR:
+        return zip_error_to_data(&self->error_, data, len);
+      case ZIP_SOURCE_FREE:
+        return 0;  // owned by Generate()
+      case ZIP_SOURCE_SUPPORTS:
+        return ZIP_SOURCE_SUPPORTS_READABLE;
+      default:
+        zip_error_set(&self->error_, ZIP_ER_OPNOTSUPP, 0);
+        return -1;
+    }
+  }
+
+ private:
+  uint64_t Read(uint8_t* out, uint64_t len) {
+    const uint64_t total = header_.size() + n_;
+    len = std::min(len, total - pos_);
+    uint64_t done = 0;
+    while (done < len && pos_ < header_.size()) {
+      const uint64_t k = std::min<uint64_t>(len - done, header_.size() - pos_);
+      std::memcpy(out + done, header_.data() + pos_, k);
+      done += k;
+      pos_ += k;
+    }
+    while (done < len && left_ > 0) {  // the rest of a word a previous read split
+      out[done++] = static_cast<uint8_t>(word_ >> (8 * (8 - left_)));
+      --left_;
+      ++pos_;
+    }
+    const uint64_t whole = (len - done) / 8 * 8;
+    rng_.Fill(out + done, whole);
+    done += whole;
+    pos_ += whole;
+    if (done < len) {  // a tail shorter than a word: take a word, keep what this read does not use
+      word_ = rng_.Next();
+      left_ = 8;
+      while (done < len) {
+        out[done++] = static_cast<uint8_t>(word_ >> (8 * (8 - left_)));
+        --left_;
+        ++pos_;
+      }
+    }
+    return done;
+  }
+
+  const std::string header_;
+  const uint64_t n_, seed_;
+  internal::Rng rng_;
+  uint64_t pos_ = 0;
+  uint64_t word_ = 0;
+  int left_ = 0;  // bytes of word_ not yet delivered (its high bytes)
+  zip_error_t error_{};
+};
+
+// libzip write destination: the archive lands in a caller-owned buffer that is reused from file to file (so its
+// pages are mapped once), from where Generate() writes it to the file with its own accounted pwrite()s.
+class BufferDestination {
+ public:
+  explicit BufferDestination(AlignedBuffer* buf) : buf_(buf) {}
+  const uint8_t* data() const { return buf_->data(); }
+  uint64_t size() const { return size_; }
+
+  static zip_int64_t Callback(void* ud, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+    auto* self = static_cast<BufferDestination*>(ud);
+    switch (cmd) {
+      case ZIP_SOURCE_OPEN:
+        self->read_ = 0;
+        return 0;
+      case ZIP_SOURCE_READ: {
+        const uint64_t k = std::min<uint64_t>(len, self->size_ - self->read_);
+        std::memcpy(data, self->buf_->data() + self->read_, k);
+        self->read_ += k;
+        return static_cast<zip_int64_t>(k);
+      }
+      case ZIP_SOURCE_CLOSE:
+        return 0;
+      case ZIP_SOURCE_SEEK: {
+        const zip_int64_t off = zip_source_seek_compute_offset(self->read_, self->size_, data, len, &self->error_);
+        if (off < 0) return -1;
+        self->read_ = static_cast<uint64_t>(off);
+        return 0;
+      }
+      case ZIP_SOURCE_TELL:
+        return static_cast<zip_int64_t>(self->read_);
+      case ZIP_SOURCE_STAT: {
+        auto* st = static_cast<zip_stat_t*>(data);
+        zip_stat_init(st);
+        st->valid |= ZIP_STAT_SIZE;
+        st->size = self->size_;
+        return sizeof(*st);
+      }
+      case ZIP_SOURCE_ERROR:
+        return zip_error_to_data(&self->error_, data, len);
+      case ZIP_SOURCE_FREE:
+        return 0;  // owned by Generate()
+      case ZIP_SOURCE_BEGIN_WRITE:
+      case ZIP_SOURCE_REMOVE:
+        self->size_ = self->pos_ = 0;
+        return 0;
+      case ZIP_SOURCE_COMMIT_WRITE:
+        return 0;
+      case ZIP_SOURCE_ROLLBACK_WRITE:
+        self->size_ = self->pos_ = 0;
+        return 0;
+      case ZIP_SOURCE_WRITE: {
+        if (self->pos_ + len > self->buf_->capacity()) {
+          self->buf_->Reserve(std::max<uint64_t>(2 * self->buf_->capacity(), self->pos_ + len), self->size_);
+        }
+        std::memcpy(self->buf_->data() + self->pos_, data, len);
+        self->pos_ += len;
+        self->size_ = std::max(self->size_, self->pos_);
+        return static_cast<zip_int64_t>(len);
+      }
+      case ZIP_SOURCE_SEEK_WRITE: {
+        const zip_int64_t off = zip_source_seek_compute_offset(self->pos_, self->size_, data, len, &self->error_);
+        if (off < 0) return -1;
+        self->pos_ = static_cast<uint64_t>(off);
+        return 0;
+      }
+      case ZIP_SOURCE_TELL_WRITE:
+        return static_cast<zip_int64_t>(self->pos_);
+      case ZIP_SOURCE_SUPPORTS:
+        return ZIP_SOURCE_SUPPORTS_WRITABLE;
+      default:
+        zip_error_set(&self->error_, ZIP_ER_OPNOTSUPP, 0);
+        return -1;
+    }
+  }
+
+ private:
+  AlignedBuffer* buf_;
+  uint64_t size_ = 0, pos_ = 0, read_ = 0;
+  zip_error_t error_{};
+};
+
 class NpzFormat final : public Format {
  public:
   explicit NpzFormat(FormatOptions o) : Format(std::move(o)) {}
   const char* name() const override { return "npz"; }
   const char* extension() const override { return "npz"; }
-  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<NpzSampleReader>(); }
+  std::unique_ptr<SampleReader> NewSampleReader() const override {
+    return std::make_unique<NpzSampleReader>(options_.io_engine);
+  }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
     const int64_t nspf = options_.samples_per_file;
@@ -217,37 +389,49 @@ class NpzFormat final : public Format {
     uint64_t xelems = 1;
     for (int64_t d : xshape) xelems *= static_cast<uint64_t>(d);
     const uint64_t xbytes = xelems * t.itemsize;
-
-    std::string xhdr = NpyHeader(t.descr, xshape), yhdr = NpyHeader("<i8", {nspf});
-    std::vector<uint8_t> x(xhdr.size() + xbytes), y(yhdr.size() + static_cast<size_t>(nspf) * 8, 0);
-    std::memcpy(x.data(), xhdr.data(), xhdr.size());
+    const std::string yhdr = NpyHeader("<i8", {nspf});
+    std::vector<uint8_t> y(yhdr.size() + static_cast<size_t>(nspf) * 8, 0);
     std::memcpy(y.data(), yhdr.data(), yhdr.size());
-    internal::Rng rng(seed);
-    internal::FillRandom(t, rng, x.data() + xhdr.size(), xelems);
+    // Integer types: random bytes streamed into libzip (the same bytes FillRandom makes). Float types need values in
+    // [0, 1): the member is filled in memory first.
+    const std::string xhdr = NpyHeader(t.descr, xshape);
+    RandomNpySource x(xhdr, xbytes, seed);
+    std::vector<uint8_t> xfloat;
+    if (t.kind == 'f') {
+      xfloat.resize(xhdr.size() + xbytes);
+      std::memcpy(xfloat.data(), xhdr.data(), xhdr.size());
+      internal::Rng rng(seed);
+      internal::FillRandom(t, rng, xfloat.data() + xhdr.size(), xelems);
+    }
     const bool deflate = options_.compression == "zip";
+
+    // The archive buffer is reused by this thread's next file: its pages stay mapped (no page faults, no
+    // zeroing by the kernel per file).
+    thread_local AlignedBuffer archive;
+    archive.Reserve(xbytes + y.size() + (size_t{64} << 10));
+    BufferDestination dest(&archive);
 
     auto zerr = [&path](const char* what, const char* detail) {
       return absl::InternalError(absl::StrCat(path, ": libzip ", what, ": ", detail));
     };
     zip_error_t err;
     zip_error_init(&err);
-    zip_source_t* mem = zip_source_buffer_create(nullptr, 0, 0, &err);
-    if (mem == nullptr) return zerr("buffer", zip_error_strerror(&err));
-    std::unique_ptr<zip_t, ZipCloser> za(zip_open_from_source(mem, ZIP_TRUNCATE, &err));
-    if (!za) {
-      zip_source_free(mem);
-      return zerr("open", zip_error_strerror(&err));
-    }
-    zip_source_keep(mem);  // survive zip_close() so the archive bytes can be read back
     struct SourceFree {
       void operator()(zip_source_t* s) const { zip_source_free(s); }
     };
-    std::unique_ptr<zip_source_t, SourceFree> mem_owner(mem);
+    std::unique_ptr<zip_source_t, SourceFree> dsrc(zip_source_function_create(BufferDestination::Callback, &dest,
+                                                                              &err));
+    if (!dsrc) return zerr("destination", zip_error_strerror(&err));
+    std::unique_ptr<zip_t, ZipCloser> za(zip_open_from_source(dsrc.get(), ZIP_TRUNCATE, &err));
+    if (!za) return zerr("open", zip_error_strerror(&err));
+    zip_source_keep(dsrc.get());  // the archive releases its reference at zip_close(); ours frees it
 
-    for (auto [name, buf] : {std::pair<const char*, std::vector<uint8_t>*>{"x.npy", &x}, {"y.npy", &y}}) {
-      zip_source_t* src = zip_source_buffer(za.get(), buf->data(), buf->size(), 0);
+    for (int m = 0; m < 2; ++m) {
+      zip_source_t* src = m == 1            ? zip_source_buffer(za.get(), y.data(), y.size(), 0)
+                           : xfloat.empty() ? zip_source_function(za.get(), RandomNpySource::Callback, &x)
+                                            : zip_source_buffer(za.get(), xfloat.data(), xfloat.size(), 0);
       if (src == nullptr) return zerr("source", zip_strerror(za.get()));
-      zip_int64_t idx = zip_file_add(za.get(), name, src, ZIP_FL_ENC_UTF_8);
+      const zip_int64_t idx = zip_file_add(za.get(), m == 0 ? "x.npy" : "y.npy", src, ZIP_FL_ENC_UTF_8);
       if (idx < 0) {
         zip_source_free(src);
         return zerr("add", zip_strerror(za.get()));
@@ -262,19 +446,9 @@ class NpzFormat final : public Format {
     if (zip_close(za.get()) != 0) return zerr("close", zip_strerror(za.get()));
     za.release();  // zip_close freed it
 
-    if (zip_source_open(mem) != 0) return zerr("reopen", zip_error_strerror(zip_source_error(mem)));
     internal::FileWriter w;
     absl::Status st = w.Open(path);
-    // Stream the in-memory archive to the file in kWriteChunk pieces (x is no longer needed, reuse its memory).
-    std::vector<uint8_t>& chunk = x;
-    chunk.resize(std::max<size_t>(chunk.size(), 1));
-    while (st.ok()) {
-      zip_int64_t r = zip_source_read(mem, chunk.data(), std::min(chunk.size(), internal::kWriteChunk));
-      if (r < 0) st = zerr("read back", zip_error_strerror(zip_source_error(mem)));
-      if (r <= 0) break;
-      st = w.Append(chunk.data(), static_cast<size_t>(r), stats);
-    }
-    zip_source_close(mem);
+    if (st.ok()) st = w.AppendDirect(dest.data(), dest.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(nspf));
     return st;
@@ -284,5 +458,6 @@ class NpzFormat final : public Format {
 }  // namespace
 
 std::unique_ptr<Format> NewNpzFormat(const FormatOptions& options) { return std::make_unique<NpzFormat>(options); }
+
 
 }  // namespace dlio

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "readers/format.h"
+#include "readers/io_util.h"
 #include "readers/test_util.h"
 
 namespace dlio {
@@ -64,6 +65,20 @@ TEST(Npz, GenerateAccountsWritesAndIsReproducible) {
   EXPECT_EQ(s.samples, 3u);
   EXPECT_EQ(Slurp(dir.File("a.npz")), Slurp(dir.File("b.npz")));
   EXPECT_NE(Slurp(dir.File("a.npz")), Slurp(dir.File("c.npz")));
+}
+
+// x.npy is numpy's header followed by the seed's random stream, exactly as one Rng::Fill of the whole array would
+// make it (the member is generated on demand inside libzip's copy loop, in pieces); zip_fread checks its CRC too.
+TEST(Npz, GeneratedMemberIsTheHeaderAndTheSeedsRandomStream) {
+  TempDir dir;
+  auto f = Npz(3, {97, 89});  // 25,899 bytes: several libzip reads, and a length that is not a multiple of 8
+  IoStats st;
+  ASSERT_TRUE(f->Generate(dir.File("r.npz"), 42, st).ok());
+  std::string want = NpyHeader("|u1", {97, 89, 3});
+  std::string data(97 * 89 * 3, '\0');
+  internal::Rng(42).Fill(reinterpret_cast<uint8_t*>(data.data()), data.size());
+  want += data;
+  EXPECT_EQ(ZipMember(dir.File("r.npz"), "x.npy"), want);
 }
 
 TEST(Npz, RoundTripEverySampleWholeFilePerSample) {

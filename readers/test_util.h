@@ -185,13 +185,16 @@ int ReadEveryDlioSample(const std::string& name, const std::string& format, Byte
 
 namespace dlio::testing {
 
-// Heap allocations made by this thread while an AllocationCounter is alive (operator new is replaced in
-// format_test.cc for the whole test binary; it only counts, then calls malloc).
+// Heap allocations made by this thread while an AllocationCounter is alive (the malloc family and operator new are
+// interposed in alloc_counter_test.cc for the whole test binary; they only count, then call glibc's allocator).
+// count(): every allocation, C libraries' (libjpeg, libpng, libhdf5) included; cxx_count(): operator new only, the
+// allocations of C++ code, ours.
 class AllocationCounter {
  public:
   AllocationCounter();
   ~AllocationCounter();
   uint64_t count() const;
+  uint64_t cxx_count() const;
 };
 
 }  // namespace dlio::testing

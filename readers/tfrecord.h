@@ -16,8 +16,10 @@
 // the finished file back to find them).
 //
 // Reading is streaming only (DLIO's TFReader: tf.data.TFRecordDataset(buffer_size = transfer_size)): the stream
-// reader pread()s exactly transfer_size bytes per call, sequentially, into a per-reader buffer that only grows;
-// records may straddle reads and may be larger than transfer_size (the buffer grows to hold one whole record).
+// reader reads exactly transfer_size bytes per call (the last one of a file up to its end), sequentially, through
+// the io_engine (storage.h; odirect rounds transfer_size up to 4 KiB; io_uring keeps kUringDepth transfers in
+// flight) into a per-reader buffer of a few transfers that only grows; records may straddle reads and may be larger
+// than transfer_size (the buffer grows to hold one whole record).
 // Next() returns one record. No CRC is verified on the hot path (TF's reader does verify both CRCs; with ISA-L
 // that would cost little, but it is left out so the reader measures I/O only); a length that runs past the end of
 // the file is reported as DataLoss. NewSampleReader()'s reader answers Unimplemented.

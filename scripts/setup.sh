@@ -16,7 +16,7 @@ with_tests=0
 packages=(cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
-  libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev libgtest-dev libgmock-dev
+  libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1 libsqlite3-dev)
 # openssl: the TLS tests make their own certificates; python3: bench/fleet.sh reads the result files.
 # hdf5-plugin-lzf is HDF5's lzf filter for dataset.compression: lzf; its plugin needs liblzf1 loaded beside it.

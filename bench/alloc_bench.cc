@@ -1,0 +1,240 @@
+// dlio-bench-alloc: heap allocations per sample on the steady-state read path (the agent's Loader and the format
+// readers, every engine), measured with a counting allocator.
+//
+// Method (the buffer pool of readers/storage.h is switched off, so set-up is the same in every run): the malloc
+// family is interposed (glibc's __libc_* do the work) and operator new is replaced, both
+// counting into global atomics. Each configuration runs the Loader for S steps and then for 2S steps on the same
+// files; everything that does not depend on the number of samples (threads, queues, ring set-up, buffers growing
+// to the largest file, libhdf5's first-use initialisation) is the same in both runs, so
+//   allocations per sample = (A(2S) - A(S)) / (S x batch).
+// "ours" counts operator new (our code, absl and libstdc++ allocate through it) plus our own aligned_alloc;
+// "library" is every other malloc-family call (libhdf5 is C and calls malloc itself).
+// Output: one line per configuration, `alloc <format> <engine> ours_per_sample=<x> library_per_sample=<y>`.
+// --check: exit 1 unless ours_per_sample is 0 everywhere (a deterministic check, used by CTest).
+// Usage: dlio-bench-alloc [--check] [DIR]   (DIR: scratch folder for the small datasets; default: a temp dir)
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "agent/loader.h"
+#include "common/epoch_plan.h"
+#include "readers/format.h"
+
+namespace {
+std::atomic<bool> g_on{false};
+std::atomic<uint64_t> g_malloc{0};   // every malloc-family call (operator new included)
+std::atomic<uint64_t> g_ours{0};     // operator new and aligned_alloc
+thread_local int g_in_new = 0;       // inside operator new: its malloc is ours, not the library's
+
+inline void CountMalloc() {
+  if (g_on.load(std::memory_order_relaxed)) g_malloc.fetch_add(1, std::memory_order_relaxed);
+}
+inline void CountOurs() {
+  if (g_on.load(std::memory_order_relaxed)) g_ours.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+extern "C" {
+void* __libc_malloc(size_t n);
+void* __libc_calloc(size_t n, size_t m);
+void* __libc_realloc(void* p, size_t n);
+void* __libc_memalign(size_t align, size_t n);
+
+void* malloc(size_t n) noexcept {
+  if (g_in_new == 0) CountMalloc();
+  return __libc_malloc(n);
+}
+void* calloc(size_t n, size_t m) noexcept {
+  CountMalloc();
+  return __libc_calloc(n, m);
+}
+void* realloc(void* p, size_t n) noexcept {
+  CountMalloc();
+  return __libc_realloc(p, n);
+}
+void* memalign(size_t align, size_t n) noexcept {
+  CountMalloc();
+  return __libc_memalign(align, n);
+}
+// AlignedBuffer (readers/storage.cc) is the only caller of aligned_alloc on the read path: counted as ours.
+void* aligned_alloc(size_t align, size_t n) noexcept {
+  CountOurs();
+  return __libc_memalign(align, n);
+}
+int posix_memalign(void** out, size_t align, size_t n) noexcept {
+  CountMalloc();
+  void* p = __libc_memalign(align, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+}
+
+void* operator new(std::size_t n) {
+  CountOurs();
+  ++g_in_new;
+  void* p = std::malloc(n == 0 ? 1 : n);
+  --g_in_new;
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace dlio {
+namespace {
+
+struct Config {
+  const char* format;
+  IoEngine engine;
+  int64_t files, nspf, dim, batch, threads;
+};
+
+struct Counts {
+  uint64_t ours = 0, library = 0;
+};
+
+bool Fail(const std::string& what, const absl::Status& s) {
+  std::fprintf(stderr, "dlio-bench-alloc: %s: %s\n", what.c_str(), std::string(s.message()).c_str());
+  return false;
+}
+
+// Runs the loader for `steps` steps and returns the allocations counted while it ran (start to destruction).
+bool RunLoader(const LoaderConfig& cfg, const PlanParams& params, int64_t steps, Counts* out) {
+  absl::StatusOr<EpochPlan> plan = EpochPlan::Make(params, 1);
+  if (!plan.ok()) return Fail("plan", plan.status());
+  std::atomic<bool> cancel{false};
+  std::vector<SampleRef> samples;
+  StreamAssignment stream;
+  const bool streaming = params.mode == AccessMode::kStream;
+  if (streaming) {
+    stream = plan->RankStream(0);
+    // Trim the quotas to `steps` batches in all, taken from the threads in turn.
+    int64_t left = steps;
+    std::vector<int64_t> q(stream.thread_batches.size(), 0);
+    for (size_t t = 0; left > 0; t = (t + 1) % q.size()) {
+      if (q[t] < stream.thread_batches[t]) {
+        ++q[t];
+        --left;
+      }
+    }
+    stream.thread_batches = q;
+  } else {
+    samples = plan->RankSamples(0);
+  }
+  const uint64_t m0 = g_malloc.load(), o0 = g_ours.load();
+  g_on = true;
+  {
+    std::unique_ptr<Loader> loader = streaming ? Loader::StartStream(cfg, std::move(stream), steps, &cancel)
+                                               : Loader::StartIndex(cfg, std::move(samples), steps, &cancel);
+    for (int64_t s = 0; s < steps; ++s) {
+      if (absl::Status st = loader->Next(); !st.ok()) {
+        g_on = false;
+        return Fail("loader", st);
+      }
+    }
+  }
+  g_on = false;
+  out->ours = g_ours.load() - o0;
+  out->library = g_malloc.load() - m0;
+  return true;
+}
+
+bool Measure(const std::string& dir, const Config& c, bool* ours_zero) {
+  FormatOptions o;
+  o.samples_per_file = c.nspf;
+  o.sample_dims = {c.dim, c.dim};
+  o.io_engine = c.engine;
+  o.transfer_size = 65536;
+  if (std::string(c.format) == "hdf5") o.hdf5_chunk_dims = {1, c.dim, c.dim};
+  absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(c.format, o);
+  if (!f.ok()) return Fail("format", f.status());
+  LoaderConfig cfg;
+  cfg.format = f->get();
+  cfg.batch = c.batch;
+  cfg.threads = c.threads;
+  cfg.prefetch = 2;
+  IoStats gen;
+  for (int64_t i = 0; i < c.files; ++i) {
+    const std::string path = dir + "/" + DataFileName("img", i, c.files, (*f)->extension());
+    if (!std::filesystem::exists(path)) {
+      if (absl::Status s = (*f)->Generate(path, static_cast<uint64_t>(i), gen); !s.ok()) return Fail("generate", s);
+    }
+    cfg.files.push_back(path);
+  }
+  PlanParams p;
+  p.num_files = c.files;
+  p.samples_per_file = c.nspf;
+  p.batch = c.batch;
+  p.read_threads = c.threads;
+  p.sample_shuffle = ShuffleMode::kSeed;
+  p.mode = (*f)->streaming() ? AccessMode::kStream : AccessMode::kIndex;
+  absl::StatusOr<int64_t> max_steps = EpochPlan::Steps(p);
+  if (!max_steps.ok()) return Fail("plan", max_steps.status());
+  const int64_t s = *max_steps / 2;
+  Counts warm, a, b;
+  if (!RunLoader(cfg, p, s, &warm) || !RunLoader(cfg, p, s, &a) || !RunLoader(cfg, p, 2 * s, &b)) return false;
+  const double samples = static_cast<double>(s * c.batch);
+  const double ours = (static_cast<double>(b.ours) - static_cast<double>(a.ours)) / samples;
+  const double lib = (static_cast<double>(b.library) - static_cast<double>(a.library)) / samples;
+  std::printf("alloc %s %s ours_per_sample=%.3f library_per_sample=%.3f samples=%.0f\n", c.format,
+              IoEngineName(c.engine), ours, lib, samples);
+  if (b.ours != a.ours) *ours_zero = false;
+  return true;
+}
+
+}  // namespace
+}  // namespace dlio
+
+int main(int argc, char** argv) {
+  bool check = false;
+  std::string dir;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--check") == 0) {
+      check = true;
+    } else {
+      dir = argv[i];
+    }
+  }
+  // No buffer pool (readers/storage.h): otherwise a loader thread that starts late may or may not find the buffer
+  // of one that already finished, and the set-up allocations would differ from run to run by one.
+  ::setenv("DLIO_BUFFER_POOL_BYTES", "0", 1);
+  bool temp = false;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/dlio-bench-alloc.XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return 2;
+    dir = tmpl;
+    temp = true;
+  }
+  using dlio::IoEngine;
+  const dlio::Config configs[] = {
+      {"npz", IoEngine::kPosix, 64, 1, 128, 4, 2},       {"npz", IoEngine::kODirect, 64, 1, 128, 4, 2},
+      {"npz", IoEngine::kIoUring, 64, 1, 128, 4, 2},     {"tfrecord", IoEngine::kPosix, 8, 64, 100, 16, 2},
+      {"tfrecord", IoEngine::kODirect, 8, 64, 100, 16, 2}, {"tfrecord", IoEngine::kIoUring, 8, 64, 100, 16, 2},
+      {"hdf5", IoEngine::kPosix, 4, 256, 64, 8, 2},
+  };
+  bool ok = true, ours_zero = true;
+  for (const dlio::Config& c : configs) {
+    const std::string sub = dir + "/" + c.format;
+    std::filesystem::create_directories(sub);
+    ok = dlio::Measure(sub, c, &ours_zero) && ok;
+  }
+  if (temp) std::filesystem::remove_all(dir);
+  if (!ok) return 2;
+  if (check && !ours_zero) {
+    std::fprintf(stderr, "dlio-bench-alloc: our code allocates on the steady-state read path (see above)\n");
+    return 1;
+  }
+  return 0;
+}
