@@ -560,6 +560,31 @@ class Bench:
         self.add_row("Agent", "peak RSS over all runs (VmHWM)", f"{hwm:.0f} MiB",
                      note="read buffers: one whole file per loader thread for npz")
 
+    def case_fleet(self):
+        """Coordinator step barrier with 16, 64 and 256 agents (bench/fleet.sh, 1 accelerator each)."""
+        sizes = {"smoke": [4], "quick": [16, 64], "full": [16, 64, 256]}[self.mode]
+        steps = 10 if self.mode == "smoke" else 50
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fleet.sh")
+        for n in sizes:
+            log(f"bench: fleet of {n} agents, {steps} steps")
+            p = subprocess.run(["bash", script, "--agents", str(n), "--steps", str(steps)], capture_output=True,
+                               text=True, env=dict(os.environ, DLIO_BIN_DIR=self.bin))
+            if p.returncode != 0:
+                raise BenchError(f"fleet.sh --agents {n} failed: {p.stderr.strip()[-400:]}")
+            out = p.stdout
+            rel = re.search(r"release \(shortest wait per step\): p50 ([\d.]+) ms, p99 ([\d.]+) ms", out)
+            allr = re.search(r"all ranks and steps:\s+p50 ([\d.]+) ms, p99 ([\d.]+) ms", out)
+            att = re.search(r"attach time \(all \d+ agents, from the first launch\): ([\d.]+) s", out)
+            cpu = re.search(r"coordinator CPU: ([\d.]+) s during the attach, ([\d.]+) s during the job", out)
+            rss = re.search(r"RSS ([\d.]+) MiB at the end, peak ([\d.]+) MiB", out)
+            if not (rel and allr and att and cpu and rss):
+                raise BenchError(f"fleet.sh --agents {n}: unexpected output:\n{out}")
+            self.add_row("Coordinator", f"step barrier with {n} agents x 1 accelerator, {steps} steps: release "
+                         "(last arriver) p50 / p99", f"{float(rel.group(1)):.1f} / {float(rel.group(2)):.1f} ms",
+                         note=f"all ranks p50 {float(allr.group(1)):.1f} ms, p99 {float(allr.group(2)):.1f} ms; "
+                              f"attach {float(att.group(1)):.1f} s; coordinator CPU {float(cpu.group(2)):.2f} s "
+                              f"for the job, peak RSS {float(rss.group(2)):.0f} MiB")
+
     # --------------------------------------------------------------------------------------------------------
 
     def run(self):
@@ -572,14 +597,13 @@ class Bench:
         for c in cases:
             t0 = time.monotonic()
             getattr(self, {"a": "case_a", "b": "case_b", "c": "case_c", "d": "case_d", "e": "case_e",
-                           "gen": "case_gen", "micro": "micro", "alloc": "allocations"}[c])()
+                           "gen": "case_gen", "micro": "micro", "alloc": "allocations",
+                           "fleet": "case_fleet"}[c])()
             log(f"bench: {c} done in {time.monotonic() - t0:.0f} s")
         if self.agent_runs:
             self.startup_rows()
         self.add_row("Not built yet", "Checkpoint write/read GB/s vs fio, agent peak RSS",
                      "n/a (needs checkpointing)")
-        self.add_row("Not built yet", "Coordinator step barrier p50/p99 with 16, 64, 256 agents",
-                     "n/a (see fleet benchmark)")
         text = self.report(started, load0)
         print(text)
         if self.args.results:
@@ -631,7 +655,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller datasets (a quarter), still 5 rounds")
     ap.add_argument("--smoke", action="store_true", help="tiny data, 1 round: checks the harness, measures nothing")
     ap.add_argument("--rounds", type=int, default=0, help="override the number of rounds")
-    ap.add_argument("--cases", default="a,b,c,d,e,gen,micro,alloc", help="comma-separated subset")
+    ap.add_argument("--cases", default="a,b,c,d,e,gen,micro,alloc,fleet", help="comma-separated subset")
     ap.add_argument("--results", help="also write the table to this file")
     ap.add_argument("--check-targets", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args()
