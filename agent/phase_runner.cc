@@ -355,7 +355,9 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
 
   std::atomic<bool> stop{false};
   FirstError first_error;
-  StepBarrier local_barrier(cmd.local_ranks, barrier);
+  // When every rank of the job is on this agent, the local barrier is the whole barrier: no round trip to the
+  // coordinator per step (it knows, and does not expect arrivals from a single-agent job).
+  StepBarrier local_barrier(cmd.local_ranks, cmd.local_ranks == cmd.world ? StepBarrier::Global() : barrier);
   const Distribution& compute = eval ? spec.eval_time : spec.computation_time;
   std::vector<std::atomic<uint64_t>> rank_steps(cmd.local_ranks);
   std::vector<RankEpochResult> results(cmd.local_ranks);

@@ -244,9 +244,11 @@ void Coordinator::LoseAgentLocked(const std::string& name, const std::string& wh
                 ? std::string("before reporting progress")
                 : absl::StrCat("after writing ", it->second[0], " of its ", it->second[1], " files");
   } else {
-    uint64_t total = 0;
-    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]);
-    where = absl::StrCat("after step ", p.barrier_step, total > 0 ? absl::StrCat(" of ", total) : std::string());
+    uint64_t total = 0, done = 0;
+    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]), done = std::max(done, v[0]);
+    // A single-agent job has no barrier here: its last progress report says how far it got.
+    const uint64_t step = names.size() > 1 ? p.barrier_step : done;
+    where = absl::StrCat("after step ", step, total > 0 ? absl::StrCat(" of ", total) : std::string());
   }
   p.error = absl::StrCat("agent '", name, "' (", RanksOf(job, name), ") lost during job ", job.rec.id, " phase ",
                          p.id, " ", where, ": ", why);
@@ -803,7 +805,9 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     // 200 ms: how late a barrier timeout may be noticed; events themselves wake this loop at once.
     cv_.wait_for(lk, std::chrono::milliseconds(200));
     const Clock::time_point now = options_.now();
-    if (kind == PhaseOrder::Kind::kTrainEpoch && barrier_timeout.count() > 0 && now - p.last_advance > barrier_timeout && p.error.empty()) {
+    // A single-agent job's barrier is local to the agent (no arrivals here), so only jobs over several agents time out.
+    if (kind == PhaseOrder::Kind::kTrainEpoch && job.rec.agent_names.size() > 1 && barrier_timeout.count() > 0 &&
+        now - p.last_advance > barrier_timeout && p.error.empty()) {
       std::vector<std::string> missing;
       for (const std::string& name : job.rec.agent_names) {
         if (p.pending.count(name) && !p.arrived.count(name)) {
@@ -847,11 +851,11 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   }
 
   if (!p.error.empty() || job.cancel_requested || stopping_) {
-    uint64_t total = 0;
-    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]);
+    uint64_t total = 0, done = 0;
+    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]), done = std::max(done, v[0]);
+    const uint64_t step = job.rec.agent_names.size() > 1 ? p.barrier_step : done;  // single agent: no barrier here
     const std::string where =
-        generate ? std::string()
-                 : absl::StrCat(" after step ", p.barrier_step, total ? absl::StrCat(" of ", total) : "");
+        generate ? std::string() : absl::StrCat(" after step ", step, total ? absl::StrCat(" of ", total) : "");
     if (!p.error.empty()) {
       job.end_state = JobState::kFailed;
       job.end_message = p.error;

@@ -503,11 +503,15 @@ TEST(Metrics, CoordinatorMetricsPassPromtool) {
   const int mport = FreePort();
   Fleet fleet(dir, {"--metrics-listen", "127.0.0.1:" + std::to_string(mport)});
   fleet.AddAgent("agent-0");
-  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 8, 0.01));  // one rank: 8 steps, 8 barriers
-  const CommandResult r = fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30"});
+  fleet.AddAgent("agent-1");
+  // Two agents of one rank each: 16 files, 8 steps per rank, 8 barriers through the coordinator (a single-agent
+  // job's barrier stays inside the agent).
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 16, 0.01));
+  const CommandResult r =
+      fleet.Client({"submit", dir.str() + "/job.yaml", "--agents", "2", "--wait-for-agents", "30"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string metrics = HttpGet(mport, "/metrics");
-  for (const char* line : {"dlio_coordinator_agents 1", "dlio_coordinator_jobs{state=\"succeeded\"} 1",
+  for (const char* line : {"dlio_coordinator_agents 2", "dlio_coordinator_jobs{state=\"succeeded\"} 1",
                            "dlio_coordinator_leases_expired_total 0",
                            "dlio_coordinator_barrier_wait_seconds_count{job_id=\""}) {
     EXPECT_TRUE(Contains(metrics, line)) << line << "\n" << metrics;
