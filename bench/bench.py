@@ -172,7 +172,7 @@ class Bench:
                                  stdout=open(clog, "w"), stderr=subprocess.STDOUT)
         agent = None
         try:
-            port = self._wait_for_line(clog, r"listening on .*\(port (\d+)\)", coord).group(1)
+            port = self._wait_for_line(clog, r"listening on (?:port |.*\(port )(\d+)", coord).group(1)
             addr = f"127.0.0.1:{port}"
             env = dict(os.environ)
             env.update(env_extra or {})
