@@ -140,6 +140,53 @@ struct WorkloadSpec {
 bool operator==(const WorkloadSpec& a, const WorkloadSpec& b);
 inline bool operator!=(const WorkloadSpec& a, const WorkloadSpec& b) { return !(a == b); }
 
+// The policy of one DLIO key: one column of the key table (docs/workload-keys.md), applied by the loader.
+//  kImplemented        : validated and applied as DLIO documents it.
+//  kImplementedDiffers : implemented with its evident meaning although DLIO ignores or breaks it; setting it (to a
+//                        value where the behaviours part) gives one warning line saying how DLIO differs; --strict
+//                        makes that line an error.
+//  kLabel              : accepted; changes nothing here (framework, loader names, pin_memory, ...); --explain notes it.
+//  kNotSupported       : DLIO changes I/O or timing with it and this version does not: its default is accepted,
+//                        anything else is "KEY: DLIO key not supported yet by this version".
+enum class KeyPolicy { kImplemented, kImplementedDiffers, kLabel, kNotSupported };
+// "implemented", "implemented; DLIO differs", "label", "not supported yet".
+const char* KeyPolicyName(KeyPolicy p);
+
+// One warning line. `text` starts with the key ("dataset.enable_chunking: ..."). dlio_differs: the line says how
+// DLIO differs (--strict turns it into an error); false for notes where we do what DLIO does.
+struct WorkloadWarning {
+  std::string key;
+  std::string text;
+  bool dlio_differs = true;
+};
+
+// A key the job sets (file or override), with the policy applied to it (for --explain).
+struct KeyUse {
+  std::string key;     // canonical dotted path (reader.x for data_reader.x)
+  std::string value;   // the value as YAML flow text
+  KeyPolicy policy = KeyPolicy::kImplemented;
+  std::string note;    // the key table's note
+};
+
+struct LoadOptions {
+  // Every "DLIO differs" warning is an error instead: "KEY: ... (--strict)".
+  bool strict = false;
+  // --explain: "not supported yet" keys and values do not stop the load; they are listed in
+  // LoadDiagnostics::not_supported so the plan can still be shown (checkpoint sizing of checkpoint-only jobs).
+  bool plan_only = false;
+};
+
+struct LoadDiagnostics {
+  std::vector<WorkloadWarning> warnings;    // at most one per key, in key-table order of appearance
+  std::vector<KeyUse> keys;                 // every key the job sets, in the order given
+  std::vector<std::string> not_supported;   // plan_only: the errors a run would stop with
+};
+
+// Parses YAML text plus overrides, with the options above; `diag` (optional) receives warnings and key uses.
+absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                                          const std::string& source, const LoadOptions& options,
+                                          LoadDiagnostics* diag);
+
 // Parses YAML text plus overrides. `source` names the file in error messages. `warnings` (optional) receives one
 // line per key this version implements with its evident meaning where DLIO ignores or breaks it, saying how DLIO
 // differs (e.g. dataset.enable_chunking, npz compression: zip, mmap_indexed_binary reads).
@@ -154,7 +201,7 @@ std::string ToYaml(const WorkloadSpec& spec);
 
 const char* ShuffleModeName(ShuffleMode m);
 
-// Markdown reference of every DLIO key: default, status (implemented / accepted as a label / not supported yet)
+// Markdown reference of every DLIO key: default, policy (implemented / accepted as a label / not supported yet)
 // and notes, generated from the same key table the loader uses (docs/workload-keys.md is this text).
 std::string KeyReferenceMarkdown();
 
