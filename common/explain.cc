@@ -167,8 +167,8 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
     j["train"] = json{{"enabled", false}};
   }
   if (spec.train && spec.evaluation && spec.num_files_eval > 0) {
-    json e = StepsSection(EpochPlan::Steps(EvalPlanParams(spec, world)), spec.batch_size_eval,
-                          spec.record_length_bytes, fleet.accelerators_per_agent);
+    json e = StepsSection(EpochPlan::Steps(EvalPlanParams(spec, world)), spec.batch_size_eval, spec.record_length_bytes,
+                          fleet.accelerators_per_agent);
     int64_t evals = 0;
     for (int64_t ep = 1; ep <= spec.epochs; ++ep) evals += spec.EvaluatesAfter(ep) ? 1 : 0;
     e["evaluations"] = evals;
@@ -248,8 +248,12 @@ std::string ExplainText(const json& p) {
   o << fmt::format("  fleet: {} agent(s) x {} accelerator(s) = world {}\n", p["agents"].get<int64_t>(),
                    p["accelerators_per_agent"].get<int64_t>(), p["world"].get<int64_t>());
   if (p.contains("fleet_note")) o << "    note: " << p["fleet_note"].get<std::string>() << "\n";
-  o << fmt::format("  format: {}, record {} ({} bytes, mean)\n", p["format"].get<std::string>(),
-                   Human(p["record_length_bytes"].get<double>()), p["record_length_bytes"].get<double>());
+  // Without training (checkpoint-only jobs) the data lines say nothing; the JSON keeps them.
+  const bool trains = !(p["train"].contains("enabled") && !p["train"]["enabled"].get<bool>());
+  if (trains) {
+    o << fmt::format("  format: {}, record {} ({} bytes, mean)\n", p["format"].get<std::string>(),
+                     Human(p["record_length_bytes"].get<double>()), p["record_length_bytes"].get<double>());
+  }
   auto steps = [&](const char* name, const json& s) {
     if (s.contains("enabled") && !s["enabled"].get<bool>()) {
       o << fmt::format("  {}: off\n", name);
@@ -261,8 +265,7 @@ std::string ExplainText(const json& p) {
     }
     o << fmt::format("  {}: {} steps per epoch of batch {}; per rank per epoch {} samples, {}; per agent {}", name,
                      s["steps_per_epoch"].get<int64_t>(), s["batch_size"].get<int64_t>(),
-                     s["samples_per_rank_per_epoch"].get<int64_t>(),
-                     Human(s["bytes_per_rank_per_epoch"].get<double>()),
+                     s["samples_per_rank_per_epoch"].get<int64_t>(), Human(s["bytes_per_rank_per_epoch"].get<double>()),
                      Human(s["bytes_per_agent_per_epoch"].get<double>()));
     if (s.contains("epochs")) o << fmt::format("; {} epoch(s)", s["epochs"].get<int64_t>());
     if (s.contains("evaluations")) o << fmt::format("; {} evaluation(s)", s["evaluations"].get<int64_t>());
@@ -272,38 +275,41 @@ std::string ExplainText(const json& p) {
   if (p.contains("eval")) steps("eval", p["eval"]);
 
   const json& d = p["demand"];
-  o << fmt::format("  demand per accelerator at 100% AU: {} per step / {} s compute", 
-                   Human(d["bytes_per_step_per_accelerator"].get<double>()), d["computation_time_s"].get<double>());
-  if (d.contains("bytes_per_second_per_accelerator")) {
-    o << fmt::format(" = {} ({:.1f} samples/s); per agent {}; fleet {}\n",
-                     rate(d["bytes_per_second_per_accelerator"].get<double>()),
-                     d["samples_per_second_per_accelerator"].get<double>(),
-                     rate(d["bytes_per_second_per_agent"].get<double>()),
-                     rate(d["bytes_per_second_fleet"].get<double>()));
-  } else {
-    o << "\n    note: " << d["note"].get<std::string>() << "\n";
-  }
-
   const json& m = p["memory"];
-  o << fmt::format("  dataset: train {}", Human(m["dataset_bytes_train"].get<double>()));
-  if (m["dataset_bytes_eval"].get<int64_t>() > 0) o << ", eval " << Human(m["dataset_bytes_eval"].get<double>());
-  if (m.contains("agent_memory_bytes")) {
-    o << fmt::format("; agent RAM {} ({})\n", Human(m["agent_memory_bytes"].get<double>()),
-                     m["memory_source"].get<std::string>());
-    if (m["potential_caching"].get<bool>()) {
-      const json& t = p["train"];
-      o << fmt::format("  warning: potential caching: an agent's share of an epoch ({}) fits in its RAM, so reads "
-                       "after the first epoch may come from the page cache (DLIO's potential_caching)\n",
-                       t.contains("bytes_per_agent_per_epoch") ? Human(t["bytes_per_agent_per_epoch"].get<double>())
-                                                              : Human(m["dataset_bytes_train"].get<double>()));
+  if (trains) {
+    o << fmt::format("  demand per accelerator at 100% AU: {} per step / {} s compute",
+                     Human(d["bytes_per_step_per_accelerator"].get<double>()), d["computation_time_s"].get<double>());
+    if (d.contains("bytes_per_second_per_accelerator")) {
+      o << fmt::format(" = {} ({:.1f} samples/s); per agent {}; fleet {}\n",
+                       rate(d["bytes_per_second_per_accelerator"].get<double>()),
+                       d["samples_per_second_per_accelerator"].get<double>(),
+                       rate(d["bytes_per_second_per_agent"].get<double>()),
+                       rate(d["bytes_per_second_fleet"].get<double>()));
+    } else {
+      o << "\n    note: " << d["note"].get<std::string>() << "\n";
     }
-    if (!m["mlperf_5x_ram_rule_met"].get<bool>()) {
-      o << fmt::format("    note: MLPerf Storage wants a dataset of at least 5x the fleet's RAM ({})\n",
-                       Human(5.0 * m["fleet_memory_bytes"].get<double>()));
+
+    o << fmt::format("  dataset: train {}", Human(m["dataset_bytes_train"].get<double>()));
+    if (m["dataset_bytes_eval"].get<int64_t>() > 0) o << ", eval " << Human(m["dataset_bytes_eval"].get<double>());
+    if (m.contains("agent_memory_bytes")) {
+      o << fmt::format("; agent RAM {} ({})\n", Human(m["agent_memory_bytes"].get<double>()),
+                       m["memory_source"].get<std::string>());
+      if (m["potential_caching"].get<bool>()) {
+        const json& t = p["train"];
+        o << fmt::format(
+            "  warning: potential caching: an agent's share of an epoch ({}) fits in its RAM, so reads "
+            "after the first epoch may come from the page cache (DLIO's potential_caching)\n",
+            t.contains("bytes_per_agent_per_epoch") ? Human(t["bytes_per_agent_per_epoch"].get<double>())
+                                                    : Human(m["dataset_bytes_train"].get<double>()));
+      }
+      if (!m["mlperf_5x_ram_rule_met"].get<bool>()) {
+        o << fmt::format("    note: MLPerf Storage wants a dataset of at least 5x the fleet's RAM ({})\n",
+                         Human(5.0 * m["fleet_memory_bytes"].get<double>()));
+      }
+    } else {
+      o << "; agent RAM unknown\n";
     }
-  } else {
-    o << "; agent RAM unknown\n";
-  }
+  }  // trains
 
   const json& c = p["checkpoint"];
   if (!c["enabled"].get<bool>()) {
@@ -311,18 +317,17 @@ std::string ExplainText(const json& p) {
   } else if (c.contains("error")) {
     o << "  checkpoint: cannot size: " << c["error"].get<std::string>() << "\n";
   } else {
-    o << fmt::format("  checkpoint: {} per checkpoint over {} writing rank(s){}; {}; {} written, {} read\n",
-                     Human(c["bytes_per_checkpoint"].get<double>()), c["writing_ranks"].get<int64_t>(),
-                     c["parameters"].get<int64_t>() > 0
-                         ? fmt::format(" ({} parameters)", c["parameters"].get<int64_t>())
-                         : "",
-                     c["schedule"].get<std::string>(), Human(c["bytes_written"].get<double>()),
-                     Human(c["bytes_read"].get<double>()));
+    o << fmt::format(
+        "  checkpoint: {} per checkpoint over {} writing rank(s){}; {}; {} written, {} read\n",
+        Human(c["bytes_per_checkpoint"].get<double>()), c["writing_ranks"].get<int64_t>(),
+        c["parameters"].get<int64_t>() > 0 ? fmt::format(" ({} parameters)", c["parameters"].get<int64_t>()) : "",
+        c["schedule"].get<std::string>(), Human(c["bytes_written"].get<double>()),
+        Human(c["bytes_read"].get<double>()));
     const json& br = c["bytes_per_rank"];
     const size_t shown = std::min<size_t>(br.size(), 16);
     for (size_t r = 0; r < shown; ++r) {
-      o << fmt::format("    rank {}: {} ({} bytes, {} file(s))\n", r, Human(br[r].get<double>()),
-                       br[r].get<int64_t>(), c["files_per_rank"][r].get<int64_t>());
+      o << fmt::format("    rank {}: {} ({} bytes, {} file(s))\n", r, Human(br[r].get<double>()), br[r].get<int64_t>(),
+                       c["files_per_rank"][r].get<int64_t>());
     }
     if (br.size() > shown) o << fmt::format("    ... {} more ranks (--json lists all)\n", br.size() - shown);
   }

@@ -43,9 +43,10 @@ train: {epochs: 5, computation_time: 0.636}
   EXPECT_EQ(p["memory"]["dataset_bytes_train"], 168 * int64_t{146600628});
   EXPECT_TRUE(p["memory"]["potential_caching"].get<bool>()) << "12 GiB per agent fit in 1 TiB";
   EXPECT_FALSE(p["memory"]["mlperf_5x_ram_rule_met"].get<bool>());
-  const json small = Explain("dataset: {format: npz, num_files_train: 168, record_length_bytes: 146600628}\n"
-                             "reader: {batch_size: 7}\n",
-                             2, 4, uint64_t{1} << 30);
+  const json small = Explain(
+      "dataset: {format: npz, num_files_train: 168, record_length_bytes: 146600628}\n"
+      "reader: {batch_size: 7}\n",
+      2, 4, uint64_t{1} << 30);
   EXPECT_FALSE(small["memory"]["potential_caching"].get<bool>()) << "12 GiB per agent do not fit in 1 GiB";
   const std::string text = ExplainText(p);
   EXPECT_THAT(text, HasSubstr("3 steps per epoch of batch 7"));

@@ -1499,7 +1499,8 @@ std::string KeyReferenceMarkdown() {
   md += "- **not supported yet**: DLIO changes I/O or timing with it and this version does not implement it. DLIO's "
         "default value is accepted; so is any value while the feature it belongs to is off (noted). Anything else "
         "is the error `KEY: DLIO key not supported yet by this version` (exit 2); `storage.storage_type: s3` and "
-        "`aistore` give `... (object storage) is not supported yet`. `--explain` still shows the plan of such a job and "
+        "`aistore` give `... (object storage) is not supported yet`. `--explain` still shows the plan of such a job "
+        "and "
         "lists what a run would stop at.\n\n";
   md += "Aliases: `data_reader.*` is `reader.*` (use one of them); `dataset.record_length` is "
         "`dataset.record_length_bytes`. A key DLIO does not know is an error naming the nearest known key, e.g. "
