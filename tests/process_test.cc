@@ -507,6 +507,25 @@ TEST(BadInput, StrictRefusesEveryKeyWhereDlioBehavesDifferently) {
   }
 }
 
+// A DLIO-differs key: one warning line on the client (once, however often the key is read) and a line in the
+// coordinator's log naming the job; the job runs.
+TEST(Warnings, SubmitPrintsOneLinePerKeyAndTheCoordinatorLogsIt) {
+  TempDir dir;
+  Fleet fleet(dir, 1, 1);
+  WriteFile(dir.str() + "/job.yaml",
+            "model:\n  model_size: 4096\nworkflow:\n  generate_data: true\ndataset:\n  data_folder: data\n"
+            "  format: npz\n  num_files_train: 4\n  record_length_bytes: 4096\nreader:\n  batch_size: 1\n");
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 1);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string line = "warning: model.model_size: 4096 bytes is the model size here";
+  ASSERT_NE(r.err.find(line), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(line), r.err.rfind(line)) << "printed twice: " << r.err;
+  EXPECT_TRUE(Eventually([&] { return fleet.coordinator().Log().find(": warning: model.model_size: 4096 bytes") !=
+                                      std::string::npos; },
+                         seconds(5)))
+      << fleet.coordinator().Log();
+}
+
 // run --explain: the plan without running: steps, bytes per rank, demand, RAM, policies; --json for scripts.
 TEST(Explain, RunPrintsThePlanAndWritesNothing) {
   TempDir dir;
