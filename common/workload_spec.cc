@@ -795,7 +795,8 @@ std::vector<KeyInfo> BuildKeys() {
   auto ckpt_differs = [&](std::string path, std::string def, std::vector<std::string> values, std::string note,
                           std::function<std::string(const std::string&)> warn) {
     KeyInfo k = Custom(
-        std::move(path), KeyStatus::kImplementedDiffers, std::move(note),
+        std::move(path), KeyStatus::kImplementedDiffers,
+        note + "; validated here, applied by the checkpoint phases (runs refuse workflow.checkpoint until they land)",
         [values](const YAML::Node& n, const std::string& p, WorkloadSpec&) {
           bool b;
           if (values.empty()) {
