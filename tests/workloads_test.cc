@@ -1,6 +1,7 @@
-// Every workload file we ship (configs/workloads/) and every DLIO-shipped workload file (tests/fixtures/dlio-workloads/)
-// runs over `dlio-coordinator run` with 2 real agent processes, scaled down by overrides (4 files x 2 samples of
-// 4 KiB, batch 2, 1 epoch, no compute time), and its --explain plan is what the planning code derives.
+// Every workload file we ship (configs/workloads/) and every DLIO-shipped workload file
+// (tests/fixtures/dlio-workloads/) runs over `dlio-coordinator run` with 2 real agent processes, scaled down by
+// overrides (4 files x 2 samples of 4 KiB, batch 2, 1 epoch, no compute time), and its --explain plan is what the
+// planning code derives.
 //  - Object-storage files (storage_type s3/aistore) must fail with one "not supported yet" line, exit 2.
 //  - Files with workflow.checkpoint: while runs refuse workflow.checkpoint ("not supported yet"; the checkpoint phases
 //    are being wired in), training files run again with workflow.checkpoint=False and checkpoint-only files (llama)
@@ -60,12 +61,21 @@ Loaded Load(const std::string& path, const std::vector<std::string>& overrides =
 // Overrides that make a workload tiny and fast while keeping its format, loader and layout choices.
 std::vector<std::string> ScaleDown(const Loaded& l) {
   const WorkloadSpec& s = l.spec;
-  std::vector<std::string> o = {
-      "workflow.generate_data=True",     "dataset.data_folder=data",           "dataset.num_files_train=4",
-      "dataset.num_samples_per_file=2",  "dataset.record_length_bytes=4096",   "dataset.record_length_bytes_stdev=0",
-      "dataset.record_dims=[]",          "dataset.record_element_type=uint8",  "reader.batch_size=2",
-      "reader.batch_size_eval=1",        "reader.read_threads=2",              "train.epochs=1",
-      "train.computation_time=0",        "train.total_training_steps=-1",      "evaluation.eval_time=0"};
+  std::vector<std::string> o = {"workflow.generate_data=True",
+                                "dataset.data_folder=data",
+                                "dataset.num_files_train=4",
+                                "dataset.num_samples_per_file=2",
+                                "dataset.record_length_bytes=4096",
+                                "dataset.record_length_bytes_stdev=0",
+                                "dataset.record_dims=[]",
+                                "dataset.record_element_type=uint8",
+                                "reader.batch_size=2",
+                                "reader.batch_size_eval=1",
+                                "reader.read_threads=2",
+                                "train.epochs=1",
+                                "train.computation_time=0",
+                                "train.total_training_steps=-1",
+                                "evaluation.eval_time=0"};
   if (s.num_files_eval > 0) o.push_back("dataset.num_files_eval=2");
   if (!s.hdf5_chunk_dims.empty()) o.push_back("dataset.hdf5.chunk_dims=[1,16,16]");  // 64x64 samples
   if (l.Sets("workflow.checkpoint", "")) {
@@ -84,10 +94,19 @@ std::vector<std::string> ScaleDown(const Loaded& l) {
 }
 
 std::vector<std::string> RunArgs(const std::string& job, const TempDir& dir, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {Bin("dlio-coordinator"), "run",         job,
-                                   "--local-agents",        "2",           "--accelerators",
-                                   "1",                     "--data-root", dir.str(),
-                                   "--results-dir",         dir.str() + "/results", "--wait-for-agents", "30"};
+  std::vector<std::string> argv = {Bin("dlio-coordinator"),
+                                   "run",
+                                   job,
+                                   "--local-agents",
+                                   "2",
+                                   "--accelerators",
+                                   "1",
+                                   "--data-root",
+                                   dir.str(),
+                                   "--results-dir",
+                                   dir.str() + "/results",
+                                   "--wait-for-agents",
+                                   "30"};
   for (const std::string& o : extra) {
     argv.push_back("--set");
     argv.push_back(o);
