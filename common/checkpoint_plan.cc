@@ -27,7 +27,8 @@ LayerTensors LayerOf(const CheckpointModel& m, int64_t index) {
   } else if (index == L + 2) {
     t.replicated = {h};  // final norm
   } else {
-    const int64_t d_kv = h / m.num_attention_heads * m.num_kv_heads;
+    // (h / heads) * kv_heads in exact arithmetic, as DLIO's float formula: llama_1t's 25872 / 192 is not whole.
+    const int64_t d_kv = h * m.num_kv_heads / m.num_attention_heads;
     t.replicated = {h, h};                                          // input and post-attention norms
     t.split = {h * (h + 2 * d_kv), h * h, 2 * h * m.ffn_hidden_size, h * m.ffn_hidden_size};  // QKV, out, MLP
   }
@@ -88,7 +89,7 @@ absl::StatusOr<CheckpointModel> CheckpointModelFor(const WorkloadSpec& spec) {
 
 int64_t TransformerParameters(const CheckpointModel& m) {
   const int64_t h = m.hidden_size;
-  const int64_t d_kv = h / m.num_attention_heads * m.num_kv_heads;
+  const int64_t d_kv = h * m.num_kv_heads / m.num_attention_heads;
   const int64_t per_layer = 2 * h + h * (h + 2 * d_kv) + h * h + 3 * h * m.ffn_hidden_size;
   return 2 * m.vocab_size * h + m.num_layers * per_layer + h;
 }
@@ -134,8 +135,9 @@ absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int6
       m.num_kv_heads <= 0) {
     return Invalid("model.transformer", "vocab_size, hidden_size, ffn_hidden_size and the head counts must be positive");
   }
-  if (m.hidden_size % m.num_attention_heads != 0) {
-    return Invalid("model.transformer.hidden_size", "must be divisible by num_attention_heads");
+  if (m.hidden_size * m.num_kv_heads % m.num_attention_heads != 0) {
+    return Invalid("model.transformer.hidden_size",
+                   "x num_kv_heads must be divisible by num_attention_heads (the K/V width is h / heads x kv_heads)");
   }
   if (m.model_dtype_bytes <= 0 || m.optimizer_dtype_bytes <= 0) {
     return Invalid("model.model_datatype", "element sizes must be positive");

@@ -250,13 +250,16 @@ absl::Status ParseChoice(const YAML::Node& n, const std::string& path, const std
 // ---------------------------------------------------------------------------------------------------------------
 // The key table: every DLIO key (../shared/reference/dlio.md §1), with the policy of this version.
 
-// kImplementedDiffers: implemented with its evident meaning although DLIO ignores or breaks it; warns when used.
-enum class KeyStatus { kImplemented, kImplementedDiffers, kLabel, kNotSupported };
+// The policy column (KeyPolicy in the header).
+using KeyStatus = KeyPolicy;
 // A feature whose keys are inert while it is off, so DLIO files that set them (with the feature off) still load.
 enum class Gate { kNone, kCheckpoint };
 
 using ApplyFn = std::function<absl::Status(const YAML::Node&, const std::string& path, WorkloadSpec&)>;
 using GetFn = std::function<std::string(const WorkloadSpec&)>;  // the stored value as YAML text
+// kImplementedDiffers keys: the warning for the value set (`node`, after the whole job is applied to `spec`),
+// without the "key: " prefix; "" where this value behaves as in DLIO.
+using DiffersFn = std::function<std::string(const YAML::Node& node, const WorkloadSpec& spec)>;
 
 struct KeyInfo {
   std::string path;                 // canonical dotted path
@@ -268,6 +271,7 @@ struct KeyInfo {
   GetFn get;                        // set for every key WorkloadSpec keeps; ToYaml writes exactly these
   std::vector<std::string> also_default;  // other spellings DLIO treats as its default ("." for "./")
   std::string hint;                 // appended to the "not supported yet" error
+  DiffersFn differs;                // kImplementedDiffers: how DLIO differs for the value set
   YAML::Node default_node;
 };
 
@@ -484,8 +488,30 @@ std::vector<KeyInfo> BuildKeys() {
                         "`transformer` switches checkpoint sizing to the transformer formula; " + sizing));
   v.push_back(IntKey("model.model_size_bytes", &WorkloadSpec::model_size_bytes, 0,
                      "size of the non-transformer model state (rank 0 only); " + sizing));
-  v.push_back(NotYet("model.model_size", "~", ckpt,
-                     "not read by DLIO (it reads model_size_bytes) but present in DLIO's shipped unet3d configs"));
+  // DLIO's shipped unet3d/megatron files write model_size (older ones under checkpoint:); DLIO reads only
+  // model_size_bytes. Here either spelling is the model size (LoadWorkload applies it after the other keys).
+  auto model_size_key = [](const char* path) {
+    KeyInfo k = Custom(
+        path, KeyStatus::kImplementedDiffers,
+        "the non-transformer model size in bytes, as model_size_bytes (which wins if both are set); DLIO ignores "
+        "this spelling, so its checkpoint stays model_size_bytes (default 10240 bytes)",
+        [](const YAML::Node& n, const std::string& p, WorkloadSpec&) {
+          int64_t v;
+          if (!n.IsNull() && (!ParseInt(n, &v) || v < 0)) return MustBe(p, "an integer >= 0 (bytes)", n);
+          return absl::OkStatus();
+        },
+        nullptr);
+    k.dlio_default = "~";
+    k.differs = [](const YAML::Node& n, const WorkloadSpec&) -> std::string {
+      if (n.IsNull()) return "";
+      return fmt::format("{} bytes is the model size here (checkpoint sizing of non-transformer models); DLIO reads "
+                         "only model.model_size_bytes and ignores this key, so its checkpoint keeps "
+                         "model_size_bytes (10240 bytes by default)",
+                         n.Scalar());
+    };
+    return k;
+  };
+  v.push_back(model_size_key("model.model_size"));
   for (auto [path, field, def] :
        {std::make_tuple("model.model_datatype", &WorkloadSpec::model_datatype, "fp16"),
         std::make_tuple("model.optimizer_datatype", &WorkloadSpec::optimizer_datatype, "fp32")}) {
@@ -527,12 +553,38 @@ std::vector<KeyInfo> BuildKeys() {
                       "evaluate after chosen epochs over valid/ (no step barrier); nothing is read with "
                       "workflow.train false or num_files_eval 0"));
   v.push_back(NotYet("workflow.checkpoint", "false", Gate::kNone, "checkpoint writes and reads"));
-  v.push_back(NotYet("workflow.profiling", "false", Gate::kNone, "starts profiling.profiler"));
+  v.push_back(Label("workflow.profiling", "false",
+                    "starts profiling.profiler in DLIO (iostat, darshan, tensorboard); no profiler runs here: the "
+                    "agents' /metrics and result files carry the I/O figures"));
   v.push_back(Label("workflow.query", "~", "used by dlio_benchmark_query only"));
   v.push_back(Label("workflow.debug", "~", "appears in bert_v100.yaml; not parsed by DLIO"));
 
   // storage
-  v.push_back(NotYet("storage.storage_type", "local_fs", Gate::kNone, "local_fs only", "only local_fs"));
+  {
+    KeyInfo k = Custom(
+        "storage.storage_type", KeyStatus::kImplemented,
+        "local_fs; parallel_fs is a POSIX path here too (warns: DLIO's StorageFactory rejects it); s3 and aistore "
+        "(object storage) are not supported yet (error)",
+        [](const YAML::Node& n, const std::string& p, WorkloadSpec&) {
+          if (n.IsScalar() && (n.Scalar() == "s3" || n.Scalar() == "aistore")) {
+            return absl::UnimplementedError(fmt::format(
+                "{}: '{}' (object storage) is not supported yet by this version (local_fs, parallel_fs)", p,
+                n.Scalar()));
+          }
+          if (!n.IsScalar() || (n.Scalar() != "local_fs" && n.Scalar() != "parallel_fs")) {
+            return MustBe(p, "one of local_fs, parallel_fs, s3, aistore", n);
+          }
+          return absl::OkStatus();
+        },
+        nullptr);
+    k.dlio_default = "local_fs";
+    k.differs = [](const YAML::Node& n, const WorkloadSpec&) -> std::string {
+      if (n.Scalar() != "parallel_fs") return "";
+      return "parallel_fs reads and writes data_folder through POSIX here, as local_fs; DLIO's StorageFactory raises "
+             "an error for parallel_fs";
+    };
+    v.push_back(k);
+  }
   v.push_back(NotYet("storage.storage_root", "./", Gate::kNone, "path prefix or bucket", "", {".", ""}));
   v.push_back(NotYet("storage.storage_options", "~", Gate::kNone, "S3/AIStore options"));
 
@@ -555,8 +607,19 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(NumberKey("dataset.record_length_bytes", &WorkloadSpec::record_length_bytes, 0, true, -1,
                         "mean sample size; floats accepted (resnet50: 114660.07); a sample is floor(sqrt(L))^2 "
                         "uint8 bytes; legacy alias `dataset.record_length`"));
-  v.push_back(NumberKey("dataset.record_length_bytes_stdev", &WorkloadSpec::record_length_bytes_stdev, 0, false, -1,
-                        "size spread of the byte size, drawn once per file (DLIO spreads both dimensions and realises ~0.71x of it)"));
+  {
+    KeyInfo k = NumberKey("dataset.record_length_bytes_stdev", &WorkloadSpec::record_length_bytes_stdev, 0, false, -1,
+                          "size spread of the byte size, drawn once per file (warns: DLIO spreads both dimensions "
+                          "and realises ~0.71x of it)");
+    k.status = KeyStatus::kImplementedDiffers;
+    k.differs = [](const YAML::Node&, const WorkloadSpec& s) -> std::string {
+      if (s.record_length_bytes_stdev <= 0) return "";
+      return fmt::format("{} bytes spreads the sample byte size here; DLIO spreads each of the two sample dimensions "
+                         "by stdev/(2*sqrt(L)), which realises only about 0.71x of it in bytes",
+                         FormatDouble(s.record_length_bytes_stdev));
+    };
+    v.push_back(k);
+  }
   v.push_back(Label("dataset.record_length_bytes_resize", "0", "in-memory tensor size after decode; no I/O"));
   v.push_back(Custom(
       "dataset.record_dims", KeyStatus::kImplemented,
@@ -641,10 +704,34 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(IntKey("reader.read_threads", &WorkloadSpec::read_threads, 0, "loader threads per rank; 0 acts as 1"));
   v.push_back(Label("reader.computation_threads", "1", "TF parse-map parallelism; no I/O"));
   v.push_back(IntKey("reader.prefetch_size", &WorkloadSpec::prefetch_size, 0, "batches queued ahead per rank"));
-  v.push_back(ShuffleKey("reader.file_shuffle", &WorkloadSpec::file_shuffle,
-                         "off, seed, random: permutes the file list every epoch"));
-  v.push_back(ShuffleKey("reader.sample_shuffle", &WorkloadSpec::sample_shuffle,
-                         "off, seed, random: a real global sample permutation every epoch (index mode)"));
+  {
+    KeyInfo k = ShuffleKey("reader.file_shuffle", &WorkloadSpec::file_shuffle,
+                           "off, seed, random: permutes the file list every epoch, whatever the loader (warns where "
+                           "DLIO ignores it: every loader but tensorflow on non-TFRecord files)");
+    k.status = KeyStatus::kImplementedDiffers;
+    k.differs = [](const YAML::Node&, const WorkloadSpec& s) -> std::string {
+      if (s.file_shuffle == ShuffleMode::kOff || (s.data_loader == "tensorflow" && s.format != "tfrecord")) return "";
+      return fmt::format("{} permutes the file order every epoch here; DLIO uses file_shuffle only in its iterative "
+                         "sampler (tensorflow loader, non-TFRecord files), so with {} on {} files its file order "
+                         "never changes",
+                         ShuffleModeName(s.file_shuffle), s.data_loader, s.format);
+    };
+    v.push_back(k);
+  }
+  {
+    KeyInfo k = ShuffleKey("reader.sample_shuffle", &WorkloadSpec::sample_shuffle,
+                           "off, seed, random: a real global sample permutation every epoch (index mode; warns: "
+                           "DLIO's shuffle changes no I/O)");
+    k.status = KeyStatus::kImplementedDiffers;
+    k.differs = [](const YAML::Node&, const WorkloadSpec& s) -> std::string {
+      if (s.sample_shuffle == ShuffleMode::kOff || s.format == "tfrecord") return "";
+      return fmt::format("{} permutes every sample across the fleet every epoch here, so ranks read other samples "
+                         "each epoch; DLIO's index sampler shuffles a list that does not change the read order (each "
+                         "rank reads the same samples in the same order every epoch)",
+                         ShuffleModeName(s.sample_shuffle));
+    };
+    v.push_back(k);
+  }
   v.push_back(Label("reader.shuffle_size", "1024",
                     "TF shuffle buffer: reorders records after they are read; no effect on the I/O order"));
   v.push_back(NotYet("reader.read_type", "on_demand", Gate::kNone, "`memory` keeps files open"));
@@ -711,13 +798,58 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(NotYet("checkpoint.checkpoint_after_epoch", "1", ckpt, off));
   v.push_back(NotYet("checkpoint.epochs_between_checkpoints", "1", ckpt, off));
   v.push_back(NotYet("checkpoint.steps_between_checkpoints", "-1", ckpt, off));
-  v.push_back(NotYet("checkpoint.type", "rank_zero", ckpt, "parsed but unused by DLIO"));
+  // Keys DLIO parses and then ignores or breaks; their evident meaning is applied by the checkpoint phases. They
+  // are validated here and warn (with workflow.checkpoint on) when set where DLIO's behaviour parts from it.
+  auto ckpt_differs = [&](std::string path, std::string def, std::vector<std::string> values, std::string note,
+                          std::function<std::string(const std::string&)> warn) {
+    KeyInfo k = Custom(
+        std::move(path), KeyStatus::kImplementedDiffers,
+        note + "; validated here, applied by the checkpoint phases (runs refuse workflow.checkpoint until they land)",
+        [values](const YAML::Node& n, const std::string& p, WorkloadSpec&) {
+          bool b;
+          if (values.empty()) {
+            if (!ParseBool(n, &b)) return MustBe(p, "true or false", n);
+            return absl::OkStatus();
+          }
+          std::string ignored;
+          return ParseChoice(n, p, values, {}, "value", &ignored);
+        },
+        nullptr);
+    k.gate = ckpt;
+    k.dlio_default = std::move(def);
+    k.differs = [warn, values](const YAML::Node& n, const WorkloadSpec&) -> std::string {
+      bool b = false;
+      if (values.empty()) return ParseBool(n, &b) && b ? warn("true") : "";
+      return warn(n.Scalar());
+    };
+    v.push_back(k);
+  };
+  ckpt_differs("checkpoint.type", "rank_zero", {"rank_zero", "all_ranks"},
+               "rank_zero: DLIO's writer selection (ZeRO, TP, PP); all_ranks: every rank writes its share (warns: "
+               "DLIO parses it and ignores it)",
+               [](const std::string& v) -> std::string {
+                 if (v != "all_ranks") return "";
+                 return "all_ranks makes every rank write its share here; DLIO parses checkpoint.type and ignores it "
+                        "(its writers follow the ZeRO stage only)";
+               });
   v.push_back(NotYet("checkpoint.mode", "default", ckpt, off));
-  v.push_back(NotYet("checkpoint.fsync", "false", ckpt, "ineffective in DLIO (assigned to a misspelled attribute)"));
+  ckpt_differs("checkpoint.fsync", "false", {},
+               "fsync every checkpoint file after writing it (warns: ineffective in DLIO, which assigns it to a "
+               "misspelled attribute)",
+               [](const std::string&) -> std::string {
+                 return "true fsyncs every checkpoint file here; DLIO assigns it to a misspelled attribute "
+                        "(checkpoint_sync), so its checkpoints are never fsynced";
+               });
   v.push_back(NotYet("checkpoint.time_between_checkpoints", "-1", ckpt, off));
   v.push_back(NotYet("checkpoint.num_checkpoints_write", "-1", ckpt, off));
   v.push_back(NotYet("checkpoint.num_checkpoints_read", "-1", ckpt, off));
-  v.push_back(NotYet("checkpoint.recovery_rank_shift", "false", ckpt, "cannot be enabled in DLIO (misspelled)"));
+  ckpt_differs("checkpoint.recovery_rank_shift", "false", {},
+               "on read, rank r reads the files rank (r + ranks per agent) mod world wrote, to defeat the page cache "
+               "(warns: cannot be enabled in DLIO)",
+               [](const std::string&) -> std::string {
+                 return "true makes rank r read the checkpoint files of rank (r + ranks per agent) mod world here; "
+                        "DLIO assigns it to a misspelled attribute, so its ranks always read their own files";
+               });
   v.push_back(NotYet("checkpoint.rank_sync", "false", ckpt, off));
   v.push_back(NotYet("checkpoint.randomize_tensor", "true", ckpt, off));
   v.push_back(NotYet("checkpoint.checkpoint_mechanism_classname", "~", ckpt, off));
@@ -725,6 +857,7 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(NotYet("checkpoint.ksm.high_ram_trigger", "30.0", ckpt, off));
   v.push_back(NotYet("checkpoint.ksm.low_ram_exit", "15", ckpt, off));
   v.push_back(NotYet("checkpoint.ksm.await_time", "200", ckpt, off));
+  v.push_back(model_size_key("checkpoint.model_size"));
 
   // output
   v.push_back(StringKey("output.folder", &WorkloadSpec::output_folder, true,
@@ -1001,10 +1134,10 @@ absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec)
 }
 
 // Checks that involve several keys.
-absl::Status CheckWhole(const WorkloadSpec& s) {
-  if (!s.generate_data && !s.train) {
+absl::Status CheckWhole(const WorkloadSpec& s, bool checkpoint) {
+  if (!s.generate_data && !s.train && !checkpoint) {
     return absl::InvalidArgumentError(
-        "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
+        "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
   }
   if (s.compression != "none") {
     const bool hdf5 = s.format == "hdf5" && (s.compression == "gzip" || s.compression == "szip" || s.compression == "lzf");
@@ -1031,10 +1164,12 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
                                                   s.format, DimsText(s.record_dims)));
   }
   if (s.model_type == "transformer") {
-    if (s.hidden_size % s.num_attention_heads != 0) {
+    // The K/V width h / heads x kv_heads must be whole (DLIO computes it in floats; llama_1t has h / heads 134.75).
+    if (s.hidden_size * s.num_kv_heads % s.num_attention_heads != 0) {
       return absl::InvalidArgumentError(fmt::format(
-          "model.transformer.hidden_size: {} is not divisible by model.transformer.num_attention_heads ({})",
-          s.hidden_size, s.num_attention_heads));
+          "model.transformer.hidden_size: {} x num_kv_heads ({}) is not divisible by "
+          "model.transformer.num_attention_heads ({})",
+          s.hidden_size, s.num_kv_heads, s.num_attention_heads));
     }
     if (s.zero_stage == 3 && s.parallelism_pipeline > 1) {
       return absl::InvalidArgumentError(
@@ -1141,8 +1276,51 @@ absl::Status ParseOverride(const std::string& ov, std::string* path, YAML::Node*
 
 }  // namespace
 
+const char* KeyPolicyName(KeyPolicy p) {
+  switch (p) {
+    case KeyPolicy::kImplemented:
+      return "implemented";
+    case KeyPolicy::kImplementedDiffers:
+      return "implemented; DLIO differs";
+    case KeyPolicy::kLabel:
+      return "label";
+    case KeyPolicy::kNotSupported:
+      return "not supported yet";
+  }
+  return "implemented";
+}
+
 absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                           const std::string& source, std::vector<std::string>* warnings) {
+  LoadDiagnostics diag;
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(yaml_text, overrides, source, LoadOptions{}, &diag);
+  if (spec.ok() && warnings != nullptr) {
+    for (const WorkloadWarning& w : diag.warnings) warnings->push_back(w.text);
+  }
+  return spec;
+}
+
+namespace {
+std::string FlowText(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "~";
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+}  // namespace
+
+absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                                          const std::string& source, const LoadOptions& options,
+                                          LoadDiagnostics* diag_out) {
+  LoadDiagnostics local_diag;
+  LoadDiagnostics& diag = diag_out != nullptr ? *diag_out : local_diag;
+  // plan_only: a "not supported yet" error is noted and the load goes on (the key keeps its default).
+  auto tolerate = [&](const absl::Status& s) {
+    if (!options.plan_only || s.code() != absl::StatusCode::kUnimplemented) return false;
+    diag.not_supported.emplace_back(s.message());
+    return true;
+  };
   absl::StatusOr<YAML::Node> doc = ParseYaml(yaml_text, source);
   if (!doc.ok()) return doc.status();
   YAML::Node root = *doc;
@@ -1203,7 +1381,17 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
   for (int pass = 0; pass < 2; ++pass) {
     for (const Leaf& leaf : leaves.leaves()) {
       if (absl::StartsWith(leaf.path, "workflow.") != (pass == 0)) continue;
-      if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok()) return s;
+      if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok() && !tolerate(s)) return s;
+    }
+  }
+  for (const Leaf& leaf : leaves.leaves()) {
+    const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
+    diag.keys.push_back(KeyUse{leaf.path, FlowText(leaf.node), k.status, k.note});
+  }
+  // model.model_size (or checkpoint.model_size) is the model size unless model_size_bytes is given.
+  if (leaves.Find("model.model_size_bytes") == nullptr) {
+    for (const char* alias : {"checkpoint.model_size", "model.model_size"}) {
+      if (const Leaf* l = leaves.Find(alias)) ParseInt(l->node, &spec.model_size_bytes);
     }
   }
   // reader.odirect (DLIO's key) is dlio_ext.io_engine: odirect; both given and different is a contradiction.
@@ -1218,38 +1406,60 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
   }
   // DLIO's derivations: images are uint8 (DLIO resets the type with a warning), and with record_dims the record
   // length is their byte size (derive_configurations on main).
-  std::vector<std::string> notes;
+  std::vector<WorkloadWarning> notes;
   if ((spec.format == "jpeg" || spec.format == "png") && spec.record_element_type != "uint8") {
-    notes.push_back(fmt::format("dataset.record_element_type: {} images are uint8; {} is replaced by uint8 (DLIO "
-                                "does the same)",
-                                spec.format, spec.record_element_type));
+    notes.push_back({"dataset.record_element_type",
+                     fmt::format("dataset.record_element_type: {} images are uint8; {} is replaced by uint8 (DLIO "
+                                 "does the same)",
+                                 spec.format, spec.record_element_type),
+                     false});
     spec.record_element_type = "uint8";
   }
-  if (absl::Status s = CheckWhole(spec); !s.ok()) return s;
+  if (absl::Status s = CheckWhole(spec, gates.checkpoint); !s.ok() && !tolerate(s)) return s;
   if (!spec.record_dims.empty()) {
     double bytes = static_cast<double>(ElementBytes(spec.record_element_type));
     for (int64_t d : spec.record_dims) bytes *= static_cast<double>(d);
     spec.record_length_bytes = bytes;
   }
   if (spec.enable_chunking && spec.format == "hdf5") {
-    notes.push_back(
+    notes.push_back({"dataset.enable_chunking",
         spec.hdf5_chunk_dims.empty()
             ? fmt::format("dataset.enable_chunking: chunks every records dataset by {} here (from dataset.chunk_size "
                           "{}); DLIO parses enable_chunking and chunk_size but ignores them (only "
                           "dataset.hdf5.chunk_dims chunks there)",
                           DimsText(spec.Hdf5ChunkDims()), spec.chunk_size)
             : "dataset.enable_chunking: dataset.hdf5.chunk_dims decides the chunks; DLIO ignores enable_chunking and "
-              "chunk_size too");
+              "chunk_size too"});
   }
   if (spec.format == "npz" && spec.compression == "zip") {
-    notes.push_back("dataset.compression: zip deflates the npz members here (numpy.savez_compressed); DLIO compares "
-                    "the YAML string with its enum, so its npz files are never compressed");
+    notes.push_back({"dataset.compression",
+                     "dataset.compression: zip deflates the npz members here (numpy.savez_compressed); DLIO compares "
+                     "the YAML string with its enum, so its npz files are never compressed"});
   }
   if (spec.format == "mmap_indexed_binary") {
-    notes.push_back("dataset.format: mmap_indexed_binary reads touch every 4 KiB page of each sample here; DLIO's "
-                    "reader only slices a memmap view and reads almost nothing, so its bytes read are not comparable");
+    notes.push_back({"dataset.format",
+                     "dataset.format: mmap_indexed_binary reads touch every 4 KiB page of each sample here; DLIO's "
+                     "reader only slices a memmap view and reads almost nothing, so its bytes read are not "
+                     "comparable"});
   }
-  if (warnings != nullptr) warnings->insert(warnings->end(), notes.begin(), notes.end());
+  // The "DLIO differs" lines of the keys the job sets (their features on), then the value notes above; one per key.
+  std::vector<WorkloadWarning> all;
+  for (const Leaf& leaf : leaves.leaves()) {
+    const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
+    if (!k.differs || !gates.Active(k.gate)) continue;
+    const std::string text = k.differs(leaf.node, spec);
+    if (!text.empty()) all.push_back({leaf.path, fmt::format("{}: {}", leaf.shown, text), true});
+  }
+  all.insert(all.end(), notes.begin(), notes.end());
+  std::set<std::string> seen;
+  for (WorkloadWarning& w : all) {
+    if (!seen.insert(w.key).second) continue;
+    if (options.strict && w.dlio_differs) {
+      return absl::FailedPreconditionError(
+          fmt::format("{} (--strict: DLIO behaves differently with this key)", w.text));
+    }
+    diag.warnings.push_back(std::move(w));
+  }
   return spec;
 }
 
@@ -1311,22 +1521,27 @@ std::string KeyReferenceMarkdown() {
         "`workload:` key (Hydra form). Overrides: `++workload.dataset.num_files_train=8`, `+workload.x=y`, "
         "`workload.x=y` or `dataset.num_files_train=8`; the value is read as YAML "
         "(`++workload.dataset.hdf5.chunk_dims=[1,32,32]`); `hydra.*` overrides are ignored.\n\n";
-  md += "Status:\n\n";
-  md += "- **implemented**: validated and applied; written to the normalised `job.yaml`.\n";
-  md += "- **implemented; DLIO differs (warns)**: implemented with its evident meaning although DLIO ignores or "
-        "breaks it; using it prints one warning line that says how DLIO differs. A few values of implemented keys "
-        "warn the same way (noted).\n";
-  md += "- **label**: accepted and ignored: it changes neither I/O nor timing (in DLIO or here). \"kept\" labels are "
-        "validated and written to `job.yaml`.\n";
+  md += "Policy (one per key, the `policy` column; `KeyPolicy` in common/workload_spec.h):\n\n";
+  md += "- **implemented**: validated and applied as DLIO documents it; written to the normalised `job.yaml`.\n";
+  md += "- **implemented; DLIO differs**: implemented with its evident meaning although DLIO ignores or breaks it. "
+        "Setting it (to a value where the two part) prints one `warning:` line saying how DLIO differs, once per key, "
+        "at `submit`/`run` and in the coordinator's log; `--strict` makes that line an error (exit 2). A few values "
+        "of implemented keys warn the same way (noted). Checkpoint keys warn only with `workflow.checkpoint` on.\n";
+  md += "- **label**: accepted; it changes neither I/O nor timing here (framework, loader names, DALI and torch "
+        "options, profiler names). `--explain` lists it with its note. \"kept\" labels are validated and written to "
+        "`job.yaml`.\n";
   md += "- **not supported yet**: DLIO changes I/O or timing with it and this version does not implement it. DLIO's "
         "default value is accepted; so is any value while the feature it belongs to is off (noted). Anything else "
-        "is the error `KEY: DLIO key not supported yet by this version`.\n\n";
+        "is the error `KEY: DLIO key not supported yet by this version` (exit 2); `storage.storage_type: s3` and "
+        "`aistore` give `... (object storage) is not supported yet`. `--explain` still shows the plan of such a job "
+        "and "
+        "lists what a run would stop at.\n\n";
   md += "Aliases: `data_reader.*` is `reader.*` (use one of them); `dataset.record_length` is "
         "`dataset.record_length_bytes`. A key DLIO does not know is an error naming the nearest known key, e.g. "
         "`dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)`.\n\n";
   md += "Keys under `dlio_ext` are this project's own (DLIO does not know them); DLIO's keys never change "
         "meaning.\n\n";
-  md += "| key | default | status | notes |\n|---|---|---|---|\n";
+  md += "| key | default | policy | notes |\n|---|---|---|---|\n";
   for (const KeyInfo& k : Keys().keys) {
     std::string status;
     switch (k.status) {
@@ -1335,6 +1550,7 @@ std::string KeyReferenceMarkdown() {
         break;
       case KeyStatus::kImplementedDiffers:
         status = "implemented; DLIO differs (warns)";
+        if (k.gate == Gate::kCheckpoint) status += " (with workflow.checkpoint)";
         break;
       case KeyStatus::kLabel:
         status = k.get ? "label (kept)" : "label";

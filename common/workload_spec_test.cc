@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -226,7 +227,7 @@ TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
 
 TEST(WorkloadSpec, ChecksAcrossKeys) {
   EXPECT_EQ(Error("workflow:\n  train: false\n"),
-            "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
+            "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
   EXPECT_EQ(Error("dataset:\n  format: npz\n  compression: gzip\n"),
             "dataset.compression: gzip is not available for npz files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
             "other formats: none)");
@@ -261,7 +262,7 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
   EXPECT_EQ(Error("storage:\n  storage_type: s3\n"),
-            "storage.storage_type: DLIO key not supported yet by this version (only local_fs)");
+            "storage.storage_type: 's3' (object storage) is not supported yet by this version (local_fs, parallel_fs)");
   EXPECT_EQ(Error("train:\n  computation_time:\n    mean: 0.01\n    stdev: 0.002\n"), "<loaded>");  // normal
   EXPECT_EQ(Error("reader:\n  data_loader: native_dali\n"),
             "reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
@@ -408,6 +409,85 @@ TEST(WorkloadSpec, KeysDlioIgnoresOrBreaksWarnOneLineEach) {
   EXPECT_THAT(mmap[0], HasSubstr("DLIO's reader only slices a memmap view"));
   EXPECT_TRUE(warn("dataset:\n  format: hdf5\n  compression: lzf\n").empty());
   EXPECT_TRUE(warn("dataset:\n  format: npz\n  enable_chunking: true\n").empty()) << "inert for npz: no warning";
+}
+
+// Every key of the "DLIO differs" policy: one warning line naming the key when set where DLIO's behaviour parts
+// from ours, and under --strict that line (and nothing else) is the error.
+TEST(WorkloadSpec, EveryDlioDiffersKeyWarnsOnceAndIsAnErrorUnderStrict) {
+  struct Case {
+    std::string key, yaml, says;
+  };
+  const std::string ckpt = "workflow:\n  checkpoint: true\n";
+  const std::vector<Case> cases = {
+      {"model.model_size", "model:\n  model_size: 4096\n", "DLIO reads only model.model_size_bytes"},
+      {"checkpoint.model_size", "checkpoint:\n  model_size: 4096\n", "DLIO reads only model.model_size_bytes"},
+      {"checkpoint.fsync", ckpt + "checkpoint:\n  fsync: true\n", "never fsynced"},
+      {"checkpoint.recovery_rank_shift", ckpt + "checkpoint:\n  recovery_rank_shift: true\n", "misspelled"},
+      {"checkpoint.type", ckpt + "checkpoint:\n  type: all_ranks\n", "ignores it"},
+      {"dataset.enable_chunking", "dataset:\n  format: hdf5\n  enable_chunking: true\n  chunk_size: 1024\n",
+       "ignores them"},
+      {"reader.sample_shuffle", "dataset:\n  format: npz\nreader:\n  sample_shuffle: seed\n",
+       "does not change the read order"},
+      {"reader.file_shuffle", "dataset:\n  format: npz\nreader:\n  file_shuffle: seed\n", "never changes"},
+      {"dataset.record_length_bytes_stdev", "dataset:\n  format: npz\n  record_length_bytes_stdev: 100\n", "0.71x"},
+      {"storage.storage_type", "storage:\n  storage_type: parallel_fs\n", "StorageFactory"},
+      {"dataset.compression", "dataset:\n  format: npz\n  compression: zip\n", "never compressed"},
+      {"dataset.format", "dataset:\n  format: mmap_indexed_binary\n", "memmap view"},
+  };
+  for (const Case& c : cases) {
+    LoadOptions plan;
+    plan.plan_only = true;  // checkpoint keys need workflow.checkpoint, which runs do not support yet
+    LoadDiagnostics d;
+    ASSERT_TRUE(LoadWorkload(c.yaml, {}, "job.yaml", plan, &d).ok()) << c.key;
+    ASSERT_EQ(d.warnings.size(), 1u) << c.key;
+    EXPECT_EQ(d.warnings[0].key, c.key);
+    EXPECT_TRUE(absl::StartsWith(d.warnings[0].text, c.key + ": ")) << d.warnings[0].text;
+    EXPECT_THAT(d.warnings[0].text, HasSubstr(c.says)) << c.key;
+    plan.strict = true;
+    absl::StatusOr<WorkloadSpec> strict = LoadWorkload(c.yaml, {}, "job.yaml", plan, nullptr);
+    ASSERT_FALSE(strict.ok()) << c.key;
+    EXPECT_TRUE(absl::StartsWith(strict.status().message(), c.key + ": ")) << strict.status();
+    EXPECT_THAT(std::string(strict.status().message()), HasSubstr("--strict"));
+    EXPECT_EQ(std::string(strict.status().message()).find('\n'), std::string::npos);
+  }
+  // Values where DLIO behaves the same do not warn, so --strict accepts them.
+  LoadOptions strict;
+  strict.strict = true;
+  for (const char* same : {"reader:\n  sample_shuffle: off\n", "dataset:\n  format: tfrecord\nreader:\n  "
+                           "sample_shuffle: seed\n  data_loader: tensorflow\n",
+                           "storage:\n  storage_type: local_fs\n", "checkpoint:\n  fsync: true\n",
+                           "dataset:\n  format: jpeg\n  record_element_type: float32\n"}) {
+    EXPECT_TRUE(LoadWorkload(same, {}, "job.yaml", strict, nullptr).ok()) << same;
+  }
+}
+
+TEST(WorkloadSpec, ModelSizeIsTheModelSizeUnlessModelSizeBytesIsGiven) {
+  EXPECT_EQ(Load("model:\n  model_size: 499153191\n").model_size_bytes, 499153191);
+  EXPECT_EQ(Load("checkpoint:\n  model_size: 4096\n").model_size_bytes, 4096);
+  EXPECT_EQ(Load("model:\n  model_size: 4096\n  model_size_bytes: 8192\n").model_size_bytes, 8192);
+  EXPECT_EQ(Error("model:\n  model_size: big\n"), "model.model_size: must be an integer >= 0 (bytes), got 'big'");
+}
+
+TEST(WorkloadSpec, PlanOnlyListsWhatARunWouldStopAtAndEveryKeyWithItsPolicy) {
+  const std::string yaml =
+      "framework: tensorflow\nworkflow:\n  train: false\n  checkpoint: true\nstorage:\n  storage_type: s3\n"
+      "reader:\n  pin_memory: false\ncheckpoint:\n  num_checkpoints_write: 3\n";
+  EXPECT_FALSE(LoadWorkload(yaml, {}, "job.yaml").ok());
+  LoadOptions plan;
+  plan.plan_only = true;
+  LoadDiagnostics d;
+  ASSERT_TRUE(LoadWorkload(yaml, {}, "job.yaml", plan, &d).ok());
+  EXPECT_THAT(d.not_supported, ::testing::ElementsAre(
+                                   "workflow.checkpoint: DLIO key not supported yet by this version",
+                                   HasSubstr("storage.storage_type: 's3' (object storage) is not supported yet"),
+                                   "checkpoint.num_checkpoints_write: DLIO key not supported yet by this version"));
+  std::map<std::string, std::pair<std::string, KeyPolicy>> keys;
+  for (const KeyUse& k : d.keys) keys[k.key] = {k.value, k.policy};
+  EXPECT_EQ(keys["framework"], std::make_pair(std::string("tensorflow"), KeyPolicy::kLabel));
+  EXPECT_EQ(keys["reader.pin_memory"].second, KeyPolicy::kLabel);
+  EXPECT_EQ(keys["workflow.checkpoint"].second, KeyPolicy::kNotSupported);
+  EXPECT_EQ(keys["checkpoint.num_checkpoints_write"].first, "3");
+  EXPECT_EQ(keys["workflow.train"].second, KeyPolicy::kImplemented);
 }
 
 TEST(WorkloadSpec, FileErrorsAreOneLineNamingTheFile) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/explain.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
@@ -282,14 +283,16 @@ int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
     err << text.status().message() << "\n";
     return 2;
   }
-  std::vector<std::string> warnings;
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, &warnings);
+  LoadOptions lo;
+  lo.strict = opt.strict;
+  LoadDiagnostics diag;
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, lo, &diag);
   if (!spec.ok()) {
     err << spec.status().message() << "\n";
     return 2;
   }
   if (warn) {
-    for (const std::string& w : warnings) err << "warning: " << w << "\n";
+    for (const WorkloadWarning& w : diag.warnings) err << "warning: " << w.text << "\n";
   }
   if (opt.agents < 0) {
     err << "--agents: must be >= 0, got " << opt.agents << "\n";
@@ -298,6 +301,79 @@ int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
   if (opt.accelerators_per_agent < 0) {
     err << "--accelerators-per-agent: must be >= 0, got " << opt.accelerators_per_agent << "\n";
     return 2;
+  }
+  return 0;
+}
+
+int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::string> text = ReadFile(opt.job_path);
+  if (!text.ok()) {
+    err << text.status().message() << "\n";
+    return 2;
+  }
+  LoadOptions lo;
+  lo.strict = opt.strict;
+  lo.plan_only = true;
+  LoadDiagnostics diag;
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, lo, &diag);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return 2;
+  }
+  if (opt.agents < 0 || opt.accelerators_per_agent < 0) {
+    err << (opt.agents < 0 ? "--agents" : "--accelerators-per-agent") << ": must be >= 0\n";
+    return 2;
+  }
+  ExplainFleet fleet;
+  const uint64_t local_ram = LocalMemoryBytes();
+  if (local != nullptr) {
+    fleet.agents = local->agents;
+    fleet.accelerators_per_agent = local->accelerators;
+    if (local_ram > 0) fleet.agent_memory_bytes = {local_ram};
+    fleet.memory_source = "local /proc/meminfo";
+  } else {
+    // The attached agents, if the coordinator answers soon; explaining must not hang on an absent coordinator.
+    ClientOptions quick = opt.client;
+    quick.connect_timeout_s = std::min(quick.connect_timeout_s, 2);
+    Connection c;
+    std::ostringstream ignored;
+    v1::ListJobsResponse resp;
+    bool listed = false;
+    if (c.Open(quick, ignored) == 0) {
+      grpc::ClientContext ctx;
+      c.Prepare(&ctx);
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      listed = c.stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp).ok();
+    }
+    const int attached = listed ? resp.agents_size() : 0;
+    fleet.agents = opt.agents > 0 ? opt.agents : std::max(1, attached);
+    fleet.accelerators_per_agent = opt.accelerators_per_agent > 0 ? opt.accelerators_per_agent
+                                   : attached > 0 ? static_cast<int>(resp.agents(0).accelerators())
+                                                  : 1;
+    std::vector<uint64_t> ram;
+    for (int i = 0; i < attached && i < fleet.agents; ++i) {
+      if (resp.agents(i).host_memory_bytes() > 0) ram.push_back(resp.agents(i).host_memory_bytes());
+    }
+    if (!ram.empty()) {
+      fleet.agent_memory_bytes = ram;
+      fleet.memory_source = "attached agents, as the coordinator reports them";
+    } else {
+      if (local_ram > 0) fleet.agent_memory_bytes = {local_ram};
+      fleet.memory_source = listed ? "local /proc/meminfo: the coordinator reported no agent memory"
+                                   : "local /proc/meminfo: the coordinator at " + opt.client.coordinator +
+                                         " did not answer within 2 s";
+    }
+    if (!listed) {
+      fleet.fleet_note = absl::StrCat("coordinator not reached; world from --agents/--accelerators-per-agent (0 = 1)");
+    } else if (attached == 0 && (opt.agents == 0 || opt.accelerators_per_agent == 0)) {
+      fleet.fleet_note = "no agent attached; 0 in --agents/--accelerators-per-agent taken as 1";
+    }
+  }
+  const json plan = dlio::ExplainJob(*spec, diag, fleet, opt.job_path);
+  if (opt.client.json) {
+    out << plan.dump(2) << "\n";
+  } else {
+    out << ExplainText(plan);
   }
   return 0;
 }

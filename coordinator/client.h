@@ -42,10 +42,25 @@ struct SubmitOptions {
   std::string output_dir;              // --output; empty = the job's output.folder, else none
   std::string where_results_live;      // printed when nothing is fetched (the coordinator's result folder)
   bool detach = false;                 // print the job id and return at once
+  bool strict = false;                 // --strict: a key where DLIO behaves differently is an error (exit 2)
+  bool explain = false;                // --explain: print the derived plan, run nothing, write nothing
 };
 
+// The fleet `run --explain` would start: local agents on this machine, RAM from /proc/meminfo.
+struct LocalFleetShape {
+  int agents = 1;
+  int accelerators = 1;
+};
+
+// --explain: loads the job (not-supported keys are listed, not fatal; --strict still applies), derives the plan
+// (common/explain.h) and prints it (text, or one JSON document with --json). `local` set: `run`'s local fleet;
+// null: `submit`, which asks the coordinator for the attached agents (their accelerators and memory) and falls back
+// to the flags and local memory, saying so, when it cannot reach it within 2 s. 0, or 2 on bad input.
+int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::ostream& out, std::ostream& err);
+
 // Validation only: loads the job file with the overrides; on error prints one line to `err` and returns 2. Keys
-// implemented where DLIO ignores or breaks them print one "warning: ..." line each to `err` (when `warn`).
+// implemented where DLIO ignores or breaks them print one "warning: ..." line each to `err` (when `warn`), once per
+// key; with opt.strict such a key is the error instead.
 int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn = true);
 
 // `cancel`: set by a signal handler; the client then cancels the job and reports it.

@@ -381,7 +381,9 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
 // ---------------------------------------------------------------------------------------------------------------
 
 absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(request.workload_yaml, request.overrides, request.source_name);
+  std::vector<std::string> warnings;  // keys where DLIO behaves differently: logged once the job has its id
+  absl::StatusOr<WorkloadSpec> spec =
+      LoadWorkload(request.workload_yaml, request.overrides, request.source_name, &warnings);
   if (!spec.ok()) return spec.status();
   if (request.agents < 0) return absl::InvalidArgumentError("--agents: must be >= 0");
   if (request.accelerators_per_agent < 0) return absl::InvalidArgumentError("--accelerators-per-agent: must be >= 0");
@@ -412,6 +414,8 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   }
   job->spec = std::move(*spec);
   const std::string id = rec.id;
+  // Info, not warn: `run` shows the client's own warning lines and the embedded coordinator logs warnings only.
+  for (const std::string& w : warnings) spdlog::info("job {}: warning: {}", id, w);
   JobEventData e;
   e.state = JobState::kQueued;
   e.message = rec.message;
@@ -718,9 +722,11 @@ void Coordinator::RunJob(Job& job) {
       ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
     }
     if (ok) {
-      rec.epochs_done = e;
-      // Completed epochs reach the disk at once, so a crash of the coordinator keeps them.
+      // Completed epochs reach the disk at once, so a crash of the coordinator keeps them. The record counts the
+      // epoch only once its files are written (WriteResults lets go of the lock meanwhile), and the store gets it
+      // under the same lock, so no status ever shows an epoch that a crash would lose.
       if (e < job.spec.epochs) WriteResults(job, lk, "partial");
+      rec.epochs_done = e;
       Save(job);
     }
   }

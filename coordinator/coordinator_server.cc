@@ -364,6 +364,7 @@ class Service final : public v1::Coordinator::Service {
       out->set_attached_s(a.attached_s);
       out->set_last_heard_s(a.last_heard_s);
       out->set_job_id(a.job_id);
+      out->set_host_memory_bytes(static_cast<uint64_t>(a.info.memory_gb * 1024.0 * 1024.0 * 1024.0 + 0.5));
     }
     return grpc::Status::OK;
   }

@@ -25,6 +25,15 @@ std::atomic<dlio::CoordinatorServer*> g_server{nullptr};
 std::atomic<bool> g_stop_early{false};
 
 // Overrides come as trailing arguments in DLIO's form (++workload.dataset.num_files_train=8) or with --set.
+// --strict and --explain, the same on submit and run.
+void AddPlanOptions(CLI::App* sub, dlio::SubmitOptions* o) {
+  sub->add_flag("--strict", o->strict,
+                "Refuse keys where DLIO behaves differently (each 'warning:' line becomes an error, exit 2)");
+  sub->add_flag("--explain", o->explain,
+                "Print the derived plan (steps, bytes per rank, demand per accelerator, dataset vs RAM, checkpoint "
+                "bytes per rank, policy of every key set) and exit; runs and writes nothing (with --json: JSON)");
+}
+
 void AddOverrideOptions(CLI::App* sub, std::vector<std::string>* trailing, std::vector<std::string>* set) {
   sub->add_option("overrides", *trailing,
                   "Workload overrides in DLIO's form, e.g. ++workload.dataset.num_files_train=8");
@@ -135,6 +144,7 @@ int main(int argc, char** argv) {
                      "output.folder; if neither is set they stay in the coordinator's results folder)");
   submit->add_flag("--detach", sopt.detach, "Print the job id and return at once (follow it with status)");
   AddClientOptions(submit, &sopt.client);
+  AddPlanOptions(submit, &sopt);
   AddOverrideOptions(submit, &s_trailing, &s_set);
 
   // status, list, cancel, results
@@ -174,6 +184,7 @@ int main(int argc, char** argv) {
                                                "output.folder, if set)");
   run->add_option("--metrics-listen", run_metrics, "Serve the embedded coordinator's /metrics on HOST:PORT");
   run->add_flag("--json", ropt.client.json, "Print one JSON document on stdout (for scripts) instead of text");
+  AddPlanOptions(run, &ropt);
   AddOverrideOptions(run, &r_trailing, &r_set);
 
   // report
@@ -261,6 +272,14 @@ int main(int argc, char** argv) {
   dlio::SubmitOptions& opt = *submit ? sopt : ropt;
   for (auto& o : *submit ? s_trailing : r_trailing) opt.overrides.push_back(o);
   for (auto& o : *submit ? s_set : r_set) opt.overrides.push_back(o);
+  if (opt.explain) {
+    if (*run && (local_agents < 1 || accelerators < 1)) {
+      std::cerr << (local_agents < 1 ? "--local-agents" : "--accelerators") << ": must be >= 1\n";
+      return 2;
+    }
+    const dlio::LocalFleetShape shape{local_agents, accelerators};
+    return dlio::ExplainJobPlan(opt, *run ? &shape : nullptr, std::cout, std::cerr);
+  }
   // Bad input is reported before anything starts or is written.
   if (int rc = dlio::ValidateJob(opt, std::cerr); rc != 0) return rc;
   // First signal: cancel the job (and, for run, stop the local agents in order). Second: leave at once.

@@ -424,6 +424,16 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
       {"chunk_dims of the wrong rank", "dataset:\n  format: hdf5\n  hdf5:\n    chunk_dims: [1, 8]\n",
        "dataset.hdf5.chunk_dims"},
       {"unknown element type", "dataset:\n  record_element_type: float128\n", "dataset.record_element_type"},
+      {"negative stdev", "train:\n  computation_time:\n    type: normal\n    mean: 1\n    stdev: -1\n",
+       "train.computation_time: stdev must be a number >= 0, got -1"},
+      {"unknown format", "dataset:\n  format: parquet\n", "dataset.format: must be one of npz, hdf5"},
+      {"batch 0", "reader:\n  batch_size: 0\n", "reader.batch_size: must be an integer >= 1, got 0"},
+      {"chunk_dims extent", "dataset:\n  format: hdf5\n  record_length_bytes: 4096\n  num_samples_per_file: 2\n"
+       "  hdf5:\n    chunk_dims: [1, 128, 128]\n", "dataset.hdf5.chunk_dims: [1, 128, 128] exceeds the dataset's "
+       "maximum shape [2, 64, 64]"},
+      {"object storage", "storage:\n  storage_type: s3\n",
+       "storage.storage_type: 's3' (object storage) is not supported yet by this version"},
+      {"aistore", "storage:\n  storage_type: aistore\n", "'aistore' (object storage) is not supported yet"},
   };
   for (const Case& c : cases) {
     TempDir dir;
@@ -442,6 +452,140 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("missing.yaml"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+// --strict on run and submit: every key of the "DLIO differs" kind is an error, exit 2, one line naming the key;
+// without --strict the same file gives one "warning:" line for it (seen through --explain, which runs nothing).
+// Checkpoint keys are checked through `run --explain --strict`, since runs refuse workflow.checkpoint for now.
+TEST(BadInput, StrictRefusesEveryKeyWhereDlioBehavesDifferently) {
+  struct Case {
+    std::string key, yaml;
+    bool checkpoint = false;
+  };
+  const std::string ckpt = "workflow:\n  checkpoint: true\n";
+  const std::vector<Case> cases = {
+      {"model.model_size", "model:\n  model_size: 4096\n"},
+      {"checkpoint.model_size", "checkpoint:\n  model_size: 4096\n"},
+      {"dataset.enable_chunking", "dataset:\n  format: hdf5\n  enable_chunking: true\n  chunk_size: 1024\n"},
+      {"dataset.chunk_size", "dataset:\n  format: hdf5\n  enable_chunking: true\n  chunk_size: 1024\n"},
+      {"reader.sample_shuffle", "dataset:\n  format: npz\nreader:\n  sample_shuffle: seed\n"},
+      {"reader.file_shuffle", "dataset:\n  format: npz\nreader:\n  file_shuffle: random\n"},
+      {"dataset.record_length_bytes_stdev", "dataset:\n  format: npz\n  record_length_bytes_stdev: 100\n"},
+      {"storage.storage_type", "storage:\n  storage_type: parallel_fs\n"},
+      {"dataset.compression", "dataset:\n  format: npz\n  compression: zip\n"},
+      {"dataset.format", "dataset:\n  format: mmap_indexed_binary\n"},
+      {"checkpoint.fsync", ckpt + "checkpoint:\n  fsync: true\n", true},
+      {"checkpoint.recovery_rank_shift", ckpt + "checkpoint:\n  recovery_rank_shift: true\n", true},
+      {"checkpoint.type", ckpt + "checkpoint:\n  type: all_ranks\n", true},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    WriteFile(dir.str() + "/job.yaml", c.yaml);
+    // The warning names enable_chunking for both chunking keys (one line for the pair).
+    const std::string named = c.key == "dataset.chunk_size" ? "dataset.enable_chunking" : c.key;
+    std::vector<std::vector<std::string>> strict_runs = {
+        {Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "1", "--strict", "--explain"}};
+    if (!c.checkpoint) {
+      strict_runs.push_back({Bin("dlio-coordinator"), "run", "job.yaml", "--local-agents", "1", "--strict"});
+      strict_runs.push_back({Bin("dlio-coordinator"), "submit", "job.yaml", "--strict", "--coordinator",
+                             "127.0.0.1:1"});
+    }
+    for (const auto& argv : strict_runs) {
+      CommandResult r = RunCommand(argv, seconds(30), dir.str());
+      EXPECT_EQ(r.exit_code, 2) << c.key << " " << argv[1] << ": " << r.out << r.err;
+      EXPECT_EQ(r.err.rfind(named + ": ", 0), 0u) << c.key << ": " << r.err;
+      EXPECT_NE(r.err.find("--strict"), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.key << ": " << r.err;
+    }
+    CommandResult plain = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--explain"}, seconds(30),
+                                     dir.str());
+    EXPECT_EQ(plain.exit_code, 0) << c.key << ": " << plain.err;
+    EXPECT_NE(plain.out.find("warning: " + named + ": "), std::string::npos) << c.key << ": " << plain.out;
+    size_t entries = 0;
+    for (const auto& e : fs::directory_iterator(dir.path())) entries += e.path().filename() != "job.yaml";
+    EXPECT_EQ(entries, 0u) << c.key << ": something was written";
+  }
+}
+
+// A DLIO-differs key: one warning line on the client (once, however often the key is read) and a line in the
+// coordinator's log naming the job; the job runs.
+TEST(Warnings, SubmitPrintsOneLinePerKeyAndTheCoordinatorLogsIt) {
+  TempDir dir;
+  Fleet fleet(dir, 1, 1);
+  WriteFile(dir.str() + "/job.yaml",
+            "model:\n  model_size: 4096\nworkflow:\n  generate_data: true\ndataset:\n  data_folder: data\n"
+            "  format: npz\n  num_files_train: 4\n  record_length_bytes: 4096\nreader:\n  batch_size: 1\n");
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 1);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string line = "warning: model.model_size: 4096 bytes is the model size here";
+  ASSERT_NE(r.err.find(line), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(line), r.err.rfind(line)) << "printed twice: " << r.err;
+  EXPECT_TRUE(Eventually([&] { return fleet.coordinator().Log().find(": warning: model.model_size: 4096 bytes") !=
+                                      std::string::npos; },
+                         seconds(5)))
+      << fleet.coordinator().Log();
+}
+
+// run --explain: the plan without running: steps, bytes per rank, demand, RAM, policies; --json for scripts.
+TEST(Explain, RunPrintsThePlanAndWritesNothing) {
+  TempDir dir;
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 16, 2, 4096, 2, 0.5, 3, true,
+                                              "metric:\n  au: 0.5\n"));
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--explain", "--local-agents", "2",
+                                "--accelerators", "2"},
+                               seconds(30), dir.str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // 32 samples, batch 2, world 4: 4 steps; 8 samples of 4096 bytes per rank; 8192 bytes per step over 0.5 s.
+  EXPECT_NE(r.out.find("world 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("train: 4 steps per epoch of batch 2; per rank per epoch 8 samples, 32.00 KiB"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("8.00 KiB per step / 0.5 s compute = 16.00 KiB/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("local /proc/meminfo"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: potential caching"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("framework = pytorch: label"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  CommandResult j = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--explain", "--json", "--local-agents",
+                                "2", "--accelerators", "2"},
+                               seconds(30), dir.str());
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json p = json::parse(j.out);
+  EXPECT_EQ(p["train"]["steps_per_epoch"], 4);
+  EXPECT_EQ(p["train"]["bytes_per_rank_per_epoch"], 8 * 4096);
+  EXPECT_DOUBLE_EQ(p["demand"]["bytes_per_second_per_accelerator"].get<double>(), 2 * 4096 / 0.5);
+  EXPECT_GT(p["memory"]["agent_memory_bytes"].get<double>(), 0);
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) entries += e.path().filename() != "job.yaml";
+  EXPECT_EQ(entries, 0u) << "--explain wrote something";
+}
+
+// submit --explain takes the attached agents' count, accelerators and memory from the coordinator.
+TEST(Explain, SubmitUsesTheAttachedAgentsAndTheirMemory) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 3);
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 12, 1, 4096, 1, 0.1, 1, true));
+  json p;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        CommandResult r = RunCommand({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--explain",
+                                      "--json", "--coordinator", fleet.address()},
+                                     seconds(30));
+        if (r.exit_code != 0) return false;
+        p = json::parse(r.out);
+        return p["agents"] == 2;
+      },
+      seconds(20)))
+      << p.dump();
+  EXPECT_EQ(p["accelerators_per_agent"], 3);
+  EXPECT_EQ(p["world"], 6);
+  EXPECT_EQ(p["memory"]["memory_source"], "attached agents, as the coordinator reports them");
+  EXPECT_GT(p["memory"]["agent_memory_bytes"].get<double>(), 0);
+  // No coordinator: the flags and local memory, with a note.
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--explain",
+                                "--coordinator", "127.0.0.1:1", "--agents", "2", "--accelerators-per-agent", "2"},
+                               seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("world 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("did not answer within 2 s"), std::string::npos) << r.out;
 }
 
 TEST(Cli, HelpDescribesEveryOption) {

@@ -1,0 +1,48 @@
+// Explain: the derived plan of a job, for `submit --explain` and `run --explain` (nothing runs, nothing is written).
+//
+// ExplainJob() computes, from the normalised job and the fleet it would run on:
+//  - train and eval steps per epoch (common/epoch_plan.h, the same function the agents use), samples and nominal
+//    bytes (samples x record_length_bytes) per rank and per agent per epoch;
+//  - the bandwidth each accelerator demands at 100 % AU: batch x record_length_bytes / mean computation_time
+//    (dlio.md §3's "demand" column), and the fleet's;
+//  - the dataset's size against the agents' RAM: "potential caching" when an agent's share of an epoch fits in its
+//    RAM (DLIO's potential_caching rule), and MLPerf's 5x-RAM dataset rule;
+//  - checkpoint bytes per rank per checkpoint (common/checkpoint_plan.h) and how many checkpoints the job writes
+//    and reads, when workflow.checkpoint is on;
+//  - every key the job sets with the policy applied to it (common/workload_spec.h KeyPolicy), the warnings, and
+//    what a run would stop at (LoadOptions::plan_only).
+// The JSON is the single source; ExplainText() renders it for people. Units: bytes, seconds, bytes per second.
+// Thread-safety: pure functions (LocalMemoryBytes reads /proc/meminfo).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/workload_spec.h"
+#include "nlohmann/json.hpp"
+
+namespace dlio {
+
+struct ExplainFleet {
+  int64_t agents = 1;
+  int64_t accelerators_per_agent = 1;
+  // RAM of each agent in bytes (one entry per agent, or one for all); empty = unknown.
+  std::vector<uint64_t> agent_memory_bytes;
+  // Where agent_memory_bytes came from, e.g. "local /proc/meminfo" or "attached agents (coordinator)".
+  std::string memory_source;
+  // How the fleet size was found, when it is an assumption (printed as a note).
+  std::string fleet_note;
+};
+
+// `source` names the job file in the output.
+nlohmann::json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const ExplainFleet& fleet,
+                          const std::string& source);
+
+// The text form of ExplainJob()'s JSON, several lines ending in '\n'.
+std::string ExplainText(const nlohmann::json& plan);
+
+// MemTotal of /proc/meminfo in bytes; 0 when unreadable.
+uint64_t LocalMemoryBytes();
+
+}  // namespace dlio
