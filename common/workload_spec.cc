@@ -117,7 +117,13 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
                     s.exclude_start_steps, s.exclude_end_steps, s.au_threshold);
   };
-  return tie(a) == tie(b);
+  auto tie_ckpt = [](const WorkloadSpec& s) {
+    return std::tie(s.checkpoint, s.checkpoint_folder, s.checkpoint_after_epoch, s.epochs_between_checkpoints,
+                    s.steps_between_checkpoints, s.checkpoint_fsync, s.time_between_checkpoints,
+                    s.num_checkpoints_write, s.num_checkpoints_read, s.recovery_rank_shift, s.checkpoint_rank_sync,
+                    s.checkpoint_evict_cache);
+  };
+  return tie(a) == tie(b) && tie_ckpt(a) == tie_ckpt(b);
 }
 
 const char* ShuffleModeName(ShuffleMode m) {
@@ -473,7 +479,7 @@ std::vector<KeyInfo> BuildKeys() {
         return absl::OkStatus();
       },
       [](const WorkloadSpec& s) { return Quote(s.model_name); }));
-  const std::string sizing = "checkpoint sizing (validated; inert until workflow.checkpoint is supported)";
+  const std::string sizing = "checkpoint sizing (applied with workflow.checkpoint)";
   v.push_back(StringKey("model.type", &WorkloadSpec::model_type, true,
                         "`transformer` switches checkpoint sizing to the transformer formula; " + sizing));
   v.push_back(IntKey("model.model_size_bytes", &WorkloadSpec::model_size_bytes, 0,
@@ -520,7 +526,9 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(BoolKey("workflow.evaluation", &WorkloadSpec::evaluation,
                       "evaluate after chosen epochs over valid/ (no step barrier); nothing is read with "
                       "workflow.train false or num_files_eval 0"));
-  v.push_back(NotYet("workflow.checkpoint", "false", Gate::kNone, "checkpoint writes and reads"));
+  v.push_back(BoolKey("workflow.checkpoint", &WorkloadSpec::checkpoint,
+                      "checkpoints inside training (epoch- or step-based), or checkpoint-only mode with "
+                      "workflow.train false (num_checkpoints_write, then num_checkpoints_read)"));
   v.push_back(NotYet("workflow.profiling", "false", Gate::kNone, "starts profiling.profiler"));
   v.push_back(Label("workflow.query", "~", "used by dlio_benchmark_query only"));
   v.push_back(Label("workflow.debug", "~", "appears in bert_v100.yaml; not parsed by DLIO"));
@@ -699,18 +707,36 @@ std::vector<KeyInfo> BuildKeys() {
 
   // checkpoint
   const std::string off;  // the status column says it all
-  v.push_back(NotYet("checkpoint.checkpoint_folder", "./checkpoints/", ckpt, off));
-  v.push_back(NotYet("checkpoint.checkpoint_after_epoch", "1", ckpt, off));
-  v.push_back(NotYet("checkpoint.epochs_between_checkpoints", "1", ckpt, off));
-  v.push_back(NotYet("checkpoint.steps_between_checkpoints", "-1", ckpt, off));
+  v.push_back(StringKey("checkpoint.checkpoint_folder", &WorkloadSpec::checkpoint_folder, false,
+                        "relative to the agent's --data-root; a path escaping it is refused"));
+  v.push_back(IntKey("checkpoint.checkpoint_after_epoch", &WorkloadSpec::checkpoint_after_epoch, 1,
+                     "first epoch that ends with a checkpoint (when steps_between_checkpoints < 0)"));
+  v.push_back(IntKey("checkpoint.epochs_between_checkpoints", &WorkloadSpec::epochs_between_checkpoints, 1,
+                     "epochs between end-of-epoch checkpoints"));
+  v.push_back(IntKey("checkpoint.steps_between_checkpoints", &WorkloadSpec::steps_between_checkpoints, -1,
+                     ">= 1: a checkpoint after every N steps of each epoch, in lockstep inside the training phase "
+                     "(and no end-of-epoch checkpoint); 0: none; -1: epoch-based"));
   v.push_back(NotYet("checkpoint.type", "rank_zero", ckpt, "parsed but unused by DLIO"));
   v.push_back(NotYet("checkpoint.mode", "default", ckpt, off));
-  v.push_back(NotYet("checkpoint.fsync", "false", ckpt, "ineffective in DLIO (assigned to a misspelled attribute)"));
-  v.push_back(NotYet("checkpoint.time_between_checkpoints", "-1", ckpt, off));
-  v.push_back(NotYet("checkpoint.num_checkpoints_write", "-1", ckpt, off));
-  v.push_back(NotYet("checkpoint.num_checkpoints_read", "-1", ckpt, off));
-  v.push_back(NotYet("checkpoint.recovery_rank_shift", "false", ckpt, "cannot be enabled in DLIO (misspelled)"));
-  v.push_back(NotYet("checkpoint.rank_sync", "false", ckpt, off));
+  KeyInfo fsync = BoolKey("checkpoint.fsync", &WorkloadSpec::checkpoint_fsync,
+                          "fsync every checkpoint file before its rename, and its folder after (warns: DLIO assigns "
+                          "it to a misspelled attribute, so DLIO never fsyncs)");
+  fsync.status = KeyStatus::kImplementedDiffers;
+  v.push_back(fsync);
+  v.push_back(NumberKey("checkpoint.time_between_checkpoints", &WorkloadSpec::time_between_checkpoints, -1, false, -1,
+                        "checkpoint-only mode: seconds slept before each save and each load (< 0: none)"));
+  v.push_back(IntKey("checkpoint.num_checkpoints_write", &WorkloadSpec::num_checkpoints_write, -1,
+                     "checkpoint-only mode: saves global_epoch1_step1..N (< 0: none)"));
+  v.push_back(IntKey("checkpoint.num_checkpoints_read", &WorkloadSpec::num_checkpoints_read, -1,
+                     "checkpoint-only mode: then loads global_epoch1_step1..M, which must exist (< 0: none)"));
+  KeyInfo shift = BoolKey("checkpoint.recovery_rank_shift", &WorkloadSpec::recovery_rank_shift,
+                          "loads: rank r reads the files of rank (r + ranks per agent) % world, so no rank reads "
+                          "what its own node wrote (warns: DLIO assigns it to a misspelled attribute and never "
+                          "shifts)");
+  shift.status = KeyStatus::kImplementedDiffers;
+  v.push_back(shift);
+  v.push_back(BoolKey("checkpoint.rank_sync", &WorkloadSpec::checkpoint_rank_sync,
+                      "a barrier over all ranks after each save or load, inside its timing"));
   v.push_back(NotYet("checkpoint.randomize_tensor", "true", ckpt, off));
   v.push_back(NotYet("checkpoint.checkpoint_mechanism_classname", "~", ckpt, off));
   v.push_back(NotYet("checkpoint.ksm.madv_mergeable_id", "12", ckpt, off));
@@ -734,6 +760,12 @@ std::vector<KeyInfo> BuildKeys() {
   // metric
   v.push_back(NumberKey("metric.au", &WorkloadSpec::au_threshold, 0, false, 1,
                         "AU pass threshold as a fraction (0.90 = 90 %)"));
+
+  // dlio_ext: our own keys, in one namespace DLIO does not have (DLIO refuses a file that sets them).
+  v.push_back(BoolKey("dlio_ext.checkpoint_evict_cache", &WorkloadSpec::checkpoint_evict_cache,
+                      "before each checkpoint load, flush and evict the files' pages from the page cache "
+                      "(posix_fadvise DONTNEED), so loads read the storage, as MLPerf's rules require between "
+                      "write and read"));
 
   for (KeyInfo& k : v) {
     if (k.get && k.dlio_default.empty()) k.dlio_default = k.get(WorkloadSpec{});
@@ -983,9 +1015,9 @@ absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec)
 
 // Checks that involve several keys.
 absl::Status CheckWhole(const WorkloadSpec& s) {
-  if (!s.generate_data && !s.train) {
+  if (!s.generate_data && !s.train && !s.checkpoint) {
     return absl::InvalidArgumentError(
-        "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
+        "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
   }
   if (s.compression != "none") {
     const bool hdf5 = s.format == "hdf5" && (s.compression == "gzip" || s.compression == "szip" || s.compression == "lzf");
@@ -1215,6 +1247,14 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
   if (spec.format == "mmap_indexed_binary") {
     notes.push_back("dataset.format: mmap_indexed_binary reads touch every 4 KiB page of each sample here; DLIO's "
                     "reader only slices a memmap view and reads almost nothing, so its bytes read are not comparable");
+  }
+  if (spec.checkpoint && spec.checkpoint_fsync) {
+    notes.push_back("checkpoint.fsync: every checkpoint file is fsync()ed here; DLIO assigns the key to a misspelled "
+                    "attribute and never fsyncs");
+  }
+  if (spec.checkpoint && spec.recovery_rank_shift) {
+    notes.push_back("checkpoint.recovery_rank_shift: loads read the files of rank (r + ranks per agent) % world here; "
+                    "DLIO assigns the key to a misspelled attribute and every rank reads its own files");
   }
   if (warnings != nullptr) warnings->insert(warnings->end(), notes.begin(), notes.end());
   return spec;

@@ -226,7 +226,8 @@ TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
 
 TEST(WorkloadSpec, ChecksAcrossKeys) {
   EXPECT_EQ(Error("workflow:\n  train: false\n"),
-            "workflow: nothing to do (workflow.generate_data and workflow.train are both false)");
+            "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
+  EXPECT_EQ(Error("workflow:\n  train: false\n  checkpoint: true\n"), "<loaded>");  // checkpoint-only mode
   EXPECT_EQ(Error("dataset:\n  format: npz\n  compression: gzip\n"),
             "dataset.compression: gzip is not available for npz files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
             "other formats: none)");
@@ -256,8 +257,9 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
             "jpeg, png, indexed_binary, mmap_indexed_binary, synthetic)");
   EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: gzip\n"),
             "dataset.compression: gzip for csv files is a DLIO compression not supported yet (csv: none)");
-  EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"),
-            "workflow.checkpoint: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"), "<loaded>");  // implemented
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
+            "checkpoint.mode: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("reader:\n  odirect: true\n"), "reader.odirect: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
@@ -270,10 +272,28 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression: xz\n"),
             "dataset.compression: 'xz' is a DLIO compression not supported yet (supported: none, gzip, szip, lzf, "
             "zip)");
-  EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"),
-            "workflow.checkpoint: DLIO key not supported yet by this version");
-  EXPECT_EQ(absl::StatusOr<WorkloadSpec>(LoadWorkload("workflow:\n  checkpoint: true\n", {})).status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"), "<loaded>");
+}
+
+TEST(WorkloadSpec, CheckpointKeysAndTheirWarnings) {
+  std::vector<std::string> warnings;
+  absl::StatusOr<WorkloadSpec> s = LoadWorkload(
+      "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n  checkpoint_folder: ck\n  fsync: true\n"
+      "  recovery_rank_shift: true\n  rank_sync: true\n  num_checkpoints_write: 3\n  num_checkpoints_read: 2\n"
+      "  time_between_checkpoints: 0.5\ndlio_ext:\n  checkpoint_evict_cache: true\n",
+      {}, "job", &warnings);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->checkpoint_fsync && s->recovery_rank_shift && s->checkpoint_rank_sync && s->checkpoint_evict_cache);
+  EXPECT_EQ(s->checkpoint_folder, "ck");
+  EXPECT_EQ(s->num_checkpoints_write, 3);
+  EXPECT_EQ(s->num_checkpoints_read, 2);
+  EXPECT_EQ(s->time_between_checkpoints, 0.5);
+  EXPECT_THAT(warnings, testing::Contains(HasSubstr("checkpoint.fsync: every checkpoint file is fsync()ed here")));
+  EXPECT_THAT(warnings, testing::Contains(HasSubstr("checkpoint.recovery_rank_shift:")));
+  absl::StatusOr<WorkloadSpec> back = LoadWorkload(ToYaml(*s), {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(*back == *s);
+  EXPECT_THAT(Error("dlio_ext:\n  checkpoint_evict_cashe: true\n"), HasSubstr("checkpoint_evict_cache"));
 }
 
 TEST(WorkloadSpec, AcceptsDliosDefaultsAndInertFeatureKeys) {
