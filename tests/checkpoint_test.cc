@@ -245,6 +245,26 @@ dlio_ext:
   EXPECT_NEAR(m["checkpoint_size_GB"].get<double>(), static_cast<double>(plan.TotalBytes()) / (1 << 30), 1e-9);
 }
 
+// A load of a checkpoint nobody wrote, and a checkpoint folder outside the data root: the job fails with one line
+// naming the agent, the rank, the job and the phase, and the file or the key.
+TEST(Checkpoints, MissingFilesAndEscapingFoldersFailNamingTheirSource) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  const std::string base = std::string(kModel) + "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n";
+  WriteFile(dir.str() + "/load.yaml", base + "  checkpoint_folder: ckpt\n  num_checkpoints_read: 1\n");
+  CommandResult r = Submit(fleet, dir.str() + "/load.yaml", dir.str() + "/out");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.err.find("phase load-checkpoint-1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("global_epoch1_step1/zero_pp_rank_"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank "), std::string::npos) << r.err;
+  WriteFile(dir.str() + "/escape.yaml", base + "  checkpoint_folder: ../../outside\n  num_checkpoints_write: 1\n");
+  r = Submit(fleet, dir.str() + "/escape.yaml", dir.str() + "/out2");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.err.find("checkpoint.checkpoint_folder"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outside the agent's data root"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path().parent_path() / "outside"));
+}
+
 // Paths of checkpoint files opened for writing, and of those fsync()ed, in an `strace -f -y` log.
 struct Traced {
   std::set<std::string> written, fsynced;
