@@ -139,12 +139,16 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
   cmd.phase_id = rp.phase_id();
   cmd.kind = rp.kind() == v1::PHASE_KIND_GENERATE ? PhaseKind::kGenerate
              : rp.kind() == v1::PHASE_KIND_EVAL   ? PhaseKind::kEval
+             : rp.kind() == v1::PHASE_KIND_CHECKPOINT ? PhaseKind::kCheckpoint
                                                   : PhaseKind::kTrainEpoch;
   cmd.spec = std::move(*spec);
   cmd.world = static_cast<int>(rp.world_size());
   cmd.first_rank = static_cast<int>(rp.first_rank());
   cmd.local_ranks = static_cast<int>(rp.local_ranks());
   cmd.epoch = static_cast<int>(rp.epoch());
+  cmd.checkpoint_load = rp.checkpoint_load();
+  cmd.checkpoint_index = static_cast<int>(rp.checkpoint_index());
+  cmd.checkpoint_step = static_cast<int64_t>(rp.checkpoint_step());
   running_job = cmd.job_id;
   running_phase = cmd.phase_id;
   phase_cancel = false;

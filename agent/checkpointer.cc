@@ -114,6 +114,28 @@ absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, con
   return io;
 }
 
+absl::Status Checkpointer::Evict(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
+  if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
+  for (const CheckpointFile& f : files) {
+    const std::filesystem::path path = folder_ / dir_name / f.name;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Errno("open", path);
+    // DONTNEED skips dirty pages, so they are written first.
+    if (::fdatasync(fd) != 0) {
+      absl::Status s = Errno("fdatasync", path);
+      ::close(fd);
+      return s;
+    }
+    const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+    if (rc != 0) {
+      errno = rc;
+      return Errno("posix_fadvise", path);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CheckpointIo> Checkpointer::Load(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
   const auto t0 = std::chrono::steady_clock::now();

@@ -39,6 +39,10 @@ class Checkpointer {
   // Reads `files` back from folder/dir_name.
   absl::StatusOr<CheckpointIo> Load(const std::string& dir_name, const std::vector<CheckpointFile>& files);
 
+  // Cache hygiene before a load (dlio_ext.checkpoint_evict_cache): flushes each file's dirty pages (fdatasync) and
+  // drops its cached pages (posix_fadvise DONTNEED), so the load reads the storage, not the page cache.
+  absl::Status Evict(const std::string& dir_name, const std::vector<CheckpointFile>& files);
+
   // Bytes currently held by the buffer (for tests and the memory bound).
   size_t buffer_size() const { return buffer_.size(); }
 

@@ -16,15 +16,22 @@ const char* RankPhaseName(RankPhase p) {
   return "idle";
 }
 
-void RankMetrics::AttachLoader(const Loader* l) {
+void RankMetrics::AttachLoader(const Loader* l, bool eval) {
   std::lock_guard<std::mutex> lk(mu);
   live = l;
+  live_eval = eval;
 }
 
 void RankMetrics::DetachLoader() {
   std::lock_guard<std::mutex> lk(mu);
-  if (live != nullptr) retired += live->Snapshot();
+  if (live != nullptr) (live_eval ? retired_eval : retired) += live->Snapshot();
   live = nullptr;
+}
+
+void RankMetrics::RecordCheckpoint(bool load, uint64_t duration_ns, uint64_t bytes) {
+  std::lock_guard<std::mutex> lk(mu);
+  (load ? checkpoint_load : checkpoint_save).Record(duration_ns);
+  (load ? checkpoint_load_bytes : checkpoint_save_bytes) += bytes;
 }
 
 void RankMetrics::AddWritten(const IoSnapshot& s) {
@@ -86,29 +93,38 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
                           "Duration of a training step: batch wait, compute and step barrier.", MetricType::Histogram);
   auto barrier = Family("dlio_barrier_wait_seconds", "Time a training step spent in the step barrier.",
                         MetricType::Histogram);
-  auto checkpoint = Family("dlio_checkpoint_duration_seconds", "Duration of a checkpoint written by the rank.",
+  auto checkpoint = Family("dlio_checkpoint_duration_seconds",
+                           "Duration of a checkpoint save or load by the rank (label operation).",
                            MetricType::Histogram);
+  auto checkpoint_bytes = Family("dlio_checkpoint_bytes_total",
+                                 "Bytes of checkpoint files written (save) or read (load) by the rank.",
+                                 MetricType::Counter);
   auto queue = Family("dlio_prefetch_queue_depth", "Finished batches waiting in the rank's prefetch queue.",
                       MetricType::Gauge);
   auto phase = Family("dlio_phase", "Phase the rank is in (label phase); always 1.", MetricType::Gauge);
 
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& [key, rm] : ranks_) {
-    IoSnapshot io, wr;
-    LatencyHistogram bw, st, bar, cp;
+    IoSnapshot io, ev, wr;
+    LatencyHistogram bw, st, bar, cp_save, cp_load;
+    uint64_t save_bytes = 0, load_bytes = 0;
     int64_t depth = 0;
     {
       std::lock_guard<std::mutex> rl(rm->mu);
       io = rm->retired;
+      ev = rm->retired_eval;
       if (rm->live != nullptr) {
-        io += rm->live->Snapshot();
+        (rm->live_eval ? ev : io) += rm->live->Snapshot();
         depth = rm->live->QueueDepth();
       }
       wr = rm->written;
       bw = rm->batch_wait;
       st = rm->step_time;
       bar = rm->barrier_wait;
-      cp = rm->checkpoint;
+      cp_save = rm->checkpoint_save;
+      cp_load = rm->checkpoint_load;
+      save_bytes = rm->checkpoint_save_bytes;
+      load_bytes = rm->checkpoint_load_bytes;
     }
     const std::vector<prometheus::ClientMetric::Label> labels = {
         {"agent", agent_}, {"job_id", key.first}, {"rank", std::to_string(key.second)}};
@@ -123,15 +139,24 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
       if (f.type == MetricType::Counter) m.counter.value = v; else m.gauge.value = v;
       f.metric.push_back(std::move(m));
     };
-    auto add_histogram = [&](prometheus::MetricFamily& f, const LatencyHistogram& h) {
+    auto add_histogram = [&](prometheus::MetricFamily& f, const LatencyHistogram& h,
+                             std::vector<prometheus::ClientMetric::Label> l) {
       prometheus::ClientMetric m;
-      m.label = labels;
+      m.label = std::move(l);
       m.histogram = ToPrometheusHistogram(h);
       f.metric.push_back(std::move(m));
     };
     add(read_bytes, with("phase", "train"), static_cast<double>(io.bytes));
     add(read_ops, with("phase", "train"), static_cast<double>(io.ops));
     add(samples, with("phase", "train"), static_cast<double>(io.samples));
+    // Evaluation series appear once the rank has evaluated (no empty eval series on training-only jobs).
+    if (ev.ops > 0 || ev.samples > 0) {
+      add(read_bytes, with("phase", "eval"), static_cast<double>(ev.bytes));
+      add(read_ops, with("phase", "eval"), static_cast<double>(ev.ops));
+      add(samples, with("phase", "eval"), static_cast<double>(ev.samples));
+    }
+    add(checkpoint_bytes, with("operation", "save"), static_cast<double>(save_bytes));
+    add(checkpoint_bytes, with("operation", "load"), static_cast<double>(load_bytes));
     add(written, with("phase", "generate"), static_cast<double>(wr.bytes));
     add(steps, labels, static_cast<double>(rm->steps.load()));
     add(epoch, labels, rm->epoch.load());
@@ -139,14 +164,17 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
     add(au_target, labels, rm->au_target_ratio.load());
     add(queue, labels, static_cast<double>(depth));
     add(phase, with("phase", RankPhaseName(static_cast<RankPhase>(rm->phase.load()))), 1);
-    add_histogram(latency, io.latency);
-    add_histogram(batch_wait, bw);
-    add_histogram(step_time, st);
-    add_histogram(barrier, bar);
-    add_histogram(checkpoint, cp);
+    LatencyHistogram reads = io.latency;
+    reads += ev.latency;
+    add_histogram(latency, reads, labels);
+    add_histogram(batch_wait, bw, labels);
+    add_histogram(step_time, st, labels);
+    add_histogram(barrier, bar, labels);
+    add_histogram(checkpoint, cp_save, with("operation", "save"));
+    add_histogram(checkpoint, cp_load, with("operation", "load"));
   }
   return {read_bytes, read_ops, samples, latency, written, steps, epoch, au, au_target,
-          batch_wait, step_time, barrier, checkpoint, queue, phase};
+          batch_wait, step_time, barrier, checkpoint, checkpoint_bytes, queue, phase};
 }
 
 }  // namespace dlio

@@ -5,7 +5,8 @@
 // into its rank's LatencyHistograms (one uncontended mutex per *step*, never per I/O). At scrape time Collect()
 // walks the registered ranks and merges copies, so a scrape costs a few microseconds per rank.
 // Labels: agent, job_id, rank (never `job`, which Prometheus keeps for the scrape job); the I/O counters also carry
-// `phase` (train for reads, generate for dataset writes; eval and checkpoint once those phases exist).
+// `phase` (train or eval for reads, generate for dataset writes); the checkpoint families carry `operation`
+// (save or load).
 // Every family, its HELP text and unit are listed in docs/metrics.md; a test compares that file with a scrape.
 // Histogram buckets: see common/prometheus_histogram.h (powers of two from ~1 us to ~37 min, + +Inf).
 // Thread-safety: every method may be called from any thread; RankMetrics fields are atomics or guarded by mu.
@@ -32,32 +33,39 @@ namespace dlio {
 class Loader;
 
 // What a rank is doing, exported as dlio_phase{phase="<name>"} 1 (one series per rank, info-style).
-// kCheckpoint is reserved for the checkpoint phases, which do not exist yet.
+// kCheckpoint covers a whole checkpoint (its time_between_checkpoints sleep and barriers included).
 enum class RankPhase { kIdle = 0, kGenerate, kTrain, kEval, kCheckpoint };
 const char* RankPhaseName(RankPhase p);
 
 // Live state of one rank, updated by the rank's step thread (atomics, RecordStep) and at loader start/end.
 struct RankMetrics {
   std::mutex mu;
-  IoSnapshot retired ABSL_GUARDED_BY(mu);            // read I/O of finished epochs
-  const Loader* live ABSL_GUARDED_BY(mu) = nullptr;  // the running epoch's loader, if any
+  IoSnapshot retired ABSL_GUARDED_BY(mu);            // read I/O of finished training epochs
+  IoSnapshot retired_eval ABSL_GUARDED_BY(mu);       // read I/O of finished evaluations
+  const Loader* live ABSL_GUARDED_BY(mu) = nullptr;  // the running epoch's (or evaluation's) loader, if any
+  bool live_eval ABSL_GUARDED_BY(mu) = false;        // `live` reads the evaluation split
   IoSnapshot written ABSL_GUARDED_BY(mu);            // generation I/O
   LatencyHistogram batch_wait ABSL_GUARDED_BY(mu);   // per step: waiting for the batch (DLIO's load)
   LatencyHistogram step_time ABSL_GUARDED_BY(mu);    // per step: load + compute + barrier
   LatencyHistogram barrier_wait ABSL_GUARDED_BY(mu); // per step: time in the step barrier
-  LatencyHistogram checkpoint ABSL_GUARDED_BY(mu);   // per checkpoint (stays empty until checkpoints exist)
+  LatencyHistogram checkpoint_save ABSL_GUARDED_BY(mu);  // per checkpoint save of the rank
+  LatencyHistogram checkpoint_load ABSL_GUARDED_BY(mu);  // per checkpoint load of the rank
+  uint64_t checkpoint_save_bytes ABSL_GUARDED_BY(mu) = 0;
+  uint64_t checkpoint_load_bytes ABSL_GUARDED_BY(mu) = 0;
   std::atomic<double> au_ratio{0};
   std::atomic<double> au_target_ratio{0};           // the job's metric.au (DLIO's expectation), 0..1
   std::atomic<uint64_t> steps{0};
   std::atomic<int> epoch{0};
   std::atomic<int> phase{static_cast<int>(RankPhase::kIdle)};
 
-  void AttachLoader(const Loader* l);
+  void AttachLoader(const Loader* l, bool eval = false);
   // Folds the loader's counters into `retired` and forgets it (call before destroying the loader).
   void DetachLoader();
   void AddWritten(const IoSnapshot& s);
   // One training step: called once per step by the rank's step thread (one short uncontended lock).
   void RecordStep(uint64_t batch_wait_ns, uint64_t step_ns, uint64_t barrier_ns);
+  // One checkpoint save or load of the rank (once per checkpoint).
+  void RecordCheckpoint(bool load, uint64_t duration_ns, uint64_t bytes);
   void SetPhase(RankPhase p) { phase.store(static_cast<int>(p), std::memory_order_relaxed); }
 };
 

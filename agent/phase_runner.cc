@@ -12,10 +12,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "agent/checkpointer.h"
 #include "agent/loader.h"
 #include "agent/paths.h"
 #include "common/scheduling.h"
 #include "agent/step_barrier.h"
+#include "common/checkpoint_plan.h"
+#include "common/checkpoint_schedule.h"
 #include "common/epoch_plan.h"
 #include "readers/format.h"
 #include "readers/storage.h"
@@ -84,6 +87,63 @@ absl::Status Annotate(const absl::Status& s, const std::string& where) {
   return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
 }
 
+// What every rank of a phase needs to checkpoint: the job's plan and the folder inside the data root.
+struct CheckpointSetup {
+  CheckpointPlan plan;
+  fs::path folder;
+};
+
+absl::StatusOr<CheckpointSetup> MakeCheckpointSetup(const WorkloadSpec& spec, int world, const fs::path& data_root) {
+  absl::StatusOr<CheckpointModel> model = CheckpointModelFor(spec);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<CheckpointPlan> plan = MakeCheckpointPlan(*model, world);
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<fs::path> folder = ResolveUnderRoot(data_root, spec.checkpoint_folder, "checkpoint.checkpoint_folder");
+  if (!folder.ok()) return folder.status();
+  return CheckpointSetup{std::move(*plan), std::move(*folder)};
+}
+
+// Random checkpoint bytes that differ between ranks and jobs' seeds.
+uint64_t CheckpointSeed(const WorkloadSpec& spec, int rank) {
+  return static_cast<uint64_t>(spec.seed) * 0x2545F4914F6CDD1Dull ^ (static_cast<uint64_t>(rank) << 24);
+}
+
+// One save or load by one rank: (evict the files' pages before a load when asked), write or read the files, then
+// the rank_sync barrier when set, all inside the timing except the eviction.
+absl::StatusOr<RankCheckpointResult> TakeCheckpoint(const WorkloadSpec& spec, const CheckpointSetup& setup,
+                                                    Checkpointer& io, int rank, int world, int ranks_per_agent,
+                                                    bool load, int index, int epoch, int64_t step,
+                                                    const std::function<absl::Status()>& rank_sync,
+                                                    RankMetrics* rm) {
+  const int source = load ? LoadSourceRank(spec, rank, world, ranks_per_agent) : rank;
+  const std::vector<CheckpointFile>& files = setup.plan.ranks[static_cast<size_t>(source)].files;
+  const std::string dir = CheckpointDirName(epoch, step);
+  if (load && spec.checkpoint_evict_cache) {
+    if (absl::Status s = io.Evict(dir, files); !s.ok()) return s;
+  }
+  RankCheckpointResult r;
+  r.rank = rank;
+  r.index = index;
+  r.load = load;
+  r.epoch = epoch;
+  r.start_unix_us = NowUnixUs();
+  const auto t0 = SteadyClock::now();
+  absl::StatusOr<CheckpointIo> done = load ? io.Load(dir, files) : io.Save(dir, files);
+  if (!done.ok()) return done.status();
+  if (spec.checkpoint_rank_sync) {
+    if (absl::Status s = rank_sync(); !s.ok()) return s;
+  }
+  const auto t1 = SteadyClock::now();
+  r.duration_s = Seconds(t1 - t0);
+  r.end_unix_us = NowUnixUs();
+  r.bytes = static_cast<uint64_t>(done->bytes);
+  if (rm) {
+    rm->RecordCheckpoint(load, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
+                         r.bytes);
+  }
+  return r;
+}
+
 }  // namespace
 
 std::string PhaseRunner::Where(const PhaseCommand& cmd, int rank) const {
@@ -97,7 +157,9 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   progress_.samples = 0;
   progress_.bytes = 0;
   absl::StatusOr<std::vector<RankEpochResult>> r =
-      cmd.kind == PhaseKind::kGenerate ? Generate(cmd, cancel) : Steps(cmd, barrier, cancel);
+      cmd.kind == PhaseKind::kGenerate     ? Generate(cmd, cancel)
+      : cmd.kind == PhaseKind::kCheckpoint ? CheckpointPhase(cmd, barrier, cancel)
+                                           : Steps(cmd, barrier, cancel);
   // Read buffers are pooled from epoch to epoch (readers/storage.h); after the job's last phase (or a failure, which
   // ends the job) an idle agent keeps none.
   const bool last = cmd.kind == PhaseKind::kGenerate ? !cmd.spec.train : cmd.epoch >= cmd.spec.epochs;
@@ -336,6 +398,14 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
 
   const int64_t steps = plan->steps();
   progress_.total = steps;
+  // Step-based checkpoints inside this training epoch (none for evaluations).
+  const std::vector<int64_t> ckpt_steps = eval ? std::vector<int64_t>() : CheckpointStepsInEpoch(spec, steps);
+  std::unique_ptr<CheckpointSetup> ckpt;
+  if (!ckpt_steps.empty()) {
+    absl::StatusOr<CheckpointSetup> c = MakeCheckpointSetup(spec, cmd.world, data_root_);
+    if (!c.ok()) return Annotate(c.status(), Where(cmd, cmd.first_rank));
+    ckpt = std::make_unique<CheckpointSetup>(std::move(*c));
+  }
   LoaderConfig cfg;
   cfg.format = format->get();
   cfg.files = std::move(*files);
@@ -392,17 +462,22 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       // The epoch starts before the loader does (as a torch DataLoader's iteration starts its workers' epoch): its
       // start-up and first reads belong to the first step's load time, not to the time before the epoch.
       r.start_unix_us = block.start_unix_us = NowUnixUs();
-      const auto block_start = SteadyClock::now();
+      auto block_start = SteadyClock::now();
       std::unique_ptr<Loader> loader =
           AccessModeFor(spec) == AccessMode::kStream
               ? Loader::StartStream(rank_cfg, plan->RankStream(rank), steps, &stop)
               : Loader::StartIndex(rank_cfg, plan->RankSamples(rank), steps, &stop);
       if (rm) {
-        rm->AttachLoader(loader.get());
+        rm->AttachLoader(loader.get(), eval);
         rm->epoch = cmd.epoch;
         rm->au_target_ratio = spec.au_threshold;
         rm->SetPhase(eval ? RankPhase::kEval : RankPhase::kTrain);
       }
+      // Every barrier of the phase gets the next number, the same sequence on every rank of the fleet.
+      uint64_t barrier_seq = 0;
+      size_t next_ckpt = 0;
+      std::unique_ptr<Checkpointer> ckpt_io;
+      if (ckpt) ckpt_io = std::make_unique<Checkpointer>(ckpt->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank));
       double window_compute = 0;
       SteadyClock::time_point window_start = block_start;
       for (int64_t step = 0; step < steps; ++step) {
@@ -423,7 +498,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
         }
         const auto t2 = SteadyClock::now();
         // DLIO's evaluation has no per-step barrier.
-        if (absl::Status s = eval ? absl::OkStatus() : local_barrier.Arrive(static_cast<uint64_t>(step)); !s.ok()) {
+        if (absl::Status s = eval ? absl::OkStatus() : local_barrier.Arrive(barrier_seq++); !s.ok()) {
           fail(rank, s);
           break;
         }
@@ -453,6 +528,32 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
         uint64_t slowest = rank_steps[0];
         for (auto& s : rank_steps) slowest = std::min<uint64_t>(slowest, s);
         progress_.done = slowest;
+        if (next_ckpt < ckpt_steps.size() && ckpt_steps[next_ckpt] == step + 1) {
+          // A step-based checkpoint: the block ends here, the checkpoint runs outside it, the next block starts
+          // after it (DLIO's end_block / start_save_ckpt / start_block).
+          block.duration_s = Seconds(SteadyClock::now() - block_start);
+          block.end_unix_us = NowUnixUs();
+          const int number = block.block;
+          r.blocks.push_back(std::move(block));
+          block = BlockTimings();
+          block.block = number + 1;
+          if (rm) rm->SetPhase(RankPhase::kCheckpoint);
+          absl::StatusOr<RankCheckpointResult> c = TakeCheckpoint(
+              spec, *ckpt, *ckpt_io, rank, cmd.world, cmd.local_ranks, false,
+              cmd.checkpoint_index + static_cast<int>(next_ckpt), cmd.epoch, step + 1,
+              [&] { return local_barrier.Arrive(barrier_seq++); }, rm);
+          if (rm) rm->SetPhase(RankPhase::kTrain);
+          if (!c.ok()) {
+            fail(rank, c.status());
+            break;
+          }
+          r.checkpoints.push_back(*c);
+          ++next_ckpt;
+          block.start_unix_us = NowUnixUs();
+          block_start = SteadyClock::now();
+          window_start = block_start;
+          window_compute = 0;
+        }
       }
       block.duration_s = Seconds(SteadyClock::now() - block_start);
       r.end_unix_us = block.end_unix_us = NowUnixUs();
@@ -462,13 +563,75 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
         rm->SetPhase(RankPhase::kIdle);
       }
       loader.reset();
-      r.blocks.push_back(std::move(block));
+      // A checkpoint at the epoch's last step leaves an empty block, which DLIO does not record either.
+      if (!block.proc.empty() || r.blocks.empty()) r.blocks.push_back(std::move(block));
     });
   }
   // Live progress for the facade's Progress messages.
   for (auto& t : threads) t.join();
   if (absl::Status s = first_error.Get(); !s.ok()) return s;
   for (const auto& r : results) progress_.bytes += r.io.bytes;
+  return results;
+}
+
+absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const PhaseCommand& cmd,
+                                                                          const BarrierFn& barrier,
+                                                                          const std::atomic<bool>* cancel) {
+  const WorkloadSpec& spec = cmd.spec;
+  absl::StatusOr<CheckpointSetup> setup = MakeCheckpointSetup(spec, cmd.world, data_root_);
+  if (!setup.ok()) return Annotate(setup.status(), Where(cmd, cmd.first_rank));
+  progress_.total = 1;
+  StepBarrier local_barrier(cmd.local_ranks, barrier);
+  FirstError first_error;
+  std::vector<RankEpochResult> results(cmd.local_ranks);
+  std::vector<std::thread> threads;
+  for (int l = 0; l < cmd.local_ranks; ++l) {
+    threads.emplace_back([&, l] {
+      const int rank = cmd.first_rank + l;
+      RankEpochResult& r = results[l];
+      r.rank = rank;
+      r.epoch = cmd.epoch;
+      r.start_unix_us = NowUnixUs();
+      RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      if (rm) rm->SetPhase(RankPhase::kCheckpoint);
+      auto fail = [&](const absl::Status& s) {
+        first_error.Set(s.code() == absl::StatusCode::kCancelled ? s : Annotate(s, Where(cmd, rank)));
+        local_barrier.Cancel(absl::CancelledError(absl::StrCat(Where(cmd, rank), ": another rank failed")));
+      };
+      // Checkpoint-only mode: DLIO's "compute" between checkpoints, slept in 50 ms slices so a cancel is prompt.
+      if (!spec.train && spec.time_between_checkpoints > 0) {
+        const auto until = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                    std::chrono::duration<double>(spec.time_between_checkpoints));
+        while (SteadyClock::now() < until && !(cancel && *cancel)) {
+          std::this_thread::sleep_for(std::min<SteadyClock::duration>(std::chrono::milliseconds(50),
+                                                                       until - SteadyClock::now()));
+        }
+      }
+      uint64_t barrier_seq = 0;
+      absl::Status s = cancel && *cancel ? absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled"))
+                                         : local_barrier.Arrive(barrier_seq++);
+      if (s.ok()) {
+        Checkpointer io(setup->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank));
+        absl::StatusOr<RankCheckpointResult> c =
+            TakeCheckpoint(spec, *setup, io, rank, cmd.world, cmd.local_ranks, cmd.checkpoint_load,
+                           cmd.checkpoint_index, cmd.epoch, cmd.checkpoint_step,
+                           [&] { return local_barrier.Arrive(barrier_seq++); }, rm);
+        if (c.ok()) {
+          r.checkpoints.push_back(*c);
+          progress_.bytes += c->bytes;
+        } else {
+          s = c.status();
+        }
+      }
+      if (!s.ok()) fail(s);
+      r.end_unix_us = NowUnixUs();
+      if (rm) rm->SetPhase(RankPhase::kIdle);
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (absl::Status s = first_error.Get(); !s.ok()) return s;
+  if (cancel && *cancel) return absl::CancelledError(absl::StrCat(Where(cmd, cmd.first_rank), ": cancelled"));
+  progress_.done = 1;
   return results;
 }
 

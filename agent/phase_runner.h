@@ -8,6 +8,12 @@
 //   coordinator through `barrier`) -> record load, proc = load + compute, compute and barrier wait.
 // Eval (after chosen epochs): the same loop over valid/ with batch_size_eval and eval_time, and no step barrier,
 //   as in DLIO.
+// Checkpoints (common/checkpoint_schedule.h): a checkpoint phase saves or loads one checkpoint per local rank
+//   (checkpoint-only mode first sleeps time_between_checkpoints), between a barrier before and, with rank_sync,
+//   one after (inside the timing). Step-based checkpoints happen inside the training phase: after the barrier of
+//   a checkpoint step every rank closes its block, saves, and opens the next block, in lockstep with the fleet
+//   because every barrier (step or checkpoint) has its own sequence number, the same on every rank. Files live
+//   under checkpoint.checkpoint_folder resolved inside the data root, written through agent/checkpointer.h.
 // Every error names agent, rank, job and phase. Cancel (the flag passed to Run) stops everything within ~50 ms.
 // Thread-safety: one Run() at a time; progress() may be read from any thread while it runs.
 #pragma once
@@ -28,7 +34,7 @@
 
 namespace dlio {
 
-enum class PhaseKind { kGenerate, kTrainEpoch, kEval };
+enum class PhaseKind { kGenerate, kTrainEpoch, kEval, kCheckpoint };
 
 struct PhaseCommand {
   std::string job_id;
@@ -39,6 +45,11 @@ struct PhaseCommand {
   int first_rank = 0;
   int local_ranks = 1;
   int epoch = 1;
+  // kCheckpoint: load or save global_epoch{epoch}_step{checkpoint_step} as number checkpoint_index; kTrainEpoch:
+  // the index of the epoch's first step-based save.
+  bool checkpoint_load = false;
+  int checkpoint_index = 1;
+  int64_t checkpoint_step = 0;
 };
 
 struct PhaseProgress {
@@ -66,6 +77,9 @@ class PhaseRunner {
   // A training epoch, or an evaluation when cmd.kind is kEval (then `barrier` is not used).
   absl::StatusOr<std::vector<RankEpochResult>> Steps(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                      const std::atomic<bool>* cancel);
+  // A checkpoint phase (see above).
+  absl::StatusOr<std::vector<RankEpochResult>> CheckpointPhase(const PhaseCommand& cmd, const BarrierFn& barrier,
+                                                               const std::atomic<bool>* cancel);
   std::string Where(const PhaseCommand& cmd, int rank) const;
 
   const std::filesystem::path data_root_;

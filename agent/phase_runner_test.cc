@@ -74,5 +74,59 @@ TEST(ListDataFiles, FindsFilesInSubfolders) {
             (std::vector<std::string>{"img_0_of_4.npy", "img_1_of_4.npy", "img_2_of_4.npy", "img_3_of_4.npy"}));
 }
 
+// A checkpoint phase run directly: one agent holding rank 0 of 2, a non-transformer model (only rank 0 writes).
+// Loads read rank 0's own file, or with recovery_rank_shift the files of rank (0 + 1) % 2 = 1, which holds none.
+TEST(CheckpointPhase, SavesThePlannedFileAndShiftedLoadsReadAnotherRanksFiles) {
+  Dir d;
+  PhaseRunner runner(d.path(), "a", nullptr);
+  PhaseCommand cmd;
+  cmd.job_id = "j";
+  cmd.kind = PhaseKind::kCheckpoint;
+  cmd.spec.checkpoint = true;
+  cmd.spec.train = false;
+  cmd.spec.checkpoint_folder = "ck";
+  cmd.spec.model_size_bytes = 12345;
+  cmd.world = 2;
+  cmd.first_rank = 0;
+  cmd.local_ranks = 1;
+  cmd.epoch = 1;
+  cmd.checkpoint_step = 1;
+  int barriers = 0;
+  auto barrier = [&](uint64_t) {
+    ++barriers;
+    return absl::OkStatus();
+  };
+  cmd.phase_id = "save-checkpoint-1";
+  auto saved = runner.Run(cmd, barrier, nullptr);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_EQ(saved->size(), 1u);
+  ASSERT_EQ((*saved)[0].checkpoints.size(), 1u);
+  EXPECT_EQ((*saved)[0].checkpoints[0].bytes, 12345u);
+  EXPECT_FALSE((*saved)[0].checkpoints[0].load);
+  EXPECT_EQ(fs::file_size(d.path() / "ck" / "global_epoch1_step1" / "model_states-0.pt"), 12345u);
+  EXPECT_EQ(barriers, 1);  // before the save; none after it without rank_sync
+
+  cmd.phase_id = "load-checkpoint-1";
+  cmd.checkpoint_load = true;
+  cmd.spec.checkpoint_rank_sync = true;
+  cmd.spec.checkpoint_evict_cache = true;
+  auto own = runner.Run(cmd, barrier, nullptr);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ((*own)[0].checkpoints[0].bytes, 12345u);
+  EXPECT_TRUE((*own)[0].checkpoints[0].load);
+  EXPECT_EQ(barriers, 3);  // before, and rank_sync after
+
+  cmd.spec.recovery_rank_shift = true;
+  auto shifted = runner.Run(cmd, barrier, nullptr);
+  ASSERT_TRUE(shifted.ok()) << shifted.status();
+  EXPECT_EQ((*shifted)[0].checkpoints[0].bytes, 0u);
+
+  cmd.spec.checkpoint_folder = "../escape";
+  auto escaped = runner.Run(cmd, barrier, nullptr);
+  EXPECT_FALSE(escaped.ok());
+  EXPECT_NE(std::string(escaped.status().message()).find("checkpoint.checkpoint_folder"), std::string::npos)
+      << escaped.status();
+}
+
 }  // namespace
 }  // namespace dlio

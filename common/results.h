@@ -44,6 +44,18 @@ struct BlockTimings {
   std::vector<double> load, proc, compute, barrier;  // per step, seconds
 };
 
+// One rank's timing of one checkpoint save or load (ranks that write nothing still report, with 0 bytes).
+struct RankCheckpointResult {
+  int rank = 0;
+  int index = 1;                 // 1-based, in order of the job: save_ckptN / load_ckptN
+  bool load = false;
+  int epoch = 1;                 // the per_epoch_stats entry it is listed under (checkpoint-only mode: 1)
+  int64_t start_unix_us = 0;
+  int64_t end_unix_us = 0;
+  double duration_s = 0;         // steady clock
+  uint64_t bytes = 0;
+};
+
 struct RankEpochResult {
   int rank = 0;
   int epoch = 1;                 // 1-based
@@ -54,6 +66,9 @@ struct RankEpochResult {
   // This rank's share of the fleet's dropped samples; the agent puts the plan's whole DroppedSamples() on rank 0
   // and 0 on the others, and the aggregator sums over ranks.
   uint64_t dropped_samples = 0;
+  // Checkpoints this rank took in the phase (step-based ones inside a training phase; the one of a CHECKPOINT
+  // phase); the coordinator moves them into JobResult::checkpoints.
+  std::vector<RankCheckpointResult> checkpoints;
 };
 
 struct MetricWindow {
@@ -94,18 +109,6 @@ struct EpochMetric {
   double actual_mb_per_second = 0;   // measured bytes over the timed window (max over ranks), 10^6
   uint64_t read_bytes = 0;
   uint64_t dropped_samples = 0;
-};
-
-// One rank's timing of one checkpoint save or load (ranks that write nothing still report, with 0 bytes).
-struct RankCheckpointResult {
-  int rank = 0;
-  int index = 1;                 // 1-based, in order of the job: save_ckptN / load_ckptN
-  bool load = false;
-  int epoch = 1;                 // the per_epoch_stats entry it is listed under (checkpoint-only mode: 1)
-  int64_t start_unix_us = 0;
-  int64_t end_unix_us = 0;
-  double duration_s = 0;         // steady clock
-  uint64_t bytes = 0;
 };
 
 // One checkpoint save or load of the fleet, with DLIO's rank-0 figures and MLPerf's (../shared/reference/dlio.md

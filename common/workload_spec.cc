@@ -123,7 +123,13 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
                     s.exclude_start_steps, s.exclude_end_steps, s.au_threshold, s.odirect, s.io_engine);
   };
-  return tie(a) == tie(b);
+  auto tie_ckpt = [](const WorkloadSpec& s) {
+    return std::tie(s.checkpoint, s.checkpoint_folder, s.checkpoint_after_epoch, s.epochs_between_checkpoints,
+                    s.steps_between_checkpoints, s.checkpoint_fsync, s.time_between_checkpoints,
+                    s.num_checkpoints_write, s.num_checkpoints_read, s.recovery_rank_shift, s.checkpoint_rank_sync,
+                    s.checkpoint_evict_cache);
+  };
+  return tie(a) == tie(b) && tie_ckpt(a) == tie_ckpt(b);
 }
 
 const char* ShuffleModeName(ShuffleMode m) {
@@ -483,7 +489,7 @@ std::vector<KeyInfo> BuildKeys() {
         return absl::OkStatus();
       },
       [](const WorkloadSpec& s) { return Quote(s.model_name); }));
-  const std::string sizing = "checkpoint sizing (validated; inert until workflow.checkpoint is supported)";
+  const std::string sizing = "checkpoint sizing (applied with workflow.checkpoint)";
   v.push_back(StringKey("model.type", &WorkloadSpec::model_type, true,
                         "`transformer` switches checkpoint sizing to the transformer formula; " + sizing));
   v.push_back(IntKey("model.model_size_bytes", &WorkloadSpec::model_size_bytes, 0,
@@ -552,7 +558,9 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(BoolKey("workflow.evaluation", &WorkloadSpec::evaluation,
                       "evaluate after chosen epochs over valid/ (no step barrier); nothing is read with "
                       "workflow.train false or num_files_eval 0"));
-  v.push_back(NotYet("workflow.checkpoint", "false", Gate::kNone, "checkpoint writes and reads"));
+  v.push_back(BoolKey("workflow.checkpoint", &WorkloadSpec::checkpoint,
+                      "checkpoints inside training (epoch- or step-based), or checkpoint-only mode with "
+                      "workflow.train false (num_checkpoints_write, then num_checkpoints_read)"));
   v.push_back(Label("workflow.profiling", "false",
                     "starts profiling.profiler in DLIO (iostat, darshan, tensorboard); no profiler runs here: the "
                     "agents' /metrics and result files carry the I/O figures"));
@@ -794,63 +802,51 @@ std::vector<KeyInfo> BuildKeys() {
 
   // checkpoint
   const std::string off;  // the status column says it all
-  v.push_back(NotYet("checkpoint.checkpoint_folder", "./checkpoints/", ckpt, off));
-  v.push_back(NotYet("checkpoint.checkpoint_after_epoch", "1", ckpt, off));
-  v.push_back(NotYet("checkpoint.epochs_between_checkpoints", "1", ckpt, off));
-  v.push_back(NotYet("checkpoint.steps_between_checkpoints", "-1", ckpt, off));
-  // Keys DLIO parses and then ignores or breaks; their evident meaning is applied by the checkpoint phases. They
-  // are validated here and warn (with workflow.checkpoint on) when set where DLIO's behaviour parts from it.
-  auto ckpt_differs = [&](std::string path, std::string def, std::vector<std::string> values, std::string note,
-                          std::function<std::string(const std::string&)> warn) {
-    KeyInfo k = Custom(
-        std::move(path), KeyStatus::kImplementedDiffers,
-        note + "; validated here, applied by the checkpoint phases (runs refuse workflow.checkpoint until they land)",
-        [values](const YAML::Node& n, const std::string& p, WorkloadSpec&) {
-          bool b;
-          if (values.empty()) {
-            if (!ParseBool(n, &b)) return MustBe(p, "true or false", n);
-            return absl::OkStatus();
-          }
-          std::string ignored;
-          return ParseChoice(n, p, values, {}, "value", &ignored);
-        },
-        nullptr);
-    k.gate = ckpt;
-    k.dlio_default = std::move(def);
-    k.differs = [warn, values](const YAML::Node& n, const WorkloadSpec&) -> std::string {
-      bool b = false;
-      if (values.empty()) return ParseBool(n, &b) && b ? warn("true") : "";
-      return warn(n.Scalar());
-    };
-    v.push_back(k);
-  };
-  ckpt_differs("checkpoint.type", "rank_zero", {"rank_zero", "all_ranks"},
-               "rank_zero: DLIO's writer selection (ZeRO, TP, PP); all_ranks: every rank writes its share (warns: "
-               "DLIO parses it and ignores it)",
-               [](const std::string& v) -> std::string {
-                 if (v != "all_ranks") return "";
-                 return "all_ranks makes every rank write its share here; DLIO parses checkpoint.type and ignores it "
-                        "(its writers follow the ZeRO stage only)";
-               });
+  v.push_back(StringKey("checkpoint.checkpoint_folder", &WorkloadSpec::checkpoint_folder, false,
+                        "relative to the agent's --data-root; a path escaping it is refused"));
+  v.push_back(IntKey("checkpoint.checkpoint_after_epoch", &WorkloadSpec::checkpoint_after_epoch, 1,
+                     "first epoch that ends with a checkpoint (when steps_between_checkpoints < 0)"));
+  v.push_back(IntKey("checkpoint.epochs_between_checkpoints", &WorkloadSpec::epochs_between_checkpoints, 1,
+                     "epochs between end-of-epoch checkpoints"));
+  v.push_back(IntKey("checkpoint.steps_between_checkpoints", &WorkloadSpec::steps_between_checkpoints, -1,
+                     ">= 1: a checkpoint after every N steps of each epoch, in lockstep inside the training phase "
+                     "(and no end-of-epoch checkpoint); 0: none; -1: epoch-based"));
+  v.push_back(NotYet("checkpoint.type", "rank_zero", ckpt, "parsed but unused by DLIO"));
   v.push_back(NotYet("checkpoint.mode", "default", ckpt, off));
-  ckpt_differs("checkpoint.fsync", "false", {},
-               "fsync every checkpoint file after writing it (warns: ineffective in DLIO, which assigns it to a "
-               "misspelled attribute)",
-               [](const std::string&) -> std::string {
-                 return "true fsyncs every checkpoint file here; DLIO assigns it to a misspelled attribute "
-                        "(checkpoint_sync), so its checkpoints are never fsynced";
-               });
-  v.push_back(NotYet("checkpoint.time_between_checkpoints", "-1", ckpt, off));
-  v.push_back(NotYet("checkpoint.num_checkpoints_write", "-1", ckpt, off));
-  v.push_back(NotYet("checkpoint.num_checkpoints_read", "-1", ckpt, off));
-  ckpt_differs("checkpoint.recovery_rank_shift", "false", {},
-               "on read, rank r reads the files rank (r + ranks per agent) mod world wrote, to defeat the page cache "
-               "(warns: cannot be enabled in DLIO)",
-               [](const std::string&) -> std::string {
-                 return "true makes rank r read the checkpoint files of rank (r + ranks per agent) mod world here; "
-                        "DLIO assigns it to a misspelled attribute, so its ranks always read their own files";
-               });
-  v.push_back(NotYet("checkpoint.rank_sync", "false", ckpt, off));
+  KeyInfo fsync = BoolKey("checkpoint.fsync", &WorkloadSpec::checkpoint_fsync,
+                          "fsync every checkpoint file before its rename, and its folder after (warns: DLIO assigns "
+                          "it to a misspelled attribute, so DLIO never fsyncs)");
+  fsync.status = KeyStatus::kImplementedDiffers;
+  fsync.gate = ckpt;
+  fsync.differs = [](const YAML::Node& n, const WorkloadSpec&) -> std::string {
+    bool b = false;
+    return ParseBool(n, &b) && b ? "true fsyncs every checkpoint file here; DLIO assigns it to a misspelled attribute "
+                                   "(checkpoint_sync), so its checkpoints are never fsynced"
+                                 : "";
+  };
+  v.push_back(fsync);
+  v.push_back(NumberKey("checkpoint.time_between_checkpoints", &WorkloadSpec::time_between_checkpoints, -1, false, -1,
+                        "checkpoint-only mode: seconds slept before each save and each load (< 0: none)"));
+  v.push_back(IntKey("checkpoint.num_checkpoints_write", &WorkloadSpec::num_checkpoints_write, -1,
+                     "checkpoint-only mode: saves global_epoch1_step1..N (< 0: none)"));
+  v.push_back(IntKey("checkpoint.num_checkpoints_read", &WorkloadSpec::num_checkpoints_read, -1,
+                     "checkpoint-only mode: then loads global_epoch1_step1..M, which must exist (< 0: none)"));
+  KeyInfo shift = BoolKey("checkpoint.recovery_rank_shift", &WorkloadSpec::recovery_rank_shift,
+                          "loads: rank r reads the files of rank (r + ranks per agent) % world, so no rank reads "
+                          "what its own node wrote (warns: DLIO assigns it to a misspelled attribute and never "
+                          "shifts)");
+  shift.status = KeyStatus::kImplementedDiffers;
+  shift.gate = ckpt;
+  shift.differs = [](const YAML::Node& n, const WorkloadSpec&) -> std::string {
+    bool b = false;
+    return ParseBool(n, &b) && b ? "true makes rank r read the checkpoint files of rank (r + ranks per agent) mod "
+                                   "world here; DLIO assigns it to a misspelled attribute, so its ranks always read "
+                                   "their own files"
+                                 : "";
+  };
+  v.push_back(shift);
+  v.push_back(BoolKey("checkpoint.rank_sync", &WorkloadSpec::checkpoint_rank_sync,
+                      "a barrier over all ranks after each save or load, inside its timing"));
   v.push_back(NotYet("checkpoint.randomize_tensor", "true", ckpt, off));
   v.push_back(NotYet("checkpoint.checkpoint_mechanism_classname", "~", ckpt, off));
   v.push_back(NotYet("checkpoint.ksm.madv_mergeable_id", "12", ckpt, off));
@@ -886,6 +882,11 @@ std::vector<KeyInfo> BuildKeys() {
         return ParseChoice(n, p, {"posix", "odirect", "io_uring"}, {}, "I/O engine", &s.io_engine);
       },
       [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
+
+  v.push_back(BoolKey("dlio_ext.checkpoint_evict_cache", &WorkloadSpec::checkpoint_evict_cache,
+                      "before each checkpoint load, flush and evict the files' pages from the page cache "
+                      "(posix_fadvise DONTNEED), so loads read the storage, as MLPerf's rules require between "
+                      "write and read"));
 
   for (KeyInfo& k : v) {
     if (k.get && k.dlio_default.empty()) k.dlio_default = k.get(WorkloadSpec{});
@@ -1134,8 +1135,8 @@ absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec)
 }
 
 // Checks that involve several keys.
-absl::Status CheckWhole(const WorkloadSpec& s, bool checkpoint) {
-  if (!s.generate_data && !s.train && !checkpoint) {
+absl::Status CheckWhole(const WorkloadSpec& s) {
+  if (!s.generate_data && !s.train && !s.checkpoint) {
     return absl::InvalidArgumentError(
         "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
   }
@@ -1415,7 +1416,7 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
                      false});
     spec.record_element_type = "uint8";
   }
-  if (absl::Status s = CheckWhole(spec, gates.checkpoint); !s.ok() && !tolerate(s)) return s;
+  if (absl::Status s = CheckWhole(spec); !s.ok() && !tolerate(s)) return s;
   if (!spec.record_dims.empty()) {
     double bytes = static_cast<double>(ElementBytes(spec.record_element_type));
     for (int64_t d : spec.record_dims) bytes *= static_cast<double>(d);

@@ -36,8 +36,7 @@ enum class ShuffleMode { kOff, kSeed, kRandom };
 struct WorkloadSpec {
   // model
   std::string model_name = "default";
-  // model: checkpoint sizing (common/checkpoint_plan.h: CheckpointModelFor). Validated; nothing is written until
-  // workflow.checkpoint is implemented.
+  // model: checkpoint sizing (common/checkpoint_plan.h: CheckpointModelFor), applied when workflow.checkpoint is on.
   std::string model_type;                    // model.type; "" = DLIO's None; "transformer" = transformer formula
   int64_t model_size_bytes = 10240;          // non-transformer model state
   std::string model_datatype = "fp16";
@@ -58,6 +57,7 @@ struct WorkloadSpec {
   bool generate_data = false;
   bool train = true;
   bool evaluation = false;                   // workflow.evaluation: eval phases after chosen epochs (needs valid/ files)
+  bool checkpoint = false;                   // workflow.checkpoint: in training, or checkpoint-only with train false
 
   // dataset
   std::string data_folder = "./data/";
@@ -109,6 +109,20 @@ struct WorkloadSpec {
     return evaluation && train && num_files_eval > 0 && epoch >= eval_after_epoch &&
            (epoch - eval_after_epoch) % epochs_between_evals == 0;
   }
+
+  // checkpoint (common/checkpoint_schedule.h says which epochs and steps checkpoint)
+  std::string checkpoint_folder = "./checkpoints/";
+  int64_t checkpoint_after_epoch = 1;        // first epoch that ends with a checkpoint (epoch-based)
+  int64_t epochs_between_checkpoints = 1;
+  int64_t steps_between_checkpoints = -1;    // >= 0: step-based inside the epoch (0 = never), no epoch checkpoint
+  bool checkpoint_fsync = false;             // checkpoint.fsync (DLIO ignores it: misspelled attribute)
+  double time_between_checkpoints = -1;      // checkpoint-only mode: seconds slept before each save or load
+  int64_t num_checkpoints_write = -1;        // checkpoint-only mode (< 0 = none)
+  int64_t num_checkpoints_read = -1;
+  bool recovery_rank_shift = false;          // loads read the files of rank (r + ranks per agent) % world
+  bool checkpoint_rank_sync = false;         // checkpoint.rank_sync: barrier after each save or load, timed
+  // dlio_ext (our keys, never in DLIO's sections)
+  bool checkpoint_evict_cache = false;       // dlio_ext.checkpoint_evict_cache: drop the files' pages before loads
 
   // output
   std::string output_folder;                 // empty = not set in the job

@@ -228,6 +228,7 @@ TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
 TEST(WorkloadSpec, ChecksAcrossKeys) {
   EXPECT_EQ(Error("workflow:\n  train: false\n"),
             "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
+  EXPECT_EQ(Error("workflow:\n  train: false\n  checkpoint: true\n"), "<loaded>");  // checkpoint-only mode
   EXPECT_EQ(Error("dataset:\n  format: npz\n  compression: gzip\n"),
             "dataset.compression: gzip is not available for npz files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
             "other formats: none)");
@@ -257,8 +258,9 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
             "jpeg, png, indexed_binary, mmap_indexed_binary, synthetic)");
   EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: gzip\n"),
             "dataset.compression: gzip for csv files is a DLIO compression not supported yet (csv: none)");
-  EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"),
-            "workflow.checkpoint: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"), "<loaded>");  // implemented
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
+            "checkpoint.mode: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
   EXPECT_EQ(Error("storage:\n  storage_type: s3\n"),
@@ -270,10 +272,28 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression: xz\n"),
             "dataset.compression: 'xz' is a DLIO compression not supported yet (supported: none, gzip, szip, lzf, "
             "zip)");
-  EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"),
-            "workflow.checkpoint: DLIO key not supported yet by this version");
-  EXPECT_EQ(absl::StatusOr<WorkloadSpec>(LoadWorkload("workflow:\n  checkpoint: true\n", {})).status().code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"), "<loaded>");
+}
+
+TEST(WorkloadSpec, CheckpointKeysAndTheirWarnings) {
+  std::vector<std::string> warnings;
+  absl::StatusOr<WorkloadSpec> s = LoadWorkload(
+      "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n  checkpoint_folder: ck\n  fsync: true\n"
+      "  recovery_rank_shift: true\n  rank_sync: true\n  num_checkpoints_write: 3\n  num_checkpoints_read: 2\n"
+      "  time_between_checkpoints: 0.5\ndlio_ext:\n  checkpoint_evict_cache: true\n",
+      {}, "job", &warnings);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->checkpoint_fsync && s->recovery_rank_shift && s->checkpoint_rank_sync && s->checkpoint_evict_cache);
+  EXPECT_EQ(s->checkpoint_folder, "ck");
+  EXPECT_EQ(s->num_checkpoints_write, 3);
+  EXPECT_EQ(s->num_checkpoints_read, 2);
+  EXPECT_EQ(s->time_between_checkpoints, 0.5);
+  EXPECT_THAT(warnings, testing::Contains(HasSubstr("checkpoint.fsync: true fsyncs every checkpoint file here")));
+  EXPECT_THAT(warnings, testing::Contains(HasSubstr("checkpoint.recovery_rank_shift:")));
+  absl::StatusOr<WorkloadSpec> back = LoadWorkload(ToYaml(*s), {});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(*back == *s);
+  EXPECT_THAT(Error("dlio_ext:\n  checkpoint_evict_cashe: true\n"), HasSubstr("checkpoint_evict_cache"));
 }
 
 TEST(WorkloadSpec, AcceptsDliosDefaultsAndInertFeatureKeys) {
@@ -423,7 +443,6 @@ TEST(WorkloadSpec, EveryDlioDiffersKeyWarnsOnceAndIsAnErrorUnderStrict) {
       {"checkpoint.model_size", "checkpoint:\n  model_size: 4096\n", "DLIO reads only model.model_size_bytes"},
       {"checkpoint.fsync", ckpt + "checkpoint:\n  fsync: true\n", "never fsynced"},
       {"checkpoint.recovery_rank_shift", ckpt + "checkpoint:\n  recovery_rank_shift: true\n", "misspelled"},
-      {"checkpoint.type", ckpt + "checkpoint:\n  type: all_ranks\n", "ignores it"},
       {"dataset.enable_chunking", "dataset:\n  format: hdf5\n  enable_chunking: true\n  chunk_size: 1024\n",
        "ignores them"},
       {"reader.sample_shuffle", "dataset:\n  format: npz\nreader:\n  sample_shuffle: seed\n",
@@ -436,7 +455,7 @@ TEST(WorkloadSpec, EveryDlioDiffersKeyWarnsOnceAndIsAnErrorUnderStrict) {
   };
   for (const Case& c : cases) {
     LoadOptions plan;
-    plan.plan_only = true;  // checkpoint keys need workflow.checkpoint, which runs do not support yet
+    plan.plan_only = true;
     LoadDiagnostics d;
     ASSERT_TRUE(LoadWorkload(c.yaml, {}, "job.yaml", plan, &d).ok()) << c.key;
     ASSERT_EQ(d.warnings.size(), 1u) << c.key;
@@ -461,6 +480,13 @@ TEST(WorkloadSpec, EveryDlioDiffersKeyWarnsOnceAndIsAnErrorUnderStrict) {
   }
 }
 
+TEST(WorkloadSpec, CheckpointTypeAllRanksIsNotSupportedYet) {
+  // DLIO parses checkpoint.type and ignores it; its default (rank_zero, DLIO's writer selection) is what runs here.
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  type: rank_zero\n"), "<loaded>");
+  EXPECT_THAT(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  type: all_ranks\n"),
+              HasSubstr("checkpoint.type: DLIO key not supported yet"));
+}
+
 TEST(WorkloadSpec, ModelSizeIsTheModelSizeUnlessModelSizeBytesIsGiven) {
   EXPECT_EQ(Load("model:\n  model_size: 499153191\n").model_size_bytes, 499153191);
   EXPECT_EQ(Load("checkpoint:\n  model_size: 4096\n").model_size_bytes, 4096);
@@ -478,14 +504,12 @@ TEST(WorkloadSpec, PlanOnlyListsWhatARunWouldStopAtAndEveryKeyWithItsPolicy) {
   LoadDiagnostics d;
   ASSERT_TRUE(LoadWorkload(yaml, {}, "job.yaml", plan, &d).ok());
   EXPECT_THAT(d.not_supported, ::testing::ElementsAre(
-                                   "workflow.checkpoint: DLIO key not supported yet by this version",
-                                   HasSubstr("storage.storage_type: 's3' (object storage) is not supported yet"),
-                                   "checkpoint.num_checkpoints_write: DLIO key not supported yet by this version"));
+                                   HasSubstr("storage.storage_type: 's3' (object storage) is not supported yet")));
   std::map<std::string, std::pair<std::string, KeyPolicy>> keys;
   for (const KeyUse& k : d.keys) keys[k.key] = {k.value, k.policy};
   EXPECT_EQ(keys["framework"], std::make_pair(std::string("tensorflow"), KeyPolicy::kLabel));
   EXPECT_EQ(keys["reader.pin_memory"].second, KeyPolicy::kLabel);
-  EXPECT_EQ(keys["workflow.checkpoint"].second, KeyPolicy::kNotSupported);
+  EXPECT_EQ(keys["workflow.checkpoint"].second, KeyPolicy::kImplemented);
   EXPECT_EQ(keys["checkpoint.num_checkpoints_write"].first, "3");
   EXPECT_EQ(keys["workflow.train"].second, KeyPolicy::kImplemented);
 }

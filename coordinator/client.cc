@@ -120,6 +120,29 @@ void PrintTable(const google::protobuf::RepeatedPtrField<v1::EpochRow>& rows, co
          "10^6)\n";
 }
 
+json CheckpointRowJson(const v1::CheckpointRow& r) {
+  return {{"operation", r.load() ? "load" : "save"},
+          {"index", r.index()},
+          {"bytes", r.bytes()},
+          {"rank0_duration_seconds", r.rank0_duration_s()},
+          {"rank0_GiB_per_second", r.rank0_gib_per_second()},
+          {"max_duration_seconds", r.max_duration_s()},
+          {"min_GiB_per_second", r.min_gib_per_second()}};
+}
+
+void PrintCheckpoints(const google::protobuf::RepeatedPtrField<v1::CheckpointRow>& rows, std::ostream& out) {
+  out << absl::StrFormat("\n%-12s %10s %14s %14s %14s %14s\n", "checkpoint", "GiB", "rank-0 s", "rank-0 GiB/s",
+                         "max s", "min GiB/s");
+  for (const v1::CheckpointRow& r : rows) {
+    out << absl::StrFormat("%-12s %10.3f %14.3f %14.3f %14.3f %14.3f\n",
+                           absl::StrCat(r.load() ? "load " : "save ", r.index()),
+                           static_cast<double>(r.bytes()) / static_cast<double>(uint64_t{1} << 30),
+                           r.rank0_duration_s(), r.rank0_gib_per_second(), r.max_duration_s(),
+                           r.min_gib_per_second());
+  }
+  out << "(rank-0: DLIO's figures; max s and min GiB/s over ranks: MLPerf's; GiB = 2^30 bytes, DLIO's \"GB\")\n";
+}
+
 // One connection to the coordinator with the token and TLS material of the command line.
 struct Connection {
   const ClientOptions* opt = nullptr;
@@ -475,17 +498,23 @@ int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err
       if (!succeeded) out << "results of the completed epoch(s):";
       PrintTable(last.epochs(), last.mean(), out);
     }
+    if (last.checkpoints_size() > 0) PrintCheckpoints(last.checkpoints(), out);
   } else {
     json epochs = json::array();
     for (const v1::EpochRow& r : last.epochs()) epochs.push_back(RowJson(r, true));
     doc["epochs"] = epochs;
     if (last.epochs_size() > 0) doc["mean"] = RowJson(last.mean(), false);
+    if (last.checkpoints_size() > 0) {
+      json ck = json::array();
+      for (const v1::CheckpointRow& r : last.checkpoints()) ck.push_back(CheckpointRowJson(r));
+      doc["checkpoints"] = ck;
+    }
     if (cancelled_by_signal) doc["cancelled_by_signal"] = true;
   }
 
   // Result files: fetched when there are any (a failed job keeps its completed epochs).
   const std::string output = !opt.output_dir.empty() ? opt.output_dir : spec.output_folder;
-  const bool has_results = succeeded || last.epochs_size() > 0;
+  const bool has_results = succeeded || last.epochs_size() > 0 || last.checkpoints_size() > 0;
   if (has_results && !output.empty()) {
     const int n = WriteResults(c, job_id, output, err, nullptr, nullptr, false);
     if (n < 0) return 1;

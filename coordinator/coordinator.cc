@@ -10,6 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/checkpoint_plan.h"
+#include "common/checkpoint_schedule.h"
+#include "common/epoch_plan.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -89,6 +92,7 @@ struct Coordinator::Job {
   uint64_t done = 0, total = 0;      // last progress over the fleet
   JobState end_state = JobState::kFailed;
   std::string end_message;
+  int next_save_index = 1;           // the index the job's next checkpoint save gets
 };
 
 Coordinator::Coordinator(Options options, std::unique_ptr<JobStore> store)
@@ -564,6 +568,7 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
     e.mean.read_bytes = summary.read_bytes;
     e.mean.dropped_samples = summary.dropped_samples;
   }
+  e.checkpoints = ComputeCheckpoints(job.result.checkpoints);
   Emit(job, std::move(e));
   if (error) {
     spdlog::error("{}", message);
@@ -711,13 +716,39 @@ void Coordinator::RunJob(Job& job) {
   }
 
   bool ok = true;
+  if (job.spec.checkpoint) {
+    // The checkpoint plan depends on the world: a bad TP x PP for this fleet fails the job before any phase.
+    absl::StatusOr<CheckpointModel> model = CheckpointModelFor(job.spec);
+    absl::Status s = model.ok() ? MakeCheckpointPlan(*model, rec.world).status() : model.status();
+    if (!s.ok()) {
+      EndJob(job, JobState::kFailed, absl::StrCat("job ", rec.id, ": checkpoint plan for ", rec.world, " rank(s): ",
+                                                  s.message()), true);
+      return;
+    }
+  }
   if (job.spec.generate_data) {
     const auto t0 = std::chrono::steady_clock::now();
     ok = RunPhase(job, lk, "generate", PhaseOrder::Kind::kGenerate, 0);
     job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+  // A save (or load) of one checkpoint as its own phase; see common/checkpoint_schedule.h.
+  auto checkpoint_phase = [&](bool load, int index, int epoch, int64_t step) {
+    PhaseOrder c;
+    c.checkpoint_load = load;
+    c.checkpoint_index = index;
+    c.checkpoint_step = step;
+    return RunPhase(job, lk, absl::StrCat(load ? "load-checkpoint-" : "save-checkpoint-", index),
+                    PhaseOrder::Kind::kCheckpoint, epoch, c);
+  };
   for (int e = 1; ok && job.spec.train && e <= job.spec.epochs; ++e) {
-    ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e);
+    PhaseOrder first;
+    first.checkpoint_index = job.next_save_index;  // step-based saves inside the epoch count up from here
+    ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e, first);
+    if (ok && CheckpointAfterEpoch(job.spec, e)) {
+      absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(job.spec, rec.world), e);
+      const int64_t steps = plan.ok() ? plan->steps() : 0;
+      ok = checkpoint_phase(false, job.next_save_index++, e, EpochCheckpointStep(steps));
+    }
     if (ok && job.spec.EvaluatesAfter(e)) {
       ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
     }
@@ -729,6 +760,10 @@ void Coordinator::RunJob(Job& job) {
       rec.epochs_done = e;
       Save(job);
     }
+  }
+  for (const CheckpointOp& op : CheckpointOnlySequence(job.spec)) {
+    if (!ok) break;
+    ok = checkpoint_phase(op.load, op.index, op.epoch, op.step);
   }
   job.phase.reset();
   job.result.end_unix_us = NowUnixUs();
@@ -744,10 +779,10 @@ void Coordinator::RunJob(Job& job) {
                                                    rec.id), false);
     return;
   }
-  // Completed epochs are written even when a later one failed.
+  // Completed epochs (and checkpoints) are written even when a later phase failed.
   const JobState state = job.end_state;
   std::string message = job.end_message;
-  if (!job.result.train.empty()) {
+  if (!job.result.train.empty() || !job.result.checkpoints.empty()) {
     job.end_message.clear();
     WriteResults(job, lk, JobStateName(state));
     message += job.end_message.empty()
@@ -759,7 +794,7 @@ void Coordinator::RunJob(Job& job) {
 }
 
 bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind,
-                           int epoch) {
+                           int epoch, const PhaseOrder& ckpt) {
   job.phase = std::make_unique<Phase>();
   Phase& p = *job.phase;
   p.id = phase_id;
@@ -801,6 +836,9 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     o.epoch = epoch;
     o.num_agents = static_cast<int>(job.rec.agent_names.size());
     o.agent_index = static_cast<int>(i);
+    o.checkpoint_load = ckpt.checkpoint_load;
+    o.checkpoint_index = ckpt.checkpoint_index;
+    o.checkpoint_step = ckpt.checkpoint_step;
     p.pending.insert(name);
     it->second.link->RunPhase(o);
   }
@@ -893,8 +931,20 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   if (generate) {
     for (const RankEpochResult& r : p.results) job.result.generate_io += r.io;
   } else {
-    auto& into = kind == PhaseOrder::Kind::kEval ? job.result.eval : job.result.train;
-    for (RankEpochResult& r : p.results) into.push_back(std::move(r));
+    // Checkpoints (of a checkpoint phase, or step-based inside training) go to the job's checkpoint list.
+    std::set<int> saves;
+    for (RankEpochResult& r : p.results) {
+      for (RankCheckpointResult& c : r.checkpoints) {
+        if (!c.load) saves.insert(c.index);
+        job.result.checkpoints.push_back(c);
+      }
+      r.checkpoints.clear();
+    }
+    if (kind == PhaseOrder::Kind::kTrainEpoch) job.next_save_index += static_cast<int>(saves.size());
+    if (kind != PhaseOrder::Kind::kCheckpoint) {
+      auto& into = kind == PhaseOrder::Kind::kEval ? job.result.eval : job.result.train;
+      for (RankEpochResult& r : p.results) into.push_back(std::move(r));
+    }
   }
   JobEventData e;
   e.phase_id = phase_id;

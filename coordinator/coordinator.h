@@ -48,7 +48,7 @@ namespace dlio {
 struct PhaseOrder {
   std::string job_id;
   std::string phase_id;
-  enum class Kind { kGenerate, kTrainEpoch, kEval };
+  enum class Kind { kGenerate, kTrainEpoch, kEval, kCheckpoint };
   Kind kind = Kind::kTrainEpoch;
   std::string workload_yaml;   // normalised, ToYaml()
   int world = 1;
@@ -57,6 +57,11 @@ struct PhaseOrder {
   int epoch = 0;
   int num_agents = 1;
   int agent_index = 0;
+  // Checkpoints (common/checkpoint_schedule.h): kCheckpoint saves (or loads) global_epoch{epoch}_step{step} as
+  // save (load) number checkpoint_index; kTrainEpoch numbers its step-based saves from checkpoint_index.
+  bool checkpoint_load = false;
+  int checkpoint_index = 1;
+  int64_t checkpoint_step = 0;
 };
 
 // The coordinator's way to talk to one attached agent (implemented by the facade over the Attach stream). Every
@@ -81,6 +86,7 @@ struct JobEventData {
   std::string message;
   std::vector<EpochMetric> epochs;   // final event of a job with completed epochs
   EpochMetric mean;
+  std::vector<CheckpointMetric> checkpoints;  // final event: every checkpoint save and load of the job
   bool final = false;
 };
 
@@ -202,8 +208,9 @@ class Coordinator {
   void WatchdogLoop();
   void RunJob(Job& job);
   bool Place(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind, int epoch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of kTrainEpoch).
+  bool RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind,
+                int epoch, const PhaseOrder& ckpt = PhaseOrder()) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -67,6 +67,7 @@ class StreamLink : public AgentLink {
     r->set_phase_id(o.phase_id);
     r->set_kind(o.kind == PhaseOrder::Kind::kGenerate ? v1::PHASE_KIND_GENERATE
                 : o.kind == PhaseOrder::Kind::kEval   ? v1::PHASE_KIND_EVAL
+                : o.kind == PhaseOrder::Kind::kCheckpoint ? v1::PHASE_KIND_CHECKPOINT
                                                       : v1::PHASE_KIND_TRAIN_EPOCH);
     r->set_workload_yaml(o.workload_yaml);
     r->set_world_size(o.world);
@@ -75,6 +76,9 @@ class StreamLink : public AgentLink {
     r->set_epoch(o.epoch);
     r->set_num_agents(o.num_agents);
     r->set_agent_index(o.agent_index);
+    r->set_checkpoint_load(o.checkpoint_load);
+    r->set_checkpoint_index(static_cast<uint32_t>(o.checkpoint_index));
+    r->set_checkpoint_step(static_cast<uint64_t>(o.checkpoint_step));
     Enqueue(std::move(m));
   }
   void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) override {
@@ -303,6 +307,16 @@ class Service final : public v1::Coordinator::Service {
         };
         for (const EpochMetric& m : e.epochs) row(m, pe.add_epochs());
         row(e.mean, pe.mutable_mean());
+        for (const CheckpointMetric& c : e.checkpoints) {
+          v1::CheckpointRow* r = pe.add_checkpoints();
+          r->set_index(static_cast<uint32_t>(c.index));
+          r->set_load(c.load);
+          r->set_bytes(c.bytes);
+          r->set_rank0_duration_s(c.rank0_duration_s);
+          r->set_rank0_gib_per_second(c.rank0_gib_per_second);
+          r->set_max_duration_s(c.max_duration_s);
+          r->set_min_gib_per_second(c.min_gib_per_second);
+        }
         pe.set_final(e.final);
         if (!writer->Write(pe)) return grpc::Status::OK;
         if (e.final) return grpc::Status::OK;

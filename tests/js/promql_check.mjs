@@ -2,8 +2,9 @@
 // during a run (tests/observe/prometheus_fleet.sh drives it). An expression "returns data" when an instant query
 // gives at least one sample with a finite value; the queries are repeated every 2 s until DONE_FILE exists (plus
 // one last round), so expressions that only have data in one phase (generation) are caught when it happens.
-// Expressions empty by design are listed in EMPTY_BY_DESIGN with the reason; those marked `missing feature` must
-// stay empty (so the list is updated when evaluation and checkpointing arrive), alerts may go either way.
+// Expressions empty by design are listed in EMPTY_BY_DESIGN with the reason: only alerts, which have data only
+// while their condition holds, so they may go either way. (A `missing feature` entry must stay empty, so the list
+// is updated when the feature arrives; evaluation and checkpoint panels left the list when those phases did.)
 //   node tests/js/promql_check.mjs PROMETHEUS_URL DONE_FILE DASHBOARD.json... RULES.yml
 import { readFileSync, existsSync } from 'node:fs';
 import { parse } from 'yaml';
@@ -17,20 +18,6 @@ const substitute = (expr) => expr
   .replaceAll('$agent', '.+');              // "All"
 
 const EMPTY_BY_DESIGN = {
-  'run-overview.json / Evaluation samples/s / A':
-    { kind: 'missing feature', reason: 'evaluation is not implemented yet: no phase="eval" series exist' },
-  'checkpoints.json / Checkpoint duration / A':
-    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: the checkpoint histogram has no observation' },
-  'checkpoints.json / Checkpoint duration / B':
-    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: the checkpoint histogram has no observation' },
-  'checkpoints.json / Checkpoint write throughput per agent / A':
-    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: no phase="checkpoint" write series exist' },
-  'checkpoints.json / Checkpoints written per agent / A':
-    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: every checkpoint count is 0' },
-  'checkpoints.json / Ranks checkpointing now / A':
-    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: no rank is ever in phase "checkpoint"' },
-  'rules.yml / record job_id_le:dlio_checkpoint_duration_seconds_bucket:rate1m':
-    { kind: 'missing feature', reason: 'checkpointing is not implemented yet: the rule keeps only jobs with a checkpoint' },
   'rules.yml / alert DlioAcceleratorUtilizationBelowTarget':
     { kind: 'alert', reason: 'an alert expression has data only while its condition holds (AU below target while training)' },
   'rules.yml / alert DlioAgentDown':

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A real Prometheus (Debian's) scrapes a coordinator and two agents found through the coordinator's file_sd file,
-# during a run (generate + 3 training epochs, ~30 s); then:
+# during two jobs that exercise every panel: (1) generate + 3 training epochs (~30 s) with an evaluation after each
+# epoch (~4 s of eval steps) and a checkpoint after each epoch; (2) checkpoint-only: 3 saves and 2 loads, each
+# after a 3 s time_between_checkpoints, so ranks sit in phase "checkpoint" for seconds. Then:
 #  - every target is up, and each /metrics scrape passes `promtool check metrics`;
 #  - dashboards/prometheus.yml (with its two EDIT lines replaced) passes `promtool check config`;
 #  - every PromQL expression of every dashboard panel and of dashboards/rules.yml returns data through the HTTP API,
@@ -38,12 +40,51 @@ done
 wait_for 20 python3 -c "import json,sys; sys.exit(len(json.load(open('$WORK/targets/agents.json'))) != 2)"
 echo "file_sd targets: $(tr -d ' \n' < "$WORK/targets/agents.json")"
 
-# 4 ranks x 100 steps x 0.1 s compute x 3 epochs: ~30 s of training, with generation first.
+# 4 ranks x 100 steps x 0.1 s compute x 3 epochs: ~30 s of training, with generation first; after each epoch an
+# evaluation (160 valid files: 40 steps x 0.1 s per rank) and a checkpoint (a 20 MB model on rank 0, fsync'ed).
 workload 400 0.1 3 > "$WORK/job.yaml"
+cat >> "$WORK/job.yaml" <<'YAML'
+evaluation:
+  eval_time: 0.1
+checkpoint:
+  checkpoint_folder: ckpt
+  fsync: true
+YAML
+sed -i -e 's/^  name: observe$/  name: observe\n  model_size_bytes: 20000000/' -e 's/^  train: true$/  train: true\n  evaluation: true\n  checkpoint: true/' \
+  -e 's/^  num_files_train: 400$/  num_files_train: 400\n  num_files_eval: 160/' "$WORK/job.yaml"
+# Checkpoint-only: 3 saves then 2 loads of 4 ranks' ZeRO-3 shards (~160 MB a checkpoint), 3 s apart.
+cat > "$WORK/ckpt.yaml" <<'YAML'
+model:
+  name: observe-ckpt
+  type: transformer
+  num_layers: 2
+  parallelism:
+    zero_stage: 3
+  transformer:
+    vocab_size: 32000
+    hidden_size: 512
+    ffn_hidden_size: 1024
+    num_attention_heads: 8
+    num_kv_heads: 8
+workflow:
+  train: false
+  checkpoint: true
+checkpoint:
+  checkpoint_folder: ckpt-only
+  num_checkpoints_write: 3
+  num_checkpoints_read: 2
+  time_between_checkpoints: 3
+  rank_sync: true
+dlio_ext:
+  checkpoint_evict_cache: true
+YAML
 (
   "$BIN/dlio-coordinator" submit "$WORK/job.yaml" --coordinator "127.0.0.1:$grpc_port" --agents 2 \
     --wait-for-agents 30 --output "$WORK/out" > "$WORK/submit.log" 2>&1
   echo $? > "$WORK/submit.rc"
+  "$BIN/dlio-coordinator" submit "$WORK/ckpt.yaml" --coordinator "127.0.0.1:$grpc_port" --agents 2 \
+    --output "$WORK/out-ckpt" > "$WORK/submit-ckpt.log" 2>&1
+  echo $? > "$WORK/submit-ckpt.rc"
   sleep 3   # one more evaluation of the 1m-window rules after the end
   touch "$WORK/done"
 ) &
@@ -71,5 +112,8 @@ done
 node "$SRC/tests/js/promql_check.mjs" "http://127.0.0.1:$prom_port" "$WORK/done" \
   "$SRC"/dashboards/*.json "$SRC/dashboards/rules.yml"
 [[ $(cat "$WORK/submit.rc") == 0 ]] || { cat "$WORK/submit.log"; exit 1; }
+[[ $(cat "$WORK/submit-ckpt.rc") == 0 ]] || { cat "$WORK/submit-ckpt.log"; exit 1; }
 grep -q '"num_hosts": 2' "$WORK/out/summary.json"
+grep -q '"save_checkpoint_mlperf_io_mean_GB_per_second"' "$WORK/out/summary.json"
+grep -q '"load_checkpoint_mlperf_io_mean_GB_per_second"' "$WORK/out-ckpt/summary.json"
 echo "run and queries done"

@@ -39,6 +39,16 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
   out->set_files(r.io.files);
   ToProto(r.io.latency, out->mutable_io_latency());
   out->set_dropped_samples(r.dropped_samples);
+  for (const RankCheckpointResult& c : r.checkpoints) {
+    v1::CheckpointTiming* pc = out->add_checkpoints();
+    pc->set_index(static_cast<uint32_t>(c.index));
+    pc->set_load(c.load);
+    pc->set_epoch(static_cast<uint32_t>(c.epoch));
+    pc->set_start_unix_us(c.start_unix_us);
+    pc->set_end_unix_us(c.end_unix_us);
+    pc->set_duration_s(c.duration_s);
+    pc->set_bytes(c.bytes);
+  }
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -65,6 +75,18 @@ RankEpochResult FromProto(const v1::RankResult& r) {
   out.io.files = r.files();
   out.io.latency = FromProto(r.io_latency());
   out.dropped_samples = r.dropped_samples();
+  for (const v1::CheckpointTiming& c : r.checkpoints()) {
+    RankCheckpointResult rc;
+    rc.rank = out.rank;
+    rc.index = static_cast<int>(c.index());
+    rc.load = c.load();
+    rc.epoch = static_cast<int>(c.epoch());
+    rc.start_unix_us = c.start_unix_us();
+    rc.end_unix_us = c.end_unix_us();
+    rc.duration_s = c.duration_s();
+    rc.bytes = c.bytes();
+    out.checkpoints.push_back(rc);
+  }
   return out;
 }
 

@@ -8,8 +8,10 @@
 namespace dlio {
 
 // Bumped whenever the wire contract changes incompatibly within dlio.v1; checked at attach. Version 2: agents
-// rely on the heartbeat echo and the lease in Welcome.
-inline constexpr uint32_t kProtocolVersion = 2;
+// rely on the heartbeat echo and the lease in Welcome. Version 3: PHASE_KIND_CHECKPOINT and step-based checkpoints
+// inside training phases (an older agent would run a checkpoint phase as a training epoch, and number barriers by
+// step only).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 void ToProto(const LatencyHistogram& h, v1::Histogram* out);
 LatencyHistogram FromProto(const v1::Histogram& h);

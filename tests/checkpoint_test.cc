@@ -1,0 +1,389 @@
+// Checkpoint acceptance tests: a real coordinator and 2 agents (separate processes over loopback) run training
+// with epoch- and step-based checkpoints and a checkpoint-only job; the files on disk are compared with the
+// checkpoint plan (names and sizes), the summary with the per-rank timings; strace shows the fsyncs; /proc shows
+// the agents' peak RSS stays bounded on a ~1 GiB checkpoint.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "common/checkpoint_plan.h"
+#include "common/workload_spec.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/harness.h"
+
+namespace dlio::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+// A coordinator and N agents; `agent_prefix` runs every agent under a wrapper (strace).
+class Fleet {
+ public:
+  Fleet(const TempDir& dir, int agents, int accelerators, const std::vector<std::string>& agent_prefix = {}) {
+    port_ = FreePort();
+    coordinator_ = std::make_unique<Process>(
+        std::vector<std::string>{Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
+                                 dir.str() + "/coord-results"},
+        dir.str() + "/coordinator.log");
+    fs::create_directories(dir.path() / "root");
+    for (int i = 0; i < agents; ++i) {
+      std::vector<std::string> argv = agent_prefix;
+      for (std::string& a : argv) a = std::regex_replace(a, std::regex("\\{i\\}"), std::to_string(i));
+      std::vector<std::string> agent = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
+                                        dir.str() + "/root", "--name", "agent-" + std::to_string(i),
+                                        "--accelerators", std::to_string(accelerators), "--reconnect-window", "3"};
+      argv.insert(argv.end(), agent.begin(), agent.end());
+      agents_.push_back(std::make_unique<Process>(argv, dir.str() + "/agent-" + std::to_string(i) + ".log"));
+    }
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  Process& coordinator() { return *coordinator_; }
+  Process& agent(int i) { return *agents_[i]; }
+  std::string Logs() {
+    std::string s = "\ncoordinator:\n" + coordinator_->Log();
+    for (size_t i = 0; i < agents_.size(); ++i) s += "\nagent-" + std::to_string(i) + ":\n" + agents_[i]->Log();
+    return s;
+  }
+
+ private:
+  int port_;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> agents_;
+};
+
+CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output) {
+  return RunCommand({Bin("dlio-coordinator"), "submit", job, "--coordinator", fleet.address(), "--agents", "2",
+                     "--output", output, "--wait-for-agents", "30"},
+                    seconds(240));
+}
+
+// A small transformer under ZeRO-3: every rank writes a model and an optimizer shard.
+const char* kModel = R"(model:
+  name: tiny
+  type: transformer
+  num_layers: 2
+  model_datatype: fp16
+  optimizer_datatype: fp32
+  parallelism:
+    zero_stage: 3
+  transformer:
+    vocab_size: 1000
+    hidden_size: 64
+    ffn_hidden_size: 128
+    num_attention_heads: 4
+    num_kv_heads: 4
+)";
+
+std::string TrainJob(const std::string& checkpoint) {
+  // 8 files x 4 samples, batch 2, 2 ranks: 8 steps per epoch, 2 epochs.
+  return std::string(kModel) + R"(workflow:
+  generate_data: true
+  train: true
+  checkpoint: true
+dataset:
+  data_folder: data
+  format: npy
+  num_files_train: 8
+  num_samples_per_file: 4
+  record_length_bytes: 4096
+reader:
+  batch_size: 2
+  read_threads: 1
+train:
+  epochs: 2
+  computation_time: 0.001
+checkpoint:
+  checkpoint_folder: ckpt
+)" + checkpoint;
+}
+
+// The plan the agents follow, from the same job text.
+CheckpointPlan PlanOf(const std::string& yaml, int world) {
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(yaml, {});
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<CheckpointModel> model = CheckpointModelFor(*spec);
+  EXPECT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<CheckpointPlan> plan = MakeCheckpointPlan(*model, world);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return *plan;
+}
+
+// name -> size of every file under dir (non-recursive).
+std::map<std::string, uint64_t> FilesIn(const fs::path& dir) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& e : fs::directory_iterator(dir)) out[e.path().filename().string()] = fs::file_size(e.path());
+  return out;
+}
+
+std::map<std::string, uint64_t> Expected(const CheckpointPlan& plan) {
+  std::map<std::string, uint64_t> out;
+  for (const RankCheckpoint& r : plan.ranks) {
+    for (const CheckpointFile& f : r.files) out[f.name] = static_cast<uint64_t>(f.bytes);
+  }
+  return out;
+}
+
+std::set<std::string> Subdirs(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_directory()) out.insert(e.path().filename().string());
+  }
+  return out;
+}
+
+void ExpectCheckpointSummary(const json& m, const std::string& op, size_t count, const json& stats0,
+                             const std::string& dump) {
+  ASSERT_TRUE(m.contains(op + "_checkpoint_duration_mean_seconds")) << dump;
+  EXPECT_GT(m[op + "_checkpoint_io_mean_GB_per_second"].get<double>(), 0) << dump;
+  EXPECT_GT(m[op + "_checkpoint_mlperf_io_mean_GB_per_second"].get<double>(), 0) << dump;
+  // MLPerf's duration is the maximum over ranks: never below rank 0's (DLIO's).
+  EXPECT_GE(m[op + "_checkpoint_mlperf_duration_mean_seconds"].get<double>(),
+            m[op + "_checkpoint_duration_mean_seconds"].get<double>()) << dump;
+  size_t seen = 0;
+  for (const auto& [epoch, entries] : stats0.items()) {
+    for (const auto& [key, v] : entries.items()) {
+      if (key.rfind(op + "_ckpt", 0) == 0) {
+        ++seen;
+        EXPECT_GT(v["duration"].get<double>(), 0) << key;
+      }
+    }
+  }
+  EXPECT_EQ(seen, count) << stats0.dump(1);
+}
+
+TEST(Checkpoints, EpochBasedCheckpointsFollowEachChosenEpochWithThePlannedFiles) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  const std::string yaml = TrainJob("  checkpoint_after_epoch: 1\n  epochs_between_checkpoints: 1\n");
+  WriteFile(dir.str() + "/job.yaml", yaml);
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  EXPECT_NE(r.out.find("save-checkpoint-2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("min GiB/s"), std::string::npos) << r.out;  // the checkpoint table
+  const CheckpointPlan plan = PlanOf(yaml, 2);
+  const fs::path root = dir.path() / "root" / "ckpt";
+  // DLIO's directory names: the step after the epoch's 8 steps.
+  EXPECT_EQ(Subdirs(root), (std::set<std::string>{"global_epoch1_step9", "global_epoch2_step9"}));
+  for (const std::string& d : Subdirs(root)) EXPECT_EQ(FilesIn(root / d), Expected(plan)) << d;
+  EXPECT_EQ(Expected(plan).size(), 4u);  // ZeRO-3: model + optimizer shard per rank
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  const json& m = summary["metric"];
+  EXPECT_NEAR(m["checkpoint_size_GB"].get<double>(), static_cast<double>(plan.TotalBytes()) / (1 << 30), 1e-9);
+  ExpectCheckpointSummary(m, "save", 2, LoadJson(dir.str() + "/out/0_per_epoch_stats.json"), m.dump(1));
+  // Training blocks are whole epochs (checkpoints are outside them).
+  const json out = LoadJson(dir.str() + "/out/1_output.json");
+  EXPECT_EQ(out["2"]["proc"]["block1"].size(), 8u);
+  EXPECT_FALSE(out["2"]["proc"].contains("block2"));
+}
+
+TEST(Checkpoints, StepBasedCheckpointsSplitEveryEpochIntoBlocksInLockstep) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  const std::string yaml = TrainJob("  steps_between_checkpoints: 3\n  rank_sync: true\n");
+  WriteFile(dir.str() + "/job.yaml", yaml);
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  const CheckpointPlan plan = PlanOf(yaml, 2);
+  const fs::path root = dir.path() / "root" / "ckpt";
+  // Steps 3 and 6 of each 8-step epoch; no end-of-epoch checkpoint.
+  EXPECT_EQ(Subdirs(root), (std::set<std::string>{"global_epoch1_step3", "global_epoch1_step6", "global_epoch2_step3",
+                                                  "global_epoch2_step6"}));
+  for (const std::string& d : Subdirs(root)) EXPECT_EQ(FilesIn(root / d), Expected(plan)) << d;
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  ExpectCheckpointSummary(summary["metric"], "save", 4, LoadJson(dir.str() + "/out/1_per_epoch_stats.json"),
+                          summary["metric"].dump(1));
+  for (int rank = 0; rank < 2; ++rank) {
+    const json out = LoadJson(dir.str() + "/out/" + std::to_string(rank) + "_output.json");
+    for (const char* epoch : {"1", "2"}) {
+      EXPECT_EQ(out[epoch]["proc"]["block1"].size(), 3u) << out[epoch]["proc"].dump();
+      EXPECT_EQ(out[epoch]["proc"]["block2"].size(), 3u);
+      EXPECT_EQ(out[epoch]["proc"]["block3"].size(), 2u);
+    }
+  }
+  EXPECT_EQ(summary["metric"]["train_au_percentage"].size(), 2u);
+}
+
+TEST(Checkpoints, CheckpointOnlyModeWritesThenReadsShiftedRanksFiles) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  const std::string yaml = std::string(kModel) + R"(workflow:
+  train: false
+  checkpoint: true
+checkpoint:
+  checkpoint_folder: ckpt
+  num_checkpoints_write: 3
+  num_checkpoints_read: 2
+  time_between_checkpoints: 0.2
+  recovery_rank_shift: true
+  rank_sync: true
+dlio_ext:
+  checkpoint_evict_cache: true
+)";
+  WriteFile(dir.str() + "/job.yaml", yaml);
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  EXPECT_NE(r.out.find("load 2"), std::string::npos) << r.out;
+  // The warning about DLIO's rank shift reaches the user.
+  EXPECT_NE((r.out + r.err).find("recovery_rank_shift"), std::string::npos) << r.out << r.err;
+  const CheckpointPlan plan = PlanOf(yaml, 2);
+  const fs::path root = dir.path() / "root" / "ckpt";
+  EXPECT_EQ(Subdirs(root), (std::set<std::string>{"global_epoch1_step1", "global_epoch1_step2",
+                                                  "global_epoch1_step3"}));
+  for (const std::string& d : Subdirs(root)) EXPECT_EQ(FilesIn(root / d), Expected(plan)) << d;
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  const json& m = summary["metric"];
+  ExpectCheckpointSummary(m, "save", 3, LoadJson(dir.str() + "/out/0_per_epoch_stats.json"), m.dump(1));
+  ExpectCheckpointSummary(m, "load", 2, LoadJson(dir.str() + "/out/0_per_epoch_stats.json"), m.dump(1));
+  // time_between_checkpoints is outside the timing: a save of a few hundred KiB takes far less than 0.2 s.
+  EXPECT_LT(m["save_checkpoint_duration_mean_seconds"].get<double>(), 0.2) << m.dump(1);
+  EXPECT_NEAR(m["checkpoint_size_GB"].get<double>(), static_cast<double>(plan.TotalBytes()) / (1 << 30), 1e-9);
+}
+
+// A load of a checkpoint nobody wrote, and a checkpoint folder outside the data root: the job fails with one line
+// naming the agent, the rank, the job and the phase, and the file or the key.
+TEST(Checkpoints, MissingFilesAndEscapingFoldersFailNamingTheirSource) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  const std::string base = std::string(kModel) + "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n";
+  WriteFile(dir.str() + "/load.yaml", base + "  checkpoint_folder: ckpt\n  num_checkpoints_read: 1\n");
+  CommandResult r = Submit(fleet, dir.str() + "/load.yaml", dir.str() + "/out");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.err.find("phase load-checkpoint-1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("global_epoch1_step1/zero_pp_rank_"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank "), std::string::npos) << r.err;
+  WriteFile(dir.str() + "/escape.yaml", base + "  checkpoint_folder: ../../outside\n  num_checkpoints_write: 1\n");
+  r = Submit(fleet, dir.str() + "/escape.yaml", dir.str() + "/out2");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.err.find("checkpoint.checkpoint_folder"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outside the agent's data root"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path().parent_path() / "outside"));
+}
+
+// Paths of checkpoint files opened for writing, and of those fsync()ed, in an `strace -f -y` log.
+struct Traced {
+  std::set<std::string> written, fsynced;
+  size_t syncs_of_checkpoint_dirs = 0;
+};
+Traced ParseStrace(const std::string& path) {
+  Traced t;
+  std::ifstream in(path);
+  std::string line;
+  const std::regex open_re("openat\\([^\"]*\"([^\"]+\\.pt\\.tmp)\"");
+  const std::regex sync_re("f(?:data)?sync\\(\\d+<([^>]+)>");
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, open_re)) t.written.insert(m[1]);
+    if (std::regex_search(line, m, sync_re)) {
+      const std::string p = m[1];
+      if (p.size() > 7 && p.compare(p.size() - 7, 7, ".pt.tmp") == 0) t.fsynced.insert(p);
+      if (p.find("/global_epoch") != std::string::npos && p.find(".pt") == std::string::npos) {
+        ++t.syncs_of_checkpoint_dirs;
+      }
+    }
+  }
+  return t;
+}
+
+class Fsync : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Fsync, StraceShowsFsyncOnEveryCheckpointFileExactlyWhenSet) {
+  const bool fsync = GetParam();
+  TempDir dir;
+  Fleet fleet(dir, 2, 1,
+              {"strace", "-f", "-y", "-qq", "-e", "trace=fsync,fdatasync,openat", "-o",
+               dir.str() + "/strace-{i}.log"});
+  const std::string yaml = std::string(kModel) + "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n"
+                           "  checkpoint_folder: ckpt\n  num_checkpoints_write: 2\n  fsync: " +
+                           (fsync ? "true" : "false") + "\n";
+  WriteFile(dir.str() + "/job.yaml", yaml);
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  std::set<std::string> written, fsynced;
+  size_t dir_syncs = 0;
+  auto parse = [&] {
+    written.clear();
+    fsynced.clear();
+    dir_syncs = 0;
+    for (int i = 0; i < 2; ++i) {
+      const Traced t = ParseStrace(dir.str() + "/strace-" + std::to_string(i) + ".log");
+      written.insert(t.written.begin(), t.written.end());
+      fsynced.insert(t.fsynced.begin(), t.fsynced.end());
+      dir_syncs += t.syncs_of_checkpoint_dirs;
+    }
+    return written.size() >= 8 && (!fsync || dir_syncs >= 4);
+  };
+  // strace writes its log as the calls happen; the job is over, so the lines are there or about to be.
+  Eventually(parse, std::chrono::seconds(10));
+  // 2 checkpoints x 2 ranks x (model + optimizer shard).
+  ASSERT_EQ(written.size(), 8u) << ReadFile(dir.str() + "/strace-0.log").substr(0, 4000);
+  if (fsync) {
+    EXPECT_EQ(fsynced, written);
+    EXPECT_EQ(dir_syncs, 4u);  // each rank's checkpoint folder, after its renames
+  } else {
+    EXPECT_TRUE(fsynced.empty());
+    EXPECT_EQ(dir_syncs, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Setting, Fsync, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "On" : "Off"; });
+
+uint64_t VmHwmKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+// The scaled variant of bench/ckpt_fleet.sh (20 GiB): a ~1 GiB checkpoint over 2 agents, saved and loaded; each
+// agent's peak RSS stays far below the checkpoint (the reusable 64 MiB buffer per rank, not the shard).
+TEST(CheckpointMemory, AgentPeakRssStaysBoundedOnAOneGibCheckpoint) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  const std::string yaml = R"(model:
+  name: rss
+  type: transformer
+  num_layers: 1
+  parallelism:
+    zero_stage: 3
+  transformer:
+    vocab_size: 32000
+    hidden_size: 1024
+    ffn_hidden_size: 4096
+    num_attention_heads: 16
+    num_kv_heads: 8
+workflow:
+  train: false
+  checkpoint: true
+checkpoint:
+  checkpoint_folder: ckpt
+  num_checkpoints_write: 1
+  num_checkpoints_read: 1
+)";
+  WriteFile(dir.str() + "/job.yaml", yaml);
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  const CheckpointPlan plan = PlanOf(yaml, 2);
+  ASSERT_GT(plan.TotalBytes(), int64_t{1} << 30);
+  uint64_t peak = 0;
+  for (int i = 0; i < 2; ++i) peak = std::max(peak, VmHwmKib(fleet.agent(i).pid()));
+  const json m = LoadJson(dir.str() + "/out/summary.json")["metric"];
+  std::printf("checkpoint %.2f GiB over 2 agents: agent peak RSS %.1f MiB; save %.2f GiB/s (MLPerf min), load %.2f "
+              "GiB/s\n",
+              static_cast<double>(plan.TotalBytes()) / (1 << 30), static_cast<double>(peak) / 1024,
+              m["save_checkpoint_mlperf_io_mean_GB_per_second"].get<double>(),
+              m["load_checkpoint_mlperf_io_mean_GB_per_second"].get<double>());
+  EXPECT_GT(peak, 0u);
+  EXPECT_LT(peak, uint64_t{512} * 1024) << "KiB";  // far under the 2 GiB bound, and under half the checkpoint
+}
+
+}  // namespace
+}  // namespace dlio::testing
