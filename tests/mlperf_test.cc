@@ -116,8 +116,9 @@ TEST(MlperfMode, FindMaxAcceleratorsListsEveryTrialAndReportsAMaximumBetweenTwoA
   EXPECT_GE(max, 2);
   EXPECT_LT(max, 8);
   // Exponential 1, 2, 4, 8 then a binary search between the last pass and 8: at least 5 trials, each listed.
-  const auto trials = std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), std::regex("\ntrial [0-9]+:")),
-                                    std::sregex_iterator());
+  const std::regex trial_line("\ntrial [0-9]+:");
+  const auto trials =
+      std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), trial_line), std::sregex_iterator());
   EXPECT_GE(trials, 5);
 }
 
