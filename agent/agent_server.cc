@@ -16,6 +16,7 @@
 #include "agent/paths.h"
 #include "agent/phase_runner.h"
 #include "agent/preflight.h"
+#include "common/mlperf.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
@@ -242,6 +243,10 @@ SessionEnd AgentServer::Impl::Session() {
   struct sysinfo si {};
   if (sysinfo(&si) == 0) hello->set_host_memory_bytes(static_cast<uint64_t>(si.totalram) * si.mem_unit);
   hello->set_host_cpu_count(static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))));
+  const HostProvenance prov = CollectHostProvenance(opt.data_root);
+  hello->set_kernel(prov.kernel);
+  hello->set_cpu_model(prov.cpu_model);
+  hello->set_data_root_fs(prov.data_root_fs);
 
   v1::CoordinatorMessage in;
   if (!Write(hello_msg) || !s->Read(&in)) {

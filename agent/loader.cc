@@ -119,12 +119,14 @@ void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
   std::unique_ptr<SampleReader> reader = cfg_.format->NewSampleReader();
   const int64_t b = cfg_.batch;
   Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
+  uint64_t charged = stats.bytes();
   for (int64_t k = t; k < steps_; k += cfg_.threads) {
     for (int64_t i = k * b; i < (k + 1) * b; ++i) {
       if (Stopped()) return;
       const SampleRef s = (*samples)[i];
       absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files[s.file], s.sample, stats);
       if (!n.ok()) return Fail(q, n.status());  // the reader counted the sample itself
+      if (cfg_.limiter != nullptr) Throttle(stats, &charged);
       Preprocess(rng);
     }
     if (!Push(q)) return;
@@ -140,6 +142,7 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
   Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
   if (!reader) return Fail(q, absl::UnimplementedError(absl::StrCat(cfg_.format->name(), ": no stream reader")));
   int64_t in_batch = 0;
+  uint64_t charged = stats.bytes();
   for (uint32_t f : files) {
     if (quota == 0) break;
     if (absl::Status s = reader->Open(cfg_.files[f], stats); !s.ok()) return Fail(q, s);
@@ -147,6 +150,7 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
       if (Stopped()) return;
       absl::StatusOr<bool> more = reader->Next(stats);
       if (!more.ok()) return Fail(q, more.status());
+      if (cfg_.limiter != nullptr) Throttle(stats, &charged);
       if (!*more) break;  // the reader counted the record as a sample
       Preprocess(rng);
       if (++in_batch == cfg_.batch) {
@@ -163,6 +167,12 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
                                                     " batches short of the plan (fewer records than "
                                                     "dataset.num_samples_per_file?)")));
   }
+}
+
+void Loader::Throttle(const IoStats& stats, uint64_t* charged) const {
+  const uint64_t now = stats.bytes();
+  if (now > *charged) cfg_.limiter->Acquire(now - *charged);
+  *charged = now;
 }
 
 void Loader::Preprocess(Xoshiro256& rng) const {

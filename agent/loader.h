@@ -29,6 +29,7 @@
 #include "common/epoch_plan.h"
 #include "common/io_stats.h"
 #include "agent/worker_pool.h"
+#include "common/bandwidth_limiter.h"
 #include "readers/format.h"
 
 namespace dlio {
@@ -44,6 +45,9 @@ struct LoaderConfig {
   // Persistent loader threads (at least `threads` of them) kept from epoch to epoch by the caller; null: the Loader
   // creates its own threads.
   WorkerPool* pool = nullptr;
+  // dlio_ext.read_bandwidth_limit: the agent's shared limiter, charged with the bytes each thread's IoStats counted
+  // after every sample (index) or record (stream). Null = uncapped: one pointer check per sample, nothing else.
+  BandwidthLimiter* limiter = nullptr;
 };
 
 class Loader {
@@ -80,6 +84,8 @@ class Loader {
   void Finish(Queue& q);
   bool Stopped() const;
   void Preprocess(Xoshiro256& rng) const;
+  // Charges the limiter with the bytes `stats` counted since `*charged` (and sleeps as it says).
+  void Throttle(const IoStats& stats, uint64_t* charged) const;
   void IndexThread(int t, const std::vector<SampleRef>* samples);
   void StreamThread(int t, std::vector<uint32_t> files, int64_t quota);
 

@@ -414,6 +414,14 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   cfg.prefetch = spec.prefetch_size;
   cfg.preprocess = spec.preprocess_time;
   cfg.seed = static_cast<uint64_t>(spec.seed) ^ (static_cast<uint64_t>(cmd.epoch) << 32);
+  // dlio_ext.read_bandwidth_limit: one limiter for every rank of this agent, living as long as this phase.
+  std::unique_ptr<BandwidthLimiter> limiter;
+  if (spec.read_bandwidth_limit > 0) {
+    BandwidthLimiter::Options lo;
+    lo.bytes_per_second = static_cast<double>(spec.read_bandwidth_limit);
+    limiter = std::make_unique<BandwidthLimiter>(lo);
+    cfg.limiter = limiter.get();
+  }
   // The job's loader threads, made at its first epoch and reused by the next ones.
   const int loader_threads = static_cast<int>(std::max<int64_t>(1, spec.read_threads));
   if (pools_job_ != cmd.job_id || pools_.size() != static_cast<size_t>(cmd.local_ranks) ||

@@ -37,6 +37,8 @@ class IoStats {
 
   IoSnapshot Snapshot() const;
   void Reset();
+  // Bytes so far (one relaxed load; the read-bandwidth cap charges its limiter from it).
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
   void Lock() const {

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "common/epoch_plan.h"
+#include "common/mlperf.h"
 #include "fmt/format.h"
 
 namespace dlio {
@@ -409,6 +410,27 @@ void AddCheckpointSummary(const std::vector<CheckpointMetric>& ckpts, nlohmann::
   (*metric)["checkpoint_size_GB"] = static_cast<double>(ckpts.front().bytes) / static_cast<double>(uint64_t{1} << 30);
 }
 
+// dlio_ext.provenance: what produced these figures (docs/results.md, docs/mlperf.md).
+static nlohmann::json ProvenanceJson(const JobResult& job) {
+  const std::string yaml = ToYaml(job.spec);
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const AgentInfo& a : job.agents) {
+    hosts.push_back({{"agent", a.name},
+                     {"hostname", a.hostname},
+                     {"kernel", a.kernel},
+                     {"cpu_model", a.cpu_model},
+                     {"cpu_count", a.cpu_count},
+                     {"memory_bytes", static_cast<uint64_t>(a.memory_gb * 1024.0 * 1024.0 * 1024.0 + 0.5)},
+                     {"data_root_fs", a.data_root_fs}});
+  }
+  return {{"tool", "dlio-cpp"},
+          {"version", ToolVersion()},
+          {"git_commit", ToolCommit()},
+          {"job_yaml", yaml},
+          {"job_sha256", Sha256Hex(yaml)},
+          {"agents", hosts}};
+}
+
 nlohmann::json Aggregator::SummaryJson() const {
   const Computed c = Compute(job_);
   const FleetSummary& s = c.fleet;
@@ -451,6 +473,7 @@ nlohmann::json Aggregator::SummaryJson() const {
                       {"memory_GB", a.memory_gb}});
   }
   ext["agents"] = agents;
+  ext["provenance"] = ProvenanceJson(job_);
   if (job_.spec.generate_data) {
     const IoSnapshot& g = job_.generate_io;
     const double secs = job_.generate_seconds;

@@ -141,6 +141,10 @@ struct AgentInfo {
   int cpu_count = 0;
   int first_rank = 0;
   int ranks = 0;
+  // Provenance the agent reported at attach (empty from older agents): uname, CPU model, data-root file system.
+  std::string kernel;
+  std::string cpu_model;
+  std::string data_root_fs;
 };
 
 struct JobResult {

@@ -21,9 +21,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/bandwidth_limiter.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
@@ -121,7 +123,8 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.preprocess_time, s.epochs, s.computation_time, s.evaluation, s.num_files_eval,
                     s.num_subfolders_eval, s.batch_size_eval, s.eval_time, s.eval_after_epoch, s.epochs_between_evals,
                     s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
-                    s.exclude_start_steps, s.exclude_end_steps, s.au_threshold, s.odirect, s.io_engine);
+                    s.exclude_start_steps, s.exclude_end_steps, s.au_threshold, s.odirect, s.io_engine,
+                    s.read_bandwidth_limit);
   };
   auto tie_ckpt = [](const WorkloadSpec& s) {
     return std::tie(s.checkpoint, s.checkpoint_folder, s.checkpoint_after_epoch, s.epochs_between_checkpoints,
@@ -882,6 +885,19 @@ std::vector<KeyInfo> BuildKeys() {
         return ParseChoice(n, p, {"posix", "odirect", "io_uring"}, {}, "I/O engine", &s.io_engine);
       },
       [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
+  v.push_back(Custom(
+      "dlio_ext.read_bandwidth_limit", KeyStatus::kImplemented,
+      "per-agent cap on the bytes the agent's loader threads read per second (0 = none): a number of bytes/s or "
+      "one with a unit (KB, MB, GB powers of 1000; KiB, MiB, GiB powers of 1024; optional /s), e.g. 200MiB/s. "
+      "Shared by every rank of the agent (docs/mlperf.md); emulates a slower device",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        if (!n.IsScalar()) return MustBe(p, "a rate in bytes per second (e.g. 200MiB/s)", n);
+        absl::StatusOr<double> r = ParseByteRate(n.Scalar());
+        if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", r.status().message()));
+        s.read_bandwidth_limit = static_cast<int64_t>(*r);
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return std::to_string(s.read_bandwidth_limit); }));
 
   v.push_back(BoolKey("dlio_ext.checkpoint_evict_cache", &WorkloadSpec::checkpoint_evict_cache,
                       "before each checkpoint load, flush and evict the files' pages from the page cache "

@@ -134,6 +134,7 @@ struct WorkloadSpec {
 
   // dlio_ext: this project's own keys (DLIO does not know them)
   std::string io_engine = "posix";           // dlio_ext.io_engine: posix | odirect | io_uring
+  int64_t read_bandwidth_limit = 0;          // dlio_ext.read_bandwidth_limit: bytes/s per agent, 0 = no cap
 
   // Derived helpers.
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }

@@ -213,6 +213,9 @@ class Service final : public v1::Coordinator::Service {
     info.hostname = hello.hostname().empty() ? hello.name() : hello.hostname();
     info.memory_gb = static_cast<double>(hello.host_memory_bytes()) / (1024.0 * 1024.0 * 1024.0);
     info.cpu_count = static_cast<int>(hello.host_cpu_count());
+    info.kernel = hello.kernel();
+    info.cpu_model = hello.cpu_model();
+    info.data_root_fs = hello.data_root_fs();
     info.ranks = static_cast<int>(hello.accelerators());
     auto link = std::make_shared<StreamLink>(ctx, stream, info.name);
     if (absl::Status s = core_->AddAgent(info, hello.instance(), link); !s.ok()) {  // AddAgent queued the Welcome

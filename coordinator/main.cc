@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "coordinator/client.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/local_fleet.h"
+#include "coordinator/mlperf_cli.h"
 #include "coordinator/report.h"
 #include "spdlog/spdlog.h"
 
@@ -60,6 +62,34 @@ void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
   sub->add_flag("--json", o->json, "Print one JSON document on stdout (for scripts) instead of text");
 }
 
+// MLPerf mode options shared by submit and run (docs/mlperf.md).
+struct MlperfFlags {
+  bool mlperf = false;
+  bool find_max = false;
+  dlio::MlperfRunOptions run;
+  dlio::FindMaxOptions find;
+};
+void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
+  sub->add_flag("--mlperf", f->mlperf,
+                "MLPerf Storage mode: a warm-up run then --mlperf-runs runs with the seed changed per run; prints each "
+                "run's AU and throughput, their mean, the AU threshold and 5 % replication verdicts, and writes "
+                "MLPerf's results layout");
+  sub->add_option("--mlperf-runs", f->run.runs, "Timed runs of --mlperf after the warm-up")
+      ->default_val(5)
+      ->check(CLI::Range(1, 100).description(""));
+  sub->add_option("--mlperf-results-dir", f->run.results_dir,
+                  "Root of --mlperf's results layout (<dir>/training/<model>/run/<datetime>/)")
+      ->default_val("mlperf-results");
+  sub->add_flag("--find-max-accelerators", f->find_max,
+                "Search (real runs, exponential then binary) for the largest accelerators per agent that keeps AU at "
+                "or above the workload's threshold; prints every trial and the maximum");
+  sub->add_option("--max-accelerators", f->find.max_accelerators,
+                  "Upper bound of --find-max-accelerators (per agent; submit: at most what the agents offer)")
+      ->default_val(16)
+      ->check(CLI::Range(1, 4096).description(""));
+  sub->get_option("--mlperf")->excludes(sub->get_option("--find-max-accelerators"));
+}
+
 bool IsLoopback(const std::string& listen) {
   if (listen.rfind("unix:", 0) == 0) return true;
   std::string host = listen.substr(0, listen.rfind(':'));
@@ -80,6 +110,7 @@ int main(int argc, char** argv) {
                "  results  print or fetch a job's result files\n"
                "  run      the embedded default: a coordinator plus local agent processes on this machine\n"
                "  report   write a self-contained HTML report of a result folder (two: side by side)\n"
+               "  mlperf   MLPerf Storage helpers: datasize, classify (run/submit --mlperf for the 5-run mode)\n"
                "Exit codes: 0 ok, 1 job not successful or not found, 2 bad input, 3 coordinator unreachable, "
                "4 refused (token)",
                "dlio-coordinator"};
@@ -145,6 +176,8 @@ int main(int argc, char** argv) {
   submit->add_flag("--detach", sopt.detach, "Print the job id and return at once (follow it with status)");
   AddClientOptions(submit, &sopt.client);
   AddPlanOptions(submit, &sopt);
+  MlperfFlags s_mlperf;
+  AddMlperfOptions(submit, &s_mlperf);
   AddOverrideOptions(submit, &s_trailing, &s_set);
 
   // status, list, cancel, results
@@ -185,7 +218,39 @@ int main(int argc, char** argv) {
   run->add_option("--metrics-listen", run_metrics, "Serve the embedded coordinator's /metrics on HOST:PORT");
   run->add_flag("--json", ropt.client.json, "Print one JSON document on stdout (for scripts) instead of text");
   AddPlanOptions(run, &ropt);
+  MlperfFlags r_mlperf;
+  AddMlperfOptions(run, &r_mlperf);
   AddOverrideOptions(run, &r_trailing, &r_set);
+
+  // mlperf datasize | classify
+  CLI::App* mlperf = app.add_subcommand("mlperf", "MLPerf Storage helpers: datasize and CLOSED/OPEN classification");
+  mlperf->require_subcommand(1);
+  dlio::DatasizeCliOptions dsopt;
+  std::vector<std::string> ds_trailing, ds_set;
+  CLI::App* datasize = mlperf->add_subcommand(
+      "datasize", "Files needed so the dataset is >= 5x the hosts' RAM and >= 500 steps per accelerator");
+  datasize->add_option("--workload", dsopt.workload, "MLPerf workload: unet3d, resnet50 or cosmoflow");
+  datasize->add_option("--job", dsopt.job_path,
+                       "Take batch size, record length and samples per file from this workload file instead");
+  datasize->add_option("--accelerators", dsopt.accelerators, "Simulated accelerators per host")->required();
+  datasize->add_option("--hosts", dsopt.hosts, "Number of hosts (every host runs the same number)")->default_val(1);
+  datasize->add_option("--host-memory-gib", dsopt.host_memory_gib, "RAM of one host in GiB")->required();
+  datasize->add_flag("--json", dsopt.json, "Print one JSON document on stdout");
+  AddOverrideOptions(datasize, &ds_trailing, &ds_set);
+  dlio::ClassifyCliOptions clopt;
+  std::vector<std::string> cl_trailing, cl_set;
+  CLI::App* classify = mlperf->add_subcommand(
+      "classify", "CLOSED, OPEN or INVALID for a workload file and its overrides, with the reason per key");
+  classify->add_option("job", clopt.job_path, "MLPerf workload YAML file (model.name picks the baseline)")
+      ->required();
+  classify->add_option("--workload", clopt.workload, "Baseline workload (default: from model.name)");
+  classify->add_option("--accelerators", clopt.accelerators,
+                       "Accelerators per host: with --host-memory-gib, num_files_train is checked against datasize")
+      ->default_val(0);
+  classify->add_option("--hosts", clopt.hosts, "Number of hosts")->default_val(1);
+  classify->add_option("--host-memory-gib", clopt.host_memory_gib, "RAM of one host in GiB")->default_val(0);
+  classify->add_flag("--json", clopt.json, "Print one JSON document on stdout");
+  AddOverrideOptions(classify, &cl_trailing, &cl_set);
 
   // report
   CLI::App* report = app.add_subcommand("report", "Write a self-contained HTML report of a result folder, or compare two");
@@ -206,6 +271,14 @@ int main(int argc, char** argv) {
   }
 
   if (*report) return dlio::WriteReportFile(report_dirs, report_out, std::cout, std::cerr);
+  if (*datasize) {
+    for (auto* v : {&ds_trailing, &ds_set}) dsopt.overrides.insert(dsopt.overrides.end(), v->begin(), v->end());
+    return dlio::MlperfDatasize(dsopt, std::cout, std::cerr);
+  }
+  if (*classify) {
+    for (auto* v : {&cl_trailing, &cl_set}) clopt.overrides.insert(clopt.overrides.end(), v->begin(), v->end());
+    return dlio::MlperfClassify(clopt, std::cout, std::cerr);
+  }
 
   if (*serve) {
     absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(serve_tls, /*server=*/true);
@@ -290,7 +363,14 @@ int main(int argc, char** argv) {
     std::_Exit(130);
   });
 
-  if (*submit) return dlio::SubmitAndWait(opt, std::cout, std::cerr, &g_cancel);
+  MlperfFlags& mf = *submit ? s_mlperf : r_mlperf;
+  // One job, the 5-run MLPerf mode, or the accelerator search: all go through SubmitAndWait.
+  auto drive = [&](const dlio::SubmitOptions& o) {
+    if (mf.mlperf) return dlio::RunMlperf(o, mf.run, std::cout, std::cerr, &g_cancel);
+    if (mf.find_max) return dlio::FindMaxAccelerators(o, mf.find, std::cout, std::cerr, &g_cancel);
+    return dlio::SubmitAndWait(o, std::cout, std::cerr, &g_cancel);
+  };
+  if (*submit) return drive(opt);
 
   if (local_agents < 1 || accelerators < 1) {
     std::cerr << (local_agents < 1 ? "--local-agents" : "--accelerators") << ": must be >= 1\n";
@@ -303,7 +383,8 @@ int main(int argc, char** argv) {
   }
   dlio::LocalFleet::Options fo;
   fo.agents = local_agents;
-  fo.accelerators = accelerators;
+  // The accelerator search submits each trial with --accelerators-per-agent N: the agents offer the bound.
+  fo.accelerators = mf.find_max ? std::max(accelerators, mf.find.max_accelerators) : accelerators;
   fo.data_root = data_root;
   fo.results_dir = run_results;
   fo.metrics_listen = run_metrics;
@@ -324,7 +405,7 @@ int main(int argc, char** argv) {
     opt.client.connect_timeout_s = 10;
     opt.where_results_live = run_results;
     opt.wait_for_agents_s = run_wait;
-    rc = dlio::SubmitAndWait(opt, std::cout, std::cerr, &g_cancel);
+    rc = drive(opt);
   }
   g_fleet = nullptr;
   fleet->reset();

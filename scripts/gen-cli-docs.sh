@@ -11,7 +11,8 @@ check=0
 reference() {
   for cmd in "dlio-coordinator" "dlio-coordinator serve" "dlio-coordinator submit" "dlio-coordinator status" \
              "dlio-coordinator list" "dlio-coordinator cancel" "dlio-coordinator results" "dlio-coordinator run" \
-             "dlio-coordinator report" "dlio-agent"; do
+             "dlio-coordinator report" "dlio-coordinator mlperf datasize" "dlio-coordinator mlperf classify" \
+             "dlio-agent"; do
     echo
     echo "### $cmd"
     echo

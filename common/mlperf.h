@@ -1,0 +1,131 @@
+// MLPerf Storage rules (v2.0, ../shared/reference/dlio.md §4.3) as pure functions: the training workloads' baselines
+// and AU thresholds, the `datasize` calculation, the CLOSED/OPEN/INVALID classification of a job's overrides, the
+// 5-run verdict (AU threshold and replication), and the provenance recorded in results (tool version and commit,
+// the normalised job's sha256, each host's kernel, CPU, memory and data-root file-system type).
+//
+// Contract: everything here is a pure function of its inputs except CollectHostProvenance() (reads uname(2),
+// /proc/cpuinfo, /proc/meminfo and statfs(2) of the data root). No network, no threads.
+// Thread-safety: all functions may be called concurrently.
+// Usage:
+//   const MlperfWorkload* w = FindMlperfWorkload("unet3d");
+//   DatasizeResult d = ComputeDatasize({/*accelerators_per_host=*/8, /*hosts=*/2, /*host_memory_gib=*/128}, *w);
+//   Classification c = ClassifyOverrides(*w, {"dataset.num_files_train=4000", "reader.read_threads=8"});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlio {
+
+// An MLPerf Storage training workload as its CLOSED configs define it (the a100/h100 files share batch, record
+// and samples per file; only computation_time differs, which datasize does not use).
+struct MlperfWorkload {
+  std::string name;               // "unet3d", "resnet50", "cosmoflow"
+  double au_threshold = 0.9;      // minimum AU as a fraction (Table 1 of the submission guidelines)
+  int64_t batch_size = 1;
+  double record_length_bytes = 0;
+  int64_t num_samples_per_file = 1;
+  bool odirect_closed = false;    // reader.odirect may be overridden in CLOSED (unet3d only)
+  bool needs_checkpoint = false;  // unet3d training must run with workflow.checkpoint=True
+};
+
+// The three MLPerf training workloads.
+const std::vector<MlperfWorkload>& MlperfWorkloads();
+// Matches a workload name or a model.name that starts with it ("unet3d", "unet3d_h100", "resnet50_a100"); null if
+// none.
+const MlperfWorkload* FindMlperfWorkload(std::string_view name);
+
+struct DatasizeInput {
+  int64_t accelerators_per_host = 1;  // simulated accelerators (ranks) per host; every host runs the same number
+  int64_t hosts = 1;
+  double host_memory_gib = 0;         // RAM of one host in GiB (2^30 bytes)
+};
+
+// mlpstorage's calculate_training_data_size:
+//   files_for_memory = ceil(5 x hosts x host_memory_bytes / (nspf x record_length))
+//   files_for_steps  = ceil(500 x batch x accelerators_per_host x hosts / nspf)
+//   num_files_train  = max of the two; above 10,000 files num_subfolders_train = ceil(files / 10,000) is suggested.
+struct DatasizeResult {
+  int64_t files_for_memory = 0;
+  int64_t files_for_steps = 0;
+  int64_t num_files_train = 0;
+  int64_t num_subfolders_train = 0;   // 0 = not needed
+  int64_t total_accelerators = 0;
+  double dataset_bytes = 0;           // num_files_train x nspf x record_length
+  int64_t steps_per_epoch = 0;        // floor(files x nspf / (batch x total_accelerators))
+  std::string binding;                // "memory" or "steps": which requirement set the count
+  std::string override_line;          // "++workload.dataset.num_files_train=N [++workload.dataset.num_subfolders_train=S]"
+};
+inline constexpr int64_t kMlperfMemoryMultiple = 5;
+inline constexpr int64_t kMlperfMinSteps = 500;
+inline constexpr int64_t kMlperfFilesPerSubfolder = 10000;
+DatasizeResult ComputeDatasize(const DatasizeInput& in, const MlperfWorkload& w);
+
+enum class MlperfClass { kClosed = 0, kOpen = 1, kInvalid = 2 };
+const char* MlperfClassName(MlperfClass c);  // "CLOSED", "OPEN", "INVALID"
+
+struct OverrideVerdict {
+  std::string key;       // canonical dotted path ("reader.read_threads"); the override's own text for bad ones
+  std::string value;
+  MlperfClass cls = MlperfClass::kClosed;
+  std::string reason;
+};
+struct Classification {
+  MlperfClass overall = MlperfClass::kClosed;  // the worst of the keys and checks
+  std::vector<OverrideVerdict> keys;           // one per override, in order
+  std::vector<std::string> problems;           // job-level INVALID reasons (too few files, no checkpoint for unet3d)
+};
+
+// Canonical dotted key and value of an override in any accepted form ("++workload.data_reader.read_threads=8" ->
+// {"reader.read_threads", "8"}); false if it has no '='.
+bool SplitOverride(const std::string& ov, std::string* key, std::string* value);
+
+// Classifies each override against the workload's baseline (dlio.md §4.3 check_allowed_params):
+//  CLOSED: dataset.num_files_train, dataset.num_subfolders_train, dataset.data_folder, reader.read_threads,
+//    reader.computation_threads, reader.transfer_size, reader.prefetch_size, checkpoint.checkpoint_folder,
+//    storage.storage_type, storage.storage_root, reader.odirect (unet3d only) and its equivalent
+//    dlio_ext.io_engine=odirect; train.seed (the 5-run mode changes it per run, as the rules require);
+//    workflow.generate_data / workflow.train (the driver's own phase switches); output.folder (where results go).
+//  OPEN: also framework, dataset.format, dataset.num_samples_per_file, reader.data_loader.
+//  INVALID: anything else (named with the reason), including our dlio_ext keys other than io_engine=odirect.
+// `num_files_train` (the job's, after overrides) below `required_files` (> 0 when known) and unet3d without
+// `workflow_checkpoint` are job-level INVALID problems.
+Classification ClassifyOverrides(const MlperfWorkload& w, const std::vector<std::string>& overrides,
+                                 int64_t num_files_train = 0, int64_t required_files = 0,
+                                 bool workflow_checkpoint = true);
+
+// The verdict over the timed runs of a result (after the warm-up).
+struct RunFigures {
+  double au_percent = 0;
+  double samples_per_second = 0;
+};
+struct RunsVerdict {
+  double au_mean = 0;                  // percent
+  double throughput_mean = 0;          // samples/s
+  double max_deviation = 0;            // max over runs of |throughput - mean| / mean (a fraction)
+  bool replicates = false;             // max_deviation <= kReplicationTolerance
+  bool au_pass = false;                // every run's AU >= threshold x 100
+  int au_failed_runs = 0;
+};
+inline constexpr double kReplicationTolerance = 0.05;  // "the runs must replicate within 5 %"
+inline constexpr int kMlperfRuns = 5;
+RunsVerdict JudgeRuns(const std::vector<RunFigures>& runs, double au_threshold);
+
+// Provenance.
+std::string ToolVersion();  // project version from CMake ("0.1.0")
+std::string ToolCommit();   // git commit at configure time ("unknown" outside a git checkout), "+dirty" if modified
+std::string Sha256Hex(std::string_view data);
+
+struct HostProvenance {
+  std::string kernel;        // uname: "Linux 6.1.0-18-amd64 #1 SMP ... x86_64"
+  std::string cpu_model;     // /proc/cpuinfo "model name" (first), else "unknown"
+  uint64_t memory_bytes = 0; // /proc/meminfo MemTotal
+  std::string data_root_fs;  // statfs(data_root).f_type as a name ("ext4", "xfs", "tmpfs", "nfs", "0x..." if unknown)
+};
+HostProvenance CollectHostProvenance(const std::string& data_root);
+// statfs f_type magic -> name; unknown values as "0x<hex>".
+std::string FsTypeName(int64_t f_type);
+
+}  // namespace dlio

@@ -1,0 +1,124 @@
+#include "common/mlperf.h"
+
+#include <gtest/gtest.h>
+
+namespace dlio {
+namespace {
+
+TEST(MlperfDatasize, Unet3dOneHostIsStepBound) {
+  // 8 accelerators x batch 7 x 500 steps = 28,000 files; 5 x 128 GiB / 146,600,628 B = 4,687.5 -> 4,688 files.
+  const DatasizeResult d = ComputeDatasize({8, 1, 128}, *FindMlperfWorkload("unet3d"));
+  EXPECT_EQ(d.files_for_memory, 4688);
+  EXPECT_EQ(d.files_for_steps, 28000);
+  EXPECT_EQ(d.num_files_train, 28000);
+  EXPECT_EQ(d.binding, "steps");
+  EXPECT_EQ(d.steps_per_epoch, 500);
+  EXPECT_EQ(d.num_subfolders_train, 3);
+  EXPECT_EQ(d.override_line,
+            "++workload.dataset.num_files_train=28000 ++workload.dataset.num_subfolders_train=3");
+}
+
+TEST(MlperfDatasize, Resnet50IsMemoryBound) {
+  // 5 x 256 GiB / (1251 x 114,660.07 B) = 9,581.65 -> 9,582 files; steps: 500 x 400 x 8 / 1251 = 1,278.98 -> 1,279.
+  const DatasizeResult d = ComputeDatasize({8, 1, 256}, *FindMlperfWorkload("resnet50_h100"));
+  EXPECT_EQ(d.files_for_memory, 9582);
+  EXPECT_EQ(d.files_for_steps, 1279);
+  EXPECT_EQ(d.num_files_train, 9582);
+  EXPECT_EQ(d.binding, "memory");
+  EXPECT_EQ(d.num_subfolders_train, 0);
+  EXPECT_EQ(d.override_line, "++workload.dataset.num_files_train=9582");
+  EXPECT_GE(d.dataset_bytes, 5.0 * 256 * 1024 * 1024 * 1024);
+}
+
+TEST(MlperfDatasize, CosmoflowTwoHostsSumsMemory) {
+  // 5 x 2 x 64 GiB / 2,828,486 B = 242,954.98 -> 242,955 files; steps: 500 x 1 x 4 x 2 = 4,000.
+  const DatasizeResult d = ComputeDatasize({4, 2, 64}, *FindMlperfWorkload("cosmoflow"));
+  EXPECT_EQ(d.total_accelerators, 8);
+  EXPECT_EQ(d.files_for_memory, 242955);
+  EXPECT_EQ(d.files_for_steps, 4000);
+  EXPECT_EQ(d.num_files_train, 242955);
+  EXPECT_EQ(d.num_subfolders_train, 25);
+}
+
+TEST(MlperfWorkloads, ThresholdsAndLookup) {
+  EXPECT_DOUBLE_EQ(FindMlperfWorkload("unet3d")->au_threshold, 0.90);
+  EXPECT_DOUBLE_EQ(FindMlperfWorkload("resnet50")->au_threshold, 0.90);
+  EXPECT_DOUBLE_EQ(FindMlperfWorkload("cosmoflow_a100")->au_threshold, 0.70);
+  EXPECT_EQ(FindMlperfWorkload("bert"), nullptr);
+}
+
+TEST(MlperfClassify, ClosedKeys) {
+  const Classification c = ClassifyOverrides(
+      *FindMlperfWorkload("unet3d"),
+      {"++workload.dataset.num_files_train=28000", "reader.read_threads=8", "++workload.reader.odirect=True",
+       "data_reader.prefetch_size=4", "storage.storage_root=/mnt/x"},
+      28000, 28000, true);
+  EXPECT_EQ(c.overall, MlperfClass::kClosed);
+  ASSERT_EQ(c.keys.size(), 5u);
+  EXPECT_EQ(c.keys[0].key, "dataset.num_files_train");
+  EXPECT_EQ(c.keys[3].key, "reader.prefetch_size");
+  for (const auto& k : c.keys) EXPECT_EQ(k.cls, MlperfClass::kClosed) << k.key;
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(MlperfClassify, OpenKeys) {
+  const Classification c = ClassifyOverrides(*FindMlperfWorkload("resnet50"),
+                                             {"reader.read_threads=8", "dataset.format=npz", "framework=pytorch"});
+  EXPECT_EQ(c.overall, MlperfClass::kOpen);
+  EXPECT_EQ(c.keys[0].cls, MlperfClass::kClosed);
+  EXPECT_EQ(c.keys[1].cls, MlperfClass::kOpen);
+  EXPECT_EQ(c.keys[2].cls, MlperfClass::kOpen);
+}
+
+TEST(MlperfClassify, InvalidKeysNameTheReason) {
+  const Classification c = ClassifyOverrides(
+      *FindMlperfWorkload("resnet50"),
+      {"reader.odirect=True", "train.computation_time=0.1", "dlio_ext.read_bandwidth_limit=100MiB", "garbage"});
+  EXPECT_EQ(c.overall, MlperfClass::kInvalid);
+  EXPECT_EQ(c.keys[0].cls, MlperfClass::kInvalid);
+  EXPECT_NE(c.keys[0].reason.find("unet3d only"), std::string::npos);
+  EXPECT_EQ(c.keys[1].cls, MlperfClass::kInvalid);
+  EXPECT_NE(c.keys[1].reason.find("not in the CLOSED or OPEN list"), std::string::npos);
+  EXPECT_EQ(c.keys[2].cls, MlperfClass::kInvalid);
+  EXPECT_EQ(c.keys[3].cls, MlperfClass::kInvalid);
+}
+
+TEST(MlperfClassify, TooFewFilesAndUnet3dWithoutCheckpointAreInvalid) {
+  const Classification c =
+      ClassifyOverrides(*FindMlperfWorkload("unet3d"), {"dataset.num_files_train=100"}, 100, 28000, false);
+  EXPECT_EQ(c.overall, MlperfClass::kInvalid);
+  EXPECT_EQ(c.keys[0].cls, MlperfClass::kClosed);
+  ASSERT_EQ(c.problems.size(), 2u);
+  EXPECT_NE(c.problems[0].find("below the 28000 files"), std::string::npos);
+  EXPECT_NE(c.problems[1].find("workflow.checkpoint"), std::string::npos);
+}
+
+TEST(MlperfRuns, ReplicationWithinFivePercent) {
+  // Mean 100; 104 deviates 4 % -> replicates.
+  RunsVerdict v = JudgeRuns({{95, 100}, {96, 98}, {94, 104}, {93, 99}, {92, 99}}, 0.90);
+  EXPECT_DOUBLE_EQ(v.throughput_mean, 100);
+  EXPECT_DOUBLE_EQ(v.au_mean, 94);
+  EXPECT_NEAR(v.max_deviation, 0.04, 1e-12);
+  EXPECT_TRUE(v.replicates);
+  EXPECT_TRUE(v.au_pass);
+  // Mean 100; 107 deviates 7 %, and one run's AU is under 90 %.
+  v = JudgeRuns({{95, 107}, {89, 93}, {95, 100}, {95, 100}, {95, 100}}, 0.90);
+  EXPECT_FALSE(v.replicates);
+  EXPECT_FALSE(v.au_pass);
+  EXPECT_EQ(v.au_failed_runs, 1);
+}
+
+TEST(MlperfProvenance, Sha256AndHost) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const HostProvenance p = CollectHostProvenance("/");
+  EXPECT_NE(p.kernel.find("Linux"), std::string::npos);
+  EXPECT_GT(p.memory_bytes, 0u);
+  EXPECT_FALSE(p.data_root_fs.empty());
+  EXPECT_EQ(FsTypeName(0x01021994), "tmpfs");
+  EXPECT_EQ(FsTypeName(0x12345678), "0x12345678");
+  EXPECT_FALSE(ToolVersion().empty());
+  EXPECT_FALSE(ToolCommit().empty());
+}
+
+}  // namespace
+}  // namespace dlio

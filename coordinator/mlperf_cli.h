@@ -1,0 +1,66 @@
+// MLPerf Storage mode of dlio-coordinator (docs/mlperf.md): the `mlperf datasize` and `mlperf classify` verbs, the
+// 5-run mode (`run|submit --mlperf`) and the accelerator search (`run|submit --find-max-accelerators`).
+//
+// Contract:
+//  - The drivers reuse SubmitAndWait() as a library: every run or trial is an ordinary job submitted to the
+//    coordinator (embedded for `run`), with --json output captured and parsed, and its result files fetched into the
+//    MLPerf results layout. Nothing here talks gRPC itself.
+//  - Run k (1-based, after the warm-up run 0) uses train.seed = the job's seed + k, so every run reads in another
+//    order (the rules require a seed change per run; mlpstorage v2.0 does not do it). Data generation, when the job
+//    asks for it, happens in the warm-up (or the first trial) only.
+//  - Exit codes as the client verbs: 0 done (whatever the verdicts say; they are printed and written), 1 a run did
+//    not succeed, 2 bad input, 3 coordinator unreachable.
+// Thread-safety: one call at a time per process (the drivers are the main thread's work).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "coordinator/client.h"
+
+namespace dlio {
+
+struct DatasizeCliOptions {
+  std::string workload;                 // unet3d | resnet50 | cosmoflow; or taken from the job's model.name
+  std::string job_path;                 // optional: batch, record length and samples per file from this job
+  std::vector<std::string> overrides;
+  int64_t accelerators = 1;             // per host
+  int64_t hosts = 1;
+  double host_memory_gib = 0;           // per host
+  bool json = false;
+};
+// `mlperf datasize`: prints the files needed (5x the hosts' RAM, 500 steps) and the override line.
+int MlperfDatasize(const DatasizeCliOptions& opt, std::ostream& out, std::ostream& err);
+
+struct ClassifyCliOptions {
+  std::string job_path;                 // the MLPerf workload file; model.name picks the baseline
+  std::string workload;                 // overrides the baseline choice
+  std::vector<std::string> overrides;
+  int64_t accelerators = 0;             // with hosts and host memory: also checks num_files_train against datasize
+  int64_t hosts = 1;
+  double host_memory_gib = 0;
+  bool json = false;
+};
+// `mlperf classify`: CLOSED / OPEN / INVALID with the reason per override.
+int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostream& err);
+
+struct MlperfRunOptions {
+  int runs = 5;                         // timed runs after the warm-up
+  bool warmup = true;
+  std::string results_dir = "mlperf-results";  // root of MLPerf's layout: <dir>/training/<model>/run/<datetime>/
+};
+int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
+              const std::atomic<bool>* cancel);
+
+struct FindMaxOptions {
+  int max_accelerators = 16;            // upper bound of the search (accelerators per agent)
+};
+// Exponential then binary search over accelerators per agent (each trial a real job with
+// --accelerators-per-agent N); prints every trial and the largest N whose mean AU >= the workload's threshold.
+int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, std::ostream& out, std::ostream& err,
+                        const std::atomic<bool>* cancel);
+
+}  // namespace dlio
