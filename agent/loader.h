@@ -28,6 +28,7 @@
 #include "common/distribution.h"
 #include "common/epoch_plan.h"
 #include "common/io_stats.h"
+#include "common/trace_buffer.h"
 #include "agent/worker_pool.h"
 #include "readers/format.h"
 
@@ -44,6 +45,9 @@ struct LoaderConfig {
   // Persistent loader threads (at least `threads` of them) kept from epoch to epoch by the caller; null: the Loader
   // creates its own threads.
   WorkerPool* pool = nullptr;
+  // --trace: per reader thread t, the TraceBuffer its IoStats records open and read events into (trace[t]); empty
+  // (the default) = no tracing. The buffers belong to the caller and must outlive the Loader.
+  std::vector<TraceBuffer*> trace;
 };
 
 class Loader {

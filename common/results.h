@@ -54,6 +54,11 @@ struct RankEpochResult {
   // This rank's share of the fleet's dropped samples; the agent puts the plan's whole DroppedSamples() on rank 0
   // and 0 on the others, and the aggregator sums over ranks.
   uint64_t dropped_samples = 0;
+  // --trace: this rank's events of the phase (its step thread and loader threads) in TraceBuffer's wire form
+  // (common/trace_buffer.h), and the events its full buffers dropped. Empty unless dlio_ext.trace is on; the
+  // coordinator moves them into the trace file and clears them when the phase ends.
+  std::string trace_events;
+  uint64_t trace_dropped = 0;
 };
 
 struct MetricWindow {

@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
                      "Write the result files received from the coordinator into DIR (default: the job's "
                      "output.folder; if neither is set they stay in the coordinator's results folder)");
   submit->add_flag("--detach", sopt.detach, "Print the job id and return at once (follow it with status)");
+  submit->add_option("--trace", sopt.trace_path,
+                     "Record open/read/wait/compute/barrier events per rank and loader thread and write the merged "
+                     "Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE (sets dlio_ext.trace)");
   AddClientOptions(submit, &sopt.client);
   AddOverrideOptions(submit, &s_trailing, &s_set);
 
@@ -174,6 +177,9 @@ int main(int argc, char** argv) {
                                                "output.folder, if set)");
   run->add_option("--metrics-listen", run_metrics, "Serve the embedded coordinator's /metrics on HOST:PORT");
   run->add_flag("--json", ropt.client.json, "Print one JSON document on stdout (for scripts) instead of text");
+  run->add_option("--trace", ropt.trace_path,
+                  "Record open/read/wait/compute/barrier events per rank and loader thread and write the merged "
+                  "Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE (sets dlio_ext.trace)");
   AddOverrideOptions(run, &r_trailing, &r_set);
 
   // report

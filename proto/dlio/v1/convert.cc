@@ -39,6 +39,8 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
   out->set_files(r.io.files);
   ToProto(r.io.latency, out->mutable_io_latency());
   out->set_dropped_samples(r.dropped_samples);
+  if (!r.trace_events.empty()) out->set_trace_events(r.trace_events);
+  out->set_trace_dropped(r.trace_dropped);
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -65,6 +67,8 @@ RankEpochResult FromProto(const v1::RankResult& r) {
   out.io.files = r.files();
   out.io.latency = FromProto(r.io_latency());
   out.dropped_samples = r.dropped_samples();
+  out.trace_events = r.trace_events();
+  out.trace_dropped = r.trace_dropped();
   return out;
 }
 
