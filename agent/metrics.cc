@@ -16,15 +16,17 @@ const char* RankPhaseName(RankPhase p) {
   return "idle";
 }
 
-void RankMetrics::AttachLoader(const Loader* l) {
+void RankMetrics::AttachLoader(const Loader* l, bool eval) {
   std::lock_guard<std::mutex> lk(mu);
   live = l;
+  live_eval = eval;
 }
 
 void RankMetrics::DetachLoader() {
   std::lock_guard<std::mutex> lk(mu);
-  if (live != nullptr) retired += live->Snapshot();
+  if (live != nullptr) (live_eval ? retired_eval : retired) += live->Snapshot();
   live = nullptr;
+  live_eval = false;
 }
 
 void RankMetrics::AddWritten(const IoSnapshot& s) {
@@ -94,14 +96,15 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
 
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& [key, rm] : ranks_) {
-    IoSnapshot io, wr;
+    IoSnapshot io, io_eval, wr;
     LatencyHistogram bw, st, bar, cp;
     int64_t depth = 0;
     {
       std::lock_guard<std::mutex> rl(rm->mu);
       io = rm->retired;
+      io_eval = rm->retired_eval;
       if (rm->live != nullptr) {
-        io += rm->live->Snapshot();
+        (rm->live_eval ? io_eval : io) += rm->live->Snapshot();
         depth = rm->live->QueueDepth();
       }
       wr = rm->written;
@@ -132,6 +135,12 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
     add(read_bytes, with("phase", "train"), static_cast<double>(io.bytes));
     add(read_ops, with("phase", "train"), static_cast<double>(io.ops));
     add(samples, with("phase", "train"), static_cast<double>(io.samples));
+    // Evaluation reads get their own series once a rank evaluated (a job without evaluation shows none).
+    if (io_eval.ops > 0 || io_eval.samples > 0 || io_eval.files > 0) {
+      add(read_bytes, with("phase", "eval"), static_cast<double>(io_eval.bytes));
+      add(read_ops, with("phase", "eval"), static_cast<double>(io_eval.ops));
+      add(samples, with("phase", "eval"), static_cast<double>(io_eval.samples));
+    }
     add(written, with("phase", "generate"), static_cast<double>(wr.bytes));
     add(steps, labels, static_cast<double>(rm->steps.load()));
     add(epoch, labels, rm->epoch.load());
@@ -139,7 +148,9 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
     add(au_target, labels, rm->au_target_ratio.load());
     add(queue, labels, static_cast<double>(depth));
     add(phase, with("phase", RankPhaseName(static_cast<RankPhase>(rm->phase.load()))), 1);
-    add_histogram(latency, io.latency);
+    IoSnapshot all_reads = io;  // the latency histogram covers every read of the rank (no phase label)
+    all_reads += io_eval;
+    add_histogram(latency, all_reads.latency);
     add_histogram(batch_wait, bw);
     add_histogram(step_time, st);
     add_histogram(barrier, bar);

@@ -5,7 +5,7 @@
 // into its rank's LatencyHistograms (one uncontended mutex per *step*, never per I/O). At scrape time Collect()
 // walks the registered ranks and merges copies, so a scrape costs a few microseconds per rank.
 // Labels: agent, job_id, rank (never `job`, which Prometheus keeps for the scrape job); the I/O counters also carry
-// `phase` (train for reads, generate for dataset writes; eval and checkpoint once those phases exist).
+// `phase` (train or eval for reads, generate for dataset writes; checkpoint once that phase exists).
 // Every family, its HELP text and unit are listed in docs/metrics.md; a test compares that file with a scrape.
 // Histogram buckets: see common/prometheus_histogram.h (powers of two from ~1 us to ~37 min, + +Inf).
 // Thread-safety: every method may be called from any thread; RankMetrics fields are atomics or guarded by mu.
@@ -39,8 +39,10 @@ const char* RankPhaseName(RankPhase p);
 // Live state of one rank, updated by the rank's step thread (atomics, RecordStep) and at loader start/end.
 struct RankMetrics {
   std::mutex mu;
-  IoSnapshot retired ABSL_GUARDED_BY(mu);            // read I/O of finished epochs
-  const Loader* live ABSL_GUARDED_BY(mu) = nullptr;  // the running epoch's loader, if any
+  IoSnapshot retired ABSL_GUARDED_BY(mu);            // read I/O of finished training epochs
+  IoSnapshot retired_eval ABSL_GUARDED_BY(mu);       // read I/O of finished evaluations (phase="eval")
+  const Loader* live ABSL_GUARDED_BY(mu) = nullptr;  // the running epoch's (or evaluation's) loader, if any
+  bool live_eval ABSL_GUARDED_BY(mu) = false;        // `live` reads for an evaluation
   IoSnapshot written ABSL_GUARDED_BY(mu);            // generation I/O
   LatencyHistogram batch_wait ABSL_GUARDED_BY(mu);   // per step: waiting for the batch (DLIO's load)
   LatencyHistogram step_time ABSL_GUARDED_BY(mu);    // per step: load + compute + barrier
@@ -52,7 +54,7 @@ struct RankMetrics {
   std::atomic<int> epoch{0};
   std::atomic<int> phase{static_cast<int>(RankPhase::kIdle)};
 
-  void AttachLoader(const Loader* l);
+  void AttachLoader(const Loader* l, bool eval = false);
   // Folds the loader's counters into `retired` and forgets it (call before destroying the loader).
   void DetachLoader();
   void AddWritten(const IoSnapshot& s);

@@ -119,6 +119,10 @@ struct WorkloadSpec {
 
   // dlio_ext: this project's own keys (DLIO does not know them)
   std::string io_engine = "posix";           // dlio_ext.io_engine: posix | odirect | io_uring
+  bool trace = false;                        // dlio_ext.trace: record trace events (set by --trace FILE)
+  int64_t trace_events_per_thread = 65536;   // dlio_ext.trace_events_per_thread: the per-thread cap (kDefault...)
+  std::string evict_cache = "none";          // dlio_ext.evict_cache: none | before_training | every_epoch
+  std::string read_type = "on_demand";       // reader.read_type: on_demand | memory
 
   // Derived helpers.
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }
