@@ -7,6 +7,7 @@
 //    epoch. RUN_SERIAL (strace slows the agent down a lot).
 #include <signal.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -77,6 +78,10 @@ TEST(Trace, RunWritesChromeTraceWithEveryKindPerRankMonotonicTracksAndReadBytesE
       ++reads;
     }
   }
+  std::printf("trace: %llu events, %llu train reads = %llu bytes; metric.train_read_bytes %llu\n",
+              static_cast<unsigned long long>(events), static_cast<unsigned long long>(reads),
+              static_cast<unsigned long long>(read_bytes),
+              static_cast<unsigned long long>(summary["metric"]["train_read_bytes"].get<uint64_t>()));
   EXPECT_EQ(events, t["otherData"]["events"].get<uint64_t>());
   EXPECT_EQ(process_names.size(), 2u);
   ASSERT_EQ(kinds_per_rank.size(), 4u);
@@ -202,6 +207,11 @@ TEST(Strace, AgentReadSyscallBytesOnDataFilesEqualTrainReadBytesAndEvictionAdvis
   const uint64_t train_read_bytes = summary["metric"]["train_read_bytes"].get<uint64_t>();
   const StraceTotals t = ParseStrace(ReadFile(strace_log), "/data/train/");
   const uint64_t dataset = DataBytes(dir.path() / "root" / "data" / "train", "npz");
+  std::printf("strace: %llu opens, %llu reads = %llu bytes on data files; metric.train_read_bytes %llu; "
+              "fadvise DONTNEED %llu\n",
+              static_cast<unsigned long long>(t.opens), static_cast<unsigned long long>(t.reads),
+              static_cast<unsigned long long>(t.read_bytes), static_cast<unsigned long long>(train_read_bytes),
+              static_cast<unsigned long long>(t.dontneed));
   EXPECT_GT(t.reads, 0u);
   EXPECT_EQ(t.read_bytes, train_read_bytes) << "strace saw " << t.reads << " reads on data files";
   EXPECT_EQ(train_read_bytes, 2u * 2u * dataset) << "every sample re-reads its whole file (on_demand)";
