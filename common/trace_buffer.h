@@ -61,8 +61,12 @@ static_assert(sizeof(PackedTraceEvent) == 32, "wire form is 32 bytes per event")
 
 class TraceBuffer {
  public:
-  TraceBuffer(uint32_t tid, int64_t capacity)
-      : tid_(tid), cap_(static_cast<size_t>(capacity > 0 ? capacity : 1)), events_(new PackedTraceEvent[cap_]) {}
+  // Out of line (trace_buffer.cc): the allocation stays in one translation unit, away from code that replaces the
+  // allocation functions (bench/alloc_bench.cc, where GCC's -Wmismatched-new-delete would fire on inlined new[]).
+  TraceBuffer(uint32_t tid, int64_t capacity);
+  ~TraceBuffer();
+  TraceBuffer(const TraceBuffer&) = delete;
+  TraceBuffer& operator=(const TraceBuffer&) = delete;
 
   void Record(TraceKind k, int64_t start_ns, uint64_t dur_ns, uint64_t bytes) {
     if (n_ < cap_) {
@@ -79,7 +83,7 @@ class TraceBuffer {
   void set_tid(uint32_t tid) { tid_ = tid; }
   size_t size() const { return n_; }
   uint64_t dropped() const { return dropped_; }
-  const PackedTraceEvent* events() const { return events_.get(); }
+  const PackedTraceEvent* events() const { return events_; }
 
   // Appends this buffer's events to `out` in the wire form, times moved to the Unix epoch by `offset_ns`
   // (= Unix-epoch ns - TraceNowNs() at the same instant, see TraceClockOffsetNs()).
@@ -96,7 +100,7 @@ class TraceBuffer {
  private:
   uint32_t tid_;
   size_t cap_;
-  std::unique_ptr<PackedTraceEvent[]> events_;
+  PackedTraceEvent* events_;  // cap_ entries, owned
   size_t n_ = 0;
   uint64_t dropped_ = 0;
 };

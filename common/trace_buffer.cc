@@ -1,0 +1,10 @@
+#include "common/trace_buffer.h"
+
+namespace dlio {
+
+TraceBuffer::TraceBuffer(uint32_t tid, int64_t capacity)
+    : tid_(tid), cap_(static_cast<size_t>(capacity > 0 ? capacity : 1)), events_(new PackedTraceEvent[cap_]) {}
+
+TraceBuffer::~TraceBuffer() { delete[] events_; }
+
+}  // namespace dlio
