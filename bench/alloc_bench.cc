@@ -173,7 +173,7 @@ bool Measure(const std::string& dir, const Config& c, bool* ours_zero) {
   std::vector<std::unique_ptr<TraceBuffer>> trace;
   if (c.trace) {
     for (int64_t t = 0; t < c.threads; ++t) {
-      trace.push_back(std::make_unique<TraceBuffer>(LoaderTrackId(0, static_cast<int>(t)), 4096));
+      trace.push_back(TraceBuffer::Make(LoaderTrackId(0, static_cast<int>(t)), 4096));
       cfg.trace.push_back(trace.back().get());
     }
   }

@@ -7,4 +7,8 @@ TraceBuffer::TraceBuffer(uint32_t tid, int64_t capacity)
 
 TraceBuffer::~TraceBuffer() { delete[] events_; }
 
+std::unique_ptr<TraceBuffer> TraceBuffer::Make(uint32_t tid, int64_t capacity) {
+  return std::make_unique<TraceBuffer>(tid, capacity);
+}
+
 }  // namespace dlio

@@ -67,6 +67,8 @@ class TraceBuffer {
   ~TraceBuffer();
   TraceBuffer(const TraceBuffer&) = delete;
   TraceBuffer& operator=(const TraceBuffer&) = delete;
+  // The same, made out of line (for the same reason).
+  static std::unique_ptr<TraceBuffer> Make(uint32_t tid, int64_t capacity);
 
   void Record(TraceKind k, int64_t start_ns, uint64_t dur_ns, uint64_t bytes) {
     if (n_ < cap_) {
