@@ -11,7 +11,10 @@ Loader::Loader(const LoaderConfig& cfg, int64_t steps, const std::atomic<bool>* 
     : cfg_(cfg), steps_(steps), external_cancel_(cancel) {
   cfg_.threads = std::max<int64_t>(1, cfg_.threads);
   cfg_.prefetch = std::max<int64_t>(1, cfg_.prefetch);
-  for (int64_t t = 0; t < cfg_.threads; ++t) stats_.push_back(std::make_unique<IoStats>());
+  for (int64_t t = 0; t < cfg_.threads; ++t) {
+    stats_.push_back(std::make_unique<IoStats>());
+    if (static_cast<size_t>(t) < cfg_.trace.size()) stats_.back()->set_trace(cfg_.trace[static_cast<size_t>(t)]);
+  }
 }
 
 Loader::~Loader() {

@@ -28,6 +28,7 @@
 #include "common/distribution.h"
 #include "common/epoch_plan.h"
 #include "common/io_stats.h"
+#include "common/trace_buffer.h"
 #include "agent/worker_pool.h"
 #include "common/bandwidth_limiter.h"
 #include "readers/format.h"
@@ -48,6 +49,9 @@ struct LoaderConfig {
   // dlio_ext.read_bandwidth_limit: the agent's shared limiter, charged with the bytes each thread's IoStats counted
   // after every sample (index) or record (stream). Null = uncapped: one pointer check per sample, nothing else.
   BandwidthLimiter* limiter = nullptr;
+  // --trace: per reader thread t, the TraceBuffer its IoStats records open and read events into (trace[t]); empty
+  // (the default) = no tracing. The buffers belong to the caller and must outlive the Loader.
+  std::vector<TraceBuffer*> trace;
 };
 
 class Loader {

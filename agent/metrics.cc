@@ -26,6 +26,7 @@ void RankMetrics::DetachLoader() {
   std::lock_guard<std::mutex> lk(mu);
   if (live != nullptr) (live_eval ? retired_eval : retired) += live->Snapshot();
   live = nullptr;
+  live_eval = false;
 }
 
 void RankMetrics::RecordCheckpoint(bool load, uint64_t duration_ns, uint64_t bytes) {
@@ -150,7 +151,7 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
     add(read_ops, with("phase", "train"), static_cast<double>(io.ops));
     add(samples, with("phase", "train"), static_cast<double>(io.samples));
     // Evaluation series appear once the rank has evaluated (no empty eval series on training-only jobs).
-    if (ev.ops > 0 || ev.samples > 0) {
+    if (ev.ops > 0 || ev.samples > 0 || ev.files > 0) {
       add(read_bytes, with("phase", "eval"), static_cast<double>(ev.bytes));
       add(read_ops, with("phase", "eval"), static_cast<double>(ev.ops));
       add(samples, with("phase", "eval"), static_cast<double>(ev.samples));

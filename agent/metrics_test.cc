@@ -1,6 +1,8 @@
 #include "agent/metrics.h"
 
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "gtest/gtest.h"
 
@@ -55,6 +57,34 @@ TEST(AgentMetrics, StepHistogramsAreExportedPerRankInSeconds) {
   EXPECT_EQ(Find(families, "dlio_prefetch_queue_depth")->metric[0].gauge.value, 0);
   EXPECT_EQ(Label(Find(families, "dlio_read_bytes_total")->metric[0], "phase"), "train");
   EXPECT_EQ(Label(Find(families, "dlio_write_bytes_total")->metric[0], "phase"), "generate");
+}
+
+TEST(AgentMetrics, EvaluationReadsAreLabelledPhaseEvalApartFromTraining) {
+  AgentMetrics metrics("agent-a");
+  RankMetrics* r = metrics.Rank("job-1", 0);
+  {
+    // Before any evaluation: no eval series.
+    const auto families = metrics.Collect();
+    for (const auto& m : Find(families, "dlio_read_bytes_total")->metric) EXPECT_NE(Label(m, "phase"), "eval");
+  }
+  {
+    std::lock_guard<std::mutex> lk(r->mu);
+    r->retired.bytes = 1000;
+    r->retired.ops = 10;
+    r->retired_eval.bytes = 300;
+    r->retired_eval.ops = 3;
+    r->retired_eval.samples = 6;
+  }
+  const auto families = metrics.Collect();
+  std::map<std::string, double> bytes, ops, samples;
+  for (const auto& m : Find(families, "dlio_read_bytes_total")->metric) bytes[Label(m, "phase")] = m.counter.value;
+  for (const auto& m : Find(families, "dlio_read_ops_total")->metric) ops[Label(m, "phase")] = m.counter.value;
+  for (const auto& m : Find(families, "dlio_samples_total")->metric) samples[Label(m, "phase")] = m.counter.value;
+  EXPECT_EQ(bytes["train"], 1000);
+  EXPECT_EQ(bytes["eval"], 300);
+  EXPECT_EQ(ops["train"], 10);
+  EXPECT_EQ(ops["eval"], 3);
+  EXPECT_EQ(samples["eval"], 6);
 }
 
 TEST(AdvertisedMetricsEndpoint, KeepsTheListenHostWithTheBoundPort) {

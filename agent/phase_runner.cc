@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <unistd.h>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,7 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec, const fs::path& data_di
   if (spec.format == "tfrecord") o.tfrecord_index_dir = (data_dir / "index" / "train").string();
   // The spec was validated when loaded: an unknown engine name cannot reach this point.
   if (absl::StatusOr<IoEngine> e = ParseIoEngine(spec.io_engine); e.ok()) o.io_engine = *e;
+  o.read_in_memory = spec.read_type == "memory";
   return o;
 }
 
@@ -81,6 +83,21 @@ class FirstError {
 int GenerationWorkers(int local_ranks) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   return static_cast<int>(std::clamp<unsigned>(cores / static_cast<unsigned>(std::max(1, local_ranks)), 1u, 8u));
+}
+
+// Drops the page cache of `paths` (posix_fadvise DONTNEED after an fdatasync-free flush: the files are read-only
+// here, so there are no dirty pages to lose). Errors name the file.
+absl::Status EvictFiles(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::InternalError(absl::StrCat("dlio_ext.evict_cache: open '", path, "': ", std::strerror(errno)));
+    const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+    if (rc != 0) {
+      return absl::InternalError(absl::StrCat("dlio_ext.evict_cache: posix_fadvise '", path, "': ", std::strerror(rc)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Annotate(const absl::Status& s, const std::string& where) {
@@ -431,6 +448,49 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
     pools_job_ = cmd.job_id;
   }
 
+  // Tracing: one buffer per rank's step thread and per loader thread, kept from phase to phase.
+  if (spec.trace) {
+    const size_t per_rank = 1 + static_cast<size_t>(loader_threads);
+    if (trace_.size() != static_cast<size_t>(cmd.local_ranks) || trace_[0].size() != per_rank ||
+        trace_capacity_ != spec.trace_events_per_thread) {
+      trace_.clear();
+      trace_capacity_ = spec.trace_events_per_thread;
+      for (int l = 0; l < cmd.local_ranks; ++l) {
+        std::vector<std::unique_ptr<TraceBuffer>> v;
+        for (size_t k = 0; k < per_rank; ++k) v.push_back(std::make_unique<TraceBuffer>(0, trace_capacity_));
+        trace_.push_back(std::move(v));
+      }
+    }
+    for (int l = 0; l < cmd.local_ranks; ++l) {
+      const int rank = cmd.first_rank + l;
+      for (size_t k = 0; k < trace_[l].size(); ++k) {
+        trace_[l][k]->Clear();
+        trace_[l][k]->set_tid(k == 0 ? StepTrackId(rank) : LoaderTrackId(rank, static_cast<int>(k - 1)));
+      }
+    }
+  }
+
+  // Cache hygiene: this agent's ranks drop the page cache of the files they read this epoch.
+  if (!eval && (spec.evict_cache == "every_epoch" || (spec.evict_cache == "before_training" && cmd.epoch == 1))) {
+    std::vector<char> mine(cfg.files.size(), 0);
+    for (int l = 0; l < cmd.local_ranks; ++l) {
+      const int rank = cmd.first_rank + l;
+      if (AccessModeFor(spec) == AccessMode::kStream) {
+        const StreamAssignment a = plan->RankStream(rank);
+        for (const auto& tf : a.thread_files) {
+          for (uint32_t f : tf) mine[f] = 1;
+        }
+      } else {
+        for (const SampleRef& s : plan->RankSamples(rank)) mine[s.file] = 1;
+      }
+    }
+    std::vector<std::string> evict;
+    for (size_t f = 0; f < mine.size(); ++f) {
+      if (mine[f]) evict.push_back(cfg.files[f]);
+    }
+    if (absl::Status s = EvictFiles(evict); !s.ok()) return Annotate(s, Where(cmd, cmd.first_rank));
+  }
+
   std::atomic<bool> stop{false};
   FirstError first_error;
   // When every rank of the job is on this agent, the local barrier is the whole barrier: no round trip to the
@@ -461,6 +521,11 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
                              (eval ? 0x5bd1e995ull << 32 : 0));
       LoaderConfig rank_cfg = cfg;
       rank_cfg.pool = pools_[static_cast<size_t>(l)].get();
+      TraceBuffer* step_trace = nullptr;
+      if (spec.trace) {
+        step_trace = trace_[l][0].get();
+        for (size_t k = 1; k < trace_[l].size(); ++k) rank_cfg.trace.push_back(trace_[l][k].get());
+      }
       BlockTimings block;
       block.block = 1;
       block.load.reserve(steps);
@@ -511,6 +576,16 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           break;
         }
         const auto t3 = SteadyClock::now();
+        if (step_trace != nullptr) {
+          auto ns = [](SteadyClock::time_point t) {
+            return static_cast<int64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+          };
+          // steady_clock is CLOCK_MONOTONIC on Linux, the TraceBuffer's clock.
+          step_trace->Record(TraceKind::kWait, ns(t0), static_cast<uint64_t>(ns(t1) - ns(t0)), 0);
+          step_trace->Record(TraceKind::kCompute, ns(t1), static_cast<uint64_t>(ns(t2) - ns(t1)), 0);
+          if (!eval) step_trace->Record(TraceKind::kBarrier, ns(t2), static_cast<uint64_t>(ns(t3) - ns(t2)), 0);
+        }
         block.load.push_back(Seconds(t1 - t0));
         block.compute.push_back(Seconds(t2 - t1));
         block.proc.push_back(Seconds(t2 - t0));
@@ -570,7 +645,14 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
         rm->DetachLoader();
         rm->SetPhase(RankPhase::kIdle);
       }
-      loader.reset();
+      loader.reset();  // joins the loader threads' work: their trace buffers are complete now
+      if (spec.trace) {
+        const int64_t offset = TraceClockOffsetNs();
+        for (const auto& b : trace_[l]) {
+          b->Pack(offset, &r.trace_events);
+          r.trace_dropped += b->dropped();
+        }
+      }
       // A checkpoint at the epoch's last step leaves an empty block, which DLIO does not record either.
       if (!block.proc.empty() || r.blocks.empty()) r.blocks.push_back(std::move(block));
     });

@@ -14,6 +14,10 @@
 //   a checkpoint step every rank closes its block, saves, and opens the next block, in lockstep with the fleet
 //   because every barrier (step or checkpoint) has its own sequence number, the same on every rank. Files live
 //   under checkpoint.checkpoint_folder resolved inside the data root, written through agent/checkpointer.h.
+// Cache hygiene (dlio_ext.evict_cache): before the first (or every) training epoch each local rank drops the page
+//   cache of the files it reads this epoch (posix_fadvise POSIX_FADV_DONTNEED; dirty pages are written first).
+// Tracing (dlio_ext.trace): per-thread TraceBuffers record wait/compute/barrier (step thread) and open/read (loader
+//   threads); each rank's events travel in its RankEpochResult.
 // Every error names agent, rank, job and phase. Cancel (the flag passed to Run) stops everything within ~50 ms.
 // Thread-safety: one Run() at a time; progress() may be read from any thread while it runs.
 #pragma once
@@ -30,6 +34,7 @@
 #include "agent/metrics.h"
 #include "agent/worker_pool.h"
 #include "common/results.h"
+#include "common/trace_buffer.h"
 #include "common/workload_spec.h"
 
 namespace dlio {
@@ -90,6 +95,10 @@ class PhaseRunner {
   // the job's last phase. Touched by Run() only (one at a time).
   std::string pools_job_;
   std::vector<std::unique_ptr<WorkerPool>> pools_;
+  // --trace: per local rank, its step thread's buffer then one per loader thread (common/trace_buffer.h),
+  // allocated at the first traced phase and reused (cleared) by the next ones. Touched by Run() only.
+  std::vector<std::vector<std::unique_ptr<TraceBuffer>>> trace_;
+  int64_t trace_capacity_ = 0;
 };
 
 // Lists the data files of `split` ("train" or "valid") under `data_dir` as DLIO does: files with the format's

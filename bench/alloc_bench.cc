@@ -99,6 +99,8 @@ struct Config {
   const char* format;
   IoEngine engine;
   int64_t files, nspf, dim, batch, threads;
+  bool trace = false;   // --trace on: every loader thread records into its TraceBuffer
+  bool memory = false;  // reader.read_type: memory
 };
 
 struct Counts {
@@ -156,6 +158,7 @@ bool Measure(const std::string& dir, const Config& c, bool* ours_zero) {
   o.samples_per_file = c.nspf;
   o.sample_dims = {c.dim, c.dim};
   o.io_engine = c.engine;
+  o.read_in_memory = c.memory;
   o.transfer_size = 65536;
   if (std::string(c.format) == "hdf5") o.hdf5_chunk_dims = {1, c.dim, c.dim};
   absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(c.format, o);
@@ -165,6 +168,15 @@ bool Measure(const std::string& dir, const Config& c, bool* ours_zero) {
   cfg.batch = c.batch;
   cfg.threads = c.threads;
   cfg.prefetch = 2;
+  // Tracing: preallocated buffers, as the PhaseRunner makes them (small enough that the cap is reached: dropping
+  // must not allocate either).
+  std::vector<std::unique_ptr<TraceBuffer>> trace;
+  if (c.trace) {
+    for (int64_t t = 0; t < c.threads; ++t) {
+      trace.push_back(TraceBuffer::Make(LoaderTrackId(0, static_cast<int>(t)), 4096));
+      cfg.trace.push_back(trace.back().get());
+    }
+  }
   IoStats gen;
   for (int64_t i = 0; i < c.files; ++i) {
     const std::string path = dir + "/" + DataFileName("img", i, c.files, (*f)->extension());
@@ -188,8 +200,8 @@ bool Measure(const std::string& dir, const Config& c, bool* ours_zero) {
   const double samples = static_cast<double>(s * c.batch);
   const double ours = (static_cast<double>(b.ours) - static_cast<double>(a.ours)) / samples;
   const double lib = (static_cast<double>(b.library) - static_cast<double>(a.library)) / samples;
-  std::printf("alloc %s %s ours_per_sample=%.3f library_per_sample=%.3f samples=%.0f\n", c.format,
-              IoEngineName(c.engine), ours, lib, samples);
+  std::printf("alloc %s %s%s%s ours_per_sample=%.3f library_per_sample=%.3f samples=%.0f\n", c.format,
+              IoEngineName(c.engine), c.trace ? " trace" : "", c.memory ? " memory" : "", ours, lib, samples);
   if (b.ours != a.ours) *ours_zero = false;
   return true;
 }
@@ -223,6 +235,10 @@ int main(int argc, char** argv) {
       {"npz", IoEngine::kIoUring, 64, 1, 128, 4, 2},     {"tfrecord", IoEngine::kPosix, 8, 64, 100, 16, 2},
       {"tfrecord", IoEngine::kODirect, 8, 64, 100, 16, 2}, {"tfrecord", IoEngine::kIoUring, 8, 64, 100, 16, 2},
       {"hdf5", IoEngine::kPosix, 4, 256, 64, 8, 2},
+      {"npy", IoEngine::kPosix, 64, 1, 128, 4, 2},       {"npy", IoEngine::kIoUring, 64, 1, 128, 4, 2},
+      {"csv", IoEngine::kODirect, 32, 2, 32, 4, 2},      {"png", IoEngine::kPosix, 32, 1, 64, 4, 2},
+      {"npz", IoEngine::kPosix, 16, 8, 64, 4, 2, false, true},
+      {"npz", IoEngine::kPosix, 64, 1, 128, 4, 2, true}, {"tfrecord", IoEngine::kPosix, 8, 64, 100, 16, 2, true},
   };
   bool ok = true, ours_zero = true;
   for (const dlio::Config& c : configs) {

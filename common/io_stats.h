@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "common/latency_histogram.h"
+#include "common/trace_buffer.h"
 
 namespace dlio {
 
@@ -26,6 +27,9 @@ class IoStats {
  public:
   // One read/write call of `bytes` that took `ns`.
   void AddOp(uint64_t bytes, uint64_t ns) {
+    if (trace_ != nullptr) {
+      trace_->Record(TraceKind::kRead, TraceNowNs() - static_cast<int64_t>(ns), ns, bytes);
+    }
     bytes_.fetch_add(bytes, std::memory_order_relaxed);
     ops_.fetch_add(1, std::memory_order_relaxed);
     Lock();
@@ -33,7 +37,13 @@ class IoStats {
     Unlock();
   }
   void AddSamples(uint64_t n) { samples_.fetch_add(n, std::memory_order_relaxed); }
-  void AddFile() { files_.fetch_add(1, std::memory_order_relaxed); }
+  void AddFile() {
+    if (trace_ != nullptr) trace_->Record(TraceKind::kOpen, TraceNowNs(), 0, 0);
+    files_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // --trace: every AddOp() becomes a read event and every AddFile() an open event in `t` (owned by the same thread
+  // as this IoStats; null = not tracing, the default).
+  void set_trace(TraceBuffer* t) { trace_ = t; }
 
   IoSnapshot Snapshot() const;
   void Reset();
@@ -50,6 +60,7 @@ class IoStats {
   std::atomic<uint64_t> bytes_{0}, ops_{0}, samples_{0}, files_{0};
   mutable std::atomic<bool> lock_{false};
   LatencyHistogram latency_;  // guarded by lock_
+  TraceBuffer* trace_ = nullptr;
 };
 
 }  // namespace dlio

@@ -69,6 +69,11 @@ struct RankEpochResult {
   // Checkpoints this rank took in the phase (step-based ones inside a training phase; the one of a CHECKPOINT
   // phase); the coordinator moves them into JobResult::checkpoints.
   std::vector<RankCheckpointResult> checkpoints;
+  // --trace: this rank's events of the phase (its step thread and loader threads) in TraceBuffer's wire form
+  // (common/trace_buffer.h), and the events its full buffers dropped. Empty unless dlio_ext.trace is on; the
+  // coordinator moves them into the trace file and clears them when the phase ends.
+  std::string trace_events;
+  uint64_t trace_dropped = 0;
 };
 
 struct MetricWindow {

@@ -124,7 +124,7 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.num_subfolders_eval, s.batch_size_eval, s.eval_time, s.eval_after_epoch, s.epochs_between_evals,
                     s.seed, s.seed_change_epoch, s.total_training_steps, s.output_folder,
                     s.exclude_start_steps, s.exclude_end_steps, s.au_threshold, s.odirect, s.io_engine,
-                    s.read_bandwidth_limit);
+                    s.read_bandwidth_limit, s.trace, s.trace_events_per_thread, s.evict_cache, s.read_type);
   };
   auto tie_ckpt = [](const WorkloadSpec& s) {
     return std::tie(s.checkpoint, s.checkpoint_folder, s.checkpoint_after_epoch, s.epochs_between_checkpoints,
@@ -675,8 +675,9 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(Custom(
       "dataset.compression", KeyStatus::kImplemented,
       "hdf5: none, gzip, szip (libhdf5's; not in DLIO's enum), lzf (Debian's hdf5-plugin-lzf); npz: none or zip "
-      "(numpy.savez_compressed; warns: DLIO's enum compare never switches it on); DLIO's csv compressions (gzip, "
-      "bz2, zip, xz) are not supported yet",
+      "(numpy.savez_compressed; warns: DLIO's enum compare never switches it on); csv: none or gzip (zlib; files "
+      "named <name>.csv.gz as DLIO's generator names them, which DLIO's own reader does not list); DLIO's other csv "
+      "compressions (bz2, zip, xz) are not supported yet",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, {"none", "gzip", "szip", "lzf", "zip"}, {"bz2", "xz"}, "compression",
                            &s.compression);
@@ -745,7 +746,16 @@ std::vector<KeyInfo> BuildKeys() {
   }
   v.push_back(Label("reader.shuffle_size", "1024",
                     "TF shuffle buffer: reorders records after they are read; no effect on the I/O order"));
-  v.push_back(NotYet("reader.read_type", "on_demand", Gate::kNone, "`memory` keeps files open"));
+  v.push_back(Custom(
+      "reader.read_type", KeyStatus::kImplemented,
+      "on_demand: whole-file formats (npz, npy, csv, jpeg, png) re-read the file for every sample, as DLIO's index "
+      "mode does; memory: a loader thread reads a file once and serves its following samples from memory (it keeps "
+      "its most recent file, so memory stays bounded; DLIO keeps every opened file). No effect on hdf5, "
+      "indexed_binary, mmap_indexed_binary, tfrecord (streamed once anyway) and synthetic",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"on_demand", "memory"}, {}, "read type", &s.read_type);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.read_type); }));
   v.push_back(Label("reader.file_access", "multi", "parsed but unused by DLIO"));
   v.push_back(Custom(
       "reader.transfer_size", KeyStatus::kImplemented,
@@ -762,8 +772,8 @@ std::vector<KeyInfo> BuildKeys() {
       },
       [](const WorkloadSpec& s) { return fmt::format("{}", s.transfer_size); }));
   v.push_back(BoolKey("reader.odirect", &WorkloadSpec::odirect,
-                      "O_DIRECT reads (DLIO: npz/npy only; here npz and tfrecord): the same as dlio_ext.io_engine: "
-                      "odirect"));
+                      "O_DIRECT reads (DLIO: npz/npy only; here npz, npy, csv, jpeg, png and tfrecord): the "
+                      "same as dlio_ext.io_engine: odirect"));
   v.push_back(Label("reader.dont_use_mmap", "false", "passed to DALI readers"));
   v.push_back(DistributionKey("reader.preprocess_time", &WorkloadSpec::preprocess_time,
                               "seconds of emulated preprocessing per sample, in the loader thread (DLIO's forms)"));
@@ -878,9 +888,9 @@ std::vector<KeyInfo> BuildKeys() {
   // dlio_ext: our own keys
   v.push_back(Custom(
       "dlio_ext.io_engine", KeyStatus::kImplemented,
-      "how npz and tfrecord files are read: posix (pread), odirect (O_DIRECT, 4 KiB-aligned, whole files rounded up "
-      "as DLIO's O_DIRECT readers do), io_uring (several reads in flight); hdf5 reads go through libhdf5 (posix "
-      "only)",
+      "how npz, npy, csv, jpeg, png and tfrecord files are read: posix (pread), odirect (O_DIRECT, 4 KiB-aligned, "
+      "whole files rounded up as DLIO's O_DIRECT readers do), io_uring (several reads in flight); hdf5 reads go "
+      "through libhdf5 and indexed_binary with pread (posix only; docs/io.md)",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, {"posix", "odirect", "io_uring"}, {}, "I/O engine", &s.io_engine);
       },
@@ -903,6 +913,20 @@ std::vector<KeyInfo> BuildKeys() {
                       "before each checkpoint load, flush and evict the files' pages from the page cache "
                       "(posix_fadvise DONTNEED), so loads read the storage, as MLPerf's rules require between "
                       "write and read"));
+  v.push_back(BoolKey("dlio_ext.trace", &WorkloadSpec::trace,
+                      "record open, read, wait, compute and barrier events per rank and loader thread into a Chrome "
+                      "trace (trace.json in the results; `--trace FILE` sets it); off costs one branch per event"));
+  v.push_back(IntKey("dlio_ext.trace_events_per_thread", &WorkloadSpec::trace_events_per_thread, 1,
+                     "trace events kept per thread and phase (32 bytes each, preallocated); the rest are counted as "
+                     "dropped"));
+  v.push_back(Custom(
+      "dlio_ext.evict_cache", KeyStatus::kImplemented,
+      "page-cache hygiene as MLPerf requires: before_training evicts every data file of this agent's ranks "
+      "(posix_fadvise DONTNEED) after generation, before epoch 1; every_epoch before every training epoch; none",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"none", "before_training", "every_epoch"}, {}, "cache eviction", &s.evict_cache);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
 
   for (KeyInfo& k : v) {
     if (k.get && k.dlio_default.empty()) k.dlio_default = k.get(WorkloadSpec{});
@@ -1159,14 +1183,16 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
   if (s.compression != "none") {
     const bool hdf5 = s.format == "hdf5" && (s.compression == "gzip" || s.compression == "szip" || s.compression == "lzf");
     const bool npz = s.format == "npz" && s.compression == "zip";
-    if (s.format == "csv") {
+    const bool csv = s.format == "csv" && s.compression == "gzip";
+    if (s.format == "csv" && !csv) {
       return absl::UnimplementedError(fmt::format(
-          "dataset.compression: {} for csv files is a DLIO compression not supported yet (csv: none)", s.compression));
+          "dataset.compression: {} for csv files is a DLIO compression not supported yet (csv: none, gzip)",
+          s.compression));
     }
-    if (!hdf5 && !npz) {
+    if (!hdf5 && !npz && !csv) {
       return absl::InvalidArgumentError(fmt::format(
           "dataset.compression: {} is not available for {} files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
-          "other formats: none)",
+          "csv: none, gzip; other formats: none)",
           s.compression, s.format));
     }
   }

@@ -135,6 +135,10 @@ struct WorkloadSpec {
   // dlio_ext: this project's own keys (DLIO does not know them)
   std::string io_engine = "posix";           // dlio_ext.io_engine: posix | odirect | io_uring
   int64_t read_bandwidth_limit = 0;          // dlio_ext.read_bandwidth_limit: bytes/s per agent, 0 = no cap
+  bool trace = false;                        // dlio_ext.trace: record trace events (set by --trace FILE)
+  int64_t trace_events_per_thread = 65536;   // dlio_ext.trace_events_per_thread: the per-thread cap (kDefault...)
+  std::string evict_cache = "none";          // dlio_ext.evict_cache: none | before_training | every_epoch
+  std::string read_type = "on_demand";       // reader.read_type: on_demand | memory
 
   // Derived helpers.
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }

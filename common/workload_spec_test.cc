@@ -231,7 +231,7 @@ TEST(WorkloadSpec, ChecksAcrossKeys) {
   EXPECT_EQ(Error("workflow:\n  train: false\n  checkpoint: true\n"), "<loaded>");  // checkpoint-only mode
   EXPECT_EQ(Error("dataset:\n  format: npz\n  compression: gzip\n"),
             "dataset.compression: gzip is not available for npz files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
-            "other formats: none)");
+            "csv: none, gzip; other formats: none)");
   EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_length_bytes: 1024\n  hdf5:\n    chunk_dims: [1, 64, 64]\n"),
               HasSubstr("dataset.hdf5.chunk_dims: [1, 64, 64] exceeds the dataset's maximum shape [1, 32, 32]"));
   EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_dims: [6, 4, 4]\n  hdf5:\n    chunk_dims: [1, 4, 4]\n"),
@@ -256,8 +256,16 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("dataset:\n  format: hdf5_opt\n"),
             "dataset.format: 'hdf5_opt' is a DLIO format not supported yet (supported: npz, hdf5, tfrecord, csv, npy, "
             "jpeg, png, indexed_binary, mmap_indexed_binary, synthetic)");
-  EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: gzip\n"),
-            "dataset.compression: gzip for csv files is a DLIO compression not supported yet (csv: none)");
+  EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: zip\n"),
+            "dataset.compression: zip for csv files is a DLIO compression not supported yet (csv: none, gzip)");
+  EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: gzip\n"), "<loaded>");  // zlib
+  EXPECT_EQ(Error("reader:\n  read_type: memory\n"), "<loaded>");
+  EXPECT_EQ(Error("reader:\n  read_type: mmap\n").rfind("reader.read_type:", 0), 0u);
+  EXPECT_EQ(Error("dlio_ext:\n  evict_cache: every_epoch\n"), "<loaded>");
+  EXPECT_EQ(Error("dlio_ext:\n  evict_cache: always\n").rfind("dlio_ext.evict_cache:", 0), 0u);
+  EXPECT_EQ(Error("dlio_ext:\n  trace: true\n  trace_events_per_thread: 0\n").rfind(
+                "dlio_ext.trace_events_per_thread:", 0),
+            0u);
   EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
             "checkpoint.mode: DLIO key not supported yet by this version");

@@ -298,6 +298,32 @@ int WriteResults(Connection& c, const std::string& job_id, const std::string& ou
   return n;
 }
 
+// Writes the job's trace.json (from the result files) to `path`; false after printing why.
+bool FetchTrace(Connection& c, const std::string& job_id, const std::string& path, std::ostream& err) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::GetResultsRequest req;
+  req.set_job_id(job_id);
+  auto files = c.stub->GetResults(&ctx, req);
+  v1::ResultFile f;
+  bool found = false;
+  while (files->Read(&f)) {
+    if (f.name() != "trace.json") continue;
+    if (absl::Status s = WriteFileAtomic(path, f.content()); !s.ok()) {
+      err << "--trace: " << s.message() << "\n";
+      return false;
+    }
+    found = true;
+  }
+  const grpc::Status s = files->Finish();
+  if (!s.ok()) {
+    c.Fail(s, err);
+    return false;
+  }
+  if (!found) err << "--trace: job " << job_id << " left no trace (no phase with reads completed)\n";
+  return found;
+}
+
 }  // namespace
 
 int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
@@ -401,7 +427,10 @@ int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::
   return 0;
 }
 
-int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel) {
+int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel) {
+  SubmitOptions opt = options;
+  // --trace FILE: the agents record events when the job says so.
+  if (!opt.trace_path.empty()) opt.overrides.push_back("dlio_ext.trace=true");
   if (int rc = ValidateJob(opt, err, /*warn=*/false); rc != 0) return rc;
   const std::string text = *ReadFile(opt.job_path);
   const WorkloadSpec spec = *LoadWorkload(text, opt.overrides, opt.job_path);
@@ -524,6 +553,11 @@ int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err
   } else if (has_results && !opt.where_results_live.empty()) {
     if (!json_out) out << "results: " << opt.where_results_live << "/" << job_id << "\n";
     doc["results_dir"] = opt.where_results_live + "/" + job_id;
+  }
+  if (!opt.trace_path.empty() && has_results) {
+    if (!FetchTrace(c, job_id, opt.trace_path, err)) return 1;
+    if (!json_out) out << "trace: " << opt.trace_path << "\n";
+    doc["trace"] = opt.trace_path;
   }
   if (json_out) out << doc.dump(2) << "\n";
   return succeeded ? 0 : 1;

@@ -5,7 +5,8 @@
 // before anything is sent or written), submits it, and (unless --detach) follows it: on a terminal a live progress
 // bar per phase (steps or files done of total, ETA, samples/s), plain lines otherwise; then the result table, and
 // the result files received over gRPC written into the output folder when one is given (--output, else the job's
-// output.folder), partial ones included when the job failed after completing epochs. A signal (the `cancel` flag)
+// output.folder), partial ones included when the job failed after completing epochs. With --trace FILE the job runs
+// with dlio_ext.trace on and the coordinator's merged trace.json is written to FILE. A signal (the `cancel` flag)
 // cancels the job on the coordinator and says so. With --json, one JSON document on stdout and nothing else.
 //
 // Exit codes (every verb): 0 success; 1 the job did not succeed (submit), or the job or its results do not exist;
@@ -44,6 +45,7 @@ struct SubmitOptions {
   bool detach = false;                 // print the job id and return at once
   bool strict = false;                 // --strict: a key where DLIO behaves differently is an error (exit 2)
   bool explain = false;                // --explain: print the derived plan, run nothing, write nothing
+  std::string trace_path;              // --trace FILE: submit with dlio_ext.trace on, then fetch trace.json into FILE
 };
 
 // The fleet `run --explain` would start: local agents on this machine, RAM from /proc/meminfo.

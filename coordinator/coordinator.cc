@@ -1,3 +1,4 @@
+#include "coordinator/trace_writer.h"
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
@@ -93,6 +94,7 @@ struct Coordinator::Job {
   JobState end_state = JobState::kFailed;
   std::string end_message;
   int next_save_index = 1;           // the index the job's next checkpoint save gets
+  std::unique_ptr<TraceWriter> trace;  // dlio_ext.trace: the merged trace, fed phase by phase (runner thread only)
 };
 
 Coordinator::Coordinator(Options options, std::unique_ptr<JobStore> store)
@@ -767,6 +769,20 @@ void Coordinator::RunJob(Job& job) {
   }
   job.phase.reset();
   job.result.end_unix_us = NowUnixUs();
+  // The merged trace (dlio_ext.trace) is written whatever the outcome: completed phases are kept.
+  std::string trace_note;
+  if (job.trace) {
+    lk.unlock();
+    absl::Status ts = job.trace->Finish(job.result.agents);
+    lk.lock();
+    if (ts.ok()) {
+      trace_note = absl::StrCat("; trace: ", job.trace->events(), " events (", job.trace->dropped(), " dropped)");
+      job.rec.has_results = true;
+    } else {
+      spdlog::error("job {}: {}", rec.id, std::string(ts.message()));
+    }
+    job.trace.reset();
+  }
 
   if (ok) {
     job.end_message.clear();
@@ -776,7 +792,7 @@ void Coordinator::RunJob(Job& job) {
       return;
     }
     EndJob(job, JobState::kSucceeded, absl::StrCat("job ", rec.id, " succeeded; results in ", options_.results_dir, "/",
-                                                   rec.id), false);
+                                                   rec.id, trace_note), false);
     return;
   }
   // Completed epochs (and checkpoints) are written even when a later phase failed.
@@ -928,6 +944,17 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     return false;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (job.spec.trace && !generate) {
+    // Every PhaseDone is in (pending is empty), so p.results is ours while the lock is released for the file.
+    absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
+    if (dir.ok() && !job.trace) job.trace = std::make_unique<TraceWriter>(*dir, job.rec.id, job.result.start_unix_us);
+    if (job.trace) {
+      lk.unlock();
+      absl::Status ts = job.trace->AddPhase(phase_id, p.results, job.result.agents);
+      lk.lock();
+      if (!ts.ok()) spdlog::error("job {}: {}", job.rec.id, std::string(ts.message()));
+    }
+  }
   if (generate) {
     for (const RankEpochResult& r : p.results) job.result.generate_io += r.io;
   } else {

@@ -174,6 +174,9 @@ int main(int argc, char** argv) {
                      "Write the result files received from the coordinator into DIR (default: the job's "
                      "output.folder; if neither is set they stay in the coordinator's results folder)");
   submit->add_flag("--detach", sopt.detach, "Print the job id and return at once (follow it with status)");
+  submit->add_option("--trace", sopt.trace_path,
+                     "Record open/read/wait/compute/barrier events per rank and loader thread and write the merged "
+                     "Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE (sets dlio_ext.trace)");
   AddClientOptions(submit, &sopt.client);
   AddPlanOptions(submit, &sopt);
   MlperfFlags s_mlperf;
@@ -220,6 +223,9 @@ int main(int argc, char** argv) {
   AddPlanOptions(run, &ropt);
   MlperfFlags r_mlperf;
   AddMlperfOptions(run, &r_mlperf);
+  run->add_option("--trace", ropt.trace_path,
+                  "Record open/read/wait/compute/barrier events per rank and loader thread and write the merged "
+                  "Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE (sets dlio_ext.trace)");
   AddOverrideOptions(run, &r_trailing, &r_set);
 
   // mlperf datasize | classify

@@ -1,5 +1,9 @@
+#include "readers/whole_file.h"
 #include "readers/csv.h"
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string_view>
@@ -68,13 +72,25 @@ void StoreValue(const internal::DType& t, bool is_int, int64_t iv, double dv, ui
 
 class CsvSampleReader final : public SampleReader {
  public:
-  explicit CsvSampleReader(const internal::DType& t) : t_(t) {}
+  CsvSampleReader(const internal::DType& t, IoEngine engine, bool keep, bool gzip)
+      : t_(t), file_(engine, keep), gzip_(gzip) {}
+  CsvSampleReader(const CsvSampleReader&) = delete;
+  CsvSampleReader& operator=(const CsvSampleReader&) = delete;
+  ~CsvSampleReader() override {
+    if (zinit_) inflateEnd(&zs_);
+  }
 
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     last_bytes_ = 0;
-    absl::StatusOr<uint64_t> size = internal::ReadWholeFile(path, buf_, cap_, stats);
+    absl::StatusOr<uint64_t> size = file_.Read(path, stats);
     if (!size.ok()) return size.status();
-    const char* p = reinterpret_cast<const char*>(buf_.get());
+    const char* p = reinterpret_cast<const char*>(file_.data());
+    if (gzip_) {  // dataset.compression: gzip, as pandas' read_csv(compression="gzip") would
+      absl::StatusOr<uint64_t> n = Gunzip(file_.data(), *size, path);
+      if (!n.ok()) return n.status();
+      p = reinterpret_cast<const char*>(text_.get());
+      size = *n;
+    }
     const char* end = p + *size;
     // Row `sample`: skip that many line ends.
     const char* row = p;
@@ -130,8 +146,42 @@ class CsvSampleReader final : public SampleReader {
 
  private:
   const internal::DType& t_;
-  std::unique_ptr<uint8_t[]> buf_;  // the whole file; never shrinks
-  uint64_t cap_ = 0;
+  // Inflates a gzip file into text_ (grow-only; sized from the gzip trailer's ISIZE; the zlib state is made once
+  // and reset per file, so no allocation per sample once warm). Returns the text's size.
+  absl::StatusOr<uint64_t> Gunzip(const uint8_t* src, uint64_t n, const std::string& path) {
+    if (n < 18) return absl::DataLossError(absl::StrCat(path, ": not a gzip file (", n, " bytes)"));
+    uint32_t isize;
+    std::memcpy(&isize, src + n - 4, 4);  // little-endian host; the size modulo 2^32
+    if (!zinit_) {
+      zs_ = {};
+      if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("zlib: inflateInit2 failed");
+      zinit_ = true;
+    } else if (inflateReset(&zs_) != Z_OK) {
+      return absl::InternalError("zlib: inflateReset failed");
+    }
+    uint64_t cap = std::max<uint64_t>(isize, 1);
+    if (cap > text_cap_ || !text_) {
+      text_.reset(new uint8_t[cap]);
+      text_cap_ = cap;
+    }
+    zs_.next_in = const_cast<Bytef*>(src);
+    zs_.avail_in = static_cast<uInt>(std::min<uint64_t>(n, UINT32_MAX));
+    zs_.next_out = text_.get();
+    zs_.avail_out = static_cast<uInt>(std::min<uint64_t>(text_cap_, UINT32_MAX));
+    const int rc = inflate(&zs_, Z_FINISH);
+    if (rc != Z_STREAM_END) {
+      return absl::DataLossError(absl::StrCat(path, ": gzip data does not inflate (zlib: ",
+                                              zs_.msg != nullptr ? zs_.msg : "stream ended early", ")"));
+    }
+    return zs_.total_out;
+  }
+
+  internal::WholeFileReader file_;  // the whole file (dlio_ext.io_engine, reader.read_type)
+  const bool gzip_;
+  z_stream zs_{};
+  bool zinit_ = false;
+  std::unique_ptr<uint8_t[]> text_;  // the inflated text of a gzip file; never shrinks
+  uint64_t text_cap_ = 0;
   std::unique_ptr<uint8_t[]> row_;  // the parsed row in the element type; never shrinks
   uint64_t row_cap_ = 0, last_bytes_ = 0;
 };
@@ -140,8 +190,11 @@ class CsvFormat final : public Format {
  public:
   explicit CsvFormat(FormatOptions o) : Format(std::move(o)), t_(*internal::FindDType(options_.element_type)) {}
   const char* name() const override { return "csv"; }
-  const char* extension() const override { return "csv"; }
-  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<CsvSampleReader>(t_); }
+  // DLIO's generator appends ".gz" to the name of a gzip-compressed csv file (pandas to_csv with compression).
+  const char* extension() const override { return gzip() ? "csv.gz" : "csv"; }
+  std::unique_ptr<SampleReader> NewSampleReader() const override {
+    return std::make_unique<CsvSampleReader>(t_, options_.io_engine, options_.read_in_memory, gzip());
+  }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
     uint64_t n = 1;
@@ -158,6 +211,30 @@ class CsvFormat final : public Format {
     row.push_back('\n');
     internal::FileWriter w;
     absl::Status st = w.Open(path);
+    if (gzip()) {
+      // The whole text deflated at once into a gzip stream (zlib, compression_level), then written.
+      std::string text;
+      text.reserve(row.size() * static_cast<size_t>(options_.samples_per_file));
+      for (int64_t r = 0; r < options_.samples_per_file; ++r) text += row;
+      uLongf bound = static_cast<uLongf>(compressBound(static_cast<uLong>(text.size())) + 32);
+      std::vector<uint8_t> gz(bound);
+      z_stream zs{};
+      if (deflateInit2(&zs, options_.compression_level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        return absl::InternalError("zlib: deflateInit2 failed");
+      }
+      zs.next_in = reinterpret_cast<Bytef*>(text.data());
+      zs.avail_in = static_cast<uInt>(text.size());
+      zs.next_out = gz.data();
+      zs.avail_out = static_cast<uInt>(gz.size());
+      const int rc = deflate(&zs, Z_FINISH);
+      const uint64_t out = zs.total_out;
+      deflateEnd(&zs);
+      if (rc != Z_STREAM_END) return absl::InternalError(absl::StrCat(path, ": zlib deflate failed (", rc, ")"));
+      if (st.ok()) st = w.AppendDirect(gz.data(), out, stats);
+      if (st.ok()) st = w.Finish(stats);
+      if (st.ok()) stats.AddSamples(static_cast<uint64_t>(options_.samples_per_file));
+      return st;
+    }
     for (int64_t r = 0; st.ok() && r < options_.samples_per_file; ++r) st = w.Append(row.data(), row.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(options_.samples_per_file));
@@ -165,6 +242,7 @@ class CsvFormat final : public Format {
   }
 
  private:
+  bool gzip() const { return options_.compression == "gzip"; }
   const internal::DType& t_;
 };
 

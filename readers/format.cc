@@ -1,5 +1,6 @@
 #include "readers/format.h"
 
+#include <set>
 #include <algorithm>
 #include <cmath>
 
@@ -100,12 +101,18 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
       if (d > kMaxImageSide) return bad("dataset: ", name, " images are at most ", kMaxImageSide, " pixels a side, got ", Dims(o.sample_dims));
     }
   }
+  if (name == "csv" && o.compression != "none" && o.compression != "gzip") {
+    return bad("dataset.compression: '", o.compression, "' for csv is not supported yet (allowed: none, gzip)");
+  }
   if (name == "npz" && o.compression != "none" && o.compression != "zip") {
     return bad("dataset.compression: '", o.compression, "' is not supported for npz (allowed: none, zip)");
   }
-  if (o.io_engine != IoEngine::kPosix && name != "npz" && name != "tfrecord") {
+  static const std::set<std::string> kEngineFormats = {"npz", "npy", "csv", "jpeg", "png", "tfrecord"};
+  if (o.io_engine != IoEngine::kPosix && kEngineFormats.count(name) == 0) {
     return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine), " is not available for ", name,
-               name == "hdf5" ? " (libhdf5 does its own reads; use posix)" : " yet (use posix; npz and tfrecord have it)");
+               name == "hdf5"        ? " (libhdf5 does its own reads; use posix)"
+               : name == "synthetic" ? " (it reads nothing; use posix)"
+                                     : " yet (use posix; npz, npy, csv, jpeg, png and tfrecord have it)");
   }
   if (name == "hdf5") return ValidateHdf5(o);
   return absl::OkStatus();  // DLIO ignores compression and chunking for the other formats

@@ -23,8 +23,8 @@
 //    is counted with AddSamples(). HDF5 does its file I/O inside the library: there one H5Dread is one op of the
 //    sample's payload bytes (see hdf5.h); mmap_indexed_binary counts one op of the sample's bytes per sample (the page
 //    faults are the I/O, see indexed_binary.h).
-//  - npz, npy, csv, images, indexed_binary and tfrecord read through a StorageReader (storage.h: posix, odirect or
-//    io_uring, per FormatOptions::io_engine) where the format supports it; hdf5 reads through libhdf5 (posix only).
+//  - npz, npy, csv, images and tfrecord read through a StorageReader (storage.h: posix, odirect or io_uring, per
+//    FormatOptions::io_engine); hdf5 reads through libhdf5 and indexed_binary with pread (posix only).
 //  - Hot path: a SampleReader/StreamReader belongs to one loader thread; it reuses its buffers (no allocation per
 //    sample once warmed up) and takes no lock of ours.
 // Errors: absl::Status whose message names the file and what is wrong.
@@ -61,7 +61,12 @@ struct FormatOptions {
   // tfrecord: folder of DLIO's DALI index files (`<data_folder>/index/train`); a data file `.../<name>` gets
   // `<dir>/<name>.idx` with one "offset length" line per record. Empty = no index.
   std::string tfrecord_index_dir;
-  IoEngine io_engine = IoEngine::kPosix;  // how npz and tfrecord read (storage.h); hdf5 reads through libhdf5
+  // How npz, npy, csv, jpeg, png and tfrecord read (storage.h); hdf5 reads through libhdf5, indexed_binary with
+  // pread (posix only).
+  IoEngine io_engine = IoEngine::kPosix;
+  // reader.read_type: memory. Whole-file formats (npz, npy, csv, jpeg, png) keep the file a loader thread read
+  // last and serve its further samples from memory; false (on_demand) re-reads the file for every sample.
+  bool read_in_memory = false;
 };
 
 // One per loader thread, index-mode reads: ReadSample(path, i) reads sample i of the file at path.

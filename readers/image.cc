@@ -1,3 +1,4 @@
+#include "readers/whole_file.h"
 #include "readers/image.h"
 
 // clang-format off
@@ -201,15 +202,15 @@ enum class Codec { kJpeg, kPng };
 
 class ImageSampleReader final : public SampleReader {
  public:
-  explicit ImageSampleReader(Codec codec) : codec_(codec) {}
+  ImageSampleReader(Codec codec, IoEngine engine, bool keep) : codec_(codec), file_(engine, keep) {}
 
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t, IoStats& stats) override {
     last_bytes_ = 0;
-    absl::StatusOr<uint64_t> size = internal::ReadWholeFile(path, file_, file_cap_, stats);
+    absl::StatusOr<uint64_t> size = file_.Read(path, stats);
     if (!size.ok()) return size.status();
     char message[256] = {};
-    const uint64_t bytes = codec_ == Codec::kJpeg ? DecodeJpeg(file_.get(), *size, pixels_, message)
-                                                  : DecodePng(file_.get(), *size, pixels_, message);
+    const uint64_t bytes = codec_ == Codec::kJpeg ? DecodeJpeg(file_.data(), *size, pixels_, message)
+                                                  : DecodePng(file_.data(), *size, pixels_, message);
     if (bytes == 0) {
       return absl::DataLossError(absl::StrCat(path, ": not a readable ", codec_ == Codec::kJpeg ? "JPEG" : "PNG",
                                               " image: ", message));
@@ -225,8 +226,7 @@ class ImageSampleReader final : public SampleReader {
 
  private:
   const Codec codec_;
-  std::unique_ptr<uint8_t[]> file_;  // the whole file; never shrinks
-  uint64_t file_cap_ = 0;
+  internal::WholeFileReader file_;   // the whole file (dlio_ext.io_engine, reader.read_type)
   PixelBuffer pixels_;               // the decoded image; never shrinks
   uint64_t last_bytes_ = 0;
 };
@@ -237,7 +237,7 @@ class ImageFormat final : public Format {
   const char* name() const override { return codec_ == Codec::kJpeg ? "jpeg" : "png"; }
   const char* extension() const override { return name(); }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<ImageSampleReader>(codec_);
+    return std::make_unique<ImageSampleReader>(codec_, options_.io_engine, options_.read_in_memory);
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {

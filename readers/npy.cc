@@ -1,3 +1,4 @@
+#include "readers/whole_file.h"
 #include "readers/npy.h"
 
 #include <cstring>
@@ -131,14 +132,16 @@ namespace {
 
 class NpySampleReader final : public SampleReader {
  public:
+  NpySampleReader(IoEngine engine, bool keep) : file_(engine, keep) {}
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     s_ = {};
-    absl::StatusOr<uint64_t> size = internal::ReadWholeFile(path, buf_, cap_, stats);
+    absl::StatusOr<uint64_t> size = file_.Read(path, stats);
     if (!size.ok()) return size.status();
+    const uint8_t* buf = file_.data();
     internal::NpyArray a;
-    if (absl::Status st = internal::ParseNpy(buf_.get(), *size, path, "npy file", &a); !st.ok()) return st;
+    if (absl::Status st = internal::ParseNpy(buf, *size, path, "npy file", &a); !st.ok()) return st;
     internal::StridedSample s;
-    if (absl::Status st = internal::LastAxisSample(buf_.get(), *size, a, sample, path, "npy file", &s); !st.ok()) {
+    if (absl::Status st = internal::LastAxisSample(buf, *size, a, sample, path, "npy file", &s); !st.ok()) {
       return st;
     }
     s_ = s;
@@ -150,9 +153,8 @@ class NpySampleReader final : public SampleReader {
   std::string_view last_sample() const override { return s_.Gather(gathered_); }
 
  private:
-  std::unique_ptr<uint8_t[]> buf_;  // the whole file; never shrinks
-  uint64_t cap_ = 0;
-  internal::StridedSample s_;     // the last sample, inside buf_
+  internal::WholeFileReader file_;  // the whole file (dlio_ext.io_engine, reader.read_type)
+  internal::StridedSample s_;     // the last sample, inside file_
   mutable std::string gathered_;  // last_sample()'s contiguous copy (checks only)
 };
 
@@ -161,7 +163,8 @@ class NpyFormat final : public Format {
   explicit NpyFormat(FormatOptions o) : Format(std::move(o)) {}
   const char* name() const override { return "npy"; }
   const char* extension() const override { return "npy"; }
-  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<NpySampleReader>(); }
+  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<NpySampleReader>(options_.io_engine, options_.read_in_memory);
+  }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
     const internal::DType& t = *internal::FindDType(options_.element_type);

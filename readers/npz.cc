@@ -110,7 +110,7 @@ absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, con
 
 class NpzSampleReader final : public SampleReader {
  public:
-  explicit NpzSampleReader(IoEngine engine) : engine_(engine) {}
+  NpzSampleReader(IoEngine engine, bool keep) : engine_(engine), keep_(keep) { cached_.reserve(256); }
   NpzSampleReader(const NpzSampleReader&) = delete;
   NpzSampleReader& operator=(const NpzSampleReader&) = delete;
   ~NpzSampleReader() override {
@@ -124,13 +124,22 @@ class NpzSampleReader final : public SampleReader {
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
-    uint64_t size = 0;
-    if (absl::Status s = storage_->Open(path, &size, stats); !s.ok()) return s;
-    buf_.Reserve(RoundUp(size, storage_->alignment()));  // grows only: no allocation after the largest file
-    const size_t piece = engine_ == IoEngine::kIoUring ? kUringPiece : kNpzReadChunk;
-    absl::Status read = storage_->ReadWhole(buf_.data(), size, piece, stats);
-    storage_->Close();
-    if (!read.ok()) return read;
+    uint64_t size = cached_size_;
+    // reader.read_type: memory serves the samples of the file read last from memory (whole_file.h says why).
+    if (!(keep_ && cached_valid_ && path == cached_)) {
+      cached_valid_ = false;
+      if (absl::Status s = storage_->Open(path, &size, stats); !s.ok()) return s;
+      buf_.Reserve(RoundUp(size, storage_->alignment()));  // grows only: no allocation after the largest file
+      const size_t piece = engine_ == IoEngine::kIoUring ? kUringPiece : kNpzReadChunk;
+      absl::Status read = storage_->ReadWhole(buf_.data(), size, piece, stats);
+      storage_->Close();
+      if (!read.ok()) return read;
+      cached_size_ = size;
+      if (keep_) {
+        cached_.assign(path);
+        cached_valid_ = true;
+      }
+    }
 
     Member x;
     if (absl::Status s = FindMember(buf_.data(), size, "x.npy", path, &x); !s.ok()) return s;
@@ -197,6 +206,10 @@ class NpzSampleReader final : public SampleReader {
 
   const IoEngine engine_;
   std::unique_ptr<StorageReader> storage_;
+  const bool keep_;            // reader.read_type: memory
+  std::string cached_;         // the file in buf_ when cached_valid_
+  bool cached_valid_ = false;
+  uint64_t cached_size_ = 0;
   AlignedBuffer buf_;  // the whole file (rounded up to the engine's alignment); never shrinks
   std::unique_ptr<uint8_t[]> inflated_;  // a deflated x.npy, inflated; never shrinks
   uint64_t inflated_cap_ = 0;
@@ -378,7 +391,7 @@ class NpzFormat final : public Format {
   const char* name() const override { return "npz"; }
   const char* extension() const override { return "npz"; }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<NpzSampleReader>(options_.io_engine);
+    return std::make_unique<NpzSampleReader>(options_.io_engine, options_.read_in_memory);
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {

@@ -49,6 +49,8 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
     pc->set_duration_s(c.duration_s);
     pc->set_bytes(c.bytes);
   }
+  if (!r.trace_events.empty()) out->set_trace_events(r.trace_events);
+  out->set_trace_dropped(r.trace_dropped);
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -87,6 +89,8 @@ RankEpochResult FromProto(const v1::RankResult& r) {
     rc.bytes = c.bytes();
     out.checkpoints.push_back(rc);
   }
+  out.trace_events = r.trace_events();
+  out.trace_dropped = r.trace_dropped();
   return out;
 }
 

@@ -1,0 +1,223 @@
+// Process-level tests of --trace, the cache hygiene option and the bytes accounting, against real processes and
+// real tools (strace).
+//  - Trace.*: `dlio-coordinator run --trace FILE` writes a Chrome trace whose events cover every kind per rank, whose
+//    tracks never go back in time, and whose read events add up to metric.train_read_bytes.
+//  - Strace.*: an agent under `strace -f`: the bytes its read syscalls returned on data files equal
+//    metric.train_read_bytes, and dlio_ext.evict_cache drops every data file's pages (fadvise64 DONTNEED) before each
+//    epoch. RUN_SERIAL (strace slows the agent down a lot).
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/harness.h"
+
+namespace dlio::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using std::chrono::seconds;
+
+std::string Dump(const CommandResult& r) { return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err; }
+
+TEST(Trace, RunWritesChromeTraceWithEveryKindPerRankMonotonicTracksAndReadBytesEqualTrainReadBytes) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  const std::string job = dir.str() + "/job.yaml";
+  // 2 agents x 2 ranks, 16 files x 2 samples, batch 2: 8 steps per rank... 4 ranks: 4 steps per epoch, 2 epochs.
+  WriteFile(job, Workload("npz", 16, 2, 4096, 2, 0.002, 2, true));
+  const std::string trace = dir.str() + "/trace.json";
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", job, "--local-agents", "2", "--accelerators", "2",
+                                "--data-root", dir.str() + "/root", "--results-dir", dir.str() + "/results",
+                                "--output", dir.str() + "/out", "--trace", trace},
+                               seconds(240));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("trace: " + trace), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(trace)) << Dump(r);
+
+  const json t = LoadJson(trace);
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  ASSERT_TRUE(t.contains("traceEvents"));
+  EXPECT_EQ(t["otherData"]["dropped_events"].get<uint64_t>(), 0u);
+
+  // Per (pid, tid): kinds seen and the last timestamp; per rank (tid / 1000): the kinds of all its tracks.
+  std::map<std::pair<int, int>, double> last_ts;
+  std::map<int, std::set<std::string>> kinds_per_rank;
+  std::map<int, std::set<int>> ranks_per_pid;
+  std::set<std::string> process_names;
+  uint64_t read_bytes = 0, reads = 0, events = 0;
+  for (const json& e : t["traceEvents"]) {
+    if (e["ph"] == "M") {
+      if (e["name"] == "process_name") process_names.insert(e["args"]["name"].get<std::string>());
+      continue;
+    }
+    ++events;
+    const int pid = e["pid"].get<int>(), tid = e["tid"].get<int>();
+    const double ts = e["ts"].get<double>();
+    auto [it, fresh] = last_ts.emplace(std::make_pair(pid, tid), ts);
+    if (!fresh) {
+      EXPECT_LE(it->second, ts) << "track " << pid << "/" << tid << " goes back in time at " << e.dump();
+      it->second = ts;
+    }
+    if (e["ph"] == "X") {
+      EXPECT_GE(e["dur"].get<double>(), 0.0) << e.dump();
+    }
+    const std::string name = e["name"].get<std::string>();
+    kinds_per_rank[tid / 1000].insert(name);
+    ranks_per_pid[pid].insert(tid / 1000);
+    const std::string phase = e["args"]["phase"].get<std::string>();
+    if (name == "read" && phase.rfind("train-epoch-", 0) == 0) {
+      read_bytes += e["args"]["bytes"].get<uint64_t>();
+      ++reads;
+    }
+  }
+  std::printf("trace: %llu events, %llu train reads = %llu bytes; metric.train_read_bytes %llu\n",
+              static_cast<unsigned long long>(events), static_cast<unsigned long long>(reads),
+              static_cast<unsigned long long>(read_bytes),
+              static_cast<unsigned long long>(summary["metric"]["train_read_bytes"].get<uint64_t>()));
+  EXPECT_EQ(events, t["otherData"]["events"].get<uint64_t>());
+  EXPECT_EQ(process_names.size(), 2u);
+  ASSERT_EQ(kinds_per_rank.size(), 4u);
+  for (const auto& [rank, kinds] : kinds_per_rank) {
+    for (const char* k : {"open", "read", "wait", "compute", "barrier"}) {
+      EXPECT_TRUE(kinds.count(k)) << "rank " << rank << " has no " << k << " event";
+    }
+  }
+  EXPECT_EQ(ranks_per_pid.size(), 2u);
+  for (const auto& [pid, ranks] : ranks_per_pid) EXPECT_EQ(ranks.size(), 2u) << "agent " << pid;
+  EXPECT_GT(reads, 0u);
+  EXPECT_EQ(read_bytes, summary["metric"]["train_read_bytes"].get<uint64_t>());
+  // 4 steps x 2 epochs x 4 ranks wait/compute/barrier events.
+  uint64_t steps = 0;
+  for (const json& e : t["traceEvents"]) steps += e["name"] == "compute";
+  EXPECT_EQ(steps, 4u * 2u * 4u);
+}
+
+TEST(Trace, WithoutTraceNoTraceFileIsWritten) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  const std::string job = dir.str() + "/job.yaml";
+  WriteFile(job, Workload("npy", 4, 1, 4096, 1, 0.0, 1, true));
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", job, "--data-root", dir.str() + "/root",
+                                "--results-dir", dir.str() + "/results", "--output", dir.str() + "/out"},
+                               seconds(120));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "trace.json"));
+}
+
+// The agent's syscalls as strace -f saw them: bytes returned by reads on data files, and DONTNEED advice on them.
+struct StraceTotals {
+  uint64_t read_bytes = 0, reads = 0, opens = 0, dontneed = 0;
+};
+
+StraceTotals ParseStrace(const std::string& log, const std::string& data_marker) {
+  StraceTotals t;
+  std::set<long> data_fds;                          // fds (one process: threads share the table) open on data files
+  std::map<std::string, std::string> unfinished;    // tid -> the start of a call interrupted by another thread
+  static const std::regex line_re(R"(^(\d+)\s+(.*)$)");
+  static const std::regex resumed_re(R"(^<\.\.\. (\w+) resumed>(.*)$)");
+  static const std::regex call_re(R"(^(\w+)\((.*)\)\s+=\s+(-?\d+)(.*)$)");
+  std::istringstream in(log);
+  std::string raw;
+  while (std::getline(in, raw)) {
+    std::smatch m;
+    if (!std::regex_match(raw, m, line_re)) continue;
+    const std::string tid = m[1];
+    std::string rest = m[2];
+    const size_t u = rest.find(" <unfinished ...>");
+    if (u != std::string::npos) {
+      unfinished[tid] = rest.substr(0, u);
+      continue;
+    }
+    std::smatch rm;
+    if (std::regex_match(rest, rm, resumed_re)) {
+      rest = unfinished[tid] + std::string(rm[2]);
+      unfinished.erase(tid);
+    }
+    std::smatch c;
+    if (!std::regex_match(rest, c, call_re)) continue;
+    const std::string name = c[1], args = c[2];
+    const long ret = std::stol(c[3]);
+    if (name == "openat" || name == "open") {
+      if (ret >= 0 && args.find(data_marker) != std::string::npos && args.find(".tmp") == std::string::npos) {
+        data_fds.insert(ret);
+        ++t.opens;
+      }
+      continue;
+    }
+    const long fd = std::stol(args.substr(0, args.find(',')));
+    if (name == "close") {
+      data_fds.erase(fd);
+    } else if (name == "read" || name == "pread64" || name == "preadv" || name == "readv" || name == "preadv2") {
+      if (data_fds.count(fd) && ret > 0) {
+        t.read_bytes += static_cast<uint64_t>(ret);
+        ++t.reads;
+      }
+    } else if (name == "fadvise64") {
+      if (data_fds.count(fd) && args.find("POSIX_FADV_DONTNEED") != std::string::npos && ret == 0) ++t.dontneed;
+    }
+  }
+  return t;
+}
+
+TEST(Strace, AgentReadSyscallBytesOnDataFilesEqualTrainReadBytesAndEvictionAdvisesEveryFileEveryEpoch) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  const std::string job = dir.str() + "/job.yaml";
+  // 8 npz files x 2 samples, 1 agent x 1 rank, batch 2: 8 steps per epoch, 2 epochs; every sample re-reads its
+  // file (on_demand), so the bytes are 2 x 2 x the dataset.
+  WriteFile(job, Workload("npz", 8, 2, 16384, 2, 0.0, 2, true));
+  // Generation first (not traced), then training under strace.
+  CommandResult gen = RunCommand({Bin("dlio-coordinator"), "run", job, "--data-root", dir.str() + "/root",
+                                  "--results-dir", dir.str() + "/results", "--set", "workflow.train=false"},
+                                 seconds(120));
+  ASSERT_EQ(gen.exit_code, 0) << Dump(gen);
+
+  const int port = FreePort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  Process coordinator({Bin("dlio-coordinator"), "serve", "--listen", address, "--results-dir",
+                       dir.str() + "/coord-results"},
+                      dir.str() + "/coordinator.log");
+  const std::string strace_log = dir.str() + "/strace.log";
+  Process agent({"strace", "-f", "-qq", "-s", "0", "-o", strace_log, "-e",
+                 "trace=openat,close,read,pread64,readv,preadv,preadv2,fadvise64", Bin("dlio-agent"),
+                 "--coordinator", address, "--data-root", dir.str() + "/root", "--name", "traced"},
+                dir.str() + "/agent.log");
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "submit", job, "--coordinator", address, "--output",
+                                dir.str() + "/out", "--wait-for-agents", "60", "--set", "workflow.generate_data=false",
+                                "--set", "dlio_ext.evict_cache=every_epoch"},
+                               seconds(240));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r) << "\nagent:\n" << agent.Log();
+  // Stop the agent itself (strace, signalled, would detach and leave it running); strace then exits and its log
+  // is complete.
+  const std::string children =
+      ReadFile("/proc/" + std::to_string(agent.pid()) + "/task/" + std::to_string(agent.pid()) + "/children");
+  ASSERT_FALSE(children.empty()) << "no agent process under strace";
+  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(children)), SIGTERM), 0);
+  ASSERT_NE(agent.Wait(std::chrono::milliseconds(20000)), -1) << agent.Log();
+
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  const uint64_t train_read_bytes = summary["metric"]["train_read_bytes"].get<uint64_t>();
+  const StraceTotals t = ParseStrace(ReadFile(strace_log), "/data/train/");
+  const uint64_t dataset = DataBytes(dir.path() / "root" / "data" / "train", "npz");
+  std::printf("strace: %llu opens, %llu reads = %llu bytes on data files; metric.train_read_bytes %llu; "
+              "fadvise DONTNEED %llu\n",
+              static_cast<unsigned long long>(t.opens), static_cast<unsigned long long>(t.reads),
+              static_cast<unsigned long long>(t.read_bytes), static_cast<unsigned long long>(train_read_bytes),
+              static_cast<unsigned long long>(t.dontneed));
+  EXPECT_GT(t.reads, 0u);
+  EXPECT_EQ(t.read_bytes, train_read_bytes) << "strace saw " << t.reads << " reads on data files";
+  EXPECT_EQ(train_read_bytes, 2u * 2u * dataset) << "every sample re-reads its whole file (on_demand)";
+  // every_epoch: each of the 8 files advised away before each of the 2 epochs.
+  EXPECT_EQ(t.dontneed, 16u);
+}
+
+}  // namespace
+}  // namespace dlio::testing
