@@ -560,6 +560,64 @@ class Bench:
         self.add_row("Agent", "peak RSS over all runs (VmHWM)", f"{hwm:.0f} MiB",
                      note="read buffers: one whole file per loader thread for npz")
 
+    def case_ckpt(self):
+        """Checkpoint save (fsync) and load (page cache evicted first) of one rank's file vs fio on the same bytes."""
+        size = {"smoke": 64 << 20, "quick": 1 << 30, "full": 2 << 30}[self.mode]
+        job = f"""# bench/bench.py case ckpt
+model:
+  name: bench_ckpt
+  model_size_bytes: {size}
+workflow:
+  generate_data: False
+  train: False
+  checkpoint: True
+checkpoint:
+  checkpoint_folder: ckpt
+  num_checkpoints_write: 1
+  num_checkpoints_read: 1
+  fsync: True
+dlio_ext:
+  checkpoint_evict_cache: True
+"""
+        ckpt_dir = os.path.join(self.work, "ckpt")
+        fio_dir = os.path.join(self.work, "fio-ckpt")
+        bs = 64 << 20  # the Checkpointer's buffer: one write/read request per 64 MiB
+        fio_w = os.path.join(self.work, "ckpt-write.fio")
+        fio_r = os.path.join(self.work, "ckpt-read.fio")
+        common = (f"ioengine=psync\nbs={bs}\nfilesize={size}\nfilename=model_states-0.pt\n"
+                  f"directory={fio_dir}\nfallocate=none\n")
+        with open(fio_w, "w") as f:
+            f.write(f"[save]\nrw=write\nend_fsync=1\n{common}")
+        with open(fio_r, "w") as f:
+            f.write(f"[load]\nrw=read\ninvalidate=1\n{common}")
+        saves, loads, fsaves, floads, hwm = [], [], [], [], []
+        for r in range(self.size["rounds"]):
+            def ours():
+                shutil.rmtree(ckpt_dir, ignore_errors=True)
+                res = self.agent_job(job, "ckpt")
+                m = res["summary"]["metric"]
+                saves.append(dict(bps=size / m["save_checkpoint_duration_mean_seconds"]))
+                loads.append(dict(bps=size / m["load_checkpoint_duration_mean_seconds"]))
+                hwm.append(res["hwm_mib"])
+
+            def ref():
+                shutil.rmtree(fio_dir, ignore_errors=True)
+                os.makedirs(fio_dir)
+                fsaves.append(self.run_fio(fio_w))
+                floads.append(self.run_fio(fio_r))
+
+            for fn in ((ours, ref) if r % 2 == 0 else (ref, ours)):
+                fn()
+            log(f"bench: ckpt round {r + 1}: agent save {saves[-1]['bps'] / 1e6:.0f} / load "
+                f"{loads[-1]['bps'] / 1e6:.0f} MB/s, fio {fsaves[-1]['bps'] / 1e6:.0f} / {floads[-1]['bps'] / 1e6:.0f}")
+        gib = size / (1 << 30)
+        self.add_ratio("Checkpoint", f"save {gib:g} GiB (1 file, 64 MiB writes, fsync); vs fio write, end_fsync=1",
+                       saves, fsaves, None, note=f"agent peak RSS {max(hwm):.0f} MiB")
+        self.add_ratio("Checkpoint", f"load {gib:g} GiB (page cache evicted first); vs fio read, invalidate=1",
+                       loads, floads, None)
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+        shutil.rmtree(fio_dir, ignore_errors=True)
+
     def case_fleet(self):
         """Coordinator step barrier with 16, 64 and 256 agents (bench/fleet.sh, 1 accelerator each)."""
         sizes = {"smoke": [4], "quick": [16, 64], "full": [16, 64, 256]}[self.mode]
@@ -598,12 +656,10 @@ class Bench:
             t0 = time.monotonic()
             getattr(self, {"a": "case_a", "b": "case_b", "c": "case_c", "d": "case_d", "e": "case_e",
                            "gen": "case_gen", "micro": "micro", "alloc": "allocations",
-                           "fleet": "case_fleet"}[c])()
+                           "fleet": "case_fleet", "ckpt": "case_ckpt"}[c])()
             log(f"bench: {c} done in {time.monotonic() - t0:.0f} s")
         if self.agent_runs:
             self.startup_rows()
-        self.add_row("Not built yet", "Checkpoint write/read GB/s vs fio, agent peak RSS",
-                     "n/a (needs checkpointing)")
         text = self.report(started, load0)
         print(text)
         if self.args.results:
@@ -655,7 +711,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller datasets (a quarter), still 5 rounds")
     ap.add_argument("--smoke", action="store_true", help="tiny data, 1 round: checks the harness, measures nothing")
     ap.add_argument("--rounds", type=int, default=0, help="override the number of rounds")
-    ap.add_argument("--cases", default="a,b,c,d,e,gen,micro,alloc,fleet", help="comma-separated subset")
+    ap.add_argument("--cases", default="a,b,c,d,e,gen,ckpt,micro,alloc,fleet", help="comma-separated subset")
     ap.add_argument("--results", help="also write the table to this file")
     ap.add_argument("--check-targets", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args()
