@@ -621,6 +621,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           block = BlockTimings();
           block.block = number + 1;
           if (rm) rm->SetPhase(RankPhase::kCheckpoint);
+          const int64_t ck0 = step_trace != nullptr ? TraceNowNs() : 0;
           absl::StatusOr<RankCheckpointResult> c = TakeCheckpoint(
               spec, *ckpt, *ckpt_io, rank, cmd.world, cmd.local_ranks, false,
               cmd.checkpoint_index + static_cast<int>(next_ckpt), cmd.epoch, step + 1,
@@ -629,6 +630,9 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           if (!c.ok()) {
             fail(rank, c.status());
             break;
+          }
+          if (step_trace != nullptr) {  // one event per rank and save, its bytes the rank's files
+            step_trace->Record(TraceKind::kCheckpointWrite, ck0, static_cast<uint64_t>(TraceNowNs() - ck0), c->bytes);
           }
           r.checkpoints.push_back(*c);
           ++next_ckpt;
@@ -702,10 +706,18 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
                                          : local_barrier.Arrive(barrier_seq++);
       if (s.ok()) {
         Checkpointer io(setup->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank));
+        const int64_t ck0 = TraceNowNs();
         absl::StatusOr<RankCheckpointResult> c =
             TakeCheckpoint(spec, *setup, io, rank, cmd.world, cmd.local_ranks, cmd.checkpoint_load,
                            cmd.checkpoint_index, cmd.epoch, cmd.checkpoint_step,
                            [&] { return local_barrier.Arrive(barrier_seq++); }, rm);
+        if (c.ok() && spec.trace) {
+          // --trace: the save or load as one event on the rank's step track (its bytes the rank's files).
+          const std::unique_ptr<TraceBuffer> t = TraceBuffer::Make(StepTrackId(rank), 1);
+          t->Record(c->load ? TraceKind::kCheckpointRead : TraceKind::kCheckpointWrite, ck0,
+                    static_cast<uint64_t>(TraceNowNs() - ck0), c->bytes);
+          t->Pack(TraceClockOffsetNs(), &r.trace_events);
+        }
         if (c.ok()) {
           r.checkpoints.push_back(*c);
           progress_.bytes += c->bytes;

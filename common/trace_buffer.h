@@ -30,8 +30,8 @@ enum class TraceKind : uint32_t {
   kWait = 3,             // the step thread waiting for its next batch (DLIO's "load" time)
   kCompute = 4,          // the emulated accelerator's compute sleep
   kBarrier = 5,          // the step barrier (local ranks, then the fleet)
-  kCheckpointWrite = 6,  // writing one checkpoint file (bytes = its size)
-  kCheckpointRead = 7,   // reading one checkpoint file
+  kCheckpointWrite = 6,  // one rank's checkpoint save (bytes = its files' size), on the rank's step track
+  kCheckpointRead = 7,   // one rank's checkpoint load
 };
 const char* TraceKindName(TraceKind k);
 

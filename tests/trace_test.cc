@@ -36,7 +36,9 @@ TEST(Trace, RunWritesChromeTraceWithEveryKindPerRankMonotonicTracksAndReadBytesE
   const std::string trace = dir.str() + "/trace.json";
   CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", job, "--local-agents", "2", "--accelerators", "2",
                                 "--data-root", dir.str() + "/root", "--results-dir", dir.str() + "/results",
-                                "--output", dir.str() + "/out", "--trace", trace},
+                                "--output", dir.str() + "/out", "--trace", trace,
+                                // A checkpoint after each epoch (its own phase): one checkpoint_write per rank each.
+                                "--set", "workflow.checkpoint=True", "--set", "checkpoint.checkpoint_folder=ck"},
                                seconds(240));
   ASSERT_EQ(r.exit_code, 0) << Dump(r);
   EXPECT_NE(r.out.find("trace: " + trace), std::string::npos) << r.out;
@@ -86,7 +88,7 @@ TEST(Trace, RunWritesChromeTraceWithEveryKindPerRankMonotonicTracksAndReadBytesE
   EXPECT_EQ(process_names.size(), 2u);
   ASSERT_EQ(kinds_per_rank.size(), 4u);
   for (const auto& [rank, kinds] : kinds_per_rank) {
-    for (const char* k : {"open", "read", "wait", "compute", "barrier"}) {
+    for (const char* k : {"open", "read", "wait", "compute", "barrier", "checkpoint_write"}) {
       EXPECT_TRUE(kinds.count(k)) << "rank " << rank << " has no " << k << " event";
     }
   }
@@ -98,6 +100,9 @@ TEST(Trace, RunWritesChromeTraceWithEveryKindPerRankMonotonicTracksAndReadBytesE
   uint64_t steps = 0;
   for (const json& e : t["traceEvents"]) steps += e["name"] == "compute";
   EXPECT_EQ(steps, 4u * 2u * 4u);
+  uint64_t saves = 0;
+  for (const json& e : t["traceEvents"]) saves += e["name"] == "checkpoint_write";
+  EXPECT_EQ(saves, 2u * 4u) << "one save per rank after each of the 2 epochs";
 }
 
 TEST(Trace, WithoutTraceNoTraceFileIsWritten) {
