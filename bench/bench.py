@@ -547,7 +547,8 @@ class Bench:
             ours, lib = float(m.group(3)), float(m.group(4))
             self.add_row("Allocations (steady state, per sample)", f"{m.group(1)} via {m.group(2)}: our code",
                          f"{ours:.3f}", "", "", "0", ours == 0.0,
-                         f"library (malloc by libhdf5/libc): {lib:.1f}" if lib else "libraries: 0")
+                         f"libraries (malloc inside {'libhdf5' if m.group(1) == 'hdf5' else 'libpng/libjpeg' if m.group(1) in ('png', 'jpeg') else 'C libraries'}): {lib:.1f}"
+                         if lib else "libraries: 0")
 
     def startup_rows(self):
         st = [r["startup_s"] for r in self.agent_runs]

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "common/random.h"
 #include "fmt/format.h"
 
 namespace dlio {
@@ -13,51 +14,9 @@ namespace {
 // Sample and file ids are uint32 (4 bytes per sample for a shuffled 10 M-sample epoch).
 constexpr int64_t kMaxIds = int64_t{1} << 32;
 
-// splitmix64 (Steele, Lea, Flood 2014): seeds the generator and decorrelates the per-purpose seeds.
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// xoshiro256** (Blackman, Vigna 2018). Our own generator and Fisher-Yates, so a plan is the same on every agent
-// whatever standard library it was built with (std::shuffle's algorithm is implementation-defined).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) {
-    uint64_t sm = seed;
-    for (uint64_t& w : s_) w = SplitMix64(sm);
-  }
-  uint64_t Next() {
-    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
-  // Uniform in [0, n), n >= 1, without modulo bias (Lemire 2019, multiply-shift with rejection).
-  uint64_t Below(uint64_t n) {
-    unsigned __int128 m = static_cast<unsigned __int128>(Next()) * n;
-    auto low = static_cast<uint64_t>(m);
-    if (low < n) {
-      const uint64_t threshold = (0 - n) % n;
-      while (low < threshold) {
-        m = static_cast<unsigned __int128>(Next()) * n;
-        low = static_cast<uint64_t>(m);
-      }
-    }
-    return static_cast<uint64_t>(m >> 64);
-  }
-
- private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
-};
+// Our own generator (common/random.h) and Fisher-Yates, so a plan is the same on every agent whatever standard
+// library it was built with (std::shuffle's algorithm is implementation-defined).
+using Rng = Xoshiro256;
 
 void FisherYates(std::vector<uint32_t>& v, Rng& rng) {
   // The swap partners j are drawn kAhead steps before they are used (the same draws in the same order, so the same

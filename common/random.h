@@ -52,11 +52,26 @@ class Xoshiro256 {
   }
   // Uniform in (0, 1].
   double Unit() { return (static_cast<double>(Next() >> 11) + 1.0) / 9007199254740992.0; }
+  // The next ceil(n / 8) outputs as little-endian bytes (the last one cut). The state is copied into locals: stores
+  // through `p` (a uint8_t*, which may alias anything) would otherwise make the compiler reload and store s_ around
+  // every word, which halved the speed (2.3 vs 4.2 GB/s; generation is never limited by the generator).
   void Fill(uint8_t* p, size_t n) {
+    uint64_t a = s_[0], b = s_[1], c = s_[2], d = s_[3];
     for (; n >= 8; p += 8, n -= 8) {
-      const uint64_t v = Next();
+      const uint64_t v = Rotl(b * 5, 7) * 9;
+      const uint64_t t = b << 17;
+      c ^= a;
+      d ^= b;
+      b ^= c;
+      a ^= d;
+      c ^= t;
+      d = Rotl(d, 45);
       std::memcpy(p, &v, 8);
     }
+    s_[0] = a;
+    s_[1] = b;
+    s_[2] = c;
+    s_[3] = d;
     if (n > 0) {
       const uint64_t v = Next();
       std::memcpy(p, &v, n);

@@ -136,23 +136,27 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
         rec.state = JobState::kInterrupted;
         rec.ended_unix_us = NowUnixUs();
         const std::string dir = absl::StrCat(c->options_.results_dir, "/", rec.id);
-        rec.message = absl::StrCat("job ", rec.id, " interrupted: the coordinator stopped while it ran",
-                                   rec.phase_id.empty() ? "" : absl::StrCat(" phase ", rec.phase_id), "; ",
-                                   rec.has_results ? absl::StrCat("results of ", rec.epochs_done,
-                                                                  " completed epoch(s) kept in ", dir)
-                                                   : std::string("no epoch had completed"));
-        if (absl::StatusOr<std::string> checked = c->ResultDir(rec.id); rec.has_results && checked.ok()) {
-          // The summary was written as "partial"; say what became of the job.
+        if (absl::StatusOr<std::string> checked = c->ResultDir(rec.id); checked.ok()) {
+          // The files on disk are what was kept: a crash between writing an epoch's partial results and recording
+          // it in the store leaves the store one epoch behind, so the summary's epoch count wins. It was written as
+          // "partial"; say what became of the job.
           const std::string path = *checked + "/summary.json";
           std::ifstream in(path);
-          nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+          nlohmann::json j = in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
           if (j.is_object()) {
+            rec.has_results = true;
+            if (j.contains("epochs") && j["epochs"].is_number_integer()) rec.epochs_done = j["epochs"].get<int>();
             j["dlio_ext"]["job_state"] = JobStateName(JobState::kInterrupted);
             if (absl::Status s = WriteFileAtomic(path, j.dump(4) + "\n"); !s.ok()) {
               spdlog::error("{}", std::string(s.message()));
             }
           }
         }
+        rec.message = absl::StrCat("job ", rec.id, " interrupted: the coordinator stopped while it ran",
+                                   rec.phase_id.empty() ? "" : absl::StrCat(" phase ", rec.phase_id), "; ",
+                                   rec.has_results ? absl::StrCat("results of ", rec.epochs_done,
+                                                                  " completed epoch(s) kept in ", dir)
+                                                   : std::string("no epoch had completed"));
         spdlog::warn("{}", rec.message);
       }
       if (IsFinal(rec.state)) {
