@@ -889,10 +889,11 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(Custom(
       "dlio_ext.io_engine", KeyStatus::kImplemented,
       "how npz, npy, csv, jpeg, png and tfrecord files are read: posix (pread), odirect (O_DIRECT, 4 KiB-aligned, "
-      "whole files rounded up as DLIO's O_DIRECT readers do), io_uring (several reads in flight); hdf5 reads go "
+      "whole files rounded up as DLIO's O_DIRECT readers do), io_uring (several reads in flight), mmap (the file "
+      "mapped, reads copied out of it: page faults do the I/O); hdf5 reads go "
       "through libhdf5 and indexed_binary with pread (posix only; docs/io.md)",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseChoice(n, p, {"posix", "odirect", "io_uring"}, {}, "I/O engine", &s.io_engine);
+        return ParseChoice(n, p, {"posix", "odirect", "io_uring", "mmap"}, {}, "I/O engine", &s.io_engine);
       },
       [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
   v.push_back(Custom(

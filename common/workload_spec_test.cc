@@ -701,8 +701,9 @@ TEST(IoEngineKeys, EngineChoiceAndDliosOdirect) {
             "data_reader.odirect: true contradicts dlio_ext.io_engine: posix (give one of them)");
   EXPECT_EQ(Error("reader:\n  odirect: true\n", {"dlio_ext.io_engine=io_uring"}),
             "reader.odirect: true contradicts dlio_ext.io_engine: io_uring (give one of them)");
+  EXPECT_EQ(Load("dlio_ext:\n  io_engine: mmap\n").io_engine, "mmap");
   EXPECT_EQ(Error("dlio_ext:\n  io_engine: aio\n"),
-            "dlio_ext.io_engine: must be one of posix, odirect, io_uring, got 'aio'");
+            "dlio_ext.io_engine: must be one of posix, odirect, io_uring, mmap, got 'aio'");
   EXPECT_EQ(Error("dlio_ext:\n  io_engne: posix\n"), "dlio_ext.io_engne: unknown key (did you mean dlio_ext.io_engine?)");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\nreader:\n  odirect: true\n"),
             "dlio_ext.io_engine: odirect is not available for hdf5 (libhdf5 does its own reads; use posix)");

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +64,43 @@ class PreadReader final : public StorageReader {
     }
     return absl::OkStatus();
   }
+};
+
+// mmap: the open file is mapped (read-only, shared) at its first read and each request is copied out of the mapping,
+// so the page faults do the I/O, as fio's mmap engine does; the mapping goes when the file is closed. One op per
+// request, its latency the copy (faults included).
+class MmapReader final : public StorageReader {
+ public:
+  MmapReader() : StorageReader(IoEngine::kMmap) {}
+  ~MmapReader() override { OnClose(); }
+
+ protected:
+  absl::Status DoRead(ReadRequest* reqs, size_t n, IoStats& stats) override {
+    if (map_ == nullptr && size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+      if (p == MAP_FAILED) return ErrnoError(path_, "mmap", errno);
+      map_ = static_cast<const uint8_t*>(p);
+      map_len_ = size_;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      ReadRequest& r = reqs[i];
+      r.got = r.off >= map_len_ ? 0 : static_cast<size_t>(std::min<uint64_t>(r.len, map_len_ - r.off));
+      if (r.got == 0) continue;
+      const uint64_t t0 = NowNs();
+      std::memcpy(r.buf, map_ + r.off, r.got);
+      stats.AddOp(r.got, NowNs() - t0);
+    }
+    return absl::OkStatus();
+  }
+  void OnClose() override {
+    if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), map_len_);
+    map_ = nullptr;
+    map_len_ = 0;
+  }
+
+ private:
+  const uint8_t* map_ = nullptr;
+  uint64_t map_len_ = 0;
 };
 
 // io_uring: up to kUringDepth reads in flight; one io_uring_enter submits new reads and waits for a completion.
@@ -173,8 +211,9 @@ absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name) {
   if (name == "posix") return IoEngine::kPosix;
   if (name == "odirect") return IoEngine::kODirect;
   if (name == "io_uring") return IoEngine::kIoUring;
-  return absl::InvalidArgumentError(
-      absl::StrCat("dlio_ext.io_engine: unknown engine '", std::string(name), "' (allowed: posix, odirect, io_uring)"));
+  if (name == "mmap") return IoEngine::kMmap;
+  return absl::InvalidArgumentError(absl::StrCat("dlio_ext.io_engine: unknown engine '", std::string(name),
+                                                 "' (allowed: posix, odirect, io_uring, mmap)"));
 }
 
 const char* IoEngineName(IoEngine e) {
@@ -182,6 +221,7 @@ const char* IoEngineName(IoEngine e) {
     case IoEngine::kPosix: return "posix";
     case IoEngine::kODirect: return "odirect";
     case IoEngine::kIoUring: return "io_uring";
+    case IoEngine::kMmap: return "mmap";
   }
   return "posix";
 }
@@ -277,6 +317,8 @@ absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(IoEngine engin
     auto u = std::make_unique<UringReader>();
     if (absl::Status s = u->Init(); !s.ok()) return s;
     r = std::move(u);
+  } else if (engine == IoEngine::kMmap) {
+    r = std::make_unique<MmapReader>();
   } else {
     r = std::make_unique<PreadReader>(engine);
   }
@@ -324,6 +366,7 @@ absl::Status StorageReader::Open(const std::string& path, uint64_t* size, IoStat
 
 void StorageReader::Close() {
   if (fd_ < 0) return;
+  OnClose();
   ::close(fd_);
   fd_ = -1;
   if (iolog_ != nullptr) Log("close");

@@ -1,5 +1,6 @@
 // Storage engines: how the format readers read data files. posix (pread, the default), odirect (O_DIRECT with
-// aligned buffers, offsets and lengths, as DLIO's NPZReaderODIRECT) and io_uring (liburing, several reads in flight).
+// aligned buffers, offsets and lengths, as DLIO's NPZReaderODIRECT), io_uring (liburing, several reads in flight)
+// and mmap (the file mapped, requests copied out of the mapping: page faults do the I/O, as fio's mmap engine).
 //
 // Contract:
 //  - A StorageReader belongs to one loader thread and reads one open file at a time. Open() counts the file
@@ -33,9 +34,9 @@
 
 namespace dlio {
 
-enum class IoEngine { kPosix, kODirect, kIoUring };
+enum class IoEngine { kPosix, kODirect, kIoUring, kMmap };
 
-// "posix" | "odirect" | "io_uring"; anything else is InvalidArgument naming the allowed values.
+// "posix" | "odirect" | "io_uring" | "mmap"; anything else is InvalidArgument naming the allowed values.
 absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name);
 const char* IoEngineName(IoEngine e);
 
@@ -114,6 +115,8 @@ class StorageReader {
   explicit StorageReader(IoEngine e) : engine_(e) {}
   // Completes the requests; implementations account every kernel read as one op.
   virtual absl::Status DoRead(ReadRequest* reqs, size_t n, IoStats& stats) = 0;
+  // Called by Close() before the descriptor goes (mmap: unmaps the file).
+  virtual void OnClose() {}
   int fd_ = -1;
   uint64_t size_ = 0;  // of the open file, from fstat at Open()
   std::string path_;

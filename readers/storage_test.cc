@@ -19,7 +19,7 @@ namespace {
 
 using testing::TempDir;
 
-constexpr IoEngine kEngines[] = {IoEngine::kPosix, IoEngine::kODirect, IoEngine::kIoUring};
+constexpr IoEngine kEngines[] = {IoEngine::kPosix, IoEngine::kODirect, IoEngine::kIoUring, IoEngine::kMmap};
 
 std::string RandomBytes(size_t n, uint64_t seed) {
   std::string s(n, '\0');
@@ -48,7 +48,7 @@ TEST(IoEngineNames, RoundTripAndUnknown) {
   }
   absl::StatusOr<IoEngine> bad = ParseIoEngine("aio");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "dlio_ext.io_engine: unknown engine 'aio' (allowed: posix, odirect, io_uring)");
+  EXPECT_EQ(bad.status().message(), "dlio_ext.io_engine: unknown engine 'aio' (allowed: posix, odirect, io_uring, mmap)");
 }
 
 TEST(AlignedBuffer, AlignedAndKeepsContentsWhenGrowing) {

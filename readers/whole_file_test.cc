@@ -74,7 +74,7 @@ TEST_P(WholeFileEngines, SameSamplesAndBytesAsPosix) {
 std::vector<EngineCase> EngineCases() {
   std::vector<EngineCase> v;
   for (const char* f : {"npy", "csv", "jpeg", "png", "npz"}) {
-    for (IoEngine e : {IoEngine::kODirect, IoEngine::kIoUring}) v.push_back({f, e});
+    for (IoEngine e : {IoEngine::kODirect, IoEngine::kIoUring, IoEngine::kMmap}) v.push_back({f, e});
   }
   return v;
 }
