@@ -124,7 +124,6 @@ struct StraceTotals {
 
 StraceTotals ParseStrace(const std::string& log, const std::string& data_marker) {
   StraceTotals t;
-  std::set<long> data_fds;                          // fds (one process: threads share the table) open on data files
   std::map<std::string, std::string> unfinished;    // tid -> the start of a call interrupted by another thread
   static const std::regex line_re(R"(^(\d+)\s+(.*)$)");
   static const std::regex resumed_re(R"(^<\.\.\. (\w+) resumed>(.*)$)");
@@ -151,22 +150,20 @@ StraceTotals ParseStrace(const std::string& log, const std::string& data_marker)
     const std::string name = c[1], args = c[2];
     const long ret = std::stol(c[3]);
     if (name == "openat" || name == "open") {
-      if (ret >= 0 && args.find(data_marker) != std::string::npos && args.find(".tmp") == std::string::npos) {
-        data_fds.insert(ret);
-        ++t.opens;
-      }
+      if (ret >= 0 && args.find(data_marker) != std::string::npos && args.find(".tmp") == std::string::npos) ++t.opens;
       continue;
     }
-    const long fd = std::stol(args.substr(0, args.find(',')));
-    if (name == "close") {
-      data_fds.erase(fd);
-    } else if (name == "read" || name == "pread64" || name == "preadv" || name == "readv" || name == "preadv2") {
-      if (data_fds.count(fd) && ret > 0) {
+    // strace -y names each descriptor's file in the call itself ("7</path/x.npz>"): no fd bookkeeping, which a
+    // close in one thread and an open in another (the fd number reused before strace prints the close) would fool.
+    const std::string fd_arg = args.substr(0, args.find(','));
+    const bool data = fd_arg.find(data_marker) != std::string::npos && fd_arg.find(".tmp") == std::string::npos;
+    if (name == "read" || name == "pread64" || name == "preadv" || name == "readv" || name == "preadv2") {
+      if (data && ret > 0) {
         t.read_bytes += static_cast<uint64_t>(ret);
         ++t.reads;
       }
     } else if (name == "fadvise64") {
-      if (data_fds.count(fd) && args.find("POSIX_FADV_DONTNEED") != std::string::npos && ret == 0) ++t.dontneed;
+      if (data && args.find("POSIX_FADV_DONTNEED") != std::string::npos && ret == 0) ++t.dontneed;
     }
   }
   return t;
@@ -191,7 +188,7 @@ TEST(Strace, AgentReadSyscallBytesOnDataFilesEqualTrainReadBytesAndEvictionAdvis
                        dir.str() + "/coord-results"},
                       dir.str() + "/coordinator.log");
   const std::string strace_log = dir.str() + "/strace.log";
-  Process agent({"strace", "-f", "-qq", "-s", "0", "-o", strace_log, "-e",
+  Process agent({"strace", "-f", "-y", "-qq", "-s", "0", "-o", strace_log, "-e",
                  "trace=openat,close,read,pread64,readv,preadv,preadv2,fadvise64", Bin("dlio-agent"),
                  "--coordinator", address, "--data-root", dir.str() + "/root", "--name", "traced"},
                 dir.str() + "/agent.log");
