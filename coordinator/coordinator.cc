@@ -94,6 +94,8 @@ struct Coordinator::Job {
   JobState end_state = JobState::kFailed;
   std::string end_message;
   int next_save_index = 1;           // the index the job's next checkpoint save gets
+  int completed_epoch = 0;           // the last epoch whose phases all succeeded (rec.epochs_done trails it)
+  std::string spec_yaml;             // ToYaml(spec), made once: every phase order carries it
   std::unique_ptr<TraceWriter> trace;  // dlio_ext.trace: the merged trace, fed phase by phase (runner thread only)
 };
 
@@ -599,6 +601,16 @@ void Coordinator::WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const
   }
 }
 
+void Coordinator::RecordCompletedEpoch(Job& job, std::unique_lock<std::mutex>& lk) {
+  if (job.completed_epoch > job.rec.epochs_done && job.completed_epoch < job.spec.epochs) {
+    // The record counts the epoch only once its files are written (WriteResults lets go of the lock meanwhile), and
+    // the store gets it under the same lock, so no status ever shows an epoch that a crash would lose.
+    WriteResults(job, lk, "partial");
+    job.rec.epochs_done = job.completed_epoch;
+  }
+  Save(job);
+}
+
 void Coordinator::RunnerLoop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
@@ -758,20 +770,19 @@ void Coordinator::RunJob(Job& job) {
     if (ok && job.spec.EvaluatesAfter(e)) {
       ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
     }
-    if (ok) {
-      // Completed epochs reach the disk at once, so a crash of the coordinator keeps them. The record counts the
-      // epoch only once its files are written (WriteResults lets go of the lock meanwhile), and the store gets it
-      // under the same lock, so no status ever shows an epoch that a crash would lose.
-      if (e < job.spec.epochs) WriteResults(job, lk, "partial");
-      rec.epochs_done = e;
-      Save(job);
-    }
+    // Completed epochs reach the disk while the next phase runs (RecordCompletedEpoch, called by RunPhase once its
+    // orders are out), so the agents do not wait for the result files and the store between epochs.
+    if (ok) job.completed_epoch = e;
   }
   for (const CheckpointOp& op : CheckpointOnlySequence(job.spec)) {
     if (!ok) break;
     ok = checkpoint_phase(op.load, op.index, op.epoch, op.step);
   }
   job.phase.reset();
+  if (job.completed_epoch > rec.epochs_done) {  // the last epoch: the final WriteResults below writes its files
+    rec.epochs_done = job.completed_epoch;
+    Save(job);
+  }
   job.result.end_unix_us = NowUnixUs();
   // The merged trace (dlio_ext.trace) is written whatever the outcome: completed phases are kept.
   std::string trace_note;
@@ -823,9 +834,9 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   p.epoch = epoch;
   p.last_advance = options_.now();
   job.rec.phase_id = phase_id;
-  Save(job);  // a restart then names the phase that was running
   job.done = job.total = 0;
-  const std::string yaml = ToYaml(job.spec);
+  if (job.spec_yaml.empty()) job.spec_yaml = ToYaml(job.spec);
+  const std::string& yaml = job.spec_yaml;
   const auto t0 = std::chrono::steady_clock::now();
   const std::chrono::milliseconds barrier_timeout =
       job.rec.barrier_timeout_s > 0
@@ -862,6 +873,9 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     p.pending.insert(name);
     it->second.link->RunPhase(o);
   }
+  // With the orders out, the bookkeeping of the previous phases overlaps this one: the last completed epoch's
+  // result files, then the store (which then names this phase, for a restart).
+  RecordCompletedEpoch(job, lk);
 
   std::array<uint64_t, 4> last_reported{};
   Clock::time_point last_emit = options_.now();

@@ -217,6 +217,9 @@ class Coordinator {
   // Writes the result files of the epochs completed so far (mu_ released while writing).
   void WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const std::string& job_state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the files of the last completed epoch (job.completed_epoch) unless it is the job's last, counts it in
+  // rec.epochs_done, and saves the record. Called once a phase's orders are out, so it overlaps the phase.
+  void RecordCompletedEpoch(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The agent is gone (closed, expired, replaced): a running phase that uses it fails with a message naming it.
   void LoseAgentLocked(const std::string& name, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string RanksOf(const Job& job, const std::string& agent) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
