@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
 #include "readers/io_util.h"
+#include "readers/storage.h"
 
 namespace dlio {
 namespace {
@@ -221,27 +222,21 @@ class Hdf5SampleReader final : public SampleReader {
       if (H5Sselect_hyperslab(sh.fspace, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
         return Hdf5Error(path, "select sample");
       }
-      if (total + sh.bytes > cap_ || !buf_) {  // grow only, keeping the datasets read before
-        std::unique_ptr<uint8_t[]> bigger(new uint8_t[std::max<uint64_t>(total + sh.bytes, 1)]);
-        if (total > 0) std::memcpy(bigger.get(), buf_.get(), total);
-        buf_ = std::move(bigger);
-        cap_ = std::max<uint64_t>(total + sh.bytes, 1);
-      }
+      buf_.Reserve(std::max<uint64_t>(total + sh.bytes, 1), total);  // grow only, keeping the datasets read before
       const uint64_t t0 = internal::NowNs();
-      const herr_t rc = H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.get() + total);
+      const herr_t rc = H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.data() + total);
       const uint64_t t1 = internal::NowNs();
       if (rc < 0) return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
       stats.AddOp(sh.bytes, t1 - t0);
       total += sh.bytes;
     }
-    internal::TouchPages(buf_.get(), total);
     last_bytes_ = total;
     stats.AddSamples(1);
     return total;
   }
 
   std::string_view last_sample() const override {
-    return {reinterpret_cast<const char*>(buf_.get()), static_cast<size_t>(last_bytes_)};
+    return {reinterpret_cast<const char*>(buf_.data()), static_cast<size_t>(last_bytes_)};
   }
 
  private:
@@ -299,8 +294,8 @@ class Hdf5SampleReader final : public SampleReader {
   }();
   std::vector<Shape> shapes_;                                       // distinct shapes seen (usually one)
   std::unordered_map<std::string, std::vector<size_t>> shape_of_;  // path -> shapes_ index per dataset
-  std::unique_ptr<uint8_t[]> buf_;  // one sample of every records_k, back to back; never shrinks
-  uint64_t cap_ = 0, last_bytes_ = 0;
+  AlignedBuffer buf_;  // one sample of every records_k, back to back, page-aligned; never shrinks
+  uint64_t last_bytes_ = 0;
 };
 
 class Hdf5Format final : public Format {

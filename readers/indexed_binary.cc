@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
 #include "readers/io_util.h"
+#include "readers/storage.h"
 
 namespace dlio {
 namespace {
@@ -74,13 +75,10 @@ class IndexedSampleReader final : public SampleReader {
     if (::fstat(fd.get(), &st) != 0) return internal::ErrnoError(path, "stat", errno);
     if (absl::Status s = CheckEntry(path, sample, index_, static_cast<uint64_t>(st.st_size)); !s.ok()) return s;
     const uint64_t off = index_.offset(sample), size = index_.size(sample);
-    if (size > cap_ || !buf_) {
-      buf_.reset(new uint8_t[std::max<uint64_t>(size, 1)]);
-      cap_ = std::max<uint64_t>(size, 1);
-    }
+    buf_.Reserve(std::max<uint64_t>(size, 1));  // grows only
     for (uint64_t got = 0; got < size;) {  // one pread unless the kernel returns short
       absl::StatusOr<size_t> r =
-          internal::PreadAccounted(fd.get(), buf_.get() + got, size - got, off + got, path, stats);
+          internal::PreadAccounted(fd.get(), buf_.data() + got, size - got, off + got, path, stats);
       if (!r.ok()) return r.status();
       if (*r == 0) return absl::DataLossError(absl::StrCat(path, ": file ended inside sample ", sample));
       got += *r;
@@ -91,13 +89,13 @@ class IndexedSampleReader final : public SampleReader {
   }
 
   std::string_view last_sample() const override {
-    return {reinterpret_cast<const char*>(buf_.get()), static_cast<size_t>(last_bytes_)};
+    return {reinterpret_cast<const char*>(buf_.data()), static_cast<size_t>(last_bytes_)};
   }
 
  private:
   IndexCache index_;
-  std::unique_ptr<uint8_t[]> buf_;  // one sample; never shrinks
-  uint64_t cap_ = 0, last_bytes_ = 0;
+  AlignedBuffer buf_;  // one sample, page-aligned (the kernel's copy is fastest into it); never shrinks
+  uint64_t last_bytes_ = 0;
 };
 
 class MmapSampleReader final : public SampleReader {

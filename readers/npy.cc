@@ -145,7 +145,6 @@ class NpySampleReader final : public SampleReader {
       return st;
     }
     s_ = s;
-    internal::TouchPages(s_.base, s_.elems, s_.stride);
     stats.AddSamples(1);
     return s_.bytes();
   }

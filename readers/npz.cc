@@ -154,7 +154,6 @@ class NpzSampleReader final : public SampleReader {
     internal::StridedSample smp;
     if (absl::Status s = internal::LastAxisSample(npy, x.usize, a, sample, path, "x.npy", &smp); !s.ok()) return s;
     s_ = smp;
-    internal::TouchPages(s_.base, s_.elems, s_.stride);
     stats.AddSamples(1);
     return s_.bytes();
   }
