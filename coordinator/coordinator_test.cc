@@ -285,9 +285,14 @@ TEST_F(CoordinatorTest, CancelStopsTheAgentsAndSaysTheyConfirmed) {
   r.workload_yaml = Yaml(3);
   absl::StatusOr<std::string> id = c->Submit(r);
   ASSERT_TRUE(Eventually([&] { return a->Orders() == 1; }));
-  // Epoch 1 completes; its results reach the disk before epoch 2 starts.
+  // Epoch 1 completes; epoch 2's order goes out first, then epoch 1's results reach the disk while epoch 2 runs, and
+  // the record counts the epoch only once they are there.
   c->OnPhaseDone("a", *id, "train-epoch-1", Ranks(a->Order(0), 8));
   ASSERT_TRUE(Eventually([&] { return a->Orders() == 2; }));
+  ASSERT_TRUE(Eventually([&] {
+    absl::StatusOr<JobInfoData> info = c->GetJob(*id);
+    return info.ok() && info->record.epochs_done == 1;
+  }));
   EXPECT_TRUE(fs::exists(dir_ / "results" / *id / "summary.json"));
   ASSERT_TRUE(c->Cancel(*id).ok());
   ASSERT_TRUE(Eventually([&] { return a->Cancels() == 1; }));
