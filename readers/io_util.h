@@ -16,10 +16,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 
 #include "absl/status/status.h"
@@ -27,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io_stats.h"
 #include "common/random.h"
+#include "readers/storage.h"
 
 namespace dlio::internal {
 
@@ -155,12 +154,9 @@ class FileWriter {
         n -= kWriteChunk;
         continue;
       }
-      if (!buf_) {  // page-aligned: the kernel's copy from an unaligned buffer is slower (bench/bench.py FIO_ALIGN)
-        buf_.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, kWriteChunk)));
-        if (!buf_) throw std::bad_alloc();
-      }
+      buf_.Reserve(kWriteChunk);  // page-aligned and pooled (storage.h AlignedBuffer)
       size_t take = std::min(n, kWriteChunk - used_);
-      std::memcpy(buf_.get() + used_, p, take);
+      std::memcpy(buf_.data() + used_, p, take);
       used_ += take;
       p += take;
       n -= take;
@@ -199,7 +195,7 @@ class FileWriter {
  private:
   absl::Status Flush(IoStats& stats) {
     if (used_ == 0) return absl::OkStatus();
-    absl::Status s = Write(buf_.get(), used_, stats);
+    absl::Status s = Write(buf_.data(), used_, stats);
     used_ = 0;
     return s;
   }
@@ -224,10 +220,7 @@ class FileWriter {
   Fd fd_;
   uint64_t off_ = 0;  // file offset of buf_[0]
   size_t used_ = 0;
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t[], Free> buf_;
+  AlignedBuffer buf_;
 };
 
 // xoshiro256** (Blackman & Vigna), state seeded by splitmix64 so that any seed, 0 included, gives a good state.

@@ -7,8 +7,9 @@
 //
 // Reader (DLIO's NPYReader in on_demand mode, np.load of the whole file per sample): every ReadSample() opens the
 // file and reads ALL of it with pread()s of up to 8 MiB into a per-reader buffer that only grows, parses the NPY
-// header and locates the strided sample (a view, as numpy's x[..., i]; the read already copied the bytes). Shapes and item sizes come from the file (any
-// element size the descr names; C order only). Returns the sample payload size prod(shape[:-1]) * itemsize.
+// header and locates the strided sample (a view, as numpy's x[..., i]; the read already copied the bytes). Shapes
+// and item sizes come from the file (any element size the descr names; C order only). Returns the sample payload
+// size prod(shape[:-1]) * itemsize.
 //
 // Thread-safety: a reader belongs to one thread; the Format object itself is immutable and shareable.
 #pragma once

@@ -20,8 +20,9 @@
 // finds x.npy through the zip central directory and its LOCAL header (the local extra field may differ from the
 // central one: numpy's zipfile writes a 20-byte ZIP64 extra only locally), inflates it if it is deflated (zlib,
 // into a second grow-only buffer), parses the NPY header (npy.h) and locates the strided sample (a view, as numpy's
-// x[..., i]; the bytes are not touched again: the read copied them, as DLIO's np.load does). No CRC check (DLIO's zipfile path checks one; its O_DIRECT reader does not). Any element size the NPY descr
-// names is accepted on read. Returns the sample payload size prod(d1..dk) * itemsize.
+// x[..., i]; the bytes are not touched again: the read copied them, as DLIO's np.load does). No CRC check (DLIO's
+// zipfile path checks one; its O_DIRECT reader does not). Any element size the NPY descr names is accepted on read.
+// Returns the sample payload size prod(d1..dk) * itemsize.
 //
 // Thread-safety: a reader belongs to one thread; the Format object itself is immutable and shareable.
 #pragma once
