@@ -255,6 +255,9 @@ SessionEnd AgentServer::Impl::Session() {
   hello->set_kernel(prov.kernel);
   hello->set_cpu_model(prov.cpu_model);
   hello->set_data_root_fs(prov.data_root_fs);
+  hello->mutable_cpuinfo()->insert(prov.cpuinfo.begin(), prov.cpuinfo.end());
+  hello->mutable_meminfo()->insert(prov.meminfo.begin(), prov.meminfo.end());
+  hello->set_processor_name(prov.cpu_model == "unknown" ? "" : prov.cpu_model);
 
   v1::CoordinatorMessage in;
   if (!Write(hello_msg) || !s->Read(&in)) {
@@ -313,6 +316,8 @@ SessionEnd AgentServer::Impl::Session() {
         p->set_total(runner->progress().total);
         p->set_samples(runner->progress().samples);
         p->set_bytes(runner->progress().bytes);
+        p->set_compute_ns(runner->progress().compute_ns);
+        p->set_wall_ns(runner->progress().wall_ns);
         Write(pm);
       }
       lk.lock();

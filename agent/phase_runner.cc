@@ -38,6 +38,7 @@ int64_t NowUnixUs() {
 }
 
 double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
+int64_t Nanos(SteadyClock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
 
 // The format's options from the job. `data_dir` locates the tfrecord DALI index folder (DLIO:
 // <data_folder>/index/train, flat even with subfolders).
@@ -173,6 +174,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   progress_.total = 0;
   progress_.samples = 0;
   progress_.bytes = 0;
+  progress_.compute_ns = 0;
+  progress_.wall_ns = 0;
   absl::StatusOr<std::vector<RankEpochResult>> r =
       cmd.kind == PhaseKind::kGenerate     ? Generate(cmd, cancel)
       : cmd.kind == PhaseKind::kCheckpoint ? CheckpointPhase(cmd, barrier, cancel)
@@ -553,6 +556,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       if (ckpt) ckpt_io = std::make_unique<Checkpointer>(ckpt->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank));
       double window_compute = 0;
       SteadyClock::time_point window_start = block_start;
+      SteadyClock::time_point prev_step_end = block_start;
       for (int64_t step = 0; step < steps; ++step) {
         if (stop || (cancel && *cancel)) {
           fail(rank, absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled at step ", step)));
@@ -599,7 +603,11 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           window_compute += Seconds(t2 - t1);
           const double wall = Seconds(t3 - window_start);
           if (rm && wall > 0) rm->au_ratio = window_compute / wall;
+          // The fleet's live AU (Progress): this step's compute and wall time, from the previous step's end.
+          progress_.compute_ns.fetch_add(static_cast<uint64_t>(Nanos(t2 - t1)), std::memory_order_relaxed);
+          progress_.wall_ns.fetch_add(static_cast<uint64_t>(Nanos(t3 - prev_step_end)), std::memory_order_relaxed);
         }
+        prev_step_end = t3;
         if (rm) {
           // Per-rank histograms, one short lock per step; the scrape reads copies (never a Prometheus call here).
           rm->RecordStep(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
@@ -638,6 +646,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           ++next_ckpt;
           block.start_unix_us = NowUnixUs();
           block_start = SteadyClock::now();
+          prev_step_end = block_start;  // checkpoint time stays out of the live AU, as out of DLIO's
           window_start = block_start;
           window_compute = 0;
         }

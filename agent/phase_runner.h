@@ -62,6 +62,10 @@ struct PhaseProgress {
   std::atomic<uint64_t> total{0};
   std::atomic<uint64_t> samples{0};
   std::atomic<uint64_t> bytes{0};
+  // Live AU of a training epoch: the local ranks' compute time and wall time after each rank's first step (DLIO's
+  // default exclude_start_steps), summed over ranks, in ns; one relaxed add each per rank and step.
+  std::atomic<uint64_t> compute_ns{0};
+  std::atomic<uint64_t> wall_ns{0};
 };
 
 class PhaseRunner {

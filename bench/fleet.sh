@@ -123,9 +123,12 @@ train:
   computation_time: $compute
 EOF
 t_job0=$(now)
-if ! "$bin/dlio-coordinator" submit "$work/job.yaml" --coordinator "$addr" --agents "$agents" \
-    --wait-for-agents 60 --output "$work/out" --json > "$work/submit.json" 2> "$work/submit.err"; then
-  echo "fleet.sh: the job failed:" >&2
+rc=0
+"$bin/dlio-coordinator" submit "$work/job.yaml" --coordinator "$addr" --agents "$agents" \
+    --wait-for-agents 60 --output "$work/out" --json > "$work/submit.json" 2> "$work/submit.err" || rc=$?
+# 5 and 6: the job ran but missed its AU target or could not measure it (the bench measures the barrier).
+if ((rc != 0 && rc != 5 && rc != 6)); then
+  echo "fleet.sh: the job failed (exit $rc):" >&2
   cat "$work/submit.err" "$work/submit.json" >&2
   exit 1
 fi
@@ -160,6 +163,9 @@ print(f"  step barrier, all ranks and steps:               p50 {pct(everything, 
 print(f"  coordinator CPU: {($cpu1 - $cpu0) / $hz:.2f} s during the attach, {($cpu2 - $cpu1) / $hz:.2f} s during the job")
 print(f"  coordinator memory: RSS {$rss_kb / 1024:.1f} MiB at the end, peak {$hwm_kb / 1024:.1f} MiB; "
       f"{$threads} threads")
-print(f"  throughput: {summary['metric']['train_throughput_mean_samples_per_second']:.1f} samples/s, "
-      f"AU {summary['metric']['train_au_mean_percentage']:.1f} %")
+def fig(key, unit):  # a figure the metric window could not give is null in summary.json
+    v = summary['metric'][key]
+    return "not measured" if v is None else f"{v:.1f}{unit}"
+print(f"  throughput: {fig('train_throughput_mean_samples_per_second', ' samples/s')}, "
+      f"AU {fig('train_au_mean_percentage', ' %')}")
 EOF

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "common/checkpoint_plan.h"
 #include "common/epoch_plan.h"
+#include "common/results.h"
 #include "fmt/format.h"
 
 namespace dlio {
@@ -202,22 +203,32 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
         static_cast<double>(spec.num_files_eval * spec.num_samples_per_file) * spec.record_length_bytes;
     m["dataset_bytes_train"] = std::llround(train_bytes);
     m["dataset_bytes_eval"] = std::llround(eval_bytes);
-    if (!fleet.agent_memory_bytes.empty()) {
-      const uint64_t ram = *std::min_element(fleet.agent_memory_bytes.begin(), fleet.agent_memory_bytes.end());
-      uint64_t total = 0;
-      for (uint64_t r : fleet.agent_memory_bytes) total += r;
-      if (fleet.agent_memory_bytes.size() == 1) total = ram * static_cast<uint64_t>(fleet.agents);
-      m["agent_memory_bytes"] = ram;
+    if (!fleet.nodes.empty()) {
+      uint64_t total = 0, least = UINT64_MAX;
+      for (const ExplainNode& n : fleet.nodes) {
+        total += n.memory_bytes;
+        least = std::min(least, n.memory_bytes);
+      }
+      m["nodes"] = fleet.nodes.size();
+      m["node_memory_bytes"] = least;
       m["fleet_memory_bytes"] = total;
       m["memory_source"] = fleet.memory_source;
       const json& t = j["train"];
       const double per_agent = t.contains("bytes_per_agent_per_epoch")
                                    ? t["bytes_per_agent_per_epoch"].get<double>()
                                    : train_bytes / static_cast<double>(std::max<int64_t>(1, fleet.agents));
-      // DLIO's rule (summary.json potential_caching): an agent's share of the data fits in its RAM.
-      m["potential_caching"] = spec.train && per_agent <= static_cast<double>(ram);
-      m["whole_dataset_fits_in_agent_ram"] = train_bytes <= static_cast<double>(ram);
-      // MLPerf Storage: the dataset must be at least 5x the fleet's RAM.
+      // DLIO's rule (summary.json potential_caching, per host): a node's share of the data fits in its RAM.
+      bool caching = false;
+      double node_share = 0;
+      for (const ExplainNode& n : fleet.nodes) {
+        const double share = per_agent * static_cast<double>(n.agents);
+        node_share = std::max(node_share, share);
+        caching = caching || share <= static_cast<double>(n.memory_bytes);
+      }
+      m["bytes_per_node_per_epoch"] = std::llround(node_share);
+      m["potential_caching"] = spec.train && caching;
+      m["whole_dataset_fits_in_node_ram"] = train_bytes <= static_cast<double>(least);
+      // MLPerf Storage: the dataset must be at least 5x the fleet's RAM (each node once).
       m["mlperf_5x_ram_rule_met"] = train_bytes >= 5.0 * static_cast<double>(total);
     } else {
       m["memory_source"] = "unknown";
@@ -234,6 +245,9 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
   j["keys"] = keys;
   json warnings = json::array();
   for (const WorkloadWarning& w : diag.warnings) warnings.push_back(w.text);
+  // What DLIO's metric window will not measure with this fleet's steps (the coordinator warns again at job start).
+  const int64_t eval_steps = j.contains("eval") ? j["eval"].value("steps_per_epoch", int64_t{0}) : 0;
+  for (const std::string& w : UnmeasuredFigureWarnings(spec, train_steps, eval_steps)) warnings.push_back(w);
   j["warnings"] = warnings;
   j["not_supported"] = diag.not_supported;
   j["runnable"] = diag.not_supported.empty();
@@ -263,7 +277,7 @@ std::string ExplainText(const json& p) {
       o << fmt::format("  {}: cannot run: {}\n", name, s["error"].get<std::string>());
       return;
     }
-    o << fmt::format("  {}: {} steps per epoch of batch {}; per rank per epoch {} samples, {}; per agent {}", name,
+    o << fmt::format("  {}: {} step(s) per epoch of batch {}; per rank per epoch {} samples, {}; per agent {}", name,
                      s["steps_per_epoch"].get<int64_t>(), s["batch_size"].get<int64_t>(),
                      s["samples_per_rank_per_epoch"].get<int64_t>(), Human(s["bytes_per_rank_per_epoch"].get<double>()),
                      Human(s["bytes_per_agent_per_epoch"].get<double>()));
@@ -291,23 +305,22 @@ std::string ExplainText(const json& p) {
 
     o << fmt::format("  dataset: train {}", Human(m["dataset_bytes_train"].get<double>()));
     if (m["dataset_bytes_eval"].get<int64_t>() > 0) o << ", eval " << Human(m["dataset_bytes_eval"].get<double>());
-    if (m.contains("agent_memory_bytes")) {
-      o << fmt::format("; agent RAM {} ({})\n", Human(m["agent_memory_bytes"].get<double>()),
+    if (m.contains("node_memory_bytes")) {
+      o << fmt::format("; {} node(s), RAM {} each at least, {} in all ({})\n", m["nodes"].get<int64_t>(),
+                       Human(m["node_memory_bytes"].get<double>()), Human(m["fleet_memory_bytes"].get<double>()),
                        m["memory_source"].get<std::string>());
       if (m["potential_caching"].get<bool>()) {
-        const json& t = p["train"];
         o << fmt::format(
-            "  warning: potential caching: an agent's share of an epoch ({}) fits in its RAM, so reads "
+            "  warning: potential caching: a node's share of an epoch ({}) fits in its RAM, so reads "
             "after the first epoch may come from the page cache (DLIO's potential_caching)\n",
-            t.contains("bytes_per_agent_per_epoch") ? Human(t["bytes_per_agent_per_epoch"].get<double>())
-                                                    : Human(m["dataset_bytes_train"].get<double>()));
+            Human(m["bytes_per_node_per_epoch"].get<double>()));
       }
       if (!m["mlperf_5x_ram_rule_met"].get<bool>()) {
         o << fmt::format("    note: MLPerf Storage wants a dataset of at least 5x the fleet's RAM ({})\n",
                          Human(5.0 * m["fleet_memory_bytes"].get<double>()));
       }
     } else {
-      o << "; agent RAM unknown\n";
+      o << "; node RAM unknown\n";
     }
   }  // trains
 

@@ -5,8 +5,11 @@
 //    bytes (samples x record_length_bytes) per rank and per agent per epoch;
 //  - the bandwidth each accelerator demands at 100 % AU: batch x record_length_bytes / mean computation_time
 //    (dlio.md §3's "demand" column), and the fleet's;
-//  - the dataset's size against the agents' RAM: "potential caching" when an agent's share of an epoch fits in its
-//    RAM (DLIO's potential_caching rule), and MLPerf's 5x-RAM dataset rule;
+//  - the dataset's size against the nodes' RAM, each node's RAM counted once however many agents share it:
+//    "potential caching" when a node's share of an epoch (its agents' shares) fits in its RAM (DLIO's
+//    potential_caching rule, per host), and MLPerf's 5x-RAM dataset rule over the fleet's nodes;
+//  - the figures DLIO's metric window will leave unmeasured with this many steps per epoch (results.h
+//    UnmeasuredFigureWarnings), as warnings;
 //  - checkpoint bytes per rank per checkpoint (common/checkpoint_plan.h) and how many checkpoints the job writes
 //    and reads, when workflow.checkpoint is on;
 //  - every key the job sets with the policy applied to it (common/workload_spec.h KeyPolicy), the warnings, and
@@ -24,12 +27,19 @@
 
 namespace dlio {
 
+// One node (host) of the fleet: its RAM and how many of the job's agents run on it.
+struct ExplainNode {
+  std::string name;
+  uint64_t memory_bytes = 0;
+  int64_t agents = 1;
+};
+
 struct ExplainFleet {
   int64_t agents = 1;
   int64_t accelerators_per_agent = 1;
-  // RAM of each agent in bytes (one entry per agent, or one for all); empty = unknown.
-  std::vector<uint64_t> agent_memory_bytes;
-  // Where agent_memory_bytes came from, e.g. "local /proc/meminfo" or "attached agents (coordinator)".
+  // The nodes the agents run on; empty = RAM unknown.
+  std::vector<ExplainNode> nodes;
+  // Where the nodes' RAM came from, e.g. "local /proc/meminfo" or "attached agents (coordinator)".
   std::string memory_source;
   // How the fleet size was found, when it is an assumption (printed as a note).
   std::string fleet_note;

@@ -10,7 +10,8 @@ namespace {
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-json Explain(const std::string& yaml, int64_t agents, int64_t accelerators, uint64_t ram) {
+// `agents` agents spread over `nodes` nodes of `ram` bytes each (0: RAM unknown).
+json Explain(const std::string& yaml, int64_t agents, int64_t accelerators, uint64_t ram, int64_t nodes = 0) {
   LoadOptions o;
   o.plan_only = true;
   LoadDiagnostics d;
@@ -19,7 +20,10 @@ json Explain(const std::string& yaml, int64_t agents, int64_t accelerators, uint
   ExplainFleet f;
   f.agents = agents;
   f.accelerators_per_agent = accelerators;
-  if (ram > 0) f.agent_memory_bytes = {ram};
+  if (nodes == 0) nodes = agents;
+  for (int64_t n = 0; ram > 0 && n < nodes; ++n) {
+    f.nodes.push_back({"node" + std::to_string(n), ram, agents / nodes + (n < agents % nodes ? 1 : 0)});
+  }
   f.memory_source = "test";
   return ExplainJob(s.ok() ? *s : WorkloadSpec{}, d, f, "job.yaml");
 }
@@ -49,9 +53,32 @@ train: {epochs: 5, computation_time: 0.636}
       2, 4, uint64_t{1} << 30);
   EXPECT_FALSE(small["memory"]["potential_caching"].get<bool>()) << "12 GiB per agent do not fit in 1 GiB";
   const std::string text = ExplainText(p);
-  EXPECT_THAT(text, HasSubstr("3 steps per epoch of batch 7"));
+  EXPECT_THAT(text, HasSubstr("3 step(s) per epoch of batch 7"));
   EXPECT_THAT(text, HasSubstr("warning: potential caching"));
   EXPECT_THAT(text, HasSubstr("demand per accelerator at 100% AU"));
+}
+
+TEST(Explain, RamCountsOncePerNodeHoweverManyAgentsShareIt) {
+  const std::string job = "dataset: {format: npz, num_files_train: 1000, record_length_bytes: 1048576}\n";
+  const uint64_t ram = uint64_t{117} << 30;
+  const json one_host = Explain(job, 2, 1, ram, /*nodes=*/1);
+  EXPECT_EQ(one_host["memory"]["fleet_memory_bytes"], ram) << "two agents on one host: its RAM once";
+  EXPECT_EQ(one_host["memory"]["nodes"], 1);
+  EXPECT_EQ(one_host["memory"]["bytes_per_node_per_epoch"], 1000 * int64_t{1048576});
+  const json two_hosts = Explain(job, 2, 1, ram, /*nodes=*/2);
+  EXPECT_EQ(two_hosts["memory"]["fleet_memory_bytes"], 2 * ram);
+  EXPECT_THAT(ExplainText(one_host), HasSubstr("1 node(s), RAM 117.00 GiB each at least, 117.00 GiB in all"));
+}
+
+TEST(Explain, WarnsBeforeTheRunWhenTheMetricWindowLeavesAFigureUnmeasured) {
+  // 8 files, batch 2, 4 ranks: 1 step per epoch. DLIO prints AU 0 and a negative samples/s for that.
+  const json p = Explain("dataset: {format: npz, num_files_train: 8}\nreader: {batch_size: 2}\n", 2, 2, 0);
+  EXPECT_EQ(p["train"]["steps_per_epoch"], 1);
+  const std::string text = ExplainText(p);
+  EXPECT_THAT(text, HasSubstr("warning: AU will not be measured: 1 step(s) per epoch"));
+  EXPECT_THAT(text, HasSubstr("warning: samples/s will not be measured"));
+  const json fine = Explain("dataset: {format: npz, num_files_train: 64}\nreader: {batch_size: 2}\n", 2, 2, 0);
+  EXPECT_THAT(ExplainText(fine), ::testing::Not(HasSubstr("will not be measured")));
 }
 
 TEST(Explain, CheckpointBytesPerRankAreTheCheckpointPlans) {

@@ -155,24 +155,108 @@ Classification ClassifyOverrides(const MlperfWorkload& w, const std::vector<std:
   return c;
 }
 
+extern const char* const kMlperfReference_unet3d_a100;
+extern const char* const kMlperfReference_unet3d_h100;
+extern const char* const kMlperfReference_resnet50_a100;
+extern const char* const kMlperfReference_resnet50_h100;
+extern const char* const kMlperfReference_cosmoflow_a100;
+extern const char* const kMlperfReference_cosmoflow_h100;
+
+const std::vector<MlperfReference>& MlperfReferences() {
+  static const std::vector<MlperfReference> refs = [] {
+    const std::pair<const char*, const char*> texts[] = {
+        {"unet3d_a100", kMlperfReference_unet3d_a100},       {"unet3d_h100", kMlperfReference_unet3d_h100},
+        {"resnet50_a100", kMlperfReference_resnet50_a100},   {"resnet50_h100", kMlperfReference_resnet50_h100},
+        {"cosmoflow_a100", kMlperfReference_cosmoflow_a100}, {"cosmoflow_h100", kMlperfReference_cosmoflow_h100}};
+    std::vector<MlperfReference> v;
+    for (const auto& [name, text] : texts) {
+      const std::string n = name;
+      const size_t us = n.find('_');
+      v.push_back({n.substr(0, us), n.substr(us + 1), absl::StrCat("configs/workloads/", n, ".yaml"), text});
+    }
+    return v;
+  }();
+  return refs;
+}
+
+namespace {
+
+// "key=value" for every key whose value in `effective` differs from `reference`'s (or is missing from one).
+std::vector<std::string> Differences(const std::map<std::string, std::string>& effective,
+                                     const std::map<std::string, std::string>& reference) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : effective) {
+    auto it = reference.find(key);
+    if (it == reference.end() || it->second != value) out.push_back(absl::StrCat(key, "=", value));
+  }
+  for (const auto& [key, value] : reference) {
+    if (!effective.count(key)) out.push_back(absl::StrCat(key, "="));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<WorkloadClassification> ClassifyWorkload(const MlperfWorkload& w, const WorkloadSpec& effective,
+                                                        std::string_view accelerator, std::string_view job_path,
+                                                        int64_t required_files) {
+  std::string acc = absl::AsciiStrToLower(std::string(accelerator));
+  if (acc.empty()) {
+    const std::string base = absl::AsciiStrToLower(std::string(job_path.substr(job_path.rfind('/') + 1)));
+    for (const char* a : {"a100", "h100"}) {
+      if (absl::StrContains(base, a)) acc = a;
+    }
+  }
+  const std::map<std::string, std::string> eff = FlattenWorkload(effective);
+  WorkloadClassification best;
+  std::vector<std::string> best_diff;
+  for (const MlperfReference& ref : MlperfReferences()) {
+    if (ref.workload != w.name || (!acc.empty() && ref.accelerator != acc)) continue;
+    absl::StatusOr<WorkloadSpec> spec = LoadWorkload(ref.yaml, {}, ref.file);
+    if (!spec.ok()) return spec.status();
+    std::vector<std::string> diff = Differences(eff, FlattenWorkload(*spec));
+    if (best.reference == nullptr || diff.size() < best_diff.size()) {
+      best.reference = &ref;
+      best_diff = std::move(diff);
+    }
+  }
+  if (best.reference == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("--accelerator-type: '", std::string(accelerator), "' has no ", w.name,
+                                                   " reference (a100, h100)"));
+  }
+  best.classification =
+      ClassifyOverrides(w, best_diff, effective.num_files_train, required_files, effective.checkpoint);
+  return best;
+}
+
 RunsVerdict JudgeRuns(const std::vector<RunFigures>& runs, double au_threshold) {
   RunsVerdict v;
   if (runs.empty()) return v;
+  double au = 0, tp = 0;
+  bool au_all = true, tp_all = true;
   for (const RunFigures& r : runs) {
-    v.au_mean += r.au_percent;
-    v.throughput_mean += r.samples_per_second;
-    if (r.au_percent < au_threshold * 100.0) ++v.au_failed_runs;
-  }
-  v.au_mean /= static_cast<double>(runs.size());
-  v.throughput_mean /= static_cast<double>(runs.size());
-  for (const RunFigures& r : runs) {
-    if (v.throughput_mean > 0) {
-      v.max_deviation = std::max(v.max_deviation, std::fabs(r.samples_per_second - v.throughput_mean) /
-                                                      v.throughput_mean);
+    if (r.au_percent) {
+      au += *r.au_percent;
+      if (*r.au_percent < au_threshold * 100.0) ++v.au_failed_runs;
+    } else {
+      au_all = false;
+    }
+    if (r.samples_per_second) {
+      tp += *r.samples_per_second;
+    } else {
+      tp_all = false;
     }
   }
-  v.replicates = v.throughput_mean > 0 && v.max_deviation <= kReplicationTolerance;
-  v.au_pass = v.au_failed_runs == 0;
+  const auto n = static_cast<double>(runs.size());
+  if (au_all) v.au_mean = au / n;
+  if (tp_all && tp > 0) {
+    v.throughput_mean = tp / n;
+    double dev = 0;
+    for (const RunFigures& r : runs) dev = std::max(dev, std::fabs(*r.samples_per_second - tp / n) / (tp / n));
+    v.max_deviation = dev;
+    v.replicates = dev <= kReplicationTolerance;
+  }
+  v.au_pass = au_all && v.au_failed_runs == 0;
   return v;
 }
 
@@ -206,21 +290,31 @@ HostProvenance CollectHostProvenance(const std::string& data_root) {
   HostProvenance p;
   struct utsname u {};
   if (uname(&u) == 0) p.kernel = absl::StrCat(u.sysname, " ", u.release, " ", u.version, " ", u.machine);
+  // "key   : value" -> {key, value}, both trimmed; false for a line without a colon.
+  auto split = [](const std::string& line, std::string* key, std::string* value) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) return false;
+    *key = std::string(absl::StripAsciiWhitespace(line.substr(0, colon)));
+    *value = std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+    return !key->empty();
+  };
   p.cpu_model = "unknown";
   std::ifstream cpu("/proc/cpuinfo");
+  std::string key, value;
   for (std::string line; std::getline(cpu, line);) {
-    if (absl::StartsWith(line, "model name")) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) p.cpu_model = std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-      break;
+    if (!split(line, &key, &value)) continue;
+    if (key == "processor") {
+      p.cpuinfo.clear();  // a new processor block: the last one is kept
+      continue;
     }
+    if (key == "model name" && p.cpu_model == "unknown") p.cpu_model = value;
+    p.cpuinfo[key] = value;
   }
   std::ifstream mem("/proc/meminfo");
   for (std::string line; std::getline(mem, line);) {
-    if (absl::StartsWith(line, "MemTotal:")) {
-      p.memory_bytes = std::strtoull(line.c_str() + 9, nullptr, 10) * 1024;  // the value is in kB (KiB)
-      break;
-    }
+    if (!split(line, &key, &value)) continue;
+    p.meminfo[key] = value;
+    if (key == "MemTotal") p.memory_bytes = std::strtoull(value.c_str(), nullptr, 10) * 1024;  // kB (KiB)
   }
   struct statfs sf {};
   if (!data_root.empty() && statfs(data_root.c_str(), &sf) == 0) {

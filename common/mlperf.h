@@ -4,7 +4,8 @@
 // the normalised job's sha256, each host's kernel, CPU, memory and data-root file-system type).
 //
 // Contract: everything here is a pure function of its inputs except CollectHostProvenance() (reads uname(2),
-// /proc/cpuinfo, /proc/meminfo and statfs(2) of the data root). No network, no threads.
+// /proc/cpuinfo, /proc/meminfo and statfs(2) of the data root). No network, no threads. The reference workloads
+// are compiled in (MlperfReferences()).
 // Thread-safety: all functions may be called concurrently.
 // Usage:
 //   const MlperfWorkload* w = FindMlperfWorkload("unet3d");
@@ -13,9 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/workload_spec.h"
 
 namespace dlio {
 
@@ -96,18 +102,43 @@ Classification ClassifyOverrides(const MlperfWorkload& w, const std::vector<std:
                                  int64_t num_files_train = 0, int64_t required_files = 0,
                                  bool workflow_checkpoint = true);
 
-// The verdict over the timed runs of a result (after the warm-up).
-struct RunFigures {
-  double au_percent = 0;
-  double samples_per_second = 0;
+// The reference workload files runs are judged against: configs/workloads/<workload>_<accelerator>.yaml as this
+// version ships them (embedded at build time), for the accelerators MLPerf Storage v2.0 lists (a100, h100).
+struct MlperfReference {
+  std::string workload;     // "unet3d"
+  std::string accelerator;  // "a100", "h100"
+  std::string file;         // "configs/workloads/unet3d_h100.yaml"
+  std::string yaml;         // its text
 };
+const std::vector<MlperfReference>& MlperfReferences();
+
+// What ran, judged: the effective workload (the file as it is, plus its overrides) against the reference of its
+// workload, key by key over the normalised keys (ToYaml), so an edited file is OPEN or INVALID exactly as the same
+// change made by an override would be. `accelerator` picks the reference ("a100" or "h100"); empty: the job file's
+// name if it names one (unet3d_h100.yaml), else the reference with the fewest differing keys.
+struct WorkloadClassification {
+  Classification classification;  // one OverrideVerdict per differing key ("key=value" of the effective workload)
+  const MlperfReference* reference = nullptr;
+};
+absl::StatusOr<WorkloadClassification> ClassifyWorkload(const MlperfWorkload& w, const WorkloadSpec& effective,
+                                                        std::string_view accelerator, std::string_view job_path,
+                                                        int64_t required_files = 0);
+
+// The verdict over the timed runs of a result (after the warm-up).
+// A run's figures; nullopt when the run's metric window left them unmeasured (common/results.h).
+struct RunFigures {
+  std::optional<double> au_percent;
+  std::optional<double> samples_per_second;
+};
+// Figures not measured in any run leave the means (and the verdicts built on them) unmeasured: no replication check
+// on a throughput some run could not measure, no AU verdict on an AU some run could not measure.
 struct RunsVerdict {
-  double au_mean = 0;                  // percent
-  double throughput_mean = 0;          // samples/s
-  double max_deviation = 0;            // max over runs of |throughput - mean| / mean (a fraction)
-  bool replicates = false;             // max_deviation <= kReplicationTolerance
-  bool au_pass = false;                // every run's AU >= threshold x 100
-  int au_failed_runs = 0;
+  std::optional<double> au_mean;          // percent
+  std::optional<double> throughput_mean;  // samples/s
+  std::optional<double> max_deviation;    // max over runs of |throughput - mean| / mean (a fraction)
+  bool replicates = false;                // max_deviation <= kReplicationTolerance
+  bool au_pass = false;                   // every run's AU measured and >= threshold x 100
+  int au_failed_runs = 0;                 // runs whose AU is measured and below the threshold
 };
 inline constexpr double kReplicationTolerance = 0.05;  // "the runs must replicate within 5 %"
 inline constexpr int kMlperfRuns = 5;
@@ -123,6 +154,9 @@ struct HostProvenance {
   std::string cpu_model;     // /proc/cpuinfo "model name" (first), else "unknown"
   uint64_t memory_bytes = 0; // /proc/meminfo MemTotal
   std::string data_root_fs;  // statfs(data_root).f_type as a name ("ext4", "xfs", "tmpfs", "nfs", "0x..." if unknown)
+  // DLIO's host_cpuinfo: the "key: value" lines of the last processor block of /proc/cpuinfo ("processor" left
+  // out, as DLIO shows it); host_meminfo: every /proc/meminfo line, the value as written ("24684084 kB").
+  std::map<std::string, std::string> cpuinfo, meminfo;
 };
 HostProvenance CollectHostProvenance(const std::string& data_root);
 // statfs f_type magic -> name; unknown values as "0x<hex>".

@@ -1,5 +1,6 @@
 #include "common/mlperf.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace dlio {
@@ -96,9 +97,9 @@ TEST(MlperfClassify, TooFewFilesAndUnet3dWithoutCheckpointAreInvalid) {
 TEST(MlperfRuns, ReplicationWithinFivePercent) {
   // Mean 100; 104 deviates 4 % -> replicates.
   RunsVerdict v = JudgeRuns({{95, 100}, {96, 98}, {94, 104}, {93, 99}, {92, 99}}, 0.90);
-  EXPECT_DOUBLE_EQ(v.throughput_mean, 100);
-  EXPECT_DOUBLE_EQ(v.au_mean, 94);
-  EXPECT_NEAR(v.max_deviation, 0.04, 1e-12);
+  EXPECT_DOUBLE_EQ(v.throughput_mean.value_or(0), 100);
+  EXPECT_DOUBLE_EQ(v.au_mean.value_or(0), 94);
+  EXPECT_NEAR(v.max_deviation.value_or(1), 0.04, 1e-12);
   EXPECT_TRUE(v.replicates);
   EXPECT_TRUE(v.au_pass);
   // Mean 100; 107 deviates 7 %, and one run's AU is under 90 %.
@@ -106,6 +107,61 @@ TEST(MlperfRuns, ReplicationWithinFivePercent) {
   EXPECT_FALSE(v.replicates);
   EXPECT_FALSE(v.au_pass);
   EXPECT_EQ(v.au_failed_runs, 1);
+}
+
+TEST(MlperfRuns, UnmeasuredFiguresGiveNoVerdictAndNoDeviation) {
+  // A run whose samples/s was not measured (too few steps) leaves replication unjudged, never "FAIL, 0.00 %".
+  RunsVerdict v = JudgeRuns({{95, std::nullopt}, {96, 98}}, 0.90);
+  EXPECT_FALSE(v.throughput_mean.has_value());
+  EXPECT_FALSE(v.max_deviation.has_value());
+  EXPECT_FALSE(v.replicates);
+  EXPECT_TRUE(v.au_pass);
+  v = JudgeRuns({{std::nullopt, 100}, {96, 100}}, 0.90);
+  EXPECT_FALSE(v.au_mean.has_value());
+  EXPECT_FALSE(v.au_pass);
+  EXPECT_EQ(v.au_failed_runs, 0);
+}
+
+TEST(MlperfClassifyWorkload, AnEditedFileIsJudgedAsTheSameOverrideWouldBe) {
+  const MlperfWorkload& unet = *FindMlperfWorkload("unet3d");
+  const MlperfReference* h100 = nullptr;
+  for (const MlperfReference& r : MlperfReferences()) {
+    if (r.workload == "unet3d" && r.accelerator == "h100") h100 = &r;
+  }
+  ASSERT_NE(h100, nullptr);
+  ASSERT_FALSE(h100->yaml.empty());
+  // The file as shipped: CLOSED, judged against itself (the name picks h100).
+  absl::StatusOr<WorkloadSpec> as_shipped = LoadWorkload(h100->yaml, {}, "unet3d_h100.yaml");
+  ASSERT_TRUE(as_shipped.ok()) << as_shipped.status();
+  absl::StatusOr<WorkloadClassification> c = ClassifyWorkload(unet, *as_shipped, "", "x/unet3d_h100.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->reference, h100);
+  EXPECT_EQ(c->classification.overall, MlperfClass::kClosed);
+  EXPECT_TRUE(c->classification.keys.empty());
+  // The file edited (compute time 0.323 -> 0.05, batch 7 -> 2): INVALID, naming both keys, as the overrides would.
+  std::string edited = h100->yaml;
+  edited.replace(edited.find("batch_size: 7"), 13, "batch_size: 2");
+  edited.replace(edited.find("computation_time: 0.323"), 23, "computation_time: 0.05");
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(edited, {}, "unet3d_h100.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  c = ClassifyWorkload(unet, *spec, "h100", "mine.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->classification.overall, MlperfClass::kInvalid);
+  std::vector<std::string> keys;
+  for (const OverrideVerdict& v : c->classification.keys) keys.push_back(v.key);
+  EXPECT_THAT(keys, ::testing::UnorderedElementsAre("reader.batch_size", "train.computation_time"));
+  // The same change as overrides gives the same verdict.
+  const Classification by_override =
+      ClassifyOverrides(unet, {"reader.batch_size=2", "train.computation_time=0.05"}, spec->num_files_train, 0, true);
+  EXPECT_EQ(by_override.overall, c->classification.overall);
+  // An allowed change (read threads, dataset size) stays CLOSED; a format change is OPEN.
+  absl::StatusOr<WorkloadSpec> tuned =
+      LoadWorkload(h100->yaml, {"reader.read_threads=16", "dataset.num_files_train=5000"}, "unet3d_h100.yaml");
+  ASSERT_TRUE(tuned.ok());
+  c = ClassifyWorkload(unet, *tuned, "", "unet3d_h100.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->classification.overall, MlperfClass::kClosed);
+  EXPECT_EQ(c->classification.keys.size(), 2u);
 }
 
 TEST(MlperfProvenance, Sha256AndHost) {

@@ -18,9 +18,12 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "common/checkpoint_schedule.h"
 #include "common/epoch_plan.h"
 #include "common/mlperf.h"
+#include "common/verdict.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 namespace dlio {
 namespace {
@@ -52,6 +55,30 @@ double PopulationStdev(const std::vector<double>& v) {
   for (double x : v) s += (x - m) * (x - m);
   return std::sqrt(s / static_cast<double>(v.size()));
 }
+
+// Mean and population stdev of the measured values; nullopt when none is.
+std::optional<double> MeanOf(const std::vector<std::optional<double>>& v) {
+  std::vector<double> m;
+  for (const auto& x : v) {
+    if (x) m.push_back(*x);
+  }
+  if (m.empty()) return std::nullopt;
+  return Mean(m);
+}
+std::optional<double> StdevOf(const std::vector<std::optional<double>>& v) {
+  std::vector<double> m;
+  for (const auto& x : v) {
+    if (x) m.push_back(*x);
+  }
+  if (m.empty()) return std::nullopt;
+  return PopulationStdev(m);
+}
+std::optional<double> Times(const std::optional<double>& v, double k) {
+  if (!v) return std::nullopt;
+  return *v * k;
+}
+// A figure as JSON: the number, or null when it is not measured.
+nlohmann::json Num(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 std::string Duration2(int64_t start_us, int64_t end_us) {
   // DLIO writes per-epoch and per-block durations as '{:.2f}' strings.
@@ -171,8 +198,9 @@ struct Computed {
   FleetSummary fleet;
   MetricWindow window;
   struct EpochExtra {
-    double au_min_rank = 0, au_max_rank = 0;
-    double timed_seconds = 0;  // max over ranks
+    std::optional<double> au_min_rank, au_max_rank;
+    double timed_seconds = 0;    // max over ranks
+    double duration_seconds = 0; // max over ranks
     int ranks = 0;
   };
   std::vector<EpochExtra> extra;  // parallel to fleet.epochs
@@ -194,84 +222,134 @@ std::map<int, const RankEpochResult*> EpochsOfRank(const JobResult& job, int ran
   return by;
 }
 
+// "epoch 1: AU not measured: ..." reasons, from the plan's steps (the same text --explain prints before the run).
+std::string NotMeasuredReason(const JobResult& job, int64_t epoch_steps, bool au) {
+  for (const std::string& w : UnmeasuredFigureWarnings(job.spec, epoch_steps, 0)) {
+    if (w.rfind(au ? "AU" : "samples/s", 0) == 0) return w;
+  }
+  return au ? "AU: no rank measured it (no step inside the metric window, or no timed window)"
+            : "samples/s: no rank measured it (fewer than 3 steps in a block, or no timed window)";
+}
+
 Computed Compute(const JobResult& job) {
   Computed c;
   c.window = TrainWindow(job.spec, EpochSteps(job));
   FleetSummary& s = c.fleet;
+  std::map<int, std::vector<std::optional<double>>> rank_au;  // per rank, its AU of each epoch
   for (const auto& [epoch, ranks] : ByEpochAndRank(job)) {
     EpochMetric m;
     Computed::EpochExtra x;
     m.epoch = epoch;
-    double au_sum = 0;
-    x.au_min_rank = std::numeric_limits<double>::max();
-    x.au_max_rank = std::numeric_limits<double>::lowest();
+    double au_sum = 0, tp_sum = 0;
+    bool au_all = true, tp_all = true;
+    std::optional<double> au_min, au_max;
     for (const auto& [rank, r] : ranks) {
       const RankEpochMetric rm = ComputeRankEpoch(*r, c.window);
-      au_sum += rm.au_percent;
-      m.samples_per_second += rm.samples_per_second;
+      rank_au[rank].push_back(rm.au_percent);
+      if (rm.au_percent) {
+        au_sum += *rm.au_percent;
+        au_min = std::min(au_min.value_or(*rm.au_percent), *rm.au_percent);
+        au_max = std::max(au_max.value_or(*rm.au_percent), *rm.au_percent);
+      } else {
+        au_all = false;
+      }
+      if (rm.samples_per_second) {
+        tp_sum += *rm.samples_per_second;
+      } else {
+        tp_all = false;
+      }
       x.timed_seconds = std::max(x.timed_seconds, rm.timed_seconds);
-      x.au_min_rank = std::min(x.au_min_rank, rm.au_percent);
-      x.au_max_rank = std::max(x.au_max_rank, rm.au_percent);
+      x.duration_seconds = std::max(x.duration_seconds, rm.duration_seconds);
       m.read_bytes += r->io.bytes;
       m.dropped_samples += r->dropped_samples;
       s.io += r->io;
     }
     x.ranks = static_cast<int>(ranks.size());
-    m.au_percent = au_sum / static_cast<double>(ranks.size());  // DLIO: allreduce(SUM) / comm size
-    m.mib_per_second = m.samples_per_second * job.spec.record_length_bytes / kMiB;
-    m.actual_mb_per_second = x.timed_seconds > 0 ? static_cast<double>(m.read_bytes) / x.timed_seconds / 1e6 : 0;
+    x.au_min_rank = au_min;
+    x.au_max_rank = au_max;
+    if (au_all) {
+      m.au_percent = au_sum / static_cast<double>(ranks.size());  // DLIO: allreduce(SUM) / comm size
+      m.au_min_rank = au_min;
+    }
+    if (tp_all) m.samples_per_second = tp_sum;
+    m.mib_per_second = Times(m.samples_per_second, job.spec.record_length_bytes / kMiB);
+    // Bytes of the whole epoch (the first step's reads too) over the whole epoch: unlike DLIO's window, defined for
+    // any number of steps.
+    if (x.duration_seconds > 0) {
+      m.actual_mb_per_second = static_cast<double>(m.read_bytes) / x.duration_seconds / 1e6;
+    }
     s.read_bytes += m.read_bytes;
     s.dropped_samples = std::max(s.dropped_samples, m.dropped_samples);
     s.epochs.push_back(m);
     c.extra.push_back(x);
   }
-  std::vector<double> au, tp, actual;
+  std::vector<std::optional<double>> au, tp, actual;
   for (const EpochMetric& m : s.epochs) {
     au.push_back(m.au_percent);
     tp.push_back(m.samples_per_second);
     actual.push_back(m.actual_mb_per_second);
   }
-  s.au_mean = Mean(au);
-  s.au_stdev = PopulationStdev(au);
-  s.throughput_mean = Mean(tp);
-  s.throughput_stdev = PopulationStdev(tp);
+  s.au_mean = MeanOf(au);
+  s.au_stdev = StdevOf(au);
+  s.throughput_mean = MeanOf(tp);
+  s.throughput_stdev = StdevOf(tp);
   // DLIO: np.mean(throughput) * record_length / 1024 / 1024 (MiB of the nominal record size).
-  s.io_mean_mib = s.throughput_mean * job.spec.record_length_bytes / kMiB;
-  s.io_stdev_mib = s.throughput_stdev * job.spec.record_length_bytes / kMiB;
-  s.actual_mb_mean = Mean(actual);
-  s.au_meets_expectation = s.au_mean >= job.spec.au_threshold * 100;
+  s.io_mean_mib = Times(s.throughput_mean, job.spec.record_length_bytes / kMiB);
+  s.io_stdev_mib = Times(s.throughput_stdev, job.spec.record_length_bytes / kMiB);
+  s.actual_mb_mean = MeanOf(actual);
+  for (const auto& [rank, v] : rank_au) {
+    if (const std::optional<double> mean = MeanOf(v)) s.au_min_rank = std::min(s.au_min_rank.value_or(*mean), *mean);
+  }
+  if (!s.epochs.empty() && !s.au_mean) s.au_not_measured = NotMeasuredReason(job, c.window.epoch_steps, true);
+  if (!s.epochs.empty() && !s.throughput_mean) {
+    s.throughput_not_measured = NotMeasuredReason(job, c.window.epoch_steps, false);
+  }
+  s.au_meets_expectation = s.au_mean && *s.au_mean >= job.spec.au_threshold * 100;
 
   // Evaluation: one entry per evaluated epoch.
   std::map<int, std::map<int, const RankEpochResult*>> evals;
   for (const RankEpochResult& r : job.eval) evals[r.epoch][r.rank] = &r;
   const MetricWindow ew = EvalWindow(job.spec, EvalSteps(job));
-  std::vector<double> eau, etp;
+  std::vector<std::optional<double>> eau, etp;
   for (const auto& [epoch, ranks] : evals) {
     EpochMetric m;
     m.epoch = epoch;
-    double au_sum = 0;
+    double au_sum = 0, tp_sum = 0;
+    bool au_all = true, tp_all = true;
     for (const auto& [rank, r] : ranks) {
-      if (r->blocks.empty()) continue;
+      if (r->blocks.empty()) {
+        au_all = tp_all = false;
+        continue;
+      }
       const BlockTimings& b = r->blocks[0];
       const BlockMetric bm = ComputeEvalBlock(b.proc, b.compute, b.duration_s, ew);
-      au_sum += bm.au_percent;
-      m.samples_per_second += bm.samples_per_second;
+      if (bm.au_percent) {
+        au_sum += *bm.au_percent;
+      } else {
+        au_all = false;
+      }
+      if (bm.samples_per_second) {
+        tp_sum += *bm.samples_per_second;
+      } else {
+        tp_all = false;
+      }
       m.read_bytes += r->io.bytes;
       s.eval_io += r->io;
     }
-    m.au_percent = au_sum / static_cast<double>(ranks.size());
-    m.mib_per_second = m.samples_per_second * job.spec.record_length_bytes / kMiB;
+    if (au_all) m.au_percent = au_sum / static_cast<double>(ranks.size());
+    if (tp_all) m.samples_per_second = tp_sum;
+    m.mib_per_second = Times(m.samples_per_second, job.spec.record_length_bytes / kMiB);
     s.eval.push_back(m);
     eau.push_back(m.au_percent);
     etp.push_back(m.samples_per_second);
   }
-  s.eval_au_mean = Mean(eau);
-  s.eval_au_stdev = PopulationStdev(eau);
-  s.eval_throughput_mean = Mean(etp);
-  s.eval_throughput_stdev = PopulationStdev(etp);
-  s.eval_io_mean_mib = s.eval_throughput_mean * job.spec.record_length_bytes / kMiB;
-  s.eval_io_stdev_mib = s.eval_throughput_stdev * job.spec.record_length_bytes / kMiB;
-  s.eval_au_meets_expectation = s.eval_au_mean >= job.spec.au_threshold * 100;
+  s.eval_au_mean = MeanOf(eau);
+  s.eval_au_stdev = StdevOf(eau);
+  s.eval_throughput_mean = MeanOf(etp);
+  s.eval_throughput_stdev = StdevOf(etp);
+  s.eval_io_mean_mib = Times(s.eval_throughput_mean, job.spec.record_length_bytes / kMiB);
+  s.eval_io_stdev_mib = Times(s.eval_throughput_stdev, job.spec.record_length_bytes / kMiB);
+  s.eval_au_meets_expectation = s.eval_au_mean && *s.eval_au_mean >= job.spec.au_threshold * 100;
   return c;
 }
 
@@ -298,9 +376,17 @@ absl::Status ErrnoStatus(int err, const std::string& message) {
 BlockMetric ComputeEvalBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
                              const MetricWindow& w) {
   BlockMetric m = ComputeTrainBlock(proc, compute, duration_s, w);
-  m.samples_per_second =
-      duration_s > 0 ? static_cast<double>(m.steps) * static_cast<double>(w.batch) / duration_s : 0.0;
+  m.samples_per_second.reset();
+  if (m.steps > 0 && duration_s > 0) {
+    m.samples_per_second = static_cast<double>(m.steps) * static_cast<double>(w.batch) / duration_s;
+  }
   return m;
+}
+
+int64_t AuWindowSteps(const MetricWindow& w, int64_t block_steps) {
+  // DLIO slices compute[exclude_start : window_end + 1] of the block's own list, window_end from the epoch.
+  auto norm = [block_steps](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + block_steps : i, 0, block_steps); };
+  return std::max<int64_t>(0, norm(w.epoch_steps - w.exclude_end) - norm(w.exclude_start));
 }
 
 BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
@@ -314,9 +400,14 @@ BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector
       duration_s - SliceSum(proc, 0, start) - SliceSum(proc, window_end + 1, static_cast<int64_t>(proc.size()));
   m.steps = static_cast<int64_t>(compute.size());
   m.timed_seconds = total;
-  // DLIO divides by total_time unguarded; a window of no time at all reports 0 here.
-  if (total > 0) {
-    m.au_percent = compute_sum == 0 ? 0.0 : 100.0 * compute_sum / total;
+  // DLIO divides by total_time unguarded and keeps what comes out; a figure the window cannot give is not measured.
+  if (total > 0 && AuWindowSteps(w, m.steps) > 0) {
+    const double au = compute_sum == 0 ? 0.0 : 100.0 * compute_sum / total;
+    // The window's compute lies inside total_time; more than 100 % (beyond clock rounding) means timings that do
+    // not belong together, which is no measurement either.
+    if (au <= 100.0 + 1e-6) m.au_percent = std::min(au, 100.0);
+  }
+  if (total > 0 && m.steps >= kMinThroughputSteps) {
     m.samples_per_second = static_cast<double>(m.steps - 2) * static_cast<double>(w.batch) / total;
   }
   return m;
@@ -324,19 +415,23 @@ BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector
 
 RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w) {
   RankEpochMetric m;
-  double steps = 0, au = 0, tp = 0;
+  double au_steps = 0, tp_steps = 0, au = 0, tp = 0;
   for (const BlockTimings& b : r.blocks) {
     const BlockMetric bm = ComputeTrainBlock(b.proc, b.compute, b.duration_s, w);
     const auto n = static_cast<double>(bm.steps);
-    steps += n;
-    au += bm.au_percent * n;
-    tp += bm.samples_per_second * n;
+    if (bm.au_percent) {
+      au_steps += n;
+      au += *bm.au_percent * n;
+    }
+    if (bm.samples_per_second) {
+      tp_steps += n;
+      tp += *bm.samples_per_second * n;
+    }
     m.timed_seconds += bm.timed_seconds;
+    m.duration_seconds += b.duration_s;
   }
-  if (steps > 0) {
-    m.au_percent = au / steps;
-    m.samples_per_second = tp / steps;
-  }
+  if (au_steps > 0) m.au_percent = au / au_steps;
+  if (tp_steps > 0) m.samples_per_second = tp / tp_steps;
   return m;
 }
 
@@ -353,6 +448,68 @@ MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps) {
   MetricWindow w = TrainWindow(spec, eval_steps);
   w.batch = spec.batch_size_eval;
   return w;
+}
+
+namespace {
+
+// The step counts of one epoch's blocks (step-based checkpoints split it); empty blocks weigh nothing and are left out.
+std::vector<int64_t> BlockSteps(const WorkloadSpec& spec, int64_t epoch_steps) {
+  std::vector<int64_t> blocks;
+  int64_t prev = 0;
+  for (int64_t s : CheckpointStepsInEpoch(spec, epoch_steps)) {
+    if (s > prev) blocks.push_back(s - prev);
+    prev = s;
+  }
+  if (epoch_steps > prev) blocks.push_back(epoch_steps - prev);
+  return blocks;
+}
+
+std::string FewerStepsHint() {
+  return "more files or samples per file, a smaller batch, or fewer accelerators give more steps";
+}
+
+}  // namespace
+
+std::vector<std::string> UnmeasuredFigureWarnings(const WorkloadSpec& spec, int64_t epoch_steps, int64_t eval_steps) {
+  std::vector<std::string> out;
+  if (spec.train && epoch_steps > 0) {
+    const MetricWindow w = TrainWindow(spec, epoch_steps);
+    const std::vector<int64_t> blocks = BlockSteps(spec, epoch_steps);
+    const int64_t au_need = std::max<int64_t>(1, spec.exclude_start_steps + spec.exclude_end_steps + 1);
+    int64_t au_blocks = 0, tp_blocks = 0;
+    for (int64_t b : blocks) {
+      au_blocks += AuWindowSteps(w, b) > 0 ? 1 : 0;
+      tp_blocks += b >= kMinThroughputSteps ? 1 : 0;
+    }
+    const std::string split = blocks.size() > 1 ? fmt::format(" (in blocks of {} between step-based checkpoints)",
+                                                              fmt::join(blocks, "/"))
+                                                : std::string();
+    if (au_blocks == 0) {
+      out.push_back(fmt::format(
+          "AU will not be measured: {} step(s) per epoch{} leave no step inside DLIO's metric window "
+          "(output.metric.exclude_start_steps {}, exclude_end_steps {}: it needs at least {} steps); {}",
+          epoch_steps, split, spec.exclude_start_steps, spec.exclude_end_steps, au_need, FewerStepsHint()));
+    } else if (au_blocks < static_cast<int64_t>(blocks.size())) {
+      out.push_back(fmt::format("AU: some blocks{} leave no step inside DLIO's metric window; they are left out of "
+                                "the epoch's AU", split));
+    }
+    if (tp_blocks == 0) {
+      out.push_back(fmt::format(
+          "samples/s will not be measured: {} step(s) per epoch{}, and DLIO's samples/s = (steps - 2) x batch / time "
+          "needs at least {} steps; {}",
+          epoch_steps, split, kMinThroughputSteps, FewerStepsHint()));
+    } else if (tp_blocks < static_cast<int64_t>(blocks.size())) {
+      out.push_back(fmt::format("samples/s: some blocks{} have fewer than {} steps; they are left out of the "
+                                "epoch's samples/s", split, kMinThroughputSteps));
+    }
+  }
+  if (spec.evaluation && spec.train && spec.num_files_eval > 0 && eval_steps > 0 &&
+      AuWindowSteps(EvalWindow(spec, eval_steps), eval_steps) == 0) {
+    out.push_back(fmt::format("evaluation AU will not be measured: {} evaluation step(s) leave no step inside the "
+                              "metric window (exclude_start_steps {}, exclude_end_steps {})",
+                              eval_steps, spec.exclude_start_steps, spec.exclude_end_steps));
+  }
+  return out;
 }
 
 Aggregator::Aggregator(const JobResult& job) : job_(job) {}
@@ -445,7 +602,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   const AgentInfo* rank0 = AgentOfRank(job_, 0);
   j["hostname"] = rank0 != nullptr ? rank0->hostname : (hosts.empty() ? "" : hosts[0].hostname);
   j["num_files_train"] = job_.spec.num_files_train;
-  j["num_files_eval"] = 0;
+  j["num_files_eval"] = job_.spec.num_files_eval;
   j["num_samples_per_file"] = job_.spec.num_samples_per_file;
   nlohmann::json cpus = nlohmann::json::array(), mem = nlohmann::json::array(), caching = nlohmann::json::array();
   for (const Host& h : hosts) {
@@ -486,20 +643,20 @@ nlohmann::json Aggregator::SummaryJson() const {
     j["epochs"] = s.epochs.size();
     nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
     for (const EpochMetric& m : s.epochs) {
-      au.push_back(m.au_percent);
-      tp.push_back(m.samples_per_second);
+      au.push_back(Num(m.au_percent));
+      tp.push_back(Num(m.samples_per_second));
     }
     metric["train_au_percentage"] = au;
-    metric["train_au_mean_percentage"] = s.au_mean;
-    metric["train_au_stdev_percentage"] = s.au_stdev;
-    metric["train_au_meet_expectation"] = s.au_meets_expectation ? "success" : "fail";
+    metric["train_au_mean_percentage"] = Num(s.au_mean);
+    metric["train_au_stdev_percentage"] = Num(s.au_stdev);
+    metric["train_au_meet_expectation"] = !s.au_mean ? "not measured" : s.au_meets_expectation ? "success" : "fail";
     metric["train_throughput_samples_per_second"] = tp;
-    metric["train_throughput_mean_samples_per_second"] = s.throughput_mean;
-    metric["train_throughput_stdev_samples_per_second"] = s.throughput_stdev;
-    metric["train_io_mean_MB_per_second"] = s.io_mean_mib;
-    metric["train_io_stdev_MB_per_second"] = s.io_stdev_mib;
+    metric["train_throughput_mean_samples_per_second"] = Num(s.throughput_mean);
+    metric["train_throughput_stdev_samples_per_second"] = Num(s.throughput_stdev);
+    metric["train_io_mean_MB_per_second"] = Num(s.io_mean_mib);
+    metric["train_io_stdev_MB_per_second"] = Num(s.io_stdev_mib);
     metric["train_read_bytes"] = s.read_bytes;
-    metric["train_io_actual_mean_MB_per_second"] = s.actual_mb_mean;
+    metric["train_io_actual_mean_MB_per_second"] = Num(s.actual_mb_mean);
     metric["train_dropped_samples_per_epoch"] = s.dropped_samples;
 
     ext["epoch_steps"] = c.window.epoch_steps;
@@ -509,14 +666,14 @@ nlohmann::json Aggregator::SummaryJson() const {
       const Computed::EpochExtra& x = c.extra[i];
       epochs.push_back({{"epoch", m.epoch},
                         {"ranks", x.ranks},
-                        {"au_percentage", m.au_percent},
-                        {"au_min_rank_percentage", x.au_min_rank},
-                        {"au_max_rank_percentage", x.au_max_rank},
-                        {"throughput_samples_per_second", m.samples_per_second},
-                        {"io_MiB_per_second", m.mib_per_second},
+                        {"au_percentage", Num(m.au_percent)},
+                        {"au_min_rank_percentage", Num(x.au_min_rank)},
+                        {"au_max_rank_percentage", Num(x.au_max_rank)},
+                        {"throughput_samples_per_second", Num(m.samples_per_second)},
+                        {"io_MiB_per_second", Num(m.mib_per_second)},
                         {"timed_seconds", x.timed_seconds},
                         {"read_bytes", m.read_bytes},
-                        {"io_actual_MB_per_second", m.actual_mb_per_second},
+                        {"io_actual_MB_per_second", Num(m.actual_mb_per_second)},
                         {"dropped_samples", m.dropped_samples}});
     }
     ext["train_epochs"] = epochs;
@@ -527,23 +684,43 @@ nlohmann::json Aggregator::SummaryJson() const {
   if (!s.eval.empty()) {
     nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
     for (const EpochMetric& m : s.eval) {
-      au.push_back(m.au_percent);
-      tp.push_back(m.samples_per_second);
+      au.push_back(Num(m.au_percent));
+      tp.push_back(Num(m.samples_per_second));
     }
     metric["eval_au_percentage"] = au;
-    metric["eval_au_mean_percentage"] = s.eval_au_mean;
-    metric["eval_au_meet_expectation"] = s.eval_au_meets_expectation ? "success" : "fail";
-    metric["eval_au_stdev_percentage"] = s.eval_au_stdev;
+    metric["eval_au_mean_percentage"] = Num(s.eval_au_mean);
+    metric["eval_au_meet_expectation"] =
+        !s.eval_au_mean ? "not measured" : s.eval_au_meets_expectation ? "success" : "fail";
+    metric["eval_au_stdev_percentage"] = Num(s.eval_au_stdev);
     metric["eval_throughput_samples_per_second"] = tp;
-    metric["eval_throughput_mean_samples_per_second"] = s.eval_throughput_mean;
-    metric["eval_throughput_stdev_samples_per_second"] = s.eval_throughput_stdev;
-    metric["eval_io_mean_MB_per_second"] = s.eval_io_mean_mib;
-    metric["eval_io_stdev_MB_per_second"] = s.eval_io_stdev_mib;
+    metric["eval_throughput_mean_samples_per_second"] = Num(s.eval_throughput_mean);
+    metric["eval_throughput_stdev_samples_per_second"] = Num(s.eval_throughput_stdev);
+    metric["eval_io_mean_MB_per_second"] = Num(s.eval_io_mean_mib);
+    metric["eval_io_stdev_MB_per_second"] = Num(s.eval_io_stdev_mib);
     metric["eval_read_bytes"] = s.eval_io.bytes;
     ext["eval_io"] = IoJson(s.eval_io);
     ext["eval_read_latency_seconds"] = LatencyJson(s.eval_io.latency);
   }
-  AddCheckpointSummary(ComputeCheckpoints(job_.checkpoints), &metric);
+  const std::vector<CheckpointMetric> checkpoints = ComputeCheckpoints(job_.checkpoints);
+  AddCheckpointSummary(checkpoints, &metric);
+  if (!checkpoints.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const CheckpointMetric& c : checkpoints) {
+      list.push_back({{"operation", c.load ? "load" : "save"},
+                      {"index", c.index},
+                      {"bytes", c.bytes},
+                      {"rank0_duration_seconds", c.rank0_duration_s},
+                      {"rank0_GiB_per_second", c.rank0_gib_per_second},
+                      {"max_duration_seconds", c.max_duration_s},
+                      {"min_GiB_per_second", c.min_gib_per_second}});
+    }
+    ext["checkpoints"] = list;
+  }
+  nlohmann::json not_measured = nlohmann::json::object();
+  if (!s.au_not_measured.empty()) not_measured["train_au"] = s.au_not_measured;
+  if (!s.throughput_not_measured.empty()) not_measured["train_throughput"] = s.throughput_not_measured;
+  if (!not_measured.empty()) ext["not_measured"] = not_measured;
+  ext["verdict"] = VerdictJson(JudgeJob(s, job_.spec, job_.job_state));
   j["metric"] = metric;
   j["dlio_ext"] = ext;
   return j;
@@ -574,8 +751,8 @@ nlohmann::json Aggregator::RankOutputJson(int rank) const {
       load[key] = b.load;
       proc[key] = b.proc;
       compute[key] = b.compute;
-      au[key] = bm.au_percent;
-      tp[key] = bm.samples_per_second;
+      au[key] = Num(bm.au_percent);
+      tp[key] = Num(bm.samples_per_second);
       barrier[key] = b.barrier;
     }
     e["load"] = load;
@@ -599,8 +776,8 @@ nlohmann::json Aggregator::RankOutputJson(int rank) const {
     e["load"]["eval"] = b.load;
     e["proc"]["eval"] = b.proc;
     e["compute"]["eval"] = b.compute;
-    e["au"]["eval"] = bm.au_percent;
-    e["throughput"]["eval"] = bm.samples_per_second;
+    e["au"]["eval"] = Num(bm.au_percent);
+    e["throughput"]["eval"] = Num(bm.samples_per_second);
   }
   return j;
 }

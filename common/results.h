@@ -5,18 +5,22 @@
 //               where window_end = epoch_steps - 1 - exclude_end (indices into the block's own step list)
 //               AU% = 100 * sum(compute[exclude_start : window_end+1]) / total_time   (0 when that sum is 0)
 //               samples/s = (n_steps - 2) * batch / total_time                       (DLIO's hard-coded -2)
-//               (a window with total_time <= 0 reports 0 for both, where DLIO would divide by zero; a block of
-//               0 or 1 steps keeps DLIO's negative samples/s, with weight 0 or 1 below)
-//   per epoch, per rank: step-weighted mean of the blocks' AU and samples/s (0 when no steps)
+//   per epoch, per rank: step-weighted mean of the blocks' AU and samples/s
 //   per epoch, fleet: AU = mean over ranks, samples/s = sum over ranks
 //   summary: mean and population stdev over epochs; "MB/s" = samples/s * record_length_bytes / 2^20 (MiB/s of the
 //   nominal record size, DLIO's meaning); train_au_meet_expectation = mean AU >= metric.au * 100.
+// Figures that are not measured (docs/results.md): where DLIO's window leaves nothing to measure, DLIO prints a
+// negative, zero or > 100 % figure; here the figure is std::nullopt (null in the files, "n/m" in tables) with a
+// reason. A block's AU needs at least one step inside its window and a positive total_time; its samples/s needs at
+// least kMinThroughputSteps steps (the "-2") and a positive total_time. A rank's epoch figure is the step-weighted
+// mean over its measured blocks only (DLIO also averages in the impossible ones); an epoch's fleet figure needs
+// every rank's; the summary's mean and stdev run over the measured epochs.
 // Our measured additions: metric.train_read_bytes (bytes returned by read calls on data files, all ranks and
-// epochs), metric.train_io_actual_mean_MB_per_second (mean over epochs of the epoch's bytes over its timed window,
-// the longest of the ranks' summed block total_time; MB = 10^6) and metric.train_dropped_samples_per_epoch; the
-// rest under "dlio_ext" (per-epoch detail, merged read-latency percentiles, generation I/O). In <rank>_output.json
-// each epoch also has "barrier" {blockN: [s...]} and "dlio_ext" (the rank's I/O counters and read latency).
-// epoch_steps (DLIO's self.steps) comes from the epoch plan of the job's spec and world.
+// epochs), metric.train_io_actual_mean_MB_per_second (mean over epochs of the epoch's bytes over the epoch's time,
+// the longest of the ranks' summed block durations, first step included as its reads are; MB = 10^6) and metric.train_dropped_samples_per_epoch; the
+// rest under "dlio_ext" (per-epoch detail, merged read-latency percentiles, generation I/O, the verdict). In
+// <rank>_output.json each epoch also has "barrier" {blockN: [s...]} and "dlio_ext" (the rank's I/O counters and
+// read latency). epoch_steps (DLIO's self.steps) comes from the epoch plan of the job's spec and world.
 //
 // Aggregator is the one merge path: a rank, an agent and the fleet are merged by the same code (IoSnapshot and
 // LatencyHistogram +=, percentiles after the merge).
@@ -25,6 +29,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,9 +88,15 @@ struct MetricWindow {
   int64_t batch = 1;
 };
 
+// samples/s = (n - 2) x batch / total_time needs n >= 3 to be a rate at all.
+inline constexpr int64_t kMinThroughputSteps = 3;
+
+// Steps of a block of `block_steps` steps that fall inside DLIO's AU window (Python slice rules).
+int64_t AuWindowSteps(const MetricWindow& w, int64_t block_steps);
+
 struct BlockMetric {
-  double au_percent = 0;
-  double samples_per_second = 0;
+  std::optional<double> au_percent;          // nullopt: not measured (no step in the window, or no timed window)
+  std::optional<double> samples_per_second;  // nullopt: not measured (fewer than 3 steps, or no timed window)
   int64_t steps = 0;
   double timed_seconds = 0;      // total_time of the formula
 };
@@ -99,19 +110,21 @@ BlockMetric ComputeEvalBlock(const std::vector<double>& proc, const std::vector<
                              const MetricWindow& w);
 
 struct RankEpochMetric {
-  double au_percent = 0;
-  double samples_per_second = 0;
+  std::optional<double> au_percent;
+  std::optional<double> samples_per_second;
   double timed_seconds = 0;      // sum of the blocks' total_time
+  double duration_seconds = 0;   // sum of the blocks' durations (the whole epoch, checkpoints left out)
 };
-// Step-weighted mean over the rank's blocks.
+// Step-weighted mean over the rank's measured blocks (nullopt when none is).
 RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w);
 
 struct EpochMetric {
   int epoch = 1;
-  double au_percent = 0;             // mean over ranks
-  double samples_per_second = 0;     // sum over ranks
-  double mib_per_second = 0;         // samples/s * record_length / 2^20
-  double actual_mb_per_second = 0;   // measured bytes over the timed window (max over ranks), 10^6
+  std::optional<double> au_percent;            // mean over ranks (nullopt unless every rank's is measured)
+  std::optional<double> samples_per_second;    // sum over ranks (likewise)
+  std::optional<double> mib_per_second;        // samples/s * record_length / 2^20
+  std::optional<double> actual_mb_per_second;  // measured bytes over the epoch's time (max over ranks), 10^6
+  std::optional<double> au_min_rank;           // the least busy rank's AU
   uint64_t read_bytes = 0;
   uint64_t dropped_samples = 0;
 };
@@ -150,6 +163,9 @@ struct AgentInfo {
   std::string kernel;
   std::string cpu_model;
   std::string data_root_fs;
+  // DLIO's host_cpuinfo / host_meminfo / host_processor_name of the agent's host (empty from older agents).
+  std::map<std::string, std::string> cpuinfo, meminfo;
+  std::string processor_name;
 };
 
 struct JobResult {
@@ -171,21 +187,26 @@ struct JobResult {
 
 struct FleetSummary {
   std::vector<EpochMetric> epochs;
-  double au_mean = 0, au_stdev = 0;
-  double throughput_mean = 0, throughput_stdev = 0;
-  double io_mean_mib = 0, io_stdev_mib = 0;
-  double actual_mb_mean = 0;
+  // Mean and population stdev over the measured epochs; nullopt when no epoch's figure is measured.
+  std::optional<double> au_mean, au_stdev;
+  std::optional<double> throughput_mean, throughput_stdev;
+  std::optional<double> io_mean_mib, io_stdev_mib;
+  std::optional<double> actual_mb_mean;
+  // The least busy rank: min over ranks of the rank's AU averaged over the measured epochs.
+  std::optional<double> au_min_rank;
+  // Why a figure is not measured (empty when it is): one line each, for the files and the verdict.
+  std::string au_not_measured, throughput_not_measured;
   uint64_t read_bytes = 0;
   uint64_t dropped_samples = 0;
-  bool au_meets_expectation = false;
+  bool au_meets_expectation = false;   // DLIO's train_au_meet_expectation (false when not measured)
   IoSnapshot io;                       // merged over every rank and epoch
 
   // Evaluation, DLIO's definitions: per rank AU over the eval window and samples/s = steps x batch_eval / wall
   // time (no "-2"); per evaluation, AU = mean over ranks and samples/s = sum over ranks; then mean/stdev.
   std::vector<EpochMetric> eval;       // one per evaluation, `epoch` = the epoch it followed
-  double eval_au_mean = 0, eval_au_stdev = 0;
-  double eval_throughput_mean = 0, eval_throughput_stdev = 0;
-  double eval_io_mean_mib = 0, eval_io_stdev_mib = 0;
+  std::optional<double> eval_au_mean, eval_au_stdev;
+  std::optional<double> eval_throughput_mean, eval_throughput_stdev;
+  std::optional<double> eval_io_mean_mib, eval_io_stdev_mib;
   bool eval_au_meets_expectation = false;
   IoSnapshot eval_io;
 };
@@ -207,6 +228,11 @@ class Aggregator {
 
 MetricWindow TrainWindow(const WorkloadSpec& spec, int64_t epoch_steps);
 MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps);
+
+// Before anything runs: one line per figure of the job that DLIO's window will leave unmeasured with
+// `epoch_steps` training steps per epoch (and `eval_steps` per evaluation), blocks of step-based checkpoints
+// included; empty when every figure will be measured. --explain prints them, the coordinator warns at job start.
+std::vector<std::string> UnmeasuredFigureWarnings(const WorkloadSpec& spec, int64_t epoch_steps, int64_t eval_steps);
 
 // Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json and job.yaml into `dir` (created if
 // missing), each under a temporary name then renamed.

@@ -1611,4 +1611,29 @@ std::string KeyReferenceMarkdown() {
   return md;
 }
 
+namespace {
+
+void FlattenNode(const YAML::Node& n, const std::string& prefix, std::map<std::string, std::string>* out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.as<std::string>();
+      FlattenNode(kv.second, prefix.empty() ? key : absl::StrCat(prefix, ".", key), out);
+    }
+  } else if (n.IsSequence()) {
+    YAML::Emitter e;
+    e << YAML::Flow << n;
+    (*out)[prefix] = e.c_str();
+  } else {
+    (*out)[prefix] = n.IsScalar() ? n.Scalar() : "";
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> FlattenWorkload(const WorkloadSpec& spec) {
+  std::map<std::string, std::string> flat;
+  FlattenNode(YAML::Load(ToYaml(spec)), "", &flat);
+  return flat;
+}
+
 }  // namespace dlio

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -222,6 +223,9 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std
                                               std::vector<std::string>* warnings = nullptr);
 // The normalised YAML (DLIO key names, every key this version knows).
 std::string ToYaml(const WorkloadSpec& spec);
+// ToYaml() as dotted keys and their values as written there ("reader.batch_size" -> "7"; a sequence as one flow
+// value, "[1, 2]"): what an MLPerf classification and a report's A/B comparison compare key by key.
+std::map<std::string, std::string> FlattenWorkload(const WorkloadSpec& spec);
 
 const char* ShuffleModeName(ShuffleMode m);
 

@@ -13,10 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "common/explain.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
+#include "dlio/v1/convert.h"
 #include "dlio/v1/credentials.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -75,13 +77,55 @@ const char* StateName(v1::JobState s) {
 
 bool Final(v1::JobState s) { return s != v1::JOB_STATE_QUEUED && s != v1::JOB_STATE_RUNNING; }
 
-json RowJson(const v1::EpochRow& r, bool with_epoch) {
-  json j = {{"au_percent", r.au_percent()},
-            {"samples_per_second", r.samples_per_second()},
-            {"mib_per_second", r.mib_per_second()},
-            {"actual_mb_per_second", r.actual_mb_per_second()}};
-  if (with_epoch) j["epoch"] = r.epoch();
+json Num(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+// A table or JSON row of one epoch (or the means); a figure that is not measured is null.
+json RowJson(const EpochMetric& m, bool with_epoch) {
+  json j = {{"au_percent", Num(m.au_percent)},
+            {"au_min_rank_percent", Num(m.au_min_rank)},
+            {"samples_per_second", Num(m.samples_per_second)},
+            {"mib_per_second", Num(m.mib_per_second)},
+            {"actual_mb_per_second", Num(m.actual_mb_per_second)}};
+  if (with_epoch) j["epoch"] = m.epoch;
   return j;
+}
+
+// The rows of summary.json's dlio_ext.train_epochs (the `results` verb reads the files, not the event).
+std::vector<EpochMetric> EpochsFromSummary(const json& summary) {
+  std::vector<EpochMetric> rows;
+  if (!summary.is_object() || !summary.contains("dlio_ext")) return rows;
+  auto opt = [](const json& j, const char* key) -> std::optional<double> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  for (const json& e : summary["dlio_ext"].value("train_epochs", json::array())) {
+    EpochMetric m;
+    m.epoch = e.value("epoch", 0);
+    m.au_percent = opt(e, "au_percentage");
+    m.au_min_rank = opt(e, "au_min_rank_percentage");
+    m.samples_per_second = opt(e, "throughput_samples_per_second");
+    m.mib_per_second = opt(e, "io_MiB_per_second");
+    m.actual_mb_per_second = opt(e, "io_actual_MB_per_second");
+    rows.push_back(m);
+  }
+  return rows;
+}
+
+// The "mean" row of the table from summary.json's metric block.
+EpochMetric MeanFromSummary(const json& summary) {
+  EpochMetric m;
+  const json metric = summary.is_object() ? summary.value("metric", json::object()) : json::object();
+  auto opt = [&](const char* key) -> std::optional<double> {
+    auto it = metric.find(key);
+    if (it == metric.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+  };
+  m.au_percent = opt("train_au_mean_percentage");
+  m.samples_per_second = opt("train_throughput_mean_samples_per_second");
+  m.mib_per_second = opt("train_io_mean_MB_per_second");
+  m.actual_mb_per_second = opt("train_io_actual_mean_MB_per_second");
+  return m;
 }
 
 json InfoJson(const v1::JobInfo& i) {
@@ -103,21 +147,41 @@ json InfoJson(const v1::JobInfo& i) {
             {"result_dir", i.result_dir()},
             {"has_results", i.has_results()}};
   if (i.state() == v1::JOB_STATE_QUEUED) j["queue_position"] = i.queue_position();
+  j["verdict"] = VerdictJson(FromProto(i.verdict()));
   return j;
 }
 
-void PrintTable(const google::protobuf::RepeatedPtrField<v1::EpochRow>& rows, const v1::EpochRow& mean,
-                std::ostream& out) {
+// `status` and `results`: 0 while queued or running; a finished job's verdict status (0, 5, 6); 1 when it did not
+// succeed.
+int ExitStatusOfJob(const v1::JobInfo& i) {
+  if (!Final(i.state())) return kExitOk;
+  if (i.state() != v1::JOB_STATE_SUCCEEDED) return kExitJobNotSucceeded;
+  return ExitStatusFor(FromProto(i.verdict()));
+}
+
+// A figure of `width` columns, "n/m" when it is not measured.
+std::string Cell(const std::optional<double>& v, int width) {
+  return v ? absl::StrFormat("%*.2f", width, *v) : absl::StrFormat("%*s", width, "n/m");
+}
+
+// The per-epoch table; `mean` is printed as the last row when given.
+void PrintTable(const std::vector<EpochMetric>& rows, const EpochMetric* mean, std::ostream& out) {
   out << absl::StrFormat("\n%-7s %10s %14s %14s %16s\n", "epoch", "AU (%)", "samples/s", "MB/s (MiB)",
                          "actual MB/s");
-  for (const v1::EpochRow& r : rows) {
-    out << absl::StrFormat("%-7d %10.2f %14.2f %14.2f %16.2f\n", r.epoch(), r.au_percent(), r.samples_per_second(),
-                           r.mib_per_second(), r.actual_mb_per_second());
+  auto line = [&](const std::string& label, const EpochMetric& m) {
+    out << absl::StrFormat("%-7s ", label) << Cell(m.au_percent, 10) << " " << Cell(m.samples_per_second, 14) << " "
+        << Cell(m.mib_per_second, 14) << " " << Cell(m.actual_mb_per_second, 16) << "\n";
+  };
+  bool unmeasured = false;
+  for (const EpochMetric& r : rows) {
+    line(std::to_string(r.epoch), r);
+    unmeasured = unmeasured || !r.au_percent || !r.samples_per_second;
   }
-  out << absl::StrFormat("%-7s %10.2f %14.2f %14.2f %16.2f\n", "mean", mean.au_percent(), mean.samples_per_second(),
-                         mean.mib_per_second(), mean.actual_mb_per_second());
+  if (mean != nullptr) line("mean", *mean);
   out << "(MB/s (MiB) is DLIO's figure: samples/s x nominal record size in MiB; actual MB/s is measured bytes read, "
-         "10^6)\n";
+         "10^6"
+      << (unmeasured ? "; n/m: not measured, DLIO's metric window leaves too few steps (docs/results.md)" : "")
+      << ")\n";
 }
 
 json CheckpointRowJson(const v1::CheckpointRow& r) {
@@ -205,7 +269,8 @@ struct Connection {
   }
 };
 
-// Live progress of one job: a redrawn bar on a terminal, a plain line every few seconds otherwise.
+// Live progress of one job: a redrawn bar on a terminal, a plain line every few seconds otherwise. During training:
+// the epoch (k of N), the epoch's live AU and MB/s, the phase's and the whole job's ETA.
 class ProgressView {
  public:
   ProgressView(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
@@ -217,6 +282,10 @@ class ProgressView {
       phase_ = e.phase_id();
       start_ = now;
       last_plain_ = SteadyClock::time_point();
+      if (absl::StartsWith(phase_, "train-epoch-") && !trained_) {
+        trained_ = true;
+        train_start_ = now;
+      }
     }
     if (!e.message().empty()) {
       Clear();
@@ -224,17 +293,10 @@ class ProgressView {
       return;
     }
     if (e.total() == 0) return;
-    const bool files = phase_ == "generate";
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double rate = elapsed > 0 ? static_cast<double>(e.done()) / elapsed : 0;
-    const double eta = rate > 0 ? static_cast<double>(e.total() - std::min(e.done(), e.total())) / rate : -1;
-    const double sps = elapsed > 0 ? static_cast<double>(e.samples()) / elapsed : 0;
-    std::string figures = absl::StrFormat("%d/%d %s  ETA %s  %.1f samples/s", e.done(), e.total(),
-                                          files ? "files" : "steps", Clock(eta), sps);
-    if (e.bytes() > 0) absl::StrAppend(&figures, "  ", HumanBytes(static_cast<double>(e.bytes())));
+    const std::string figures = Figures(e, now);
     if (tty_) {
-      // 30 columns: fits an 80-column terminal with the phase name and the figures.
-      constexpr int kWidth = 30;
+      // 24 columns: with the phase name and the figures, fits a 100-column terminal.
+      constexpr int kWidth = 24;
       const int filled = static_cast<int>(kWidth * std::min(1.0, static_cast<double>(e.done()) / e.total()));
       out_ << "\r\033[K[" << phase_ << "] [" << std::string(filled, '#') << std::string(kWidth - filled, '-') << "] "
            << figures << std::flush;
@@ -251,10 +313,38 @@ class ProgressView {
   }
 
  private:
+  std::string Figures(const v1::JobEvent& e, SteadyClock::time_point now) const {
+    const bool files = phase_ == "generate";
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double fraction = std::min(1.0, static_cast<double>(e.done()) / static_cast<double>(e.total()));
+    const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : -1;
+    std::string f;
+    if (e.epochs_total() > 0 && e.epoch() > 0) absl::StrAppend(&f, "epoch ", e.epoch(), "/", e.epochs_total(), "  ");
+    absl::StrAppend(&f, absl::StrFormat("%d/%d %s", e.done(), e.total(), files ? "files" : "steps"));
+    if (e.has_live_au_percent()) absl::StrAppend(&f, absl::StrFormat("  AU %.1f %%", e.live_au_percent()));
+    if (elapsed > 0) {
+      absl::StrAppend(&f, absl::StrFormat("  %.1f samples/s", static_cast<double>(e.samples()) / elapsed));
+      if (e.bytes() > 0) absl::StrAppend(&f, "  ", HumanBytes(static_cast<double>(e.bytes()) / elapsed), "/s");
+    }
+    absl::StrAppend(&f, "  ETA ", Clock(eta));
+    // The whole job: training so far, per epoch (evaluations and checkpoints included), times the epochs left.
+    if (trained_ && e.epochs_total() > 0 && e.epoch() > 0 && absl::StartsWith(phase_, "train-epoch-")) {
+      const double done_epochs = static_cast<double>(e.epoch() - 1) + fraction;
+      const double job_elapsed = std::chrono::duration<double>(now - train_start_).count();
+      if (done_epochs > 0) {
+        const double left = job_elapsed / done_epochs * (static_cast<double>(e.epochs_total()) - done_epochs);
+        absl::StrAppend(&f, " (job ", Clock(left), ")");
+      }
+    }
+    return f;
+  }
+
   std::ostream& out_;
   const bool tty_;
   std::string phase_;
   SteadyClock::time_point start_, last_plain_;
+  bool trained_ = false;              // a training epoch started: train_start_ is set
+  SteadyClock::time_point train_start_;
   bool shown_ = false;
 };
 
@@ -326,6 +416,21 @@ bool FetchTrace(Connection& c, const std::string& job_id, const std::string& pat
 
 }  // namespace
 
+int ExitStatusFor(const Verdict& v) {
+  switch (v.status) {
+    case VerdictStatus::kPass:
+    case VerdictStatus::kNotApplicable:
+      return kExitOk;
+    case VerdictStatus::kFail:
+      return kExitBelowTarget;
+    case VerdictStatus::kNotMeasured:
+      return kExitNotMeasured;
+    case VerdictStatus::kIncomplete:
+      return kExitJobNotSucceeded;
+  }
+  return kExitJobNotSucceeded;
+}
+
 int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
   absl::StatusOr<std::string> text = ReadFile(opt.job_path);
   if (!text.ok()) {
@@ -378,7 +483,8 @@ int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::
   if (local != nullptr) {
     fleet.agents = local->agents;
     fleet.accelerators_per_agent = local->accelerators;
-    if (local_ram > 0) fleet.agent_memory_bytes = {local_ram};
+    // `run`'s agents share this one machine: its RAM counts once.
+    if (local_ram > 0) fleet.nodes = {{"localhost", local_ram, local->agents}};
     fleet.memory_source = "local /proc/meminfo";
   } else {
     // The attached agents, if the coordinator answers soon; explaining must not hang on an absent coordinator.
@@ -399,15 +505,26 @@ int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::
     fleet.accelerators_per_agent = opt.accelerators_per_agent > 0 ? opt.accelerators_per_agent
                                    : attached > 0 ? static_cast<int>(resp.agents(0).accelerators())
                                                   : 1;
-    std::vector<uint64_t> ram;
+    // The job's agents grouped by node: a node's RAM counts once however many agents share it.
+    std::vector<ExplainNode> nodes;
     for (int i = 0; i < attached && i < fleet.agents; ++i) {
-      if (resp.agents(i).host_memory_bytes() > 0) ram.push_back(resp.agents(i).host_memory_bytes());
+      const v1::AgentStatus& a = resp.agents(i);
+      if (a.host_memory_bytes() == 0) continue;
+      auto it = std::find_if(nodes.begin(), nodes.end(), [&](const ExplainNode& n) { return n.name == a.hostname(); });
+      if (it == nodes.end()) {
+        nodes.push_back({a.hostname(), a.host_memory_bytes(), 1});
+      } else {
+        it->agents += 1;
+      }
     }
-    if (!ram.empty()) {
-      fleet.agent_memory_bytes = ram;
+    if (!nodes.empty()) {
+      fleet.nodes = nodes;
       fleet.memory_source = "attached agents, as the coordinator reports them";
     } else {
-      if (local_ram > 0) fleet.agent_memory_bytes = {local_ram};
+      // Unknown placement: every agent on a node like this one.
+      if (local_ram > 0) {
+        for (int64_t i = 0; i < fleet.agents; ++i) fleet.nodes.push_back({"node", local_ram, 1});
+      }
       fleet.memory_source = listed ? "local /proc/meminfo: the coordinator reported no agent memory"
                                    : "local /proc/meminfo: the coordinator at " + opt.client.coordinator +
                                          " did not answer within 2 s";
@@ -515,7 +632,12 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
     return 3;
   }
   const bool succeeded = last.state() == v1::JOB_STATE_SUCCEEDED;
+  const Verdict verdict = FromProto(last.verdict());
+  std::vector<EpochMetric> rows;
+  for (const v1::EpochRow& r : last.epochs()) rows.push_back(FromProto(r));
+  const EpochMetric mean = FromProto(last.mean());
   json doc = {{"job_id", job_id}, {"state", StateName(last.state())}, {"message", last.message()}};
+  doc["verdict"] = VerdictJson(verdict);
   if (!json_out) {
     if (succeeded) {
       out << last.message() << "\n";
@@ -523,16 +645,16 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
       err << "dlio-coordinator: " << last.message() << "\n";
       if (cancelled_by_signal) err << "job " << job_id << " was cancelled because this command was interrupted\n";
     }
-    if (last.epochs_size() > 0) {
+    if (!rows.empty()) {
       if (!succeeded) out << "results of the completed epoch(s):";
-      PrintTable(last.epochs(), last.mean(), out);
+      PrintTable(rows, &mean, out);
     }
     if (last.checkpoints_size() > 0) PrintCheckpoints(last.checkpoints(), out);
   } else {
     json epochs = json::array();
-    for (const v1::EpochRow& r : last.epochs()) epochs.push_back(RowJson(r, true));
+    for (const EpochMetric& r : rows) epochs.push_back(RowJson(r, true));
     doc["epochs"] = epochs;
-    if (last.epochs_size() > 0) doc["mean"] = RowJson(last.mean(), false);
+    if (!rows.empty()) doc["mean"] = RowJson(mean, false);
     if (last.checkpoints_size() > 0) {
       json ck = json::array();
       for (const v1::CheckpointRow& r : last.checkpoints()) ck.push_back(CheckpointRowJson(r));
@@ -559,8 +681,14 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
     if (!json_out) out << "trace: " << opt.trace_path << "\n";
     doc["trace"] = opt.trace_path;
   }
-  if (json_out) out << doc.dump(2) << "\n";
-  return succeeded ? 0 : 1;
+  const int status = succeeded ? ExitStatusFor(verdict) : kExitJobNotSucceeded;
+  doc["exit_status"] = status;
+  if (json_out) {
+    out << doc.dump(2) << "\n";
+  } else {
+    out << "verdict: " << VerdictLine(verdict) << "\n";
+  }
+  return status;
 }
 
 int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err) {
@@ -572,9 +700,12 @@ int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream
   req.set_job_id(job_id);
   v1::JobInfo i;
   if (grpc::Status s = c.stub->GetJob(&ctx, req, &i); !s.ok()) return c.Fail(s, err);
+  const int status = ExitStatusOfJob(i);
   if (opt.json) {
-    out << InfoJson(i).dump(2) << "\n";
-    return 0;
+    json doc = InfoJson(i);
+    doc["exit_status"] = status;
+    out << doc.dump(2) << "\n";
+    return status;
   }
   out << "job " << i.job_id() << ": " << StateName(i.state());
   if (i.state() == v1::JOB_STATE_QUEUED) out << " (" << i.queue_position() << " ahead)";
@@ -601,7 +732,8 @@ int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream
         << "\n";
   }
   if (!i.message().empty()) out << "  message:    " << i.message() << "\n";
-  return 0;
+  out << "  verdict:    " << VerdictLine(FromProto(i.verdict())) << "\n";
+  return status;
 }
 
 int ListJobs(const ClientOptions& opt, std::ostream& out, std::ostream& err) {
@@ -628,14 +760,14 @@ int ListJobs(const ClientOptions& opt, std::ostream& out, std::ostream& err) {
   if (resp.jobs_size() == 0) {
     out << "no jobs\n";
   } else {
-    out << absl::StrFormat("%-26s %-12s %-19s %-7s %-6s %s\n", "JOB", "STATE", "SUBMITTED", "EPOCHS", "RANKS",
-                           "MESSAGE");
+    out << absl::StrFormat("%-26s %-12s %-14s %-19s %-7s %-6s %s\n", "JOB", "STATE", "VERDICT", "SUBMITTED", "EPOCHS",
+                           "RANKS", "MESSAGE");
     for (const v1::JobInfo& i : resp.jobs()) {
       std::string msg = i.message();
       // 100 characters keep a row on a wide terminal; `status JOB` shows the whole line.
       if (msg.size() > 100) msg = msg.substr(0, 97) + "...";
-      out << absl::StrFormat("%-26s %-12s %-19s %-7s %-6d %s\n", i.job_id(), StateName(i.state()),
-                             LocalTime(i.submitted_unix_us()),
+      out << absl::StrFormat("%-26s %-12s %-14s %-19s %-7s %-6d %s\n", i.job_id(), StateName(i.state()),
+                             VerdictStatusName(FromProto(i.verdict()).status), LocalTime(i.submitted_unix_us()),
                              absl::StrCat(i.epochs_done(), "/", i.epochs_total()), i.world_size(), msg);
     }
   }
@@ -707,24 +839,23 @@ int FetchResults(const ClientOptions& opt, const std::string& job_id, const std:
   const int n = WriteResults(c, job_id, output_dir, err, &names, &summary_text, output_dir.empty());
   if (n < 0) return 1;
   const json summary = json::parse(summary_text, nullptr, /*allow_exceptions=*/false);
+  const Verdict verdict = FromProto(info.verdict());
+  const int status = ExitStatusOfJob(info);
   if (opt.json) {
     json doc = {{"job_id", job_id}, {"state", StateName(info.state())}, {"files", names}};
     doc["output"] = output_dir.empty() ? json(nullptr) : json(output_dir);
     doc["summary"] = summary.is_discarded() ? json(nullptr) : summary;
+    doc["verdict"] = VerdictJson(verdict);
+    doc["exit_status"] = status;
     out << doc.dump(2) << "\n";
-    return 0;
+    return status;
   }
   out << "job " << job_id << ": " << StateName(info.state());
   if (info.epochs_total() > 0) out << ", " << info.epochs_done() << " of " << info.epochs_total() << " epoch(s)";
   out << "\n";
-  if (summary.is_object() && summary.contains("dlio_ext") && summary["dlio_ext"].contains("train_epochs")) {
-    out << absl::StrFormat("\n%-7s %10s %14s %14s %16s\n", "epoch", "AU (%)", "samples/s", "MB/s (MiB)",
-                           "actual MB/s");
-    for (const json& e : summary["dlio_ext"]["train_epochs"]) {
-      out << absl::StrFormat("%-7d %10.2f %14.2f %14.2f %16.2f\n", e.value("epoch", 0), e.value("au_percentage", 0.0),
-                             e.value("throughput_samples_per_second", 0.0), e.value("io_MiB_per_second", 0.0),
-                             e.value("io_actual_MB_per_second", 0.0));
-    }
+  if (const std::vector<EpochMetric> rows = EpochsFromSummary(summary); !rows.empty()) {
+    const EpochMetric mean = MeanFromSummary(summary);
+    PrintTable(rows, &mean, out);
     out << "\n";
   }
   if (output_dir.empty()) {
@@ -732,7 +863,8 @@ int FetchResults(const ClientOptions& opt, const std::string& job_id, const std:
   } else {
     out << "results: " << n << " files in " << output_dir << "\n";
   }
-  return 0;
+  out << "verdict: " << VerdictLine(verdict) << "\n";
+  return status;
 }
 
 }  // namespace dlio

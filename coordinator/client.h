@@ -9,9 +9,13 @@
 // with dlio_ext.trace on and the coordinator's merged trace.json is written to FILE. A signal (the `cancel` flag)
 // cancels the job on the coordinator and says so. With --json, one JSON document on stdout and nothing else.
 //
-// Exit codes (every verb): 0 success; 1 the job did not succeed (submit), or the job or its results do not exist;
-// 2 bad input (job file, options, token or certificate files); 3 coordinator unreachable or lost; 4 refused by the
-// coordinator (no token or a wrong one).
+// Exit statuses (every verb; ExitStatus below): 0 the job ran and met its target (or had none to meet); 1 the job
+// did not succeed (failed, cancelled, interrupted), or the job or its results do not exist; 2 bad input (job file,
+// options, token or certificate files); 3 coordinator unreachable or lost; 4 refused by the coordinator (no token or
+// a wrong one); 5 the job ran but missed its AU target (or an --mlperf result is FAIL or INVALID); 6 the job ran but
+// its AU could not be measured (too few steps per epoch, docs/results.md).
+// Every job ends with one verdict line (common/verdict.h), e.g. "verdict: AU 72.2 % (min rank 70.9 %, sd 0.8) <
+// target 90.0 %: FAIL", and a "verdict" object in --json.
 // Thread-safety: each call is independent; SubmitAndWait reads `cancel` from a helper thread.
 #pragma once
 
@@ -20,9 +24,27 @@
 #include <string>
 #include <vector>
 
+#include "common/verdict.h"
 #include "dlio/v1/transport.h"
 
 namespace dlio {
+
+enum ExitStatus : int {
+  kExitOk = 0,
+  kExitJobNotSucceeded = 1,
+  kExitBadInput = 2,
+  kExitUnreachable = 3,
+  kExitRefused = 4,
+  kExitBelowTarget = 5,
+  kExitNotMeasured = 6,
+};
+// The exit status a finished job's verdict gives: PASS and NOT_APPLICABLE 0, FAIL 5, NOT_MEASURED 6, INCOMPLETE 1.
+int ExitStatusFor(const Verdict& v);
+// The text --help and docs/cli.md give for the statuses above.
+inline constexpr const char* kExitStatusHelp =
+    "Exit status: 0 ran and met its AU target (or had none), 1 job failed/cancelled or not found, 2 bad input, "
+    "3 coordinator unreachable, 4 refused (token), 5 ran but AU below target (--mlperf: FAIL or INVALID), "
+    "6 ran but AU not measured (too few steps per epoch)";
 
 // How to reach the coordinator; shared by every verb.
 struct ClientOptions {

@@ -72,13 +72,15 @@ std::string RankRange(int first, int count) {
 struct Coordinator::Phase {
   std::string id;
   bool generate = false;
+  bool train = false;                // a training epoch (live AU is reported for it)
+  AgentProgress last_reported;       // the fleet's progress in the last progress event
   int epoch = 0;
   std::set<std::string> pending;     // agents whose PhaseDone (or Error) is still missing
   uint64_t barrier_step = 0;         // the step the barrier collects arrivals for = steps released so far
   std::set<std::string> arrived;
   Clock::time_point first_arrival;   // of the current step
   Clock::time_point last_advance;    // phase start or the last release
-  std::map<std::string, std::array<uint64_t, 4>> progress;  // per agent: done, total, samples, bytes
+  std::map<std::string, AgentProgress> progress;  // per agent, its latest report
   std::vector<RankEpochResult> results;
   std::string error;                 // first failure, one line
 };
@@ -254,10 +256,10 @@ void Coordinator::LoseAgentLocked(const std::string& name, const std::string& wh
     const auto it = p.progress.find(name);
     where = it == p.progress.end()
                 ? std::string("before reporting progress")
-                : absl::StrCat("after writing ", it->second[0], " of its ", it->second[1], " files");
+                : absl::StrCat("after writing ", it->second.done, " of its ", it->second.total, " files");
   } else {
     uint64_t total = 0, done = 0;
-    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]), done = std::max(done, v[0]);
+    for (const auto& [agent, v] : p.progress) total = std::max(total, v.total), done = std::max(done, v.done);
     // A single-agent job has no barrier here: its last progress report says how far it got.
     const uint64_t step = names.size() > 1 ? p.barrier_step : done;
     where = absl::StrCat("after step ", step, total > 0 ? absl::StrCat(" of ", total) : std::string());
@@ -351,11 +353,11 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
 }
 
 void Coordinator::OnProgress(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                             uint64_t done, uint64_t total, uint64_t samples, uint64_t bytes) {
+                             const AgentProgress& progress) {
   std::lock_guard<std::mutex> lk(mu_);
   Touch(agent);
   if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
-  running_->phase->progress[agent] = {done, total, samples, bytes};
+  running_->phase->progress[agent] = progress;
 }
 
 void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,
@@ -475,6 +477,13 @@ JobInfoData Coordinator::InfoLocked(const Job& job) const {
   const auto q = std::find(queue_.begin(), queue_.end(), job.rec.id);
   if (q != queue_.end()) d.queue_position = static_cast<int>(q - queue_.begin()) + (running_ != nullptr ? 1 : 0);
   d.result_dir = absl::StrCat(options_.results_dir, "/", job.rec.id);
+  if (!job.rec.verdict_json.empty()) {
+    d.verdict = VerdictFromJson(nlohmann::json::parse(job.rec.verdict_json, nullptr, /*allow_exceptions=*/false));
+  } else {
+    d.verdict.target_percent = job.spec.au_threshold * 100;
+    d.verdict.reason = IsFinal(job.rec.state) ? absl::StrCat("the job ", JobStateName(job.rec.state))
+                                              : absl::StrCat("the job is ", JobStateName(job.rec.state));
+  }
   return d;
 }
 
@@ -561,15 +570,16 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
   job.rec.state = state;
   job.rec.message = message;
   job.rec.ended_unix_us = NowUnixUs();
-  Save(job);
   JobEventData e;
   e.message = message;
   e.final = true;
   e.phase_id = job.rec.phase_id;
+  job.result.spec = job.spec;  // the same once the job started; a job that never started has only job.spec
+  const FleetSummary summary = Aggregator(job.result).Summarize();
   if (!job.result.train.empty()) {
-    const FleetSummary summary = Aggregator(job.result).Summarize();
     e.epochs = summary.epochs;
     e.mean.au_percent = summary.au_mean;
+    e.mean.au_min_rank = summary.au_min_rank;
     e.mean.samples_per_second = summary.throughput_mean;
     e.mean.mib_per_second = summary.io_mean_mib;
     e.mean.actual_mb_per_second = summary.actual_mb_mean;
@@ -577,6 +587,9 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
     e.mean.dropped_samples = summary.dropped_samples;
   }
   e.checkpoints = ComputeCheckpoints(job.result.checkpoints);
+  e.verdict = JudgeJob(summary, job.spec, JobStateName(state));
+  job.rec.verdict_json = VerdictJson(*e.verdict).dump();
+  Save(job);
   Emit(job, std::move(e));
   if (error) {
     spdlog::error("{}", message);
@@ -732,6 +745,7 @@ void Coordinator::RunJob(Job& job) {
     e.message = rec.message;
     Emit(job, std::move(e));
   }
+  WarnUnmeasured(job);
 
   bool ok = true;
   if (job.spec.checkpoint) {
@@ -762,6 +776,7 @@ void Coordinator::RunJob(Job& job) {
     PhaseOrder first;
     first.checkpoint_index = job.next_save_index;  // step-based saves inside the epoch count up from here
     ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e, first);
+    if (ok) EmitEpochLine(job, e);
     if (ok && CheckpointAfterEpoch(job.spec, e)) {
       absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(job.spec, rec.world), e);
       const int64_t steps = plan.ok() ? plan->steps() : 0;
@@ -831,6 +846,7 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   p.id = phase_id;
   const bool generate = kind == PhaseOrder::Kind::kGenerate;
   p.generate = generate;
+  p.train = kind == PhaseOrder::Kind::kTrainEpoch;
   p.epoch = epoch;
   p.last_advance = options_.now();
   job.rec.phase_id = phase_id;
@@ -877,7 +893,6 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   // result files, then the store (which then names this phase, for a restart).
   RecordCompletedEpoch(job, lk);
 
-  std::array<uint64_t, 4> last_reported{};
   Clock::time_point last_emit = options_.now();
   while (p.error.empty() && !job.cancel_requested && !stopping_ && !p.pending.empty()) {
     // 200 ms: how late a barrier timeout may be noticed; events themselves wake this loop at once.
@@ -901,36 +916,12 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     // Progress to watchers about once a second.
     if (now - last_emit < std::chrono::seconds(1)) continue;
     last_emit = now;
-    std::array<uint64_t, 4> sum{};
-    uint64_t min_done = UINT64_MAX;
-    for (const auto& [agent, v] : p.progress) {
-      min_done = std::min(min_done, v[0]);
-      sum[1] = std::max(sum[1], v[1]);
-      sum[2] += v[2];
-      sum[3] += v[3];
-    }
-    sum[0] = p.progress.empty() ? 0 : min_done;
-    if (generate) {  // files: summed over agents
-      sum[0] = sum[1] = 0;
-      for (const auto& [agent, v] : p.progress) sum[0] += v[0], sum[1] += v[1];
-    }
-    if (sum != last_reported && !p.progress.empty()) {
-      last_reported = sum;
-      job.done = sum[0];
-      job.total = sum[1];
-      JobEventData e;
-      e.phase_id = phase_id;
-      e.done = sum[0];
-      e.total = sum[1];
-      e.samples = sum[2];
-      e.bytes = sum[3];
-      Emit(job, std::move(e));
-    }
+    EmitProgress(job);
   }
 
   if (!p.error.empty() || job.cancel_requested || stopping_) {
     uint64_t total = 0, done = 0;
-    for (const auto& [agent, v] : p.progress) total = std::max(total, v[1]), done = std::max(done, v[0]);
+    for (const auto& [agent, v] : p.progress) total = std::max(total, v.total), done = std::max(done, v.done);
     const uint64_t step = job.rec.agent_names.size() > 1 ? p.barrier_step : done;  // single agent: no barrier here
     const std::string where =
         generate ? std::string() : absl::StrCat(" after step ", step, total ? absl::StrCat(" of ", total) : "");
@@ -996,6 +987,82 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   e.message = absl::StrCat("phase ", phase_id, " done in ", absl::StrFormat("%.2f", secs), " s");
   Emit(job, std::move(e));
   return true;
+}
+
+void Coordinator::EmitProgress(Job& job) {
+  Phase& p = *job.phase;
+  if (p.progress.empty()) return;
+  AgentProgress sum;
+  sum.done = UINT64_MAX;
+  for (const auto& [agent, v] : p.progress) {
+    sum.done = std::min(sum.done, v.done);  // steps: the slowest agent's
+    sum.total = std::max(sum.total, v.total);
+    sum.samples += v.samples;
+    sum.bytes += v.bytes;
+    sum.compute_ns += v.compute_ns;
+    sum.wall_ns += v.wall_ns;
+  }
+  if (p.generate) {  // files: summed over agents
+    sum.done = sum.total = 0;
+    for (const auto& [agent, v] : p.progress) sum.done += v.done, sum.total += v.total;
+  }
+  const AgentProgress& last = p.last_reported;
+  if (sum.done == last.done && sum.total == last.total && sum.samples == last.samples && sum.bytes == last.bytes &&
+      sum.compute_ns == last.compute_ns && sum.wall_ns == last.wall_ns) {
+    return;
+  }
+  p.last_reported = sum;
+  job.done = sum.done;
+  job.total = sum.total;
+  JobEventData e;
+  e.phase_id = p.id;
+  e.done = sum.done;
+  e.total = sum.total;
+  e.samples = sum.samples;
+  e.bytes = sum.bytes;
+  if (!p.generate && job.spec.train) {
+    e.epoch = p.epoch;
+    e.epochs_total = static_cast<int>(job.spec.epochs);
+  }
+  if (p.train && sum.wall_ns > 0) {
+    e.live_au = std::min(100.0, 100.0 * static_cast<double>(sum.compute_ns) / static_cast<double>(sum.wall_ns));
+  }
+  Emit(job, std::move(e));
+}
+
+void Coordinator::WarnUnmeasured(Job& job) {
+  const absl::StatusOr<int64_t> steps = EpochPlan::Steps(TrainPlanParams(job.spec, job.rec.world));
+  const absl::StatusOr<int64_t> eval_steps = EpochPlan::Steps(EvalPlanParams(job.spec, job.rec.world));
+  for (const std::string& w :
+       UnmeasuredFigureWarnings(job.spec, steps.ok() ? *steps : 0, eval_steps.ok() ? *eval_steps : 0)) {
+    JobEventData e;
+    e.message = absl::StrCat("warning: job ", job.rec.id, " on ", job.rec.world, " rank(s): ", w);
+    Emit(job, std::move(e));
+  }
+}
+
+void Coordinator::EmitEpochLine(Job& job, int epoch) {
+  const FleetSummary s = Aggregator(job.result).Summarize();
+  for (const EpochMetric& m : s.epochs) {
+    if (m.epoch != epoch) continue;
+    const double target = job.spec.au_threshold * 100;
+    JobEventData e;
+    e.phase_id = job.rec.phase_id;
+    e.epoch = epoch;
+    e.epochs_total = static_cast<int>(job.spec.epochs);
+    const std::string head = absl::StrCat("epoch ", epoch, " of ", job.spec.epochs, ": ");
+    const std::string rate =
+        m.samples_per_second ? absl::StrFormat(", %.1f samples/s", *m.samples_per_second) : ", samples/s not measured";
+    if (m.au_percent) {
+      e.message = absl::StrCat(
+          head, absl::StrFormat("AU %.1f %%", *m.au_percent),
+          m.au_min_rank ? absl::StrFormat(" (min rank %.1f %%)", *m.au_min_rank) : std::string(),
+          absl::StrFormat(" %s target %.1f %%", *m.au_percent >= target ? ">=" : "<", target), rate);
+    } else {
+      e.message = absl::StrCat(head, absl::StrFormat("AU not measured (target %.1f %%)", target), rate);
+    }
+    Emit(job, std::move(e));
+  }
 }
 
 }  // namespace dlio

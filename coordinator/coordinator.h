@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "common/latency_histogram.h"
 #include "common/results.h"
+#include "common/verdict.h"
 #include "common/workload_spec.h"
 #include "coordinator/job_store.h"
 
@@ -87,7 +89,16 @@ struct JobEventData {
   std::vector<EpochMetric> epochs;   // final event of a job with completed epochs
   EpochMetric mean;
   std::vector<CheckpointMetric> checkpoints;  // final event: every checkpoint save and load of the job
+  std::optional<Verdict> verdict;    // final event
+  int epoch = 0, epochs_total = 0;   // progress of a training epoch (and its checkpoint and evaluation)
+  std::optional<double> live_au;     // progress of a training epoch: the fleet's AU so far in the epoch, percent
   bool final = false;
+};
+
+// One agent's progress report of a running phase (the Progress message).
+struct AgentProgress {
+  uint64_t done = 0, total = 0, samples = 0, bytes = 0;
+  uint64_t compute_ns = 0, wall_ns = 0;  // live AU: the agent's ranks' summed compute over their summed wall time
 };
 
 struct JobRequest {
@@ -103,6 +114,7 @@ struct JobRequest {
 // A job as `status` and `list` show it.
 struct JobInfoData {
   JobRecord record;
+  Verdict verdict;                   // INCOMPLETE unless the job ended (from record.verdict_json)
   uint64_t done = 0, total = 0;      // progress of the running phase over the fleet
   int queue_position = -1;           // jobs ahead, for queued jobs
   std::string result_dir;
@@ -158,8 +170,8 @@ class Coordinator {
   void OnHeartbeat(const std::string& agent);
   void OnBarrierArrive(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                        uint64_t step);
-  void OnProgress(const std::string& agent, const std::string& job_id, const std::string& phase_id, uint64_t done,
-                  uint64_t total, uint64_t samples, uint64_t bytes);
+  void OnProgress(const std::string& agent, const std::string& job_id, const std::string& phase_id,
+                  const AgentProgress& progress);
   void OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                    std::vector<RankEpochResult> ranks);
   void OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
@@ -223,6 +235,12 @@ class Coordinator {
   // The agent is gone (closed, expired, replaced): a running phase that uses it fails with a message naming it.
   void LoseAgentLocked(const std::string& name, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string RanksOf(const Job& job, const std::string& agent) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once placed: one "warning:" event per figure DLIO's metric window will leave unmeasured for this world.
+  void WarnUnmeasured(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After training epoch `epoch` completed: one event with its AU against the target.
+  void EmitEpochLine(Job& job, int epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Progress of the running phase over the fleet, about once a second.
+  void EmitProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   JobInfoData InfoLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(const std::string& agent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

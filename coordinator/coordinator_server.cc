@@ -184,6 +184,7 @@ void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
   out->set_result_dir(d.result_dir);
   out->set_has_results(r.has_results);
   out->set_queue_position(d.queue_position < 0 ? 0 : static_cast<uint32_t>(d.queue_position));
+  ToProto(d.verdict, out->mutable_verdict());
 }
 
 class Service final : public v1::Coordinator::Service {
@@ -216,6 +217,9 @@ class Service final : public v1::Coordinator::Service {
     info.kernel = hello.kernel();
     info.cpu_model = hello.cpu_model();
     info.data_root_fs = hello.data_root_fs();
+    info.cpuinfo.insert(hello.cpuinfo().begin(), hello.cpuinfo().end());
+    info.meminfo.insert(hello.meminfo().begin(), hello.meminfo().end());
+    info.processor_name = hello.processor_name();
     info.ranks = static_cast<int>(hello.accelerators());
     auto link = std::make_shared<StreamLink>(ctx, stream, info.name);
     if (absl::Status s = core_->AddAgent(info, hello.instance(), link); !s.ok()) {  // AddAgent queued the Welcome
@@ -237,7 +241,14 @@ class Service final : public v1::Coordinator::Service {
           break;
         case v1::AgentMessage::kProgress: {
           const v1::Progress& p = in.progress();
-          core_->OnProgress(info.name, p.job_id(), p.phase_id(), p.done(), p.total(), p.samples(), p.bytes());
+          AgentProgress ap;
+          ap.done = p.done();
+          ap.total = p.total();
+          ap.samples = p.samples();
+          ap.bytes = p.bytes();
+          ap.compute_ns = p.compute_ns();
+          ap.wall_ns = p.wall_ns();
+          core_->OnProgress(info.name, p.job_id(), p.phase_id(), ap);
           break;
         }
         case v1::AgentMessage::kPhaseDone: {
@@ -301,15 +312,12 @@ class Service final : public v1::Coordinator::Service {
         pe.set_samples(e.samples);
         pe.set_bytes(e.bytes);
         pe.set_message(e.message);
-        auto row = [](const EpochMetric& m, v1::EpochRow* r) {
-          r->set_epoch(m.epoch);
-          r->set_au_percent(m.au_percent);
-          r->set_samples_per_second(m.samples_per_second);
-          r->set_mib_per_second(m.mib_per_second);
-          r->set_actual_mb_per_second(m.actual_mb_per_second);
-        };
-        for (const EpochMetric& m : e.epochs) row(m, pe.add_epochs());
-        row(e.mean, pe.mutable_mean());
+        for (const EpochMetric& m : e.epochs) ToProto(m, pe.add_epochs());
+        ToProto(e.mean, pe.mutable_mean());
+        if (e.verdict) ToProto(*e.verdict, pe.mutable_verdict());
+        pe.set_epoch(static_cast<uint32_t>(e.epoch));
+        pe.set_epochs_total(static_cast<uint32_t>(e.epochs_total));
+        if (e.live_au) pe.set_live_au_percent(*e.live_au);
         for (const CheckpointMetric& c : e.checkpoints) {
           v1::CheckpointRow* r = pe.add_checkpoints();
           r->set_index(static_cast<uint32_t>(c.index));

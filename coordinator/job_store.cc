@@ -9,13 +9,14 @@ namespace dlio {
 
 namespace {
 
-// Version of the table layout, kept in the `meta` table; a store written by a newer layout is refused.
-constexpr int kSchemaVersion = 1;
+// Version of the table layout, kept in the `meta` table; a store written by a newer layout is refused. Version 2
+// added the `verdict` column (an older store gets it, empty, when opened).
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kColumns =
     "id, seq, state, source_name, workload_yaml, overrides, agents, accelerators_per_agent, wait_for_agents_s, "
     "barrier_timeout_s, submitted_unix_us, started_unix_us, ended_unix_us, agent_names, world, ranks_per_agent, "
-    "phase_id, epochs_done, epochs_total, message, has_results";
+    "phase_id, epochs_done, epochs_total, message, has_results, verdict";
 
 std::string ToJsonArray(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
 
@@ -92,11 +93,13 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
   if (absl::Status s = store->Exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)"); !s.ok()) {
     return s;
   }
+  int found_version = 0;  // 0: a new store
   {
     Stmt q;
     sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1, &q.st, nullptr);
     if (q.st != nullptr && sqlite3_step(q.st) == SQLITE_ROW) {
       const int version = std::atoi(Text(q.st, 0).c_str());
+      found_version = version;
       if (version > kSchemaVersion) {
         return absl::FailedPreconditionError(
             absl::StrCat("--store: '", path, "' was written by a newer dlio-coordinator (store layout ", version,
@@ -109,9 +112,12 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
       "source_name TEXT, workload_yaml TEXT, overrides TEXT, agents INTEGER, accelerators_per_agent INTEGER, "
       "wait_for_agents_s INTEGER, barrier_timeout_s REAL, submitted_unix_us INTEGER, started_unix_us INTEGER, "
       "ended_unix_us INTEGER, agent_names TEXT, world INTEGER, ranks_per_agent INTEGER, phase_id TEXT, "
-      "epochs_done INTEGER, epochs_total INTEGER, message TEXT, has_results INTEGER);"
+      "epochs_done INTEGER, epochs_total INTEGER, message TEXT, has_results INTEGER, verdict TEXT);"
       "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '",
       kSchemaVersion, "')");
+  if (found_version == 1) {  // layout 1 had no verdict column
+    if (absl::Status s = store->Exec("ALTER TABLE jobs ADD COLUMN verdict TEXT"); !s.ok()) return s;
+  }
   if (absl::Status s = store->Exec(schema.c_str()); !s.ok()) return s;
   return store;
 }
@@ -136,7 +142,7 @@ absl::Status JobStore::Put(const JobRecord& r) {
   std::lock_guard<std::mutex> lk(mu_);
   Stmt st;
   const std::string sql = absl::StrCat("INSERT OR REPLACE INTO jobs(", kColumns,
-                                       ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                       ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st.st, nullptr) != SQLITE_OK) return Error("prepare");
   const std::string overrides = ToJsonArray(r.overrides), agents = ToJsonArray(r.agent_names);
   int i = 0;
@@ -165,6 +171,7 @@ absl::Status JobStore::Put(const JobRecord& r) {
   integer(r.epochs_total);
   text(r.message);
   integer(r.has_results ? 1 : 0);
+  text(r.verdict_json);
   if (sqlite3_step(st.st) != SQLITE_DONE) return Error(absl::StrCat("saving job ", r.id).c_str());
   return absl::OkStatus();
 }
@@ -200,6 +207,7 @@ absl::StatusOr<std::vector<JobRecord>> JobStore::LoadAll() const {
     r.epochs_total = sqlite3_column_int(st.st, c++);
     r.message = Text(st.st, c++);
     r.has_results = sqlite3_column_int(st.st, c++) != 0;
+    r.verdict_json = Text(st.st, c++);
     const std::optional<JobState> s = ParseJobState(state);
     if (!s) return absl::DataLossError(absl::StrCat("job store '", path_, "': job ", r.id, " has state '", state, "'"));
     r.state = *s;

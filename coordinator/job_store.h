@@ -58,6 +58,7 @@ struct JobRecord {
   int epochs_total = 0;
   std::string message;                   // latest line; the error for failed jobs
   bool has_results = false;              // result files exist (partial ones included)
+  std::string verdict_json;              // common/verdict.h VerdictJson() once the job ended; empty before
 };
 
 class JobStore {

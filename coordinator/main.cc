@@ -101,8 +101,8 @@ bool IsLoopback(const std::string& listen) {
 
 int main(int argc, char** argv) {
   dlio::RequestShortSlices();  // control path only: answer barriers promptly on a busy host (common/scheduling.h)
-  CLI::App app{"dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
-               "  serve    run the coordinator service that agents attach to\n"
+  CLI::App app{std::string("dlio-coordinator: a distributed deep-learning I/O benchmark (DLIO workloads, no MPI).\n"
+                           "  serve    run the coordinator service that agents attach to\n"
                "  submit   submit a DLIO workload file to a coordinator, follow it, print and fetch the results\n"
                "  status   show one job\n"
                "  list     list every job and the attached agents\n"
@@ -110,9 +110,8 @@ int main(int argc, char** argv) {
                "  results  print or fetch a job's result files\n"
                "  run      the embedded default: a coordinator plus local agent processes on this machine\n"
                "  report   write a self-contained HTML report of a result folder (two: side by side)\n"
-               "  mlperf   MLPerf Storage helpers: datasize, classify (run/submit --mlperf for the 5-run mode)\n"
-               "Exit codes: 0 ok, 1 job not successful or not found, 2 bad input, 3 coordinator unreachable, "
-               "4 refused (token)",
+               "  mlperf   MLPerf Storage helpers: datasize, classify (run/submit --mlperf for the 5-run mode)\n") +
+                   dlio::kExitStatusHelp,
                "dlio-coordinator"};
   app.require_subcommand(1);
   // Wide enough that every option's description starts on its own line (docs/cli.md is generated from this).
@@ -246,10 +245,15 @@ int main(int argc, char** argv) {
   dlio::ClassifyCliOptions clopt;
   std::vector<std::string> cl_trailing, cl_set;
   CLI::App* classify = mlperf->add_subcommand(
-      "classify", "CLOSED, OPEN or INVALID for a workload file and its overrides, with the reason per key");
+      "classify", "CLOSED, OPEN or INVALID of what would run (the file as it is plus its overrides) against the "
+                  "shipped reference workload, with the reason per differing key (exit 5 when INVALID)");
   classify->add_option("job", clopt.job_path, "MLPerf workload YAML file (model.name picks the baseline)")
       ->required();
   classify->add_option("--workload", clopt.workload, "Baseline workload (default: from model.name)");
+  classify->add_option("--accelerator-type", clopt.accelerator_type,
+                       "Reference file to judge against: a100 or h100 (configs/workloads/<workload>_<type>.yaml as "
+                       "shipped; default: the job file's name, else the closest reference)")
+      ->check(CLI::IsMember({"a100", "h100"}));
   classify->add_option("--accelerators", clopt.accelerators,
                        "Accelerators per host: with --host-memory-gib, num_files_train is checked against datasize")
       ->default_val(0);

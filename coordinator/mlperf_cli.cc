@@ -18,6 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+json Num(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
 std::string Human(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;
@@ -44,15 +46,27 @@ json LoadJsonFile(const std::string& path) {
   return json::parse(in);
 }
 
-// One job through SubmitAndWait with --json captured. `ok` = the job succeeded and its figures were parsed.
+// One job through SubmitAndWait with --json captured. `ok` = the job succeeded (whatever its verdict) and its
+// figures were parsed; a figure its metric window left unmeasured is nullopt.
 struct RunOutcome {
   int rc = 1;
   bool ok = false;
   std::string job_id;
-  double au = 0;
-  double samples_per_second = 0;
+  std::optional<double> au;
+  std::optional<double> samples_per_second;
   json summary;  // the fetched summary.json when an output folder was given
 };
+
+std::optional<double> OptNum(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string Pct(const std::optional<double>& v) { return v ? absl::StrFormat("%.2f %%", *v) : "not measured"; }
+std::string Rate(const std::optional<double>& v) {
+  return v ? absl::StrFormat("%.2f samples/s", *v) : "samples/s not measured";
+}
 
 RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& extra, int accelerators_per_agent,
                      const std::string& output_dir, std::ostream& err, const std::atomic<bool>* cancel) {
@@ -69,10 +83,11 @@ RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& 
     const json doc = json::parse(out.str());
     r.job_id = doc.value("job_id", "");
     if (doc.contains("mean")) {
-      r.au = doc["mean"].value("au_percent", 0.0);
-      r.samples_per_second = doc["mean"].value("samples_per_second", 0.0);
+      r.au = OptNum(doc["mean"], "au_percent");
+      r.samples_per_second = OptNum(doc["mean"], "samples_per_second");
     }
-    r.ok = r.rc == 0 && doc.contains("mean");
+    // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same.
+    r.ok = doc.value("state", "") == "succeeded" && doc.contains("mean");
   } catch (const std::exception&) {
     r.ok = false;
   }
@@ -97,16 +112,26 @@ std::string DateTimeStamp() {
   return buf;
 }
 
-json ClassificationJson(const Classification& c) {
+json ClassificationJson(const WorkloadClassification& wc) {
+  const Classification& c = wc.classification;
   json keys = json::array();
   for (const OverrideVerdict& v : c.keys) {
     keys.push_back({{"key", v.key}, {"value", v.value}, {"class", MlperfClassName(v.cls)}, {"reason", v.reason}});
   }
-  return {{"class", MlperfClassName(c.overall)}, {"overrides", keys}, {"problems", c.problems}};
+  return {{"class", MlperfClassName(c.overall)},
+          {"reference", wc.reference != nullptr ? json(wc.reference->file) : json(nullptr)},
+          {"differences", keys},
+          {"problems", c.problems}};
 }
 
-void PrintClassification(const Classification& c, std::ostream& out) {
-  out << "classification: " << MlperfClassName(c.overall) << "\n";
+void PrintClassification(const WorkloadClassification& wc, std::ostream& out) {
+  const Classification& c = wc.classification;
+  out << "classification: " << MlperfClassName(c.overall);
+  if (wc.reference != nullptr) {
+    out << " (the effective workload against " << wc.reference->file << " as shipped: " << c.keys.size()
+        << " key(s) differ)";
+  }
+  out << "\n";
   for (const OverrideVerdict& v : c.keys) {
     out << absl::StrFormat("  %-8s %s=%s: %s\n", MlperfClassName(v.cls), v.key, v.value, v.reason);
   }
@@ -197,27 +222,32 @@ int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostrea
   absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(opt.job_path, opt.overrides);
   if (!spec.ok()) {
     err << spec.status().message() << "\n";
-    return 2;
+    return kExitBadInput;
   }
   const MlperfWorkload* w = PickWorkload(opt.workload, spec->model_name, err);
-  if (w == nullptr) return 2;
+  if (w == nullptr) return kExitBadInput;
   int64_t required = 0;
   if (opt.accelerators > 0 && opt.host_memory_gib > 0) {
     required = ComputeDatasize({opt.accelerators, std::max<int64_t>(1, opt.hosts), opt.host_memory_gib}, *w)
                    .num_files_train;
   }
-  const Classification c = ClassifyOverrides(*w, opt.overrides, spec->num_files_train, required, spec->checkpoint);
+  absl::StatusOr<WorkloadClassification> c =
+      ClassifyWorkload(*w, *spec, opt.accelerator_type, opt.job_path, required);
+  if (!c.ok()) {
+    err << c.status().message() << "\n";
+    return kExitBadInput;
+  }
   if (opt.json) {
-    json j = ClassificationJson(c);
+    json j = ClassificationJson(*c);
     j["workload"] = w->name;
     if (required > 0) j["required_num_files_train"] = required;
     out << j.dump(2) << "\n";
   } else {
     out << "workload: " << w->name << (required > 0 ? absl::StrCat(" (datasize requires ", required, " files)") : "")
         << "\n";
-    PrintClassification(c, out);
+    PrintClassification(*c, out);
   }
-  return c.overall == MlperfClass::kInvalid ? 1 : 0;
+  return c->classification.overall == MlperfClass::kInvalid ? kExitBelowTarget : kExitOk;
 }
 
 int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
@@ -279,41 +309,60 @@ int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostre
                        {"seed", seed},
                        {"job_id", r.job_id},
                        {"overrides", all},
-                       {"au_percentage", r.au},
-                       {"throughput_samples_per_second", r.samples_per_second},
+                       {"au_percentage", Num(r.au)},
+                       {"throughput_samples_per_second", Num(r.samples_per_second)},
                        {"au_threshold_percentage", threshold * 100},
                        {"tool", "dlio-cpp"},
                        {"version", ToolVersion()},
                        {"git_commit", ToolCommit()}};
     (void)WriteFileAtomic((dir / absl::StrCat(model, "_", stamp, "_metadata.json")).string(), meta.dump(2) + "\n");
-    runs.push_back({{"run", label}, {"seed", seed}, {"job_id", r.job_id}, {"au_percentage", r.au},
-                    {"throughput_samples_per_second", r.samples_per_second}, {"warmup", k == 0}});
+    const bool run_pass = r.au && *r.au >= threshold * 100;
+    runs.push_back({{"run", label},
+                    {"seed", seed},
+                    {"job_id", r.job_id},
+                    {"au_percentage", Num(r.au)},
+                    {"throughput_samples_per_second", Num(r.samples_per_second)},
+                    {"au_verdict", !r.au ? "NOT_MEASURED" : run_pass ? "PASS" : "FAIL"},
+                    {"warmup", k == 0}});
     if (k > 0) figures.push_back({r.au, r.samples_per_second});
     if (text) {
-      out << absl::StrFormat("%-8s seed %d: AU %.2f %%, %.2f samples/s (job %s)\n", label, seed, r.au,
-                             r.samples_per_second, r.job_id)
+      out << absl::StrFormat("%-8s seed %d: AU %s, %s (job %s): %s\n", label, seed, Pct(r.au),
+                             Rate(r.samples_per_second), r.job_id,
+                             k == 0 ? "warm-up, not judged" : !r.au ? "NOT_MEASURED" : run_pass ? "PASS" : "FAIL")
           << std::flush;
     }
   }
 
   const RunsVerdict v = JudgeRuns(figures, threshold);
   const int64_t required = w != nullptr ? RequiredFilesFromSummary(first_summary, *w) : 0;
-  Classification c;
-  if (w != nullptr) c = ClassifyOverrides(*w, base.overrides, spec->num_files_train, required, spec->checkpoint);
+  std::optional<WorkloadClassification> c;
+  if (w != nullptr) {
+    absl::StatusOr<WorkloadClassification> wc = ClassifyWorkload(*w, *spec, "", base.job_path, required);
+    if (wc.ok()) c = *wc;
+  }
+  const std::string au_verdict = !v.au_mean ? "NOT_MEASURED" : v.au_pass ? "PASS" : "FAIL";
+  const std::string replication = !v.max_deviation ? "NOT_MEASURED" : v.replicates ? "PASS" : "FAIL";
+  const bool invalid = c && c->classification.overall == MlperfClass::kInvalid;
+  const int status = (v.au_mean && !v.au_pass) || (v.max_deviation && !v.replicates) || invalid ? kExitBelowTarget
+                     : !v.au_mean || !v.max_deviation                                            ? kExitNotMeasured
+                                                                                                 : kExitOk;
   const json result = {
       {"model", model},
       {"run_datetime", stamp},
       {"runs", runs},
-      {"mean_au_percentage", v.au_mean},
-      {"mean_throughput_samples_per_second", v.throughput_mean},
+      {"mean_au_percentage", Num(v.au_mean)},
+      {"mean_throughput_samples_per_second", Num(v.throughput_mean)},
       {"au_threshold_percentage", threshold * 100},
       {"au_meets_threshold", v.au_pass},
+      {"au_verdict", au_verdict},
       {"au_failed_runs", v.au_failed_runs},
-      {"replication_max_deviation", v.max_deviation},
+      {"replication_max_deviation", Num(v.max_deviation)},
       {"replication_tolerance", kReplicationTolerance},
       {"replicates", v.replicates},
+      {"replication_verdict", replication},
       {"required_num_files_train", required},
-      {"classification", w != nullptr ? ClassificationJson(c) : json("not an MLPerf workload")},
+      {"classification", c ? ClassificationJson(*c) : json("not an MLPerf workload")},
+      {"exit_status", status},
       {"tool", "dlio-cpp"},
       {"version", ToolVersion()},
       {"git_commit", ToolCommit()}};
@@ -327,20 +376,25 @@ int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostre
     json doc = result;
     doc["results_dir"] = root.string();
     out << doc.dump(2) << "\n";
-    return 0;
+    return status;
   }
-  out << absl::StrFormat("mean of %d runs: AU %.2f %%, throughput %.2f samples/s\n", figures.size(), v.au_mean,
-                         v.throughput_mean);
-  out << absl::StrFormat("AU threshold %.0f %%: %s (%d of %d runs below)\n", threshold * 100,
-                         v.au_pass ? "PASS" : "FAIL", v.au_failed_runs, figures.size());
-  out << absl::StrFormat("replication (every run within %.0f %% of the mean): %s (max deviation %.2f %%)\n",
-                         kReplicationTolerance * 100, v.replicates ? "PASS" : "FAIL", v.max_deviation * 100);
-  if (w != nullptr) {
+  out << absl::StrFormat("mean of %d runs: AU %s, throughput %s\n", figures.size(), Pct(v.au_mean),
+                         Rate(v.throughput_mean));
+  out << absl::StrFormat("AU threshold %.0f %%: %s (%d of %d runs below)\n", threshold * 100, au_verdict,
+                         v.au_failed_runs, figures.size());
+  out << absl::StrFormat("replication (every run within %.0f %% of the mean): %s", kReplicationTolerance * 100,
+                         replication)
+      << (v.max_deviation ? absl::StrFormat(" (max deviation %.2f %%)", *v.max_deviation * 100)
+                          : std::string(" (a run's samples/s was not measured)"))
+      << "\n";
+  if (c) {
     if (required > 0) out << "datasize for these hosts: " << required << " files\n";
-    PrintClassification(c, out);
+    PrintClassification(*c, out);
   }
   out << "results: " << root.string() << "\n";
-  return 0;
+  out << "verdict: MLPerf " << model << ": AU " << au_verdict << ", replication " << replication << ", "
+      << (c ? MlperfClassName(c->classification.overall) : "not an MLPerf workload") << "\n";
+  return status;
 }
 
 int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, std::ostream& out, std::ostream& err,
@@ -377,14 +431,15 @@ int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, st
       return -1;
     }
     generated = true;
-    const bool pass = r.au >= threshold * 100;
+    // A trial whose AU could not be measured does not pass: the search never claims what it did not see.
+    const bool pass = r.au && *r.au >= threshold * 100;
     ++trial_no;
-    trials.push_back({{"trial", trial_no}, {"accelerators_per_agent", n}, {"au_percentage", r.au},
-                      {"throughput_samples_per_second", r.samples_per_second}, {"pass", pass},
+    trials.push_back({{"trial", trial_no}, {"accelerators_per_agent", n}, {"au_percentage", Num(r.au)},
+                      {"throughput_samples_per_second", Num(r.samples_per_second)}, {"pass", pass},
                       {"job_id", r.job_id}});
     if (text) {
-      out << absl::StrFormat("trial %d: %d accelerators per agent: AU %.2f %%, %.2f samples/s: %s\n", trial_no, n,
-                             r.au, r.samples_per_second, pass ? "pass" : "fail")
+      out << absl::StrFormat("trial %d: %d accelerators per agent: AU %s, %s: %s\n", trial_no, n, Pct(r.au),
+                             Rate(r.samples_per_second), pass ? "pass" : r.au ? "fail" : "fail (AU not measured)")
           << std::flush;
     }
     return pass ? 1 : 0;
@@ -414,15 +469,17 @@ int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, st
     (t == 1 ? lo : hi) = mid;
   }
   const bool at_bound = lo == opt.max_accelerators;
+  const int status = lo > 0 ? kExitOk : kExitBelowTarget;
   if (!text) {
     out << json{{"au_threshold_percentage", threshold * 100},
                 {"trials", trials},
                 {"max_accelerators_per_agent", lo},
                 {"search_bound", opt.max_accelerators},
-                {"bound_reached", at_bound}}
+                {"bound_reached", at_bound},
+                {"exit_status", status}}
                .dump(2)
         << "\n";
-    return 0;
+    return status;
   }
   if (lo == 0) {
     out << "no accelerator count keeps AU >= " << threshold * 100 << " % (1 accelerator per agent fails)\n";
@@ -430,7 +487,7 @@ int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, st
     out << "maximum accelerators per agent with AU >= " << threshold * 100 << " %: " << lo
         << (at_bound ? " (the search's upper bound: raise --max-accelerators to look further)" : "") << "\n";
   }
-  return 0;
+  return status;
 }
 
 }  // namespace dlio

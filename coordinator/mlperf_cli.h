@@ -8,8 +8,10 @@
 //  - Run k (1-based, after the warm-up run 0) uses train.seed = the job's seed + k, so every run reads in another
 //    order (the rules require a seed change per run; mlpstorage v2.0 does not do it). Data generation, when the job
 //    asks for it, happens in the warm-up (or the first trial) only.
-//  - Exit codes as the client verbs: 0 done (whatever the verdicts say; they are printed and written), 1 a run did
-//    not succeed, 2 bad input, 3 coordinator unreachable.
+//  - Exit statuses as the client verbs (client.h): 0 every verdict passed (--mlperf: AU PASS in every run,
+//    replication PASS, CLOSED or OPEN; --find-max-accelerators: some count passed), 5 a verdict failed (AU FAIL,
+//    replication FAIL, INVALID; no count passed), 6 a figure a verdict needs was not measured, 1 a run did not
+//    succeed, 2 bad input, 3 coordinator unreachable.
 // Thread-safety: one call at a time per process (the drivers are the main thread's work).
 #pragma once
 
@@ -38,13 +40,15 @@ int MlperfDatasize(const DatasizeCliOptions& opt, std::ostream& out, std::ostrea
 struct ClassifyCliOptions {
   std::string job_path;                 // the MLPerf workload file; model.name picks the baseline
   std::string workload;                 // overrides the baseline choice
+  std::string accelerator_type;         // a100 | h100: the reference file; empty = from the job file's name
   std::vector<std::string> overrides;
   int64_t accelerators = 0;             // with hosts and host memory: also checks num_files_train against datasize
   int64_t hosts = 1;
   double host_memory_gib = 0;
   bool json = false;
 };
-// `mlperf classify`: CLOSED / OPEN / INVALID with the reason per override.
+// `mlperf classify`: CLOSED / OPEN / INVALID of the effective workload (the file and its overrides) against the
+// shipped reference, with the reason per differing key. Exit 0 CLOSED or OPEN, 5 INVALID, 2 bad input.
 int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostream& err);
 
 struct MlperfRunOptions {

@@ -1,6 +1,7 @@
 #include "coordinator/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/results.h"
+#include "common/verdict.h"
 #include "common/workload_spec.h"
 #include "nlohmann/json.hpp"
 
@@ -39,12 +41,101 @@ double Num(const json& j, const char* key, double fallback = 0) {
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
 }
 
-// Mean of a {blockN: value} object (step weights are not in the file; epochs have one block today).
-double BlockMean(const json& blocks) {
-  if (!blocks.is_object() || blocks.empty()) return 0;
-  double s = 0;
-  for (const auto& [k, v] : blocks.items()) s += v.is_number() ? v.get<double>() : 0;
-  return s / static_cast<double>(blocks.size());
+// A figure as it is in the file: the number, or null when it is missing or not measured.
+json Fig(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? *it : json(nullptr);
+}
+
+// A rank's training figure of one epoch from its <rank>_output.json entry: the step-weighted mean over the
+// "blockN" entries (evaluation has its own "eval" entry and stays out), blocks not measured (null) left out, as
+// common/results.cc ComputeRankEpoch does. Null when no block is measured.
+json RankEpochFigure(const json& epoch, const char* key) {
+  const json figures = epoch.value(key, json::object());
+  const json proc = epoch.value("proc", json::object());
+  double sum = 0, weight = 0;
+  for (const auto& [block, v] : figures.items()) {
+    if (block.rfind("block", 0) != 0 || !v.is_number()) continue;
+    const double steps = proc.contains(block) && proc[block].is_array() ? static_cast<double>(proc[block].size()) : 1;
+    sum += v.get<double>() * steps;
+    weight += steps;
+  }
+  return weight > 0 ? json(sum / weight) : json(nullptr);
+}
+
+// The job's normalised workload (job.yaml), or an error naming the file.
+absl::StatusOr<WorkloadSpec> LoadJobYaml(const fs::path& dir) {
+  std::ifstream in(dir / "job.yaml");
+  if (!in) return absl::NotFoundError(absl::StrCat((dir / "job.yaml").string(), ": cannot read"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return LoadWorkload(ss.str(), {}, (dir / "job.yaml").string());
+}
+
+// The bandwidth the job's accelerators demand at 100 % AU (common/explain.h's figure), in bytes/s; null without
+// compute time.
+json DemandJson(const WorkloadSpec& spec, int accelerators) {
+  const double compute = spec.computation_time.Mean();
+  if (!(compute > 0)) return nullptr;
+  const double per_accelerator = static_cast<double>(spec.batch_size) * spec.record_length_bytes / compute;
+  return {{"bytes_per_second_per_accelerator", per_accelerator},
+          {"bytes_per_second_fleet", per_accelerator * std::max(1, accelerators)}};
+}
+
+json RankTables(const fs::path& dir, const json& summary) {
+  const json ext = summary.value("dlio_ext", json::object());
+  const json agents = ext.value("agents", json::array());
+  const int world = ext.value("world_size", summary.value("num_accelerators", 0));
+  json ranks = json::array();
+  for (int rank = 0; rank < world; ++rank) {
+    json r = {{"rank", rank}, {"agent", ""}, {"node", ""}};
+    for (const json& a : agents) {
+      const int first = a.value("first_rank", 0), n = a.value("ranks", 0);
+      if (rank >= first && rank < first + n) {
+        r["agent"] = a.value("name", "");
+        r["node"] = a.value("hostname", "");
+      }
+    }
+    json rank_epochs = json::array();
+    absl::StatusOr<json> out = ReadJson(dir / absl::StrCat(rank, "_output.json"));
+    if (out.ok()) {
+      for (const auto& [key, e] : out->items()) {
+        if (!e.is_object() || !e.contains("au") || key.empty() || !std::isdigit(static_cast<unsigned char>(key[0]))) {
+          continue;
+        }
+        const json io = e.value("dlio_ext", json::object()).value("io", json::object());
+        const json lat = e.value("dlio_ext", json::object()).value("read_latency_seconds", json::object());
+        rank_epochs.push_back({{"epoch", std::stoi(key)},
+                               {"au", RankEpochFigure(e, "au")},
+                               {"samples_per_second", RankEpochFigure(e, "throughput")},
+                               {"read_bytes", Num(io, "bytes")},
+                               {"p50", lat.value("p50", json())},
+                               {"p99", lat.value("p99", json())}});
+      }
+    }
+    std::sort(rank_epochs.begin(), rank_epochs.end(),
+              [](const json& a, const json& b) { return a["epoch"].get<int>() < b["epoch"].get<int>(); });
+    r["epochs"] = rank_epochs;
+    ranks.push_back(r);
+  }
+  return ranks;
+}
+
+// CDF points (x = bucket upper bound in seconds, y = fraction of reads at or below it); the open last bucket has
+// no finite bound and is left out (its share shows as the curve not reaching 1).
+json LatencyCdf(const json& ext) {
+  json cdf = json::array();
+  const json hist = ext.value("train_read_latency_histogram", json::object());
+  const json bounds = hist.value("upper_bounds_seconds", json::array());
+  const json counts = hist.value("counts", json::array());
+  double total = 0;
+  for (const json& c : counts) total += c.get<double>();
+  double seen = 0;
+  for (size_t i = 0; i < counts.size() && i < bounds.size(); ++i) {
+    seen += counts[i].get<double>();
+    if (bounds[i].is_number() && total > 0) cdf.push_back({{"x", bounds[i]}, {"y", seen / total}});
+  }
+  return cdf;
 }
 
 // Everything the page needs from one result folder, as the JSON the page script reads.
@@ -57,9 +148,7 @@ absl::StatusOr<json> LoadJob(const fs::path& dir, const std::string& tag) {
   const json ext = s.value("dlio_ext", json::object());
   const json metric = s.value("metric", json::object());
 
-  json job;
-  job["tag"] = tag;
-  job["dir"] = dir.string();
+  json job = {{"kind", "job"}, {"tag", tag}, {"dir", dir.string()}};
   job["job_id"] = ext.value("job_id", dir.filename().string());
   job["num_hosts"] = s.value("num_hosts", 0);
   job["num_accelerators"] = s.value("num_accelerators", 0);
@@ -68,89 +157,84 @@ absl::StatusOr<json> LoadJob(const fs::path& dir, const std::string& tag) {
   job["model"] = "";
   job["format"] = "";
   job["au_target"] = nullptr;
-  {
-    std::ifstream in(dir / "job.yaml");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in) {
-      absl::StatusOr<WorkloadSpec> spec = LoadWorkload(ss.str(), {}, (dir / "job.yaml").string());
-      if (spec.ok()) {
-        job["model"] = spec->model_name;
-        job["format"] = spec->format;
-        job["au_target"] = spec->au_threshold * 100;
-      }
-    }
+  job["demand"] = nullptr;
+  job["config"] = json::object();
+  if (absl::StatusOr<WorkloadSpec> spec = LoadJobYaml(dir); spec.ok()) {
+    job["model"] = spec->model_name;
+    job["format"] = spec->format;
+    job["au_target"] = spec->au_threshold * 100;
+    job["demand"] = DemandJson(*spec, s.value("num_accelerators", 1));
+    job["config"] = FlattenWorkload(*spec);
   }
-  job["summary"] = {{"au_mean_percentage", Num(metric, "train_au_mean_percentage")},
-                    {"throughput_mean_samples_per_second", Num(metric, "train_throughput_mean_samples_per_second")},
-                    {"io_mean_MB_per_second", Num(metric, "train_io_mean_MB_per_second")},
-                    {"io_actual_mean_MB_per_second", Num(metric, "train_io_actual_mean_MB_per_second")},
+  const Verdict verdict = VerdictFromJson(ext.value("verdict", json()));
+  job["verdict"] = {{"status", VerdictStatusName(verdict.status)}, {"line", VerdictLine(verdict)}};
+  job["summary"] = {{"au_mean_percentage", Fig(metric, "train_au_mean_percentage")},
+                    {"au_stdev_percentage", Fig(metric, "train_au_stdev_percentage")},
+                    {"throughput_mean_samples_per_second", Fig(metric, "train_throughput_mean_samples_per_second")},
+                    {"io_mean_MB_per_second", Fig(metric, "train_io_mean_MB_per_second")},
+                    {"io_actual_mean_MB_per_second", Fig(metric, "train_io_actual_mean_MB_per_second")},
                     {"read_bytes", Num(metric, "train_read_bytes")},
                     {"au_meet_expectation", metric.value("train_au_meet_expectation", "")}};
   json epochs = json::array();
   for (const json& e : ext.value("train_epochs", json::array())) {
     epochs.push_back({{"epoch", e.value("epoch", 0)},
-                      {"au", Num(e, "au_percentage")},
-                      {"samples_per_second", Num(e, "throughput_samples_per_second")},
-                      {"mib_per_second", Num(e, "io_MiB_per_second")},
-                      {"actual_mb_per_second", Num(e, "io_actual_MB_per_second")}});
+                      {"au", Fig(e, "au_percentage")},
+                      {"au_min_rank", Fig(e, "au_min_rank_percentage")},
+                      {"samples_per_second", Fig(e, "throughput_samples_per_second")},
+                      {"mib_per_second", Fig(e, "io_MiB_per_second")},
+                      {"actual_mb_per_second", Fig(e, "io_actual_MB_per_second")}});
   }
   job["epochs"] = epochs;
+  // Evaluation: one entry per evaluation, DLIO's lists.
+  json evals = json::array();
+  const json eau = metric.value("eval_au_percentage", json::array());
+  const json etp = metric.value("eval_throughput_samples_per_second", json::array());
+  for (size_t i = 0; i < eau.size(); ++i) {
+    evals.push_back({{"n", i + 1}, {"au", eau[i]}, {"samples_per_second", i < etp.size() ? etp[i] : json()}});
+  }
+  job["eval"] = evals;
+  job["checkpoints"] = ext.value("checkpoints", json::array());
+  job["environment"] = ext.value("provenance", json::object());
+  job["environment"].erase("job_yaml");  // the configuration section shows it key by key
   job["latency"] = ext.value("train_read_latency_seconds", json::object());
-
-  // CDF points (x = bucket upper bound in seconds, y = fraction of reads at or below it); the open last bucket
-  // has no finite bound and is left out (its share shows as the curve not reaching 1).
-  json cdf = json::array();
-  const json hist = ext.value("train_read_latency_histogram", json::object());
-  const json bounds = hist.value("upper_bounds_seconds", json::array());
-  const json counts = hist.value("counts", json::array());
-  double total = 0;
-  for (const json& c : counts) total += c.get<double>();
-  double seen = 0;
-  for (size_t i = 0; i < counts.size() && i < bounds.size(); ++i) {
-    seen += counts[i].get<double>();
-    if (bounds[i].is_number() && total > 0) cdf.push_back({{"x", bounds[i]}, {"y", seen / total}});
-  }
-  job["cdf"] = cdf;
-
-  // Per rank: agent and node from dlio_ext.agents, per-epoch figures from <rank>_output.json.
-  json ranks = json::array();
-  const json agents = ext.value("agents", json::array());
-  const int world = ext.value("world_size", s.value("num_accelerators", 0));
-  for (int rank = 0; rank < world; ++rank) {
-    json r;
-    r["rank"] = rank;
-    r["agent"] = "";
-    r["node"] = "";
-    for (const json& a : agents) {
-      const int first = a.value("first_rank", 0), n = a.value("ranks", 0);
-      if (rank >= first && rank < first + n) {
-        r["agent"] = a.value("name", "");
-        r["node"] = a.value("hostname", "");
-      }
-    }
-    json rank_epochs = json::array();
-    absl::StatusOr<json> out = ReadJson(dir / absl::StrCat(rank, "_output.json"));
-    if (out.ok()) {
-      for (const auto& [key, e] : out->items()) {
-        if (!e.is_object() || !e.contains("au")) continue;
-        const json io = e.value("dlio_ext", json::object()).value("io", json::object());
-        const json lat = e.value("dlio_ext", json::object()).value("read_latency_seconds", json::object());
-        rank_epochs.push_back({{"epoch", std::stoi(key)},
-                               {"au", BlockMean(e["au"])},
-                               {"samples_per_second", BlockMean(e.value("throughput", json::object()))},
-                               {"read_bytes", Num(io, "bytes")},
-                               {"p50", lat.value("p50", json())},
-                               {"p99", lat.value("p99", json())}});
-      }
-    }
-    std::sort(rank_epochs.begin(), rank_epochs.end(),
-              [](const json& a, const json& b) { return a["epoch"].get<int>() < b["epoch"].get<int>(); });
-    r["epochs"] = rank_epochs;
-    ranks.push_back(r);
-  }
-  job["ranks"] = ranks;
+  job["cdf"] = LatencyCdf(ext);
+  job["ranks"] = RankTables(dir, s);
   return job;
+}
+
+// An --mlperf result folder (<dir>/training/<model>/run/<datetime>/ with mlperf_result.json and one folder per run):
+// the aggregate and every run. `dir` may also be a root holding such folders: the newest is taken.
+absl::StatusOr<json> LoadMlperf(const fs::path& dir) {
+  fs::path root = dir;
+  std::error_code ec;
+  if (!fs::exists(dir / "mlperf_result.json", ec)) {
+    fs::path newest;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->path().filename() == "mlperf_result.json" && (newest.empty() || it->path() > newest)) newest = it->path();
+    }
+    if (newest.empty()) {
+      return absl::NotFoundError(absl::StrCat(dir.string(), ": neither summary.json (a job's result folder) nor ",
+                                              "mlperf_result.json (an --mlperf result folder) found"));
+    }
+    root = newest.parent_path();
+  }
+  absl::StatusOr<json> result = ReadJson(root / "mlperf_result.json");
+  if (!result.ok()) return result.status();
+  json m = {{"kind", "mlperf"}, {"tag", "mlperf"}, {"dir", root.string()}, {"result", *result}};
+  json runs = json::array();
+  for (const json& r : result->value("runs", json::array())) {
+    json run = r;
+    const fs::path run_dir = root / r.value("run", "");
+    if (fs::exists(run_dir / "summary.json", ec)) {
+      absl::StatusOr<json> job = LoadJob(run_dir, r.value("run", ""));
+      if (job.ok()) run["job"] = *job;
+    }
+    runs.push_back(run);
+  }
+  m["runs"] = runs;
+  m["job_id"] = absl::StrCat("MLPerf ", result->value("model", ""), " ", result->value("run_datetime", ""));
+  return m;
 }
 
 // JSON inside <script>: "</" must not close the element.
@@ -160,99 +244,208 @@ std::string HtmlEscape(const std::string& text) {
   return absl::StrReplaceAll(text, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
 }
 
-// The page script: builds the tables and draws the charts (animation off, so they are complete at load).
+// The page script: builds the sections and draws the charts (animation off, so they are complete at load).
 constexpr const char* kPageScript = R"js(
 (function () {
   const jobs = JSON.parse(document.getElementById('dlio-data').textContent);
-  const colors = ['#1f77b4', '#d62728'];
-  const fmt = (v, d) => (v === null || v === undefined || Number.isNaN(v)) ? '–' : Number(v).toFixed(d);
-  const ms = v => (v === null || v === undefined) ? null : v * 1e3;
-  const el = (tag, text) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; return e; };
+  const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b', '#e377c2'];
+  const isNum = v => v !== null && v !== undefined && !Number.isNaN(v);
+  const fmt = (v, d) => isNum(v) ? Number(v).toFixed(d) : 'n/m';
+  const ms = v => isNum(v) ? v * 1e3 : null;
+  const el = (tag, text, cls) => {
+    const e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  };
+  const main = document.getElementById('main');
+  const section = (title) => { main.appendChild(el('h2', title)); const d = el('div'); main.appendChild(d); return d; };
+  const table = (cls, header, rows) => {
+    const t = el('table', undefined, cls);
+    const h = el('tr'); header.forEach(c => h.appendChild(el('th', c))); t.appendChild(h);
+    rows.forEach(r => { const tr = el('tr'); r.forEach(v => tr.appendChild(el('td', String(v)))); t.appendChild(tr); });
+    return t;
+  };
+  const canvas = (box, id) => { const c = el('canvas'); c.id = id; c.width = 560; c.height = 320; box.appendChild(c); return c; };
+  Chart.defaults.animation = false;
+  Chart.defaults.responsive = false;
+  const verdictBox = (text, status) => {
+    const cls = status === 'PASS' || status === 'CLOSED' ? 'pass' : status === 'FAIL' || status === 'INVALID' ? 'fail' : 'other';
+    return el('p', text, 'verdict ' + cls);
+  };
 
-  // Summary table: one column per job, plus B/A when comparing.
+  if (jobs[0].kind === 'mlperf') {
+    const m = jobs[0], r = m.result;
+    const cls = r.classification && r.classification.class ? r.classification.class : 'not an MLPerf workload';
+    main.appendChild(verdictBox('MLPerf ' + r.model + ': AU ' + r.au_verdict + ', replication ' + r.replication_verdict +
+                                ', ' + cls, r.au_verdict === 'PASS' && r.replication_verdict === 'PASS' &&
+                                cls !== 'INVALID' ? 'PASS' : 'FAIL'));
+    const agg = section('Aggregate of the timed runs');
+    agg.appendChild(table('summary', ['', 'value'], [
+      ['mean AU (%)', fmt(r.mean_au_percentage, 2)], ['AU threshold (%)', fmt(r.au_threshold_percentage, 1)],
+      ['AU verdict', r.au_verdict + ' (' + r.au_failed_runs + ' run(s) below)'],
+      ['mean throughput (samples/s)', fmt(r.mean_throughput_samples_per_second, 2)],
+      ['replication', r.replication_verdict + ' (max deviation ' + fmt(isNum(r.replication_max_deviation) ?
+        100 * r.replication_max_deviation : null, 2) + ' %, tolerance ' + fmt(100 * r.replication_tolerance, 0) + ' %)'],
+      ['classification', cls], ['datasize (files)', r.required_num_files_train || 'n/a']]));
+    if (r.classification && r.classification.differences) {
+      agg.appendChild(table('classification', ['class', 'key', 'value', 'reason'],
+        r.classification.differences.map(d => [d.class, d.key, d.value, d.reason])
+          .concat((r.classification.problems || []).map(p => ['INVALID', '', '', p]))));
+    }
+    const runs = section('Runs');
+    runs.appendChild(table('runs', ['run', 'seed', 'job', 'AU (%)', 'samples/s', 'AU verdict'],
+      m.runs.map(x => [x.run, x.seed, x.job_id, fmt(x.au_percentage, 2), fmt(x.throughput_samples_per_second, 2),
+                       x.warmup ? 'warm-up' : x.au_verdict])));
+    const timed = m.runs.filter(x => !x.warmup);
+    const charts = el('div', undefined, 'charts'); main.appendChild(charts);
+    new Chart(canvas(charts, 'chart-mlperf-au'), {
+      type: 'bar',
+      data: { labels: timed.map(x => x.run), datasets: [
+        { label: 'AU %', data: timed.map(x => x.au_percentage), backgroundColor: colors[0] },
+        { type: 'line', label: 'threshold', data: timed.map(() => r.au_threshold_percentage), borderColor: colors[1],
+          borderDash: [6, 4], pointRadius: 0, fill: false }] },
+      options: { plugins: { title: { display: true, text: 'AU per timed run (%) and the threshold' } },
+                 scales: { y: { beginAtZero: true, suggestedMax: 100 } } } });
+    const mean = r.mean_throughput_samples_per_second;
+    const band = f => timed.map(() => isNum(mean) ? mean * f : null);
+    new Chart(canvas(charts, 'chart-mlperf-throughput'), {
+      type: 'bar',
+      data: { labels: timed.map(x => x.run), datasets: [
+        { label: 'samples/s', data: timed.map(x => x.throughput_samples_per_second), backgroundColor: colors[0] },
+        { type: 'line', label: 'mean + 5 %', data: band(1 + r.replication_tolerance), borderColor: colors[1],
+          borderDash: [6, 4], pointRadius: 0, fill: false },
+        { type: 'line', label: 'mean - 5 %', data: band(1 - r.replication_tolerance), borderColor: colors[1],
+          borderDash: [6, 4], pointRadius: 0, fill: false }] },
+      options: { plugins: { title: { display: true, text: 'Throughput per timed run and the 5 % replication band' } },
+                 scales: { y: { beginAtZero: true } } } });
+    const first = timed.find(x => x.job);
+    if (first) environment(section('Environment (' + first.run + ')'), [first.job]);
+    document.body.dataset.chartsDrawn = String(Object.keys(Chart.instances).length);
+    return;
+  }
+
+  // One job, or two side by side (A and B).
+  jobs.forEach(j => main.appendChild(verdictBox((jobs.length > 1 ? j.tag + ': ' : '') + 'verdict: ' + j.verdict.line,
+                                                j.verdict.status)));
   const rows = [
     ['Job', j => j.job_id], ['Model', j => j.model], ['Format', j => j.format],
     ['Nodes (num_hosts)', j => j.num_hosts], ['Ranks (accelerators)', j => j.num_accelerators],
     ['Start', j => j.start], ['End', j => j.end],
     ['AU mean (%)', j => fmt(j.summary.au_mean_percentage, 2), j => j.summary.au_mean_percentage],
+    ['AU stdev over epochs', j => fmt(j.summary.au_stdev_percentage, 2)],
     ['AU target (%)', j => fmt(j.au_target, 1)],
-    ['AU meets target', j => j.summary.au_meet_expectation],
+    ['Verdict', j => j.verdict.status],
     ['Throughput (samples/s)', j => fmt(j.summary.throughput_mean_samples_per_second, 2),
       j => j.summary.throughput_mean_samples_per_second],
     ['I/O (MiB/s, DLIO)', j => fmt(j.summary.io_mean_MB_per_second, 2), j => j.summary.io_mean_MB_per_second],
     ['I/O measured (MB/s)', j => fmt(j.summary.io_actual_mean_MB_per_second, 2),
       j => j.summary.io_actual_mean_MB_per_second],
+    ['I/O needed at 100 % AU (MB/s)', j => j.demand ? fmt(j.demand.bytes_per_second_fleet / 1e6, 2) : 'n/a'],
     ['Read latency p50 (ms)', j => fmt(ms(j.latency.p50), 3), j => j.latency.p50],
     ['Read latency p99 (ms)', j => fmt(ms(j.latency.p99), 3), j => j.latency.p99],
   ];
-  const summary = document.getElementById('summary');
+  const summary = section('Summary');
+  const st = el('table'); st.id = 'summary';
   const head = el('tr'); head.appendChild(el('th', ''));
   jobs.forEach(j => head.appendChild(el('th', j.tag)));
   if (jobs.length === 2) head.appendChild(el('th', 'B / A'));
-  summary.appendChild(head);
+  st.appendChild(head);
   rows.forEach(([name, text, value]) => {
     const tr = el('tr'); tr.appendChild(el('th', name));
     jobs.forEach(j => tr.appendChild(el('td', String(text(j)))));
     if (jobs.length === 2) {
       const a = value ? value(jobs[0]) : null, b = value ? value(jobs[1]) : null;
-      tr.appendChild(el('td', a && b !== null && b !== undefined ? fmt(b / a, 3) : ''));
+      tr.appendChild(el('td', isNum(a) && a !== 0 && isNum(b) ? fmt(b / a, 3) : ''));
     }
-    summary.appendChild(tr);
+    st.appendChild(tr);
   });
+  summary.appendChild(st);
 
-  // Per-rank tables, side by side.
-  const rankBox = document.getElementById('ranks');
-  jobs.forEach(j => {
-    const box = el('div'); box.appendChild(el('h3', j.tag + ': ' + j.job_id));
-    const t = el('table'); t.className = 'ranks';
-    const h = el('tr');
-    ['Rank', 'Agent', 'Node', 'Epoch', 'AU (%)', 'Samples/s', 'Read MB', 'Read p50 (ms)', 'Read p99 (ms)']
-      .forEach(c => h.appendChild(el('th', c)));
-    t.appendChild(h);
-    j.ranks.forEach(r => r.epochs.forEach(e => {
-      const tr = el('tr');
-      [r.rank, r.agent, r.node, e.epoch, fmt(e.au, 2), fmt(e.samples_per_second, 2), fmt(e.read_bytes / 1e6, 2),
-       fmt(ms(e.p50), 3), fmt(ms(e.p99), 3)].forEach(v => tr.appendChild(el('td', String(v))));
-      t.appendChild(tr);
-    }));
-    box.appendChild(t);
-    rankBox.appendChild(box);
-  });
-
-  Chart.defaults.animation = false;
-  Chart.defaults.responsive = false;
+  const charts = section('Charts'); charts.className = 'charts';
   const epochLabels = [...new Set(jobs.flatMap(j => j.epochs.map(e => e.epoch)))].sort((a, b) => a - b);
   const perEpoch = (j, key) => epochLabels.map(n => { const e = j.epochs.find(x => x.epoch === n); return e ? e[key] : null; });
-  new Chart(document.getElementById('chart-throughput'), {
-    type: 'bar',
-    data: { labels: epochLabels.map(n => 'epoch ' + n),
-            datasets: jobs.map((j, i) => ({ label: j.tag + ' samples/s', data: perEpoch(j, 'samples_per_second'),
-                                            backgroundColor: colors[i] })) },
-    options: { plugins: { title: { display: true, text: 'Throughput per epoch (samples/s)' } },
-               scales: { y: { beginAtZero: true } } },
-  });
+  const labels = epochLabels.map(n => 'epoch ' + n);
+  const dashed = (label, data, color) => ({ type: 'line', label, data, borderColor: color, borderDash: [6, 4],
+                                             pointRadius: 0, fill: false });
   const auSets = jobs.map((j, i) => ({ label: j.tag + ' AU %', data: perEpoch(j, 'au'), backgroundColor: colors[i] }));
-  jobs.forEach((j, i) => {
-    if (j.au_target !== null) {
-      auSets.push({ type: 'line', label: j.tag + ' target', data: epochLabels.map(() => j.au_target),
-                    borderColor: colors[i], borderDash: [6, 4], pointRadius: 0, fill: false });
-    }
-  });
-  new Chart(document.getElementById('chart-au'), {
+  jobs.forEach((j, i) => { if (isNum(j.au_target)) auSets.push(dashed(j.tag + ' target', epochLabels.map(() => j.au_target), colors[i])); });
+  new Chart(canvas(charts, 'chart-au'), {
+    type: 'bar', data: { labels, datasets: auSets },
+    options: { plugins: { title: { display: true, text: 'Accelerator utilisation per epoch (%) against the target' } },
+               scales: { y: { beginAtZero: true, suggestedMax: 100 } } } });
+  const bwSets = jobs.map((j, i) => ({ label: j.tag + ' delivered MB/s', data: perEpoch(j, 'actual_mb_per_second'),
+                                       backgroundColor: colors[i] }));
+  jobs.forEach((j, i) => { if (j.demand) bwSets.push(dashed(j.tag + ' needed at 100 % AU',
+    epochLabels.map(() => j.demand.bytes_per_second_fleet / 1e6), colors[i])); });
+  new Chart(canvas(charts, 'chart-bandwidth'), {
+    type: 'bar', data: { labels, datasets: bwSets },
+    options: { plugins: { title: { display: true, text: 'Bytes/s needed vs delivered (MB/s, 10^6)' } },
+               scales: { y: { beginAtZero: true } } } });
+  new Chart(canvas(charts, 'chart-throughput'), {
     type: 'bar',
-    data: { labels: epochLabels.map(n => 'epoch ' + n), datasets: auSets },
-    options: { plugins: { title: { display: true, text: 'Accelerator utilisation per epoch (%) and target' } },
-               scales: { y: { beginAtZero: true, suggestedMax: 100 } } },
-  });
-  new Chart(document.getElementById('chart-latency-cdf'), {
+    data: { labels, datasets: jobs.map((j, i) => ({ label: j.tag + ' samples/s', data: perEpoch(j, 'samples_per_second'),
+                                                   backgroundColor: colors[i] })) },
+    options: { plugins: { title: { display: true, text: 'Throughput per epoch (samples/s)' } },
+               scales: { y: { beginAtZero: true } } } });
+  new Chart(canvas(charts, 'chart-latency-cdf'), {
     type: 'line',
     data: { datasets: jobs.map((j, i) => ({ label: j.tag + ' reads', data: j.cdf, borderColor: colors[i],
                                             backgroundColor: colors[i], stepped: 'after', pointRadius: 2 })) },
     options: { plugins: { title: { display: true, text: 'Read latency CDF (bucket upper bounds)' } },
                scales: { x: { type: 'logarithmic', title: { display: true, text: 'seconds' } },
-                         y: { min: 0, max: 1, title: { display: true, text: 'fraction of reads' } } } },
+                         y: { min: 0, max: 1, title: { display: true, text: 'fraction of reads' } } } } });
+
+  if (jobs.some(j => j.eval.length > 0)) {
+    const ev = section('Evaluation');
+    jobs.forEach(j => { if (j.eval.length) ev.appendChild(table('eval', ['job', 'evaluation', 'AU (%)', 'samples/s'],
+      j.eval.map(e => [j.tag, e.n, fmt(e.au, 2), fmt(e.samples_per_second, 2)]))); });
+  }
+  if (jobs.some(j => j.checkpoints.length > 0)) {
+    const ck = section('Checkpoints');
+    jobs.forEach(j => { if (j.checkpoints.length) ck.appendChild(table('checkpoints',
+      ['job', 'operation', 'GiB', 'rank-0 s', 'rank-0 GiB/s', 'max s (MLPerf)', 'min GiB/s (MLPerf)'],
+      j.checkpoints.map(c => [j.tag, c.operation + ' ' + c.index, fmt(c.bytes / 2 ** 30, 3),
+        fmt(c.rank0_duration_seconds, 3), fmt(c.rank0_GiB_per_second, 3), fmt(c.max_duration_seconds, 3),
+        fmt(c.min_GiB_per_second, 3)]))); });
+  }
+
+  const cfg = section('Configuration');
+  if (jobs.length === 2) {
+    const keys = [...new Set(Object.keys(jobs[0].config).concat(Object.keys(jobs[1].config)))].sort();
+    const diff = keys.filter(k => jobs[0].config[k] !== jobs[1].config[k]);
+    cfg.appendChild(el('p', diff.length + ' key(s) of the effective workloads differ between A and B:'));
+    cfg.appendChild(table('config-diff', ['key', 'A', 'B'],
+      diff.map(k => [k, jobs[0].config[k] === undefined ? '(absent)' : jobs[0].config[k],
+                     jobs[1].config[k] === undefined ? '(absent)' : jobs[1].config[k]])));
+  } else {
+    const d = el('details'); d.appendChild(el('summary', 'The effective workload (job.yaml, every key)'));
+    d.appendChild(table('config', ['key', 'value'], Object.entries(jobs[0].config)));
+    cfg.appendChild(d);
+  }
+  environment(section('Environment'), jobs);
+
+  const rankBox = section('Per rank (training steps only)'); rankBox.className = 'side';
+  jobs.forEach(j => {
+    const box = el('div'); box.appendChild(el('h3', j.tag + ': ' + j.job_id));
+    box.appendChild(table('ranks', ['Rank', 'Agent', 'Node', 'Epoch', 'AU (%)', 'Samples/s', 'Read MB', 'Read p50 (ms)',
+                                    'Read p99 (ms)'],
+      j.ranks.flatMap(r => r.epochs.map(e => [r.rank, r.agent, r.node, e.epoch, fmt(e.au, 2), fmt(e.samples_per_second, 2),
+        fmt(e.read_bytes / 1e6, 2), fmt(ms(e.p50), 3), fmt(ms(e.p99), 3)]))));
+    rankBox.appendChild(box);
   });
   document.body.dataset.chartsDrawn = String(Object.keys(Chart.instances).length);
+
+  function environment(box, js) {
+    js.forEach(j => {
+      const env = j.environment || {};
+      box.appendChild(el('p', (js.length > 1 ? j.tag + ': ' : '') + (env.tool || 'dlio-cpp') + ' ' +
+                               (env.version || '') + ' (' + (env.git_commit || 'unknown commit') + ')'));
+      box.appendChild(table('environment', ['agent', 'node', 'kernel', 'CPU', 'CPUs', 'memory (GiB)', 'data file system'],
+        (env.agents || []).map(a => [a.agent, a.hostname, a.kernel, a.cpu_model, a.cpu_count,
+                                     fmt(a.memory_bytes / 2 ** 30, 1), a.data_root_fs])));
+    });
+  }
 })();
 )js";
 
@@ -272,8 +465,17 @@ absl::StatusOr<std::string> RenderReport(const std::vector<std::string>& result_
   json jobs = json::array();
   const char* tags[] = {"A", "B"};
   for (size_t i = 0; i < result_dirs.size(); ++i) {
-    absl::StatusOr<json> job = LoadJob(result_dirs[i], result_dirs.size() == 1 ? "job" : tags[i]);
+    const fs::path dir = result_dirs[i];
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return absl::NotFoundError(absl::StrCat(dir.string(), ": not a result folder"));
+    absl::StatusOr<json> job = fs::exists(dir / "summary.json", ec)
+                                   ? LoadJob(dir, result_dirs.size() == 1 ? "job" : tags[i])
+                                   : LoadMlperf(dir);
     if (!job.ok()) return job.status();
+    if ((*job)["kind"] == "mlperf" && result_dirs.size() > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir.string(), ": an --mlperf result folder is reported on its own (its runs side by side)"));
+    }
     jobs.push_back(*job);
   }
   std::string title = "DLIO report: " + jobs[0]["job_id"].get<std::string>();
@@ -285,14 +487,14 @@ absl::StatusOr<std::string> RenderReport(const std::vector<std::string>& result_
           "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}\n"
           "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;"
           "text-align:right}th{background:#f4f4f4}\n"
+          ".verdict{font-size:1.2em;font-weight:600;padding:.4em .8em;border-radius:4px}\n"
+          ".pass{background:#e6f4ea;color:#137333}.fail{background:#fce8e6;color:#a50e0e}"
+          ".other{background:#fef7e0;color:#8a5a00}\n"
           ".charts{display:flex;flex-wrap:wrap;gap:1em}.side{display:grid;grid-template-columns:repeat(" +
           std::to_string(jobs.size()) + ",1fr);gap:1em}\n</style>\n</head>\n<body>\n<h1>" + HtmlEscape(title) +
-          "</h1>\n<h2>Summary</h2>\n<table id=\"summary\"></table>\n<h2>Charts</h2>\n<div class=\"charts\">\n"
-          "<canvas id=\"chart-throughput\" width=\"560\" height=\"320\"></canvas>\n"
-          "<canvas id=\"chart-au\" width=\"560\" height=\"320\"></canvas>\n"
-          "<canvas id=\"chart-latency-cdf\" width=\"560\" height=\"320\"></canvas>\n</div>\n"
-          "<h2>Per rank</h2>\n<div id=\"ranks\" class=\"side\"></div>\n"
-          "<p>Definitions: docs/results.md. Charts drawn with Chart.js (MIT), embedded.</p>\n";
+          "</h1>\n<div id=\"main\"></div>\n"
+          "<p>Definitions: docs/results.md (n/m: not measured, DLIO's metric window leaves too few steps). Charts "
+          "drawn with Chart.js (MIT), embedded.</p>\n";
   html += "<script type=\"application/json\" id=\"dlio-data\">" + ScriptSafe(jobs.dump()) + "</script>\n";
   html += "<script>\n";
   html += kChartJs;

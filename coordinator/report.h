@@ -1,11 +1,18 @@
-// Report: a self-contained HTML report of one job's result folder, or of two side by side.
+// Report: a self-contained HTML report of one job's result folder, of two side by side, or of an --mlperf result.
 //
 // Input: the result folder the coordinator writes (summary.json, <rank>_output.json, job.yaml; see
-// docs/results.md). Output: one HTML file with per-epoch throughput and AU (against the job's metric.au target),
-// a read-latency CDF drawn from summary.json's dlio_ext.train_read_latency_histogram, and a per-rank table. The
-// charts are drawn by Chart.js, whose UMD build (from npm, package-lock.json) is embedded into the binary at build
-// time and into every report, so a report opens offline and on any machine. With two folders every chart and table
-// shows both jobs (A and B) side by side, with B/A ratios in the summary.
+// docs/results.md), or an --mlperf folder (mlperf_result.json beside one result folder per run; a root holding such
+// folders takes the newest). Output: one HTML file. For a job: the verdict line; a summary table; charts of the AU
+// per epoch against metric.au, the bytes/s the accelerators need at 100 % AU (batch x record / compute time, the
+// figure --explain gives) against the bytes/s delivered, the samples/s per epoch, and the read-latency CDF (from
+// summary.json's dlio_ext.train_read_latency_histogram); evaluation and checkpoint tables when the job had them;
+// the effective configuration (every key; with two jobs only the keys that differ); the environment (tool version
+// and commit, each agent's node, kernel, CPU, memory and data file system); and per-rank figures from training
+// steps only (the step-weighted mean of the rank's measured blocks). Figures that were not measured show as n/m.
+// For an --mlperf folder: the AU, replication and classification verdicts, the classification's differing keys,
+// every run with its verdict, and charts of AU and samples/s per timed run against the threshold and the 5 % band.
+// Charts are drawn by Chart.js, whose UMD build (from npm, package-lock.json) is embedded into the binary at build
+// time and into every report, so a report opens offline and on any machine.
 // Thread-safety: pure functions.
 #pragma once
 

@@ -23,46 +23,6 @@ using json = nlohmann::json;
 using std::chrono::seconds;
 
 // A coordinator and N agents; `agent_prefix` runs every agent under a wrapper (strace).
-class Fleet {
- public:
-  Fleet(const TempDir& dir, int agents, int accelerators, const std::vector<std::string>& agent_prefix = {}) {
-    port_ = FreePort();
-    coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
-                                 dir.str() + "/coord-results"},
-        dir.str() + "/coordinator.log");
-    fs::create_directories(dir.path() / "root");
-    for (int i = 0; i < agents; ++i) {
-      std::vector<std::string> argv = agent_prefix;
-      for (std::string& a : argv) a = std::regex_replace(a, std::regex("\\{i\\}"), std::to_string(i));
-      std::vector<std::string> agent = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
-                                        dir.str() + "/root", "--name", "agent-" + std::to_string(i),
-                                        "--accelerators", std::to_string(accelerators), "--reconnect-window", "3"};
-      argv.insert(argv.end(), agent.begin(), agent.end());
-      agents_.push_back(std::make_unique<Process>(argv, dir.str() + "/agent-" + std::to_string(i) + ".log"));
-    }
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  Process& coordinator() { return *coordinator_; }
-  Process& agent(int i) { return *agents_[i]; }
-  std::string Logs() {
-    std::string s = "\ncoordinator:\n" + coordinator_->Log();
-    for (size_t i = 0; i < agents_.size(); ++i) s += "\nagent-" + std::to_string(i) + ":\n" + agents_[i]->Log();
-    return s;
-  }
-
- private:
-  int port_;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> agents_;
-};
-
-CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output) {
-  return RunCommand({Bin("dlio-coordinator"), "submit", job, "--coordinator", fleet.address(), "--agents", "2",
-                     "--output", output, "--wait-for-agents", "30"},
-                    seconds(240));
-}
-
 // A small transformer under ZeRO-3: every rank writes a model and an optimizer shard.
 const char* kModel = R"(model:
   name: tiny
@@ -162,8 +122,8 @@ TEST(Checkpoints, EpochBasedCheckpointsFollowEachChosenEpochWithThePlannedFiles)
   Fleet fleet(dir, 2, 1);
   const std::string yaml = TrainJob("  checkpoint_after_epoch: 1\n  epochs_between_checkpoints: 1\n");
   WriteFile(dir.str() + "/job.yaml", yaml);
-  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 2);
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   EXPECT_NE(r.out.find("save-checkpoint-2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("min GiB/s"), std::string::npos) << r.out;  // the checkpoint table
   const CheckpointPlan plan = PlanOf(yaml, 2);
@@ -187,8 +147,8 @@ TEST(Checkpoints, StepBasedCheckpointsSplitEveryEpochIntoBlocksInLockstep) {
   Fleet fleet(dir, 2, 1);
   const std::string yaml = TrainJob("  steps_between_checkpoints: 3\n  rank_sync: true\n");
   WriteFile(dir.str() + "/job.yaml", yaml);
-  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 2);
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   const CheckpointPlan plan = PlanOf(yaml, 2);
   const fs::path root = dir.path() / "root" / "ckpt";
   // Steps 3 and 6 of each 8-step epoch; no end-of-epoch checkpoint.
@@ -226,8 +186,8 @@ dlio_ext:
   checkpoint_evict_cache: true
 )";
   WriteFile(dir.str() + "/job.yaml", yaml);
-  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 2);
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   EXPECT_NE(r.out.find("load 2"), std::string::npos) << r.out;
   // The warning about DLIO's rank shift reaches the user.
   EXPECT_NE((r.out + r.err).find("recovery_rank_shift"), std::string::npos) << r.out << r.err;
@@ -252,13 +212,13 @@ TEST(Checkpoints, MissingFilesAndEscapingFoldersFailNamingTheirSource) {
   Fleet fleet(dir, 2, 1);
   const std::string base = std::string(kModel) + "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n";
   WriteFile(dir.str() + "/load.yaml", base + "  checkpoint_folder: ckpt\n  num_checkpoints_read: 1\n");
-  CommandResult r = Submit(fleet, dir.str() + "/load.yaml", dir.str() + "/out");
+  CommandResult r = Submit(fleet, dir.str() + "/load.yaml", dir.str() + "/out", 2);
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_NE(r.err.find("phase load-checkpoint-1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("global_epoch1_step1/zero_pp_rank_"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank "), std::string::npos) << r.err;
   WriteFile(dir.str() + "/escape.yaml", base + "  checkpoint_folder: ../../outside\n  num_checkpoints_write: 1\n");
-  r = Submit(fleet, dir.str() + "/escape.yaml", dir.str() + "/out2");
+  r = Submit(fleet, dir.str() + "/escape.yaml", dir.str() + "/out2", 2);
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_NE(r.err.find("checkpoint.checkpoint_folder"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("outside the agent's data root"), std::string::npos) << r.err;
@@ -295,15 +255,15 @@ class Fsync : public ::testing::TestWithParam<bool> {};
 TEST_P(Fsync, StraceShowsFsyncOnEveryCheckpointFileExactlyWhenSet) {
   const bool fsync = GetParam();
   TempDir dir;
-  Fleet fleet(dir, 2, 1,
+  Fleet fleet(dir, 2, 1, {},
               {"strace", "-f", "-y", "-qq", "-e", "trace=fsync,fdatasync,openat", "-o",
                dir.str() + "/strace-{i}.log"});
   const std::string yaml = std::string(kModel) + "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n"
                            "  checkpoint_folder: ckpt\n  num_checkpoints_write: 2\n  fsync: " +
                            (fsync ? "true" : "false") + "\n";
   WriteFile(dir.str() + "/job.yaml", yaml);
-  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 2);
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   std::set<std::string> written, fsynced;
   size_t dir_syncs = 0;
   auto parse = [&] {
@@ -369,8 +329,8 @@ checkpoint:
   num_checkpoints_read: 1
 )";
   WriteFile(dir.str() + "/job.yaml", yaml);
-  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 2);
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   const CheckpointPlan plan = PlanOf(yaml, 2);
   ASSERT_GT(plan.TotalBytes(), int64_t{1} << 30);
   uint64_t peak = 0;

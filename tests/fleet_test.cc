@@ -24,69 +24,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using SteadyClock = std::chrono::steady_clock;
 
-// A coordinator (serve) and named agents as separate processes; the coordinator can be killed and restarted on
-// the same port and store.
-class Fleet {
- public:
-  Fleet(const TempDir& dir, std::vector<std::string> serve_extra = {}, std::vector<std::string> client_extra = {})
-      : dir_(dir), port_(FreePort()), serve_extra_(std::move(serve_extra)), client_extra_(std::move(client_extra)) {
-    fs::create_directories(dir.path() / "root");
-    StartCoordinator();
-  }
-  void StartCoordinator() {
-    std::vector<std::string> argv = {Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
-                                     dir_.str() + "/coord-results"};
-    argv.insert(argv.end(), serve_extra_.begin(), serve_extra_.end());
-    coordinator_ = std::make_unique<Process>(
-        argv, dir_.str() + "/coordinator-" + std::to_string(++coordinator_starts_) + ".log");
-  }
-  Process& AddAgent(const std::string& name, std::vector<std::string> extra = {}, double reconnect_window = 3) {
-    std::vector<std::string> argv = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
-                                     dir_.str() + "/root", "--name", name, "--reconnect-window",
-                                     std::to_string(reconnect_window)};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    agents_.push_back(std::make_unique<Process>(argv, dir_.str() + "/" + name + ".log"));
-    return *agents_.back();
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  Process& coordinator() { return *coordinator_; }
-  Process& agent(size_t i) { return *agents_.at(i); }
-
-  // A client verb with this fleet's address and client options.
-  CommandResult Client(std::vector<std::string> args, seconds timeout = seconds(120)) const {
-    std::vector<std::string> argv = {Bin("dlio-coordinator")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--coordinator", address()});
-    argv.insert(argv.end(), client_extra_.begin(), client_extra_.end());
-    return RunCommand(argv, timeout);
-  }
-  json ClientJson(std::vector<std::string> args) const {
-    args.push_back("--json");
-    const CommandResult r = Client(args, seconds(30));
-    return json::parse(r.out, nullptr, /*allow_exceptions=*/false);
-  }
-  json Status(const std::string& job) const { return ClientJson({"status", job}); }
-  size_t AttachedAgents() const {
-    const json l = ClientJson({"list"});
-    return l.is_object() ? l["agents"].size() : 0;
-  }
-  std::string Logs() const {
-    std::string all;
-    for (const auto& e : fs::directory_iterator(dir_.path())) {
-      if (e.path().extension() == ".log") all += "\n--- " + e.path().filename().string() + ":\n" + ReadFile(e.path());
-    }
-    return all;
-  }
-
- private:
-  const TempDir& dir_;
-  int port_;
-  std::vector<std::string> serve_extra_, client_extra_;
-  int coordinator_starts_ = 0;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> agents_;
-};
-
 // 2 ranks x 20 steps x 0.05 s: about 1 s per epoch.
 std::string EpochsJob(int epochs, int files = 40, double compute = 0.05) {
   return Workload("npz", files, 1, 4096, 1, compute, epochs, true);
@@ -209,7 +146,7 @@ TEST(Store, CoordinatorKilledMidJobIsRestartedTheJobShowsInterruptedAgentsReatta
   WriteFile(dir.str() + "/job.yaml", EpochsJob(4));
   CommandResult r =
       fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--agents", "2", "--detach"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const std::string job = r.out.substr(0, r.out.find('\n'));
   ASSERT_TRUE(Eventually(
       [&] {
@@ -235,16 +172,18 @@ TEST(Store, CoordinatorKilledMidJobIsRestartedTheJobShowsInterruptedAgentsReatta
   const json summary = LoadJson(dir.str() + "/coord-results/" + job + "/summary.json");
   EXPECT_EQ(summary["epochs"], epochs_done);
   EXPECT_EQ(summary["dlio_ext"]["job_state"], "interrupted");
-  // `results` serves the partial files.
+  // `results` serves the partial files, and exits 1: the job did not succeed (its verdict is INCOMPLETE).
   r = fleet.Client({"results", job, "--output", dir.str() + "/partial"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("INCOMPLETE"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(dir.path() / "partial" / "summary.json"));
 
   // The agents come back by themselves; a new job runs to completion.
   EXPECT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 2; }, seconds(20))) << fleet.Logs();
   WriteFile(dir.str() + "/job2.yaml", EpochsJob(1, 8, 0.01));
   r = fleet.Client({"submit", dir.str() + "/job2.yaml", "--wait-for-agents", "30", "--agents", "2"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
 }
 
 TEST(Store, QueuedJobsSurviveACoordinatorKillAndRunLater) {
@@ -254,7 +193,7 @@ TEST(Store, QueuedJobsSurviveACoordinatorKillAndRunLater) {
   std::vector<std::string> ids;
   for (int i = 0; i < 2; ++i) {
     const CommandResult r = fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "60", "--detach"});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
     ids.push_back(r.out.substr(0, r.out.find('\n')));
   }
   fleet.coordinator().Signal(SIGKILL);
@@ -280,7 +219,7 @@ TEST(Faults, CancelStopsEveryAgentWithinTwoSeconds) {
   WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 800));  // 4 ranks x 200 steps: about 10 s
   CommandResult r =
       fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--agents", "2", "--detach"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const std::string job = r.out.substr(0, r.out.find('\n'));
   ASSERT_TRUE(Eventually(
       [&] {
@@ -369,7 +308,7 @@ TEST(Security, WrongOrMissingTokenIsRefusedClearlyAndNoJobIsCreated) {
   fleet.AddAgent("agent-0", {"--token-file", dir.str() + "/token"});
   r = fleet.Client(
       {"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--token-file", dir.str() + "/token"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
 }
 
 TEST(Security, MutualTlsRunWorksAndPlaintextOrCertificateLessClientsAreRefused) {
@@ -394,7 +333,7 @@ TEST(Security, MutualTlsRunWorksAndPlaintextOrCertificateLessClientsAreRefused) 
   fleet.AddAgent("agent-0", client_tls);
   WriteFile(d + "/job.yaml", EpochsJob(1, 8, 0.01));
   CommandResult r = fleet.Client({"submit", d + "/job.yaml", "--wait-for-agents", "30", "--output", d + "/out"});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   EXPECT_TRUE(fs::exists(d + "/out/summary.json"));
   // Plaintext, and TLS without a client certificate: refused at the connection, no job created.
   const std::vector<std::string> base = {Bin("dlio-coordinator"), "submit", d + "/job.yaml", "--coordinator",
@@ -492,7 +431,7 @@ TEST(Placement, NumHostsCountsDistinctNodeNamesAndAcceleratorCountsMustMatch) {
   EXPECT_TRUE(Contains(r.err, "needs 2 agent(s) with at least 2 accelerator(s) each")) << r.err;
   r = fleet.Client({"submit", dir.str() + "/job.yaml", "--accelerators-per-agent", "1", "--output",
                     dir.str() + "/out"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const json summary = LoadJson(dir.str() + "/out/summary.json");
   EXPECT_EQ(summary["num_accelerators"], 3);
   EXPECT_EQ(summary["num_hosts"], 2) << "agent-0 and agent-1 share node-a";
@@ -509,7 +448,7 @@ TEST(Metrics, CoordinatorMetricsPassPromtool) {
   WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 16, 0.01));
   const CommandResult r =
       fleet.Client({"submit", dir.str() + "/job.yaml", "--agents", "2", "--wait-for-agents", "30"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const std::string metrics = HttpGet(mport, "/metrics");
   for (const char* line : {"dlio_coordinator_agents 2", "dlio_coordinator_jobs{state=\"succeeded\"} 1",
                            "dlio_coordinator_leases_expired_total 0",

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -195,5 +196,81 @@ uint64_t DataBytes(const fs::path& dir, const std::string& ext) {
 }
 
 nlohmann::json LoadJson(const std::string& path) { return nlohmann::json::parse(ReadFile(path)); }
+
+Fleet::Fleet(const TempDir& dir, std::vector<std::string> serve_extra, std::vector<std::string> client_extra)
+    : dir_(dir), port_(FreePort()), serve_extra_(std::move(serve_extra)), client_extra_(std::move(client_extra)) {
+  std::filesystem::create_directories(dir.path() / "root");
+  StartCoordinator();
+}
+
+Fleet::Fleet(const TempDir& dir, int agents, int accelerators, const std::vector<std::string>& agent_extra,
+             const std::vector<std::string>& agent_prefix)
+    : Fleet(dir) {
+  for (int i = 0; i < agents; ++i) {
+    std::vector<std::string> extra = {"--accelerators", std::to_string(accelerators)};
+    extra.insert(extra.end(), agent_extra.begin(), agent_extra.end());
+    std::vector<std::string> prefix = agent_prefix;
+    for (std::string& a : prefix) a = std::regex_replace(a, std::regex("\\{i\\}"), std::to_string(i));
+    AddAgent("agent-" + std::to_string(i), extra, 3, prefix);
+  }
+}
+
+void Fleet::StartCoordinator() {
+  std::vector<std::string> argv = {Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
+                                   dir_.str() + "/coord-results"};
+  argv.insert(argv.end(), serve_extra_.begin(), serve_extra_.end());
+  // The first coordinator logs to coordinator.log, a restarted one to coordinator-2.log, ...
+  ++coordinator_starts_;
+  const std::string log = coordinator_starts_ == 1 ? "/coordinator.log"
+                                                   : "/coordinator-" + std::to_string(coordinator_starts_) + ".log";
+  coordinator_ = std::make_unique<Process>(argv, dir_.str() + log);
+}
+
+Process& Fleet::AddAgent(const std::string& name, std::vector<std::string> extra, double reconnect_window,
+                         const std::vector<std::string>& prefix) {
+  std::vector<std::string> argv = prefix;
+  for (const std::string& a : {Bin("dlio-agent"), std::string("--coordinator"), address(), std::string("--data-root"),
+                               dir_.str() + "/root", std::string("--name"), name, std::string("--reconnect-window"),
+                               std::to_string(reconnect_window)}) {
+    argv.push_back(a);
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  agents_.push_back(std::make_unique<Process>(argv, dir_.str() + "/" + name + ".log"));
+  return *agents_.back();
+}
+
+CommandResult Fleet::Client(std::vector<std::string> args, std::chrono::seconds timeout) const {
+  std::vector<std::string> argv = {Bin("dlio-coordinator")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--coordinator", address()});
+  argv.insert(argv.end(), client_extra_.begin(), client_extra_.end());
+  return RunCommand(argv, timeout);
+}
+
+nlohmann::json Fleet::ClientJson(std::vector<std::string> args) const {
+  args.push_back("--json");
+  const CommandResult r = Client(args, std::chrono::seconds(30));
+  return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+}
+
+size_t Fleet::AttachedAgents() const {
+  const nlohmann::json l = ClientJson({"list"});
+  return l.is_object() ? l["agents"].size() : 0;
+}
+
+std::string Fleet::Logs() const {
+  std::string all;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    if (e.path().extension() == ".log") all += "\n--- " + e.path().filename().string() + ":\n" + ReadFile(e.path());
+  }
+  return all;
+}
+
+CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output, int agents,
+                     std::chrono::seconds timeout) {
+  return RunCommand({Bin("dlio-coordinator"), "submit", job, "--coordinator", fleet.address(), "--agents",
+                     std::to_string(agents), "--output", output, "--wait-for-agents", "30"},
+                    timeout);
+}
 
 }  // namespace dlio::testing

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,11 @@ struct CommandResult {
   std::string out, err;
 };
 
+// True for the exit statuses of a job that ran to its end (coordinator/client.h): 0 it met its AU target, 5 it
+// missed it, 6 its AU was not measured. Tests that check what a job did rather than its verdict accept all three
+// (a loaded 2-core machine decides the AU of a test job); verdict tests assert the status itself.
+inline bool JobRan(int exit_code) { return exit_code == 0 || exit_code == 5 || exit_code == 6; }
+
 // Runs argv to completion (killed after `timeout`), capturing stdout and stderr.
 CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::seconds timeout = std::chrono::seconds(120),
                   const std::string& cwd = "");
@@ -63,6 +69,46 @@ class Process {
 
 // A TCP port that was free a moment ago on 127.0.0.1.
 int FreePort();
+
+// A coordinator (`serve` on a free loopback port, results under DIR/coord-results) and agents (data root DIR/root),
+// each a Process killed when the Fleet goes away; logs in DIR/*.log.
+class Fleet {
+ public:
+  // A coordinator with `serve_extra` flags and no agent yet; `client_extra` goes to every Client() call.
+  explicit Fleet(const TempDir& dir, std::vector<std::string> serve_extra = {},
+                 std::vector<std::string> client_extra = {});
+  // A coordinator plus `agents` agents "agent-0".. with `accelerators` each; `agent_extra` is appended to each
+  // agent's flags, `agent_prefix` put before its command (e.g. strace; "{i}" becomes the agent's index).
+  Fleet(const TempDir& dir, int agents, int accelerators, const std::vector<std::string>& agent_extra = {},
+        const std::vector<std::string>& agent_prefix = {});
+  // (Re)starts the coordinator (after a kill, on the same port and flags).
+  void StartCoordinator();
+  Process& AddAgent(const std::string& name, std::vector<std::string> extra = {}, double reconnect_window = 3,
+                    const std::vector<std::string>& prefix = {});
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  Process& coordinator() { return *coordinator_; }
+  Process& agent(size_t i) { return *agents_.at(i); }
+  // A client verb with this fleet's address and client options.
+  CommandResult Client(std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(120)) const;
+  // The same with --json, parsed (discarded JSON when the output is not JSON).
+  nlohmann::json ClientJson(std::vector<std::string> args) const;
+  nlohmann::json Status(const std::string& job) const { return ClientJson({"status", job}); }
+  size_t AttachedAgents() const;
+  // Every log of the fleet's folder, for failure messages.
+  std::string Logs() const;
+
+ private:
+  const TempDir& dir_;
+  int port_;
+  std::vector<std::string> serve_extra_, client_extra_;
+  int coordinator_starts_ = 0;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> agents_;
+};
+
+// `submit JOB --agents N --output OUT --wait-for-agents 30` to the fleet.
+CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output, int agents,
+                     std::chrono::seconds timeout = std::chrono::seconds(240));
 // HTTP GET http://127.0.0.1:port/path; empty on failure.
 std::string HttpGet(int port, const std::string& path);
 // Reads a whole file.

@@ -24,7 +24,11 @@ TEST(MlperfMode, FiveRunsPrintTheMeanAndTheReplicationVerdictAndWriteTheLayout) 
                                 "--data-root", dir.str() + "/root", "--results-dir", dir.str() + "/results",
                                 "--mlperf-results-dir", dir.str() + "/mlperf", "--set", "reader.read_threads=1"},
                                seconds(240), dir.str());
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // 0 when every verdict passed, 5 when the AU or the replication verdict failed (a loaded machine decides which);
+  // the status must match what was printed.
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 5) << r.exit_code << r.out << r.err;
+  EXPECT_EQ(r.exit_code == 0, r.out.find("verdict: MLPerf test: AU PASS, replication PASS") != std::string::npos)
+      << r.out;
   std::cout << r.out;
   EXPECT_NE(r.out.find("warmup   seed 123: AU"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("run-5    seed 128: AU"), std::string::npos) << r.out;
@@ -81,7 +85,8 @@ TEST(MlperfMode, ReadBandwidthCapHoldsTheAgentsReadRate) {
                                 "2", "--data-root", dir.str() + "/root", "--results-dir", dir.str() + "/results",
                                 "--output", dir.str() + "/out"},
                                seconds(120), dir.str());
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // No compute time: AU 0 % against the default 90 % target, the job ran and missed it.
+  ASSERT_EQ(r.exit_code, 5) << r.out << r.err;
   const nlohmann::json s = LoadJson(dir.str() + "/out/summary.json");
   const double mbps = s["metric"]["train_io_actual_mean_MB_per_second"].get<double>();
   std::cout << "capped at 10 MB/s, measured " << mbps << " MB/s\n";

@@ -22,42 +22,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // A coordinator (serve) and N agents as separate processes.
-class Fleet {
- public:
-  Fleet(const TempDir& dir, int agents, int accelerators, const std::vector<std::string>& agent_extra = {}) {
-    port_ = FreePort();
-    coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
-                                 dir.str() + "/coord-results"},
-        dir.str() + "/coordinator.log");
-    fs::create_directories(dir.path() / "root");
-    for (int i = 0; i < agents; ++i) {
-      std::vector<std::string> argv = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
-                                       dir.str() + "/root", "--name", "agent-" + std::to_string(i),
-                                       "--accelerators", std::to_string(accelerators), "--reconnect-window", "3"};
-      argv.insert(argv.end(), agent_extra.begin(), agent_extra.end());
-      agents_.push_back(
-          std::make_unique<Process>(argv, dir.str() + "/agent-" + std::to_string(i) + ".log"));
-    }
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  Process& coordinator() { return *coordinator_; }
-  Process& agent(int i) { return *agents_[i]; }
-
- private:
-  int port_;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> agents_;
-};
-
-CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output, int agents) {
-  return RunCommand({Bin("dlio-coordinator"), "submit", job, "--coordinator", fleet.address(), "--agents",
-              std::to_string(agents), "--output", output, "--wait-for-agents", "30"},
-             seconds(180));
-}
-
-
-
 class EndToEnd : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EndToEnd, CoordinatorAndTwoAgentsGenerateAndTrain) {
@@ -68,7 +32,7 @@ TEST_P(EndToEnd, CoordinatorAndTwoAgentsGenerateAndTrain) {
   // 8 files x 4 samples, batch 2, 2 ranks: 8 steps per epoch, 2 epochs.
   WriteFile(job, Workload(format, 8, 4, 4096, 2, 0.001, 2, true));
   CommandResult r = Submit(fleet, job, dir.str() + "/out", 2);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << "\ncoordinator:\n" << fleet.coordinator().Log()
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << "\ncoordinator:\n" << fleet.coordinator().Log()
                             << "\nagent-0:\n" << fleet.agent(0).Log();
   EXPECT_NE(r.out.find("AU (%)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("samples/s"), std::string::npos);
@@ -135,7 +99,7 @@ TEST(Hdf5Extras, EnableChunkingWarnsAndLzfChunkedFilesAreWhatH5pyReads) {
                                 "dataset.chunk_size=256", "--set", "dataset.compression=lzf", "--set",
                                 "dataset.record_element_type=int16"},
                                seconds(120), dir.str());
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   EXPECT_NE(r.err.find("warning: dataset.enable_chunking: chunks every records dataset by [1, 12, 12]"),
             std::string::npos)
       << r.err;
@@ -159,7 +123,7 @@ TEST_P(Subfolders, CompanionFilesFollowDliosLayout) {
                                 dir.str() + "/root", "--results-dir", dir.str() + "/results", "--output",
                                 dir.str() + "/out", "--set", "dataset.num_subfolders_train=3"},
                                seconds(120), dir.str());
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const fs::path data = dir.path() / "root" / "data";
   for (int i = 0; i < 12; ++i) {
     const std::string name = "img_" + std::string(i < 10 ? "0" : "") + std::to_string(i) + "_of_12." + format;
@@ -253,7 +217,7 @@ TEST_P(DlioGenerated, TwoAgentsTrainOnDliosOwnDataset) {
                                 dir.str() + "/root", "--results-dir", dir.str() + "/results", "--output",
                                 dir.str() + "/out"},
                                seconds(120), dir.str());
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const json summary = LoadJson(dir.str() + "/out/summary.json");
   const json& io = summary["dlio_ext"]["train_io"];
   EXPECT_EQ(io["samples"].get<int64_t>(), files * nspf) << "every sample of the case read once";
@@ -309,7 +273,7 @@ evaluation:
   epochs_between_evals: 1
 )");
   CommandResult r = Submit(fleet, job, dir.str() + "/out", 2);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.coordinator().Log();
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.coordinator().Log();
   EXPECT_NE(r.out.find("eval-epoch-2"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("eval-epoch-1"), std::string::npos) << r.out;
   size_t valid = 0;
@@ -396,7 +360,7 @@ TEST(Metrics, PromtoolAcceptsAgentMetricsTakenDuringARun) {
       seconds(60));
   submit.join();
   ASSERT_TRUE(seen) << metrics;
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   for (const char* name : {"dlio_read_bytes_total", "dlio_samples_total", "dlio_read_latency_seconds_bucket",
                            "dlio_accelerator_utilization_ratio"}) {
     EXPECT_NE(metrics.find(name), std::string::npos) << name;
@@ -515,7 +479,7 @@ TEST(Warnings, SubmitPrintsOneLinePerKeyAndTheCoordinatorLogsIt) {
             "model:\n  model_size: 4096\nworkflow:\n  generate_data: true\ndataset:\n  data_folder: data\n"
             "  format: npz\n  num_files_train: 4\n  record_length_bytes: 4096\nreader:\n  batch_size: 1\n");
   CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 1);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const std::string line = "warning: model.model_size: 4096 bytes is the model size here";
   ASSERT_NE(r.err.find(line), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(line), r.err.rfind(line)) << "printed twice: " << r.err;
@@ -536,7 +500,7 @@ TEST(Explain, RunPrintsThePlanAndWritesNothing) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // 32 samples, batch 2, world 4: 4 steps; 8 samples of 4096 bytes per rank; 8192 bytes per step over 0.5 s.
   EXPECT_NE(r.out.find("world 4"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("train: 4 steps per epoch of batch 2; per rank per epoch 8 samples, 32.00 KiB"),
+  EXPECT_NE(r.out.find("train: 4 step(s) per epoch of batch 2; per rank per epoch 8 samples, 32.00 KiB"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("8.00 KiB per step / 0.5 s compute = 16.00 KiB/s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("local /proc/meminfo"), std::string::npos) << r.out;
@@ -551,7 +515,9 @@ TEST(Explain, RunPrintsThePlanAndWritesNothing) {
   EXPECT_EQ(p["train"]["steps_per_epoch"], 4);
   EXPECT_EQ(p["train"]["bytes_per_rank_per_epoch"], 8 * 4096);
   EXPECT_DOUBLE_EQ(p["demand"]["bytes_per_second_per_accelerator"].get<double>(), 2 * 4096 / 0.5);
-  EXPECT_GT(p["memory"]["agent_memory_bytes"].get<double>(), 0);
+  EXPECT_GT(p["memory"]["node_memory_bytes"].get<double>(), 0);
+  EXPECT_EQ(p["memory"]["nodes"], 1) << "two local agents share one machine's RAM";
+  EXPECT_EQ(p["memory"]["fleet_memory_bytes"], p["memory"]["node_memory_bytes"]);
   size_t entries = 0;
   for (const auto& e : fs::directory_iterator(dir.path())) entries += e.path().filename() != "job.yaml";
   EXPECT_EQ(entries, 0u) << "--explain wrote something";
@@ -577,7 +543,7 @@ TEST(Explain, SubmitUsesTheAttachedAgentsAndTheirMemory) {
   EXPECT_EQ(p["accelerators_per_agent"], 3);
   EXPECT_EQ(p["world"], 6);
   EXPECT_EQ(p["memory"]["memory_source"], "attached agents, as the coordinator reports them");
-  EXPECT_GT(p["memory"]["agent_memory_bytes"].get<double>(), 0);
+  EXPECT_GT(p["memory"]["node_memory_bytes"].get<double>(), 0);
   // No coordinator: the flags and local memory, with a note.
   CommandResult r = RunCommand({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--explain",
                                 "--coordinator", "127.0.0.1:1", "--agents", "2", "--accelerators-per-agent", "2"},

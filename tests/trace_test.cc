@@ -40,7 +40,7 @@ TEST(Trace, RunWritesChromeTraceWithEveryKindPerRankMonotonicTracksAndReadBytesE
                                 // A checkpoint after each epoch (its own phase): one checkpoint_write per rank each.
                                 "--set", "workflow.checkpoint=True", "--set", "checkpoint.checkpoint_folder=ck"},
                                seconds(240));
-  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  ASSERT_PRED1(JobRan, r.exit_code) << Dump(r);
   EXPECT_NE(r.out.find("trace: " + trace), std::string::npos) << r.out;
   ASSERT_TRUE(fs::exists(trace)) << Dump(r);
 
@@ -113,7 +113,7 @@ TEST(Trace, WithoutTraceNoTraceFileIsWritten) {
   CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", job, "--data-root", dir.str() + "/root",
                                 "--results-dir", dir.str() + "/results", "--output", dir.str() + "/out"},
                                seconds(120));
-  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  ASSERT_PRED1(JobRan, r.exit_code) << Dump(r);
   EXPECT_FALSE(fs::exists(dir.path() / "out" / "trace.json"));
 }
 
@@ -180,7 +180,7 @@ TEST(Strace, AgentReadSyscallBytesOnDataFilesEqualTrainReadBytesAndEvictionAdvis
   CommandResult gen = RunCommand({Bin("dlio-coordinator"), "run", job, "--data-root", dir.str() + "/root",
                                   "--results-dir", dir.str() + "/results", "--set", "workflow.train=false"},
                                  seconds(120));
-  ASSERT_EQ(gen.exit_code, 0) << Dump(gen);
+  ASSERT_PRED1(JobRan, gen.exit_code) << Dump(gen);
 
   const int port = FreePort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
@@ -196,7 +196,7 @@ TEST(Strace, AgentReadSyscallBytesOnDataFilesEqualTrainReadBytesAndEvictionAdvis
                                 dir.str() + "/out", "--wait-for-agents", "60", "--set", "workflow.generate_data=false",
                                 "--set", "dlio_ext.evict_cache=every_epoch"},
                                seconds(240));
-  ASSERT_EQ(r.exit_code, 0) << Dump(r) << "\nagent:\n" << agent.Log();
+  ASSERT_PRED1(JobRan, r.exit_code) << Dump(r) << "\nagent:\n" << agent.Log();
   // Stop the agent itself (strace, signalled, would detach and leave it running); strace then exits and its log
   // is complete.
   const std::string children =

@@ -187,7 +187,7 @@ TEST_P(Workloads, RunsScaledDownOnTwoAgents) {
     overrides.push_back("workflow.checkpoint=False");
     r = RunCommand(RunArgs(job, dir, overrides), seconds(120), dir.str());
   }
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   if (l.spec.train) {
     fs::path result;
     for (const auto& e : fs::directory_iterator(dir.path() / "results")) result = e.path();

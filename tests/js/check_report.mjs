@@ -49,9 +49,11 @@ try {
     if (c.painted_pixels < 0.03 * c.total_pixels) problems.push(`${c.id}: only ${c.painted_pixels} pixels painted`);
   }
   if (charts.length !== expected) problems.push(`expected ${expected} charts, found ${charts.length}`);
-  const rows = await page.evaluate(() => document.querySelectorAll('table.ranks tr').length);
-  console.log(JSON.stringify({ rank_table_rows: rows }));
-  if (rows < 2) problems.push('per-rank table is empty');
+  // A job's report has per-rank tables; an --mlperf report a table of its runs (REPORT_TABLE=table.runs).
+  const selector = (process.env.REPORT_TABLE || 'table.ranks') + ' tr';
+  const rows = await page.evaluate((sel) => document.querySelectorAll(sel).length, selector);
+  console.log(JSON.stringify({ table: selector, rows }));
+  if (rows < 2) problems.push(`${selector}: the table is empty`);
   if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
 } finally {
   await context.close();

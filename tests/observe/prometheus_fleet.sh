@@ -111,8 +111,9 @@ done
 
 node "$SRC/tests/js/promql_check.mjs" "http://127.0.0.1:$prom_port" "$WORK/done" \
   "$SRC"/dashboards/*.json "$SRC/dashboards/rules.yml"
-[[ $(cat "$WORK/submit.rc") == 0 ]] || { cat "$WORK/submit.log"; exit 1; }
-[[ $(cat "$WORK/submit-ckpt.rc") == 0 ]] || { cat "$WORK/submit-ckpt.log"; exit 1; }
+# Ran to the end: 0, or 5/6 (below the AU target, AU not measured; not this test's subject).
+[[ $(cat "$WORK/submit.rc") =~ ^[056]$ ]] || { cat "$WORK/submit.log"; exit 1; }
+[[ $(cat "$WORK/submit-ckpt.rc") =~ ^[056]$ ]] || { cat "$WORK/submit-ckpt.log"; exit 1; }
 grep -q '"num_hosts": 2' "$WORK/out/summary.json"
 grep -q '"save_checkpoint_mlperf_io_mean_GB_per_second"' "$WORK/out/summary.json"
 grep -q '"load_checkpoint_mlperf_io_mean_GB_per_second"' "$WORK/out-ckpt/summary.json"

@@ -94,4 +94,68 @@ RankEpochResult FromProto(const v1::RankResult& r) {
   return out;
 }
 
+namespace {
+
+template <typename Setter>
+void SetIf(const std::optional<double>& v, Setter set) {
+  if (v) set(*v);
+}
+
+}  // namespace
+
+void ToProto(const EpochMetric& m, v1::EpochRow* out) {
+  out->set_epoch(static_cast<uint32_t>(m.epoch));
+  SetIf(m.au_percent, [&](double x) { out->set_au_percent(x); });
+  SetIf(m.samples_per_second, [&](double x) { out->set_samples_per_second(x); });
+  SetIf(m.mib_per_second, [&](double x) { out->set_mib_per_second(x); });
+  SetIf(m.actual_mb_per_second, [&](double x) { out->set_actual_mb_per_second(x); });
+  SetIf(m.au_min_rank, [&](double x) { out->set_au_min_rank_percent(x); });
+}
+
+EpochMetric FromProto(const v1::EpochRow& r) {
+  EpochMetric m;
+  m.epoch = static_cast<int>(r.epoch());
+  if (r.has_au_percent()) m.au_percent = r.au_percent();
+  if (r.has_samples_per_second()) m.samples_per_second = r.samples_per_second();
+  if (r.has_mib_per_second()) m.mib_per_second = r.mib_per_second();
+  if (r.has_actual_mb_per_second()) m.actual_mb_per_second = r.actual_mb_per_second();
+  if (r.has_au_min_rank_percent()) m.au_min_rank = r.au_min_rank_percent();
+  return m;
+}
+
+void ToProto(const Verdict& v, v1::Verdict* out) {
+  switch (v.status) {
+    case VerdictStatus::kPass: out->set_status(v1::VERDICT_STATUS_PASS); break;
+    case VerdictStatus::kFail: out->set_status(v1::VERDICT_STATUS_FAIL); break;
+    case VerdictStatus::kNotMeasured: out->set_status(v1::VERDICT_STATUS_NOT_MEASURED); break;
+    case VerdictStatus::kNotApplicable: out->set_status(v1::VERDICT_STATUS_NOT_APPLICABLE); break;
+    case VerdictStatus::kIncomplete: out->set_status(v1::VERDICT_STATUS_INCOMPLETE); break;
+  }
+  SetIf(v.au_percent, [&](double x) { out->set_au_percent(x); });
+  SetIf(v.au_min_rank_percent, [&](double x) { out->set_au_min_rank_percent(x); });
+  SetIf(v.au_stdev_percent, [&](double x) { out->set_au_stdev_percent(x); });
+  out->set_target_percent(v.target_percent);
+  out->set_epochs_measured(static_cast<uint32_t>(v.epochs_measured));
+  out->set_reason(v.reason);
+}
+
+Verdict FromProto(const v1::Verdict& v) {
+  Verdict out;
+  switch (v.status()) {
+    case v1::VERDICT_STATUS_PASS: out.status = VerdictStatus::kPass; break;
+    case v1::VERDICT_STATUS_FAIL: out.status = VerdictStatus::kFail; break;
+    case v1::VERDICT_STATUS_NOT_MEASURED: out.status = VerdictStatus::kNotMeasured; break;
+    case v1::VERDICT_STATUS_NOT_APPLICABLE: out.status = VerdictStatus::kNotApplicable; break;
+    default: out.status = VerdictStatus::kIncomplete; break;
+  }
+  if (v.has_au_percent()) out.au_percent = v.au_percent();
+  if (v.has_au_min_rank_percent()) out.au_min_rank_percent = v.au_min_rank_percent();
+  if (v.has_au_stdev_percent()) out.au_stdev_percent = v.au_stdev_percent();
+  out.target_percent = v.target_percent();
+  out.epochs_measured = static_cast<int>(v.epochs_measured());
+  out.reason = v.reason();
+  if (v.status() == v1::VERDICT_STATUS_UNSPECIFIED && out.reason.empty()) out.reason = "no verdict";
+  return out;
+}
+
 }  // namespace dlio

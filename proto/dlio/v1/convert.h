@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/results.h"
+#include "common/verdict.h"
 #include "dlio/v1/coordinator.pb.h"
 
 namespace dlio {
@@ -17,5 +18,10 @@ void ToProto(const LatencyHistogram& h, v1::Histogram* out);
 LatencyHistogram FromProto(const v1::Histogram& h);
 void ToProto(const RankEpochResult& r, v1::RankResult* out);
 RankEpochResult FromProto(const v1::RankResult& r);
+// Figures that are not measured (nullopt) are absent fields on the wire.
+void ToProto(const EpochMetric& m, v1::EpochRow* out);
+EpochMetric FromProto(const v1::EpochRow& r);
+void ToProto(const Verdict& v, v1::Verdict* out);
+Verdict FromProto(const v1::Verdict& v);
 
 }  // namespace dlio
