@@ -193,6 +193,13 @@ double DataSizePerHostGb(const JobResult& job, const std::vector<Host>& hosts) {
   return static_cast<double>(samples) * job.spec.record_length_bytes / kGiB;
 }
 
+// DLIO's host_processor_name, host_cpuinfo and host_meminfo of an agent's host (empty from agents that sent none).
+void AddHostInfo(const AgentInfo* a, nlohmann::json* j) {
+  (*j)["host_processor_name"] = a != nullptr ? a->processor_name : "";
+  (*j)["host_cpuinfo"] = a != nullptr ? nlohmann::json(a->cpuinfo) : nlohmann::json::object();
+  (*j)["host_meminfo"] = a != nullptr ? nlohmann::json(a->meminfo) : nlohmann::json::object();
+}
+
 // Everything the documents need, computed once by the one merge path.
 struct Computed {
   FleetSummary fleet;
@@ -612,6 +619,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   }
   j["host_cpu_count"] = cpus;
   j["host_memory_GB"] = mem;
+  AddHostInfo(rank0, &j);
   j["potential_caching"] = caching;
   j["data_size_per_host_GB"] = data_gb;
 
@@ -736,6 +744,7 @@ nlohmann::json Aggregator::RankOutputJson(int rank) const {
     j["host_memory_GB"] = a->memory_gb;
     j["host_cpu_count"] = a->cpu_count;
     j["potential_caching"] = data_gb <= a->memory_gb ? 1 : 0;
+    AddHostInfo(a, &j);
   }
   for (const auto& [epoch, result] : EpochsOfRank(job_, rank)) {
     const RankEpochResult& r = *result;

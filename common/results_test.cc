@@ -190,8 +190,9 @@ JobResult SyntheticJob() {
   job.spec.record_length_bytes = 65536;
   job.spec.epochs = 2;
   job.spec.au_threshold = 0.5;
+  job.spec.num_files_eval = 5;
   job.world = 4;  // 64 / 2 / 4 = 8 steps
-  job.agents = {{"a0", "host-a", 16.0, 8, 0, 2, "", "", "", {}, {}, ""},
+  job.agents = {{"a0", "host-a", 16.0, 8, 0, 2, "", "", "", {{"vendor_id", "AuthenticAMD"}}, {{"MemTotal", "16 kB"}}, "EPYC"},
                 {"a1", "host-b", 32.0, 4, 2, 1, "", "", "", {}, {}, ""},
                 {"a2", "host-b", 32.0, 4, 3, 1, "", "", "", {}, {}, ""}};
   job.start_unix_us = 1'800'000'000'000'000;
@@ -271,7 +272,6 @@ TEST(Aggregator, SummaryJsonHasDliosKeysAndOurs) {
   EXPECT_EQ(j["hostname"], "host-a");
   EXPECT_EQ(j["host_cpu_count"], json({8, 4}));
   EXPECT_EQ(j["host_memory_GB"], json({16.0, 32.0}));
-  EXPECT_EQ(j["num_files_eval"], 0);
   EXPECT_EQ(j["epochs"], 2);
   // DLIO: ranks per node (2 on rank 0's host) * 64 samples // 4 ranks * 65536 bytes, in GiB.
   EXPECT_DOUBLE_EQ(j["data_size_per_host_GB"].get<double>(), 32.0 * 65536 / 1024 / 1024 / 1024);
@@ -292,6 +292,11 @@ TEST(Aggregator, SummaryJsonHasDliosKeysAndOurs) {
   EXPECT_EQ(m["train_au_meet_expectation"], s.au_meets_expectation ? "success" : "fail");
   EXPECT_EQ(m["train_read_bytes"], s.read_bytes);
   EXPECT_EQ(m["train_dropped_samples_per_epoch"], 3);
+  // DLIO's host keys, from rank 0's agent.
+  EXPECT_EQ(j["host_processor_name"], "EPYC");
+  EXPECT_EQ(j["host_cpuinfo"]["vendor_id"], "AuthenticAMD");
+  EXPECT_EQ(j["host_meminfo"]["MemTotal"], "16 kB");
+  EXPECT_EQ(j["num_files_eval"], 5);
   const json& ext = j["dlio_ext"];
   EXPECT_EQ(ext["job_id"], "job-1");
   EXPECT_EQ(ext["epoch_steps"], 8);
@@ -309,6 +314,8 @@ TEST(Aggregator, RankFilesHaveDliosLayout) {
   const json out = agg.RankOutputJson(1);
   EXPECT_EQ(out["hostname"], "host-a");
   EXPECT_EQ(out["host_cpu_count"], 8);
+  EXPECT_EQ(out["host_cpuinfo"]["vendor_id"], "AuthenticAMD");
+  EXPECT_EQ(out["host_meminfo"]["MemTotal"], "16 kB");
   ASSERT_TRUE(out.contains("1"));
   ASSERT_TRUE(out.contains("2"));
   const json& e = out["1"];
