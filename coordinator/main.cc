@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "common/results.h"
 #include "common/scheduling.h"
 #include "common/signals.h"
 #include "coordinator/client.h"
@@ -131,6 +133,11 @@ int main(int argc, char** argv) {
   std::string targets_file;
   serve->add_option("--targets-file", targets_file,
                     "Keep a Prometheus file_sd JSON file of the attached agents' /metrics endpoints at PATH");
+  std::string port_file;
+  serve->add_option("--port-file", port_file,
+                    "Once the server listens, write its gRPC port (one line) to PATH (temporary name, then rename: "
+                    "a script waits for the file, then reads it; removed at shutdown). With --listen HOST:0, how a "
+                    "launcher learns the port");
   serve->add_option("--store", store,
                     "SQLite job store: jobs survive a restart (queued ones run later, a running one is marked "
                     "interrupted); default: jobs live in memory only");
@@ -339,11 +346,23 @@ int main(int argc, char** argv) {
     dlio::CoordinatorServer* srv = server->get();
     g_server = srv;
     if (g_stop_early) srv->Shutdown();
+    if (!port_file.empty()) {
+      if (absl::Status s = dlio::WriteFileAtomic(port_file, absl::StrCat(srv->port(), "\n")); !s.ok()) {
+        std::cerr << "dlio-coordinator serve: --port-file: " << s.message() << "\n";
+        srv->Shutdown();
+        srv->Wait();
+        return 2;
+      }
+    }
     spdlog::info("coordinator listening on {} (port {}){}{}{}", listen, srv->port(),
                  transport->tls() ? (transport->ca_pem.empty() ? ", TLS" : ", mutual TLS") : "",
                  store.empty() ? "" : fmt::format(", job store {}", store),
                  srv->metrics_port() ? fmt::format(", metrics on port {}", srv->metrics_port()) : "");
     srv->Wait();
+    if (!port_file.empty()) {
+      std::error_code ignored;  // best effort: a launcher that reads a stale file finds nobody listening
+      std::filesystem::remove(port_file, ignored);
+    }
     return 0;
   }
 

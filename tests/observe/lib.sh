@@ -1,14 +1,21 @@
 # shellcheck shell=bash disable=SC2034  # sourced by tests/observe/*.sh, which use SRC, BIN, WORK
 # Helpers for the observability tests (sourced). Every process started with `start` is killed (TERM, then KILL
 # after 5 s) when the test exits, pass or fail; the scratch folder is removed unless KEEP=1.
+# The EXIT trap is this file's: a test adds its own clean-up steps with `on_exit FUNCTION` (run first) instead of
+# setting another trap, so the test's exit status (read first thing in `cleanup`) stays its verdict.
 set -euo pipefail
 SRC=${DLIO_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BIN=${DLIO_BIN_DIR:-$SRC/build/bin}
 WORK=$(mktemp -d /tmp/dlio-observe-XXXXXX)
 PIDS=()
+EXIT_HOOKS=()
+
+# on_exit FUNCTION: runs FUNCTION when the test exits, before the processes are stopped.
+on_exit() { EXIT_HOOKS+=("$1"); }
 
 cleanup() {
   local rc=$?
+  for hook in "${EXIT_HOOKS[@]}"; do "$hook" || true; done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

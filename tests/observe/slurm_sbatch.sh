@@ -58,7 +58,7 @@ stop_slurm() {
   done
   return 0
 }
-trap 'stop_slurm; cleanup' EXIT
+on_exit stop_slurm
 slurmctld -i
 for n in n1 n2 n3 n4; do slurmd -N "$n"; done
 # shellcheck disable=SC2016  # expanded by the inner bash
