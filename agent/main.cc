@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "common/cli_parse.h"
 #include "agent/agent_server.h"
 #include "agent/identity.h"
 #include "common/scheduling.h"
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--protocol-version", opt.protocol_version,
                  "Protocol version to announce (testing only; default: this build's)")
       ->group("");  // hidden
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> rc = dlio::ParseCommandLine(app, argc, argv, std::cerr)) return *rc;
 
   const auto level = spdlog::level::from_str(log_level);
   if (level == spdlog::level::off && log_level != "off") {

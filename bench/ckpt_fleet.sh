@@ -76,7 +76,7 @@ dlio_ext:
 YAML
 
 start=$(date +%s.%N)
-"$BIN/dlio-coordinator" submit "$WORK/job.yaml" --coordinator "127.0.0.1:$port" --agents 2 --wait-for-agents 30 \
+"$BIN/dlio-coordinator" submit "$WORK/job.yaml" --coordinator "127.0.0.1:$port" --agents 2 --wait-for-agents 30 --wait-for-coordinator 30 \
   --output "$WORK/out" | tee "$WORK/submit.log"
 end=$(date +%s.%N)
 

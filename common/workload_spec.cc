@@ -26,6 +26,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/bandwidth_limiter.h"
+#include "common/nearest.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
@@ -964,21 +965,6 @@ const KeyTable& Keys() {
 // ---------------------------------------------------------------------------------------------------------------
 // Unknown keys
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string LastComponent(const std::string& path) {
   const size_t dot = path.rfind('.');
   return dot == std::string::npos ? path : path.substr(dot + 1);
@@ -991,16 +977,7 @@ std::string Suggest(const std::string& canon) {
   for (const std::string& n : t.names) {
     if (absl::EndsWith(n, "." + canon)) return n;
   }
-  std::string best;
-  size_t best_d = std::numeric_limits<size_t>::max();
-  for (const std::string& n : t.names) {
-    const size_t d = EditDistance(canon, n);
-    if (d < best_d) {
-      best_d = d;
-      best = n;
-    }
-  }
-  if (best_d <= std::max<size_t>(2, canon.size() / 4)) return best;
+  if (std::string near = NearestName(canon, t.names); !near.empty()) return near;
   const std::string leaf = LastComponent(canon);
   for (const KeyInfo& k : t.keys) {
     if (LastComponent(k.path) == leaf) return k.path;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -216,7 +217,9 @@ struct Connection {
 
   void Prepare(grpc::ClientContext* ctx) const { AddToken(ctx, transport); }
 
-  // 0, or the exit code after printing one line.
+  // 0, or the exit code after printing one line. Nothing listening there (connection refused) fails at once, or
+  // is retried until --wait-for-coordinator ends (a coordinator that is starting); a failed TLS handshake fails at
+  // once; a connection that never completes (an address that drops packets) fails after --connect-timeout.
   int Open(const ClientOptions& o, std::ostream& err) {
     opt = &o;
     absl::StatusOr<Transport> t = LoadTransport(o.transport, /*server=*/false);
@@ -225,23 +228,72 @@ struct Connection {
       return 2;
     }
     transport = std::move(*t);
-    channel = grpc::CreateCustomChannel(o.coordinator, ChannelCredentials(transport), ChannelArgs(transport));
-    if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(o.connect_timeout_s))) {
-      // One quick call for gRPC's own reason (connection refused, handshake failed, ...).
-      stub = v1::Coordinator::NewStub(channel);
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-      v1::ListJobsResponse resp;
-      const grpc::Status s = stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
-      err << "--coordinator: cannot reach the coordinator at " << o.coordinator << " within " << o.connect_timeout_s
-          << " s (" << (s.ok() ? std::string("no connection") : s.error_message()) << ")"
-          << (transport.tls() ? "; with TLS, check --tls-ca, --tls-cert/--tls-key and the certificate's name"
-                              : "; if the coordinator uses TLS, pass --tls-ca")
-          << "\n";
-      return 3;
-    }
+    grpc::ChannelArguments args = ChannelArgs(transport);
+    // Reconnect every 100-500 ms while waiting for a starting coordinator (gRPC's default backoff starts at 1 s and
+    // grows to 2 min).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+    channel = grpc::CreateCustomChannel(o.coordinator, ChannelCredentials(transport), args);
     stub = v1::Coordinator::NewStub(channel);
-    return 0;
+    const auto start = std::chrono::system_clock::now();
+    const auto wait_refused = start + std::chrono::seconds(o.wait_for_coordinator_s);
+    const auto deadline = start + std::chrono::seconds(std::max(o.connect_timeout_s, o.wait_for_coordinator_s));
+    for (;;) {
+      const grpc_connectivity_state st = channel->GetState(/*try_to_connect=*/true);
+      if (st == GRPC_CHANNEL_READY) return 0;
+      const auto now = std::chrono::system_clock::now();
+      if (st == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+        const std::string why = FailureReason();
+        const bool refused = absl::StrContains(why, "Connection refused");
+        if (!refused || now >= wait_refused) return Unreachable(why, refused, err);
+      }
+      if (now >= deadline) {
+        err << "--coordinator: cannot reach the coordinator at " << o.coordinator << " within "
+            << std::max(o.connect_timeout_s, o.wait_for_coordinator_s) << " s (the connection never completed)\n";
+        return 3;
+      }
+      // gRPC keeps a failed channel in TRANSIENT_FAILURE while it retries (no state change to wait for): look again
+      // every 100 ms.
+      channel->WaitForStateChange(st, std::min(deadline, now + std::chrono::milliseconds(100)));
+    }
+  }
+
+  // gRPC's reason for a channel in TRANSIENT_FAILURE ("... Connection refused", a handshake error, ...): a call on
+  // such a channel fails at once with it.
+  std::string FailureReason() const {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    v1::ListJobsResponse resp;
+    const grpc::Status s = stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
+    return s.ok() ? "no connection" : s.error_message();
+  }
+
+  // One line for a connection that failed for good; TLS hints only where TLS is in use.
+  int Unreachable(const std::string& why, bool refused, std::ostream& err) const {
+    const std::string& at = opt->coordinator;
+    if (refused) {
+      if (opt->wait_for_coordinator_s > 0) {
+        err << "--coordinator: nothing listened at " << at << " within " << opt->wait_for_coordinator_s
+            << " s (connection refused)\n";
+      } else {
+        err << "--coordinator: nothing listens at " << at << " (connection refused): is the coordinator running "
+            << "there? (--wait-for-coordinator SECONDS waits for one that is starting)\n";
+      }
+    } else if (transport.tls() && (absl::StrContains(why, "Peer name") || absl::StrContains(why, "peer certificate") ||
+                                   absl::StrContains(why, "hostname"))) {
+      const std::string expected = transport.server_name.empty() ? at.substr(0, at.rfind(':')) : transport.server_name;
+      err << "--coordinator: the certificate of the coordinator at " << at << " does not hold the name '" << expected
+          << "' (" << why << "); pass --tls-server-name with a name the certificate holds\n";
+    } else if (transport.tls()) {
+      err << "--coordinator: TLS with the coordinator at " << at << " failed (" << why
+          << "); check --tls-ca (the CA that signed its certificate) and --tls-cert/--tls-key (mutual TLS)\n";
+    } else {
+      // A TLS server hangs up on a plaintext client's HTTP/2 preface: gRPC then says "Socket closed".
+      err << "--coordinator: cannot reach the coordinator at " << at << " (" << why << ")"
+          << (absl::StrContains(why, "Socket closed") ? "; if the coordinator serves TLS, pass --tls-ca" : "") << "\n";
+    }
+    return 3;
   }
 
   // Maps a failed call to an exit code after printing one line.
@@ -490,6 +542,7 @@ int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::
     // The attached agents, if the coordinator answers soon; explaining must not hang on an absent coordinator.
     ClientOptions quick = opt.client;
     quick.connect_timeout_s = std::min(quick.connect_timeout_s, 2);
+    quick.wait_for_coordinator_s = std::min(quick.wait_for_coordinator_s, 2);
     Connection c;
     std::ostringstream ignored;
     v1::ListJobsResponse resp;

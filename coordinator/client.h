@@ -50,7 +50,8 @@ inline constexpr const char* kExitStatusHelp =
 struct ClientOptions {
   std::string coordinator = "127.0.0.1:7543";  // host:port (the CLI: --coordinator, else $DLIO_COORDINATOR)
   TransportFiles transport;                     // --token-file, --tls-ca, --tls-cert, --tls-key, --tls-server-name
-  int connect_timeout_s = 10;                   // how long to wait for the connection before exit code 3
+  int connect_timeout_s = 10;                   // how long a connection may take to complete before exit code 3
+  int wait_for_coordinator_s = 0;               // how long to retry while nothing listens (refused); 0 = fail at once
   bool json = false;                            // --json: machine-readable output only
 };
 

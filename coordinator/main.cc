@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "common/cli_parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/results.h"
 #include "common/scheduling.h"
@@ -58,9 +59,15 @@ void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
   sub->add_option("--tls-key", o->transport.tls_key, "Private key (PEM) of --tls-cert");
   sub->add_option("--tls-server-name", o->transport.tls_server_name,
                   "Name expected in the coordinator's certificate (default: the host of --coordinator)");
-  sub->add_option("--connect-timeout", o->connect_timeout_s, "Seconds to wait for the connection to the coordinator")
+  sub->add_option("--connect-timeout", o->connect_timeout_s,
+                  "Seconds a connection to the coordinator may take to complete (an address that answers nothing)")
       ->default_val(10)
       ->check(CLI::Range(1, 3600));
+  sub->add_option("--wait-for-coordinator", o->wait_for_coordinator_s,
+                  "Seconds to keep retrying while nothing listens at --coordinator (connection refused), e.g. while "
+                  "it starts; 0 = fail at once")
+      ->default_val(0)
+      ->check(CLI::Range(0, 86400));
   sub->add_flag("--json", o->json, "Print one JSON document on stdout (for scripts) instead of text");
 }
 
@@ -279,7 +286,7 @@ int main(int argc, char** argv) {
       ->expected(1, 2);
   report->add_option("-o,--output", report_out, "HTML file to write")->default_val("report.html");
 
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> rc = dlio::ParseCommandLine(app, argc, argv, std::cerr)) return *rc;
   for (dlio::ClientOptions* o : {&copt, &sopt.client}) {
     if (o->coordinator.empty()) {
       const char* env = std::getenv("DLIO_COORDINATOR");

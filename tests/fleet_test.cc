@@ -346,6 +346,13 @@ TEST(Security, MutualTlsRunWorksAndPlaintextOrCertificateLessClientsAreRefused) 
   no_cert.insert(no_cert.end(), {"--tls-ca", d + "/ca.pem"});
   r = RunCommand(no_cert, seconds(30));
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  // A certificate that does not hold the expected name: the line names --tls-server-name.
+  std::vector<std::string> wrong_name = no_cert;
+  wrong_name.insert(wrong_name.end(), {"--tls-server-name", "not-the-coordinator.example"});
+  r = RunCommand(wrong_name, seconds(30));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "does not hold the name 'not-the-coordinator.example'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "--tls-server-name")) << r.err;
   const json list = fleet.ClientJson({"list"});
   ASSERT_TRUE(list.is_object());
   EXPECT_EQ(list["jobs"].size(), 1u) << "only the TLS run created a job";

@@ -139,6 +139,21 @@ int FreePort() {
   return port;
 }
 
+bool WaitForListening(int port, std::chrono::milliseconds timeout) {
+  return Eventually(
+      [port] {
+        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<uint16_t>(port));
+        const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+        close(fd);
+        return ok;
+      },
+      timeout);
+}
+
 std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -224,6 +239,7 @@ void Fleet::StartCoordinator() {
   const std::string log = coordinator_starts_ == 1 ? "/coordinator.log"
                                                    : "/coordinator-" + std::to_string(coordinator_starts_) + ".log";
   coordinator_ = std::make_unique<Process>(argv, dir_.str() + log);
+  WaitForListening(port_, std::chrono::seconds(10));  // clients fail at once on a refused connection
 }
 
 Process& Fleet::AddAgent(const std::string& name, std::vector<std::string> extra, double reconnect_window,

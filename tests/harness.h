@@ -109,6 +109,10 @@ class Fleet {
 // `submit JOB --agents N --output OUT --wait-for-agents 30` to the fleet.
 CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output, int agents,
                      std::chrono::seconds timeout = std::chrono::seconds(240));
+
+// Polls until something accepts TCP connections on 127.0.0.1:port (a coordinator that started listening); false
+// after `timeout`. Clients fail at once on a refused connection, so tests wait for the coordinator first.
+bool WaitForListening(int port, std::chrono::milliseconds timeout = std::chrono::seconds(20));
 // HTTP GET http://127.0.0.1:port/path; empty on failure.
 std::string HttpGet(int port, const std::string& path);
 // Reads a whole file.

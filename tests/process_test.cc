@@ -1,6 +1,7 @@
 // Process-level tests: real coordinator and agent processes over loopback gRPC, real files, real tools.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -576,6 +577,85 @@ TEST(Cli, HelpDescribesEveryOption) {
     }
     EXPECT_GT(options, 0) << r.out;
   }
+}
+
+TEST(Cli, ParseErrorsOfBothBinariesExitTwoWithOneLineAndTheNearestName) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string expect;  // in the one line on stderr
+  };
+  const std::string c = Bin("dlio-coordinator"), a = Bin("dlio-agent");
+  const std::vector<Case> cases = {
+      {{c, "sumbit", "job.yaml"}, "dlio-coordinator: unknown command 'sumbit' (did you mean submit?)"},
+      {{c, "submit", "job.yaml", "--agnets", "2"}, "dlio-coordinator submit: unknown option --agnets (did you mean --agents?)"},
+      {{c, "run", "job.yaml", "--local-agent=2"}, "dlio-coordinator run: unknown option --local-agent (did you mean --local-agents?)"},
+      {{c, "mlperf", "datasiz"}, "dlio-coordinator mlperf: unknown command 'datasiz' (did you mean datasize?)"},
+      {{c, "mlperf", "datasize", "--acc", "4"}, "unknown option --acc (did you mean --accelerators?)"},
+      {{c, "serve", "--port-fil", "p"}, "dlio-coordinator serve: unknown option --port-fil (did you mean --port-file?)"},
+      {{c, "submit", "job.yaml", "--agents", "x"}, "dlio-coordinator submit: "},
+      {{c}, "a command is required (one of serve, submit,"},
+      {{c, "submit"}, "dlio-coordinator submit: job is required"},
+      {{a, "--coordinater", "127.0.0.1:1", "--data-root", "/tmp"}, "dlio-agent: unknown option --coordinater (did you mean --coordinator?)"},
+      {{a, "--coordinator", "127.0.0.1:1", "--data-root", "/tmp", "--accelerators", "0"}, "dlio-agent: --accelerators: "},
+      {{a, "--data-root", "/tmp"}, "dlio-agent: --coordinator is required"},
+  };
+  for (const Case& k : cases) {
+    CommandResult r = RunCommand(k.argv, seconds(10));
+    const std::string shown = k.argv.size() > 1 ? k.argv[1] : k.argv[0];
+    EXPECT_EQ(r.exit_code, 2) << shown << ": " << r.err;
+    EXPECT_NE(r.err.find(k.expect), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    EXPECT_EQ(r.out, "") << shown;
+  }
+}
+
+TEST(Cli, RefusedConnectionFailsAtOnceWithoutATlsHintOrWaitsForACoordinatorThatIsStarting) {
+  TempDir dir;
+  const int port = FreePort();  // nothing listens there
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "list", "--coordinator", address}, seconds(30));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_LT(took, 0.5) << r.err;
+  EXPECT_NE(r.err.find("nothing listens at " + address + " (connection refused)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("TLS"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // --wait-for-coordinator: a coordinator that starts 1 s later is found.
+  std::unique_ptr<Process> coordinator;
+  std::thread later([&] {
+    std::this_thread::sleep_for(seconds(1));
+    coordinator = std::make_unique<Process>(
+        std::vector<std::string>{Bin("dlio-coordinator"), "serve", "--listen", address, "--results-dir",
+                                 dir.str() + "/results"},
+        dir.str() + "/coordinator.log");
+  });
+  r = RunCommand({Bin("dlio-coordinator"), "list", "--coordinator", address, "--wait-for-coordinator", "20"},
+                 seconds(30));
+  later.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err << coordinator->Log();
+}
+
+TEST(Cli, ServePortFileHoldsTheListeningPortAndGoesAwayAtShutdown) {
+  TempDir dir;
+  const std::string port_file = dir.str() + "/coordinator.port";
+  {
+    Process serve({Bin("dlio-coordinator"), "serve", "--listen", "127.0.0.1:0", "--port-file", port_file,
+                   "--results-dir", dir.str() + "/results"},
+                  dir.str() + "/serve.log");
+    ASSERT_TRUE(Eventually([&] { return fs::exists(port_file); }, seconds(20))) << serve.Log();
+    const std::string text = ReadFile(port_file);
+    ASSERT_TRUE(std::regex_match(text, std::regex("[0-9]+\n"))) << text;
+    CommandResult r = RunCommand({Bin("dlio-coordinator"), "list", "--coordinator", "127.0.0.1:" + text.substr(0, text.size() - 1)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    serve.Signal(SIGTERM);
+    EXPECT_EQ(serve.Wait(std::chrono::milliseconds(10000)), 0) << serve.Log();
+    EXPECT_FALSE(fs::exists(port_file));
+  }
+  CommandResult bad = RunCommand({Bin("dlio-coordinator"), "serve", "--listen", "127.0.0.1:0", "--port-file",
+                                  dir.str() + "/no/such/folder/port", "--results-dir", dir.str() + "/results"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--port-file"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, ReadmeAndDocsCliReferenceAreTheCurrentHelpText) {

@@ -187,6 +187,7 @@ TEST(Strace, AgentReadSyscallBytesOnDataFilesEqualTrainReadBytesAndEvictionAdvis
   Process coordinator({Bin("dlio-coordinator"), "serve", "--listen", address, "--results-dir",
                        dir.str() + "/coord-results"},
                       dir.str() + "/coordinator.log");
+  ASSERT_TRUE(WaitForListening(port)) << coordinator.Log();
   const std::string strace_log = dir.str() + "/strace.log";
   Process agent({"strace", "-f", "-y", "-qq", "-s", "0", "-o", strace_log, "-e",
                  "trace=openat,close,read,pread64,readv,preadv,preadv2,fadvise64", Bin("dlio-agent"),

@@ -12,7 +12,7 @@ start coordinator "$BIN/dlio-coordinator" serve --listen "127.0.0.1:$grpc_port" 
 start agent "$BIN/dlio-agent" --coordinator "127.0.0.1:$grpc_port" --data-root "$WORK/root" --name a1 --accelerators 2 \
   --metrics-listen "127.0.0.1:$agent_metrics" --reconnect-window 3 --log-level warn
 workload 8 0.001 1 > "$WORK/job.yaml"
-job_ran "$BIN/dlio-coordinator" submit "$WORK/job.yaml" --coordinator "127.0.0.1:$grpc_port" --wait-for-agents 20 \
+job_ran "$BIN/dlio-coordinator" submit "$WORK/job.yaml" --coordinator "127.0.0.1:$grpc_port" --wait-for-agents 20 --wait-for-coordinator 20 \
   --output "$WORK/out" > "$WORK/submit.log" 2>&1
 curl -sf "127.0.0.1:$agent_metrics/metrics" > "$WORK/agent.txt"
 curl -sf "127.0.0.1:$coord_metrics/metrics" > "$WORK/coordinator.txt"
