@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12 packages, as root), then configures and builds into build/.
 # Idempotent and quick when everything is there: apt runs only for missing packages, the build is incremental.
-#   scripts/setup.sh            runtime + build dependencies
+#   scripts/setup.sh            runtime + build dependencies; builds dlio-coordinator and dlio-agent only (a fresh
+#                               build folder is configured without tests and benchmarks: about a quarter of the build)
 #   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio, openssl;
-#                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests)
+#                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests), and
+#                               builds everything, tests and benchmarks included, in the same build folder
 # npm packages (package.json + package-lock.json, installed with `npm ci`): Chart.js, which the build embeds into
 # `dlio-coordinator report`, always; the test tools (Grafana schema, kubernetes-models, playwright-core) with --test.
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), DLIO_WERROR (ON in CI).
@@ -46,18 +48,39 @@ if ((${#missing[@]})); then
 fi
 
 # npm packages, pinned by package-lock.json; skipped when node_modules already matches the lock file and mode.
+# An "all" install satisfies "runtime" (never drop the test tools a previous --test run installed).
 npm_mode=$( ((with_tests)) && echo all || echo runtime)
 stamp=node_modules/.dlio-installed
-if ! { [[ -f $stamp ]] && [[ "$(cat "$stamp")" == "$npm_mode $(sha256sum < package-lock.json)" ]]; }; then
+lock=$(sha256sum < package-lock.json)
+installed=$(cat "$stamp" 2>/dev/null || true)
+if [[ $installed != "$npm_mode $lock" && $installed != "all $lock" ]]; then
   echo "setup: npm ci ($npm_mode)"
   if ((with_tests)); then
     npm ci --no-audit --no-fund --loglevel=error
   else
     npm ci --omit=dev --no-audit --no-fund --loglevel=error
   fi
-  echo "$npm_mode $(sha256sum < package-lock.json)" > "$stamp"
+  echo "$npm_mode $lock" > "$stamp"
 fi
 
+# Configure only what is asked for or missing: a build folder configured before keeps its options (the build itself
+# re-runs CMake when a CMakeLists.txt changed), so the Quick start on a test build folder rebuilds nothing.
 build_dir=${BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DDLIO_WERROR="${DLIO_WERROR:-OFF}" >/dev/null
-cmake --build "$build_dir" -j"$(nproc)"
+fresh=0
+[[ -f $build_dir/CMakeCache.txt ]] || fresh=1
+cmake_args=()
+if ((with_tests)); then
+  cmake_args+=(-DDLIO_BUILD_TESTS=ON -DDLIO_BUILD_BENCH=ON)
+elif ((fresh)); then
+  cmake_args+=(-DDLIO_BUILD_TESTS=OFF -DDLIO_BUILD_BENCH=OFF)
+fi
+if [[ -n ${BUILD_TYPE:-} ]] || ((fresh)); then cmake_args+=(-DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"); fi
+if [[ -n ${DLIO_WERROR:-} ]] || ((fresh)); then cmake_args+=(-DDLIO_WERROR="${DLIO_WERROR:-OFF}"); fi
+if ((${#cmake_args[@]})); then
+  cmake -S . -B "$build_dir" "${cmake_args[@]}" >/dev/null
+fi
+if ((with_tests)); then
+  cmake --build "$build_dir" -j"$(nproc)"
+else
+  cmake --build "$build_dir" -j"$(nproc)" --target dlio-coordinator dlio-agent
+fi
