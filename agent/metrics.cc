@@ -1,5 +1,7 @@
 #include "agent/metrics.h"
 
+#include <algorithm>
+
 #include "agent/loader.h"
 #include "prometheus/metric_family.h"
 
@@ -47,11 +49,19 @@ void RankMetrics::RecordStep(uint64_t batch_wait_ns, uint64_t step_ns, uint64_t 
   barrier_wait.Record(barrier_ns);
 }
 
-RankMetrics* AgentMetrics::Rank(const std::string& job_id, int rank) {
+std::shared_ptr<RankMetrics> AgentMetrics::Rank(const std::string& job_id, int rank) {
   std::lock_guard<std::mutex> lk(mu_);
-  auto& slot = ranks_[{job_id, rank}];
-  if (!slot) slot = std::make_unique<RankMetrics>();
-  return slot.get();
+  Job& job = jobs_[job_id];
+  job.last_use = ++uses_;
+  auto& slot = job.ranks[rank];
+  if (!slot) slot = std::make_shared<RankMetrics>();
+  std::shared_ptr<RankMetrics> r = slot;
+  if (jobs_.size() > jobs_kept_) {
+    auto oldest = std::min_element(jobs_.begin(), jobs_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
+    jobs_.erase(oldest);  // never job_id: it was used last
+  }
+  return r;
 }
 
 std::string AdvertisedMetricsEndpoint(const std::string& listen, int bound_port) {
@@ -105,74 +115,76 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   auto phase = Family("dlio_phase", "Phase the rank is in (label phase); always 1.", MetricType::Gauge);
 
   std::lock_guard<std::mutex> lk(mu_);
-  for (const auto& [key, rm] : ranks_) {
-    IoSnapshot io, ev, wr;
-    LatencyHistogram bw, st, bar, cp_save, cp_load;
-    uint64_t save_bytes = 0, load_bytes = 0;
-    int64_t depth = 0;
-    {
-      std::lock_guard<std::mutex> rl(rm->mu);
-      io = rm->retired;
-      ev = rm->retired_eval;
-      if (rm->live != nullptr) {
-        (rm->live_eval ? ev : io) += rm->live->Snapshot();
-        depth = rm->live->QueueDepth();
+  for (const auto& [job_id, job] : jobs_) {
+    for (const auto& [rank, rm] : job.ranks) {
+      IoSnapshot io, ev, wr;
+      LatencyHistogram bw, st, bar, cp_save, cp_load;
+      uint64_t save_bytes = 0, load_bytes = 0;
+      int64_t depth = 0;
+      {
+        std::lock_guard<std::mutex> rl(rm->mu);
+        io = rm->retired;
+        ev = rm->retired_eval;
+        if (rm->live != nullptr) {
+          (rm->live_eval ? ev : io) += rm->live->Snapshot();
+          depth = rm->live->QueueDepth();
+        }
+        wr = rm->written;
+        bw = rm->batch_wait;
+        st = rm->step_time;
+        bar = rm->barrier_wait;
+        cp_save = rm->checkpoint_save;
+        cp_load = rm->checkpoint_load;
+        save_bytes = rm->checkpoint_save_bytes;
+        load_bytes = rm->checkpoint_load_bytes;
       }
-      wr = rm->written;
-      bw = rm->batch_wait;
-      st = rm->step_time;
-      bar = rm->barrier_wait;
-      cp_save = rm->checkpoint_save;
-      cp_load = rm->checkpoint_load;
-      save_bytes = rm->checkpoint_save_bytes;
-      load_bytes = rm->checkpoint_load_bytes;
+      const std::vector<prometheus::ClientMetric::Label> labels = {
+          {"agent", agent_}, {"job_id", job_id}, {"rank", std::to_string(rank)}};
+      auto with = [&](const char* name, const std::string& value) {
+        auto l = labels;
+        l.push_back({name, value});
+        return l;
+      };
+      auto add = [](prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> l, double v) {
+        prometheus::ClientMetric m;
+        m.label = std::move(l);
+        if (f.type == MetricType::Counter) m.counter.value = v; else m.gauge.value = v;
+        f.metric.push_back(std::move(m));
+      };
+      auto add_histogram = [&](prometheus::MetricFamily& f, const LatencyHistogram& h,
+                               std::vector<prometheus::ClientMetric::Label> l) {
+        prometheus::ClientMetric m;
+        m.label = std::move(l);
+        m.histogram = ToPrometheusHistogram(h);
+        f.metric.push_back(std::move(m));
+      };
+      add(read_bytes, with("phase", "train"), static_cast<double>(io.bytes));
+      add(read_ops, with("phase", "train"), static_cast<double>(io.ops));
+      add(samples, with("phase", "train"), static_cast<double>(io.samples));
+      // Evaluation series appear once the rank has evaluated (no empty eval series on training-only jobs).
+      if (ev.ops > 0 || ev.samples > 0 || ev.files > 0) {
+        add(read_bytes, with("phase", "eval"), static_cast<double>(ev.bytes));
+        add(read_ops, with("phase", "eval"), static_cast<double>(ev.ops));
+        add(samples, with("phase", "eval"), static_cast<double>(ev.samples));
+      }
+      add(checkpoint_bytes, with("operation", "save"), static_cast<double>(save_bytes));
+      add(checkpoint_bytes, with("operation", "load"), static_cast<double>(load_bytes));
+      add(written, with("phase", "generate"), static_cast<double>(wr.bytes));
+      add(steps, labels, static_cast<double>(rm->steps.load()));
+      add(epoch, labels, rm->epoch.load());
+      add(au, labels, rm->au_ratio.load());
+      add(au_target, labels, rm->au_target_ratio.load());
+      add(queue, labels, static_cast<double>(depth));
+      add(phase, with("phase", RankPhaseName(static_cast<RankPhase>(rm->phase.load()))), 1);
+      LatencyHistogram reads = io.latency;
+      reads += ev.latency;
+      add_histogram(latency, reads, labels);
+      add_histogram(batch_wait, bw, labels);
+      add_histogram(step_time, st, labels);
+      add_histogram(barrier, bar, labels);
+      add_histogram(checkpoint, cp_save, with("operation", "save"));
+      add_histogram(checkpoint, cp_load, with("operation", "load"));
     }
-    const std::vector<prometheus::ClientMetric::Label> labels = {
-        {"agent", agent_}, {"job_id", key.first}, {"rank", std::to_string(key.second)}};
-    auto with = [&](const char* name, const std::string& value) {
-      auto l = labels;
-      l.push_back({name, value});
-      return l;
-    };
-    auto add = [](prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> l, double v) {
-      prometheus::ClientMetric m;
-      m.label = std::move(l);
-      if (f.type == MetricType::Counter) m.counter.value = v; else m.gauge.value = v;
-      f.metric.push_back(std::move(m));
-    };
-    auto add_histogram = [&](prometheus::MetricFamily& f, const LatencyHistogram& h,
-                             std::vector<prometheus::ClientMetric::Label> l) {
-      prometheus::ClientMetric m;
-      m.label = std::move(l);
-      m.histogram = ToPrometheusHistogram(h);
-      f.metric.push_back(std::move(m));
-    };
-    add(read_bytes, with("phase", "train"), static_cast<double>(io.bytes));
-    add(read_ops, with("phase", "train"), static_cast<double>(io.ops));
-    add(samples, with("phase", "train"), static_cast<double>(io.samples));
-    // Evaluation series appear once the rank has evaluated (no empty eval series on training-only jobs).
-    if (ev.ops > 0 || ev.samples > 0 || ev.files > 0) {
-      add(read_bytes, with("phase", "eval"), static_cast<double>(ev.bytes));
-      add(read_ops, with("phase", "eval"), static_cast<double>(ev.ops));
-      add(samples, with("phase", "eval"), static_cast<double>(ev.samples));
-    }
-    add(checkpoint_bytes, with("operation", "save"), static_cast<double>(save_bytes));
-    add(checkpoint_bytes, with("operation", "load"), static_cast<double>(load_bytes));
-    add(written, with("phase", "generate"), static_cast<double>(wr.bytes));
-    add(steps, labels, static_cast<double>(rm->steps.load()));
-    add(epoch, labels, rm->epoch.load());
-    add(au, labels, rm->au_ratio.load());
-    add(au_target, labels, rm->au_target_ratio.load());
-    add(queue, labels, static_cast<double>(depth));
-    add(phase, with("phase", RankPhaseName(static_cast<RankPhase>(rm->phase.load()))), 1);
-    LatencyHistogram reads = io.latency;
-    reads += ev.latency;
-    add_histogram(latency, reads, labels);
-    add_histogram(batch_wait, bw, labels);
-    add_histogram(step_time, st, labels);
-    add_histogram(barrier, bar, labels);
-    add_histogram(checkpoint, cp_save, with("operation", "save"));
-    add_histogram(checkpoint, cp_load, with("operation", "load"));
   }
   return {read_bytes, read_ops, samples, latency, written, steps, epoch, au, au_target,
           batch_wait, step_time, barrier, checkpoint, checkpoint_bytes, queue, phase};

@@ -71,16 +71,28 @@ struct RankMetrics {
 
 class AgentMetrics : public prometheus::Collectable {
  public:
-  explicit AgentMetrics(std::string agent) : agent_(std::move(agent)) {}
-  // The state of (job, rank), created on first use; stays valid for the agent's life.
-  RankMetrics* Rank(const std::string& job_id, int rank);
+  // Per-job series are kept for the last kJobsKept jobs the agent ran (as the coordinator keeps its barrier-wait
+  // histograms for its 16 most recent jobs), so /metrics stays bounded however long the agent lives: the series of
+  // an older job leave the scrape when a newer job registers its first rank. Prometheus has them by then.
+  static constexpr size_t kJobsKept = 16;
+
+  explicit AgentMetrics(std::string agent, size_t jobs_kept = kJobsKept)
+      : agent_(std::move(agent)), jobs_kept_(jobs_kept) {}
+  // The state of (job, rank), created on first use. Shared: a phase still running when its job leaves the window
+  // keeps updating its own copy, which is no longer exported.
+  std::shared_ptr<RankMetrics> Rank(const std::string& job_id, int rank);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
+  struct Job {
+    uint64_t last_use = 0;  // recency: Rank() calls stamp it, the least recently used job goes first
+    std::map<int, std::shared_ptr<RankMetrics>> ranks;  // keyed in order for a stable output
+  };
   const std::string agent_;
+  const size_t jobs_kept_;
   mutable std::mutex mu_;
-  // Bounded in practice: one entry per (job, rank) this agent ran. Keyed in order for a stable output.
-  std::map<std::pair<std::string, int>, std::unique_ptr<RankMetrics>> ranks_ ABSL_GUARDED_BY(mu_);
+  uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);  // at most jobs_kept_ entries
 };
 
 // The host:port an agent advertises for its /metrics endpoint: the host of --metrics-listen with the port actually

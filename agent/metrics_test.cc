@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <mutex>
 
 #include "gtest/gtest.h"
@@ -25,7 +26,7 @@ std::string Label(const prometheus::ClientMetric& m, const std::string& name) {
 
 TEST(AgentMetrics, StepHistogramsAreExportedPerRankInSeconds) {
   AgentMetrics metrics("agent-a");
-  RankMetrics* r = metrics.Rank("job-1", 3);
+  const std::shared_ptr<RankMetrics> r = metrics.Rank("job-1", 3);
   r->RecordStep(2'000'000, 10'000'000, 1'000'000);  // 2 ms wait, 10 ms step, 1 ms barrier
   r->RecordStep(4'000'000, 12'000'000, 3'000'000);
   r->SetPhase(RankPhase::kTrain);
@@ -61,7 +62,7 @@ TEST(AgentMetrics, StepHistogramsAreExportedPerRankInSeconds) {
 
 TEST(AgentMetrics, EvaluationReadsAreLabelledPhaseEvalApartFromTraining) {
   AgentMetrics metrics("agent-a");
-  RankMetrics* r = metrics.Rank("job-1", 0);
+  const std::shared_ptr<RankMetrics> r = metrics.Rank("job-1", 0);
   {
     // Before any evaluation: no eval series.
     const auto families = metrics.Collect();
@@ -91,6 +92,37 @@ TEST(AdvertisedMetricsEndpoint, KeepsTheListenHostWithTheBoundPort) {
   EXPECT_EQ(AdvertisedMetricsEndpoint("127.0.0.1:0", 41234), "127.0.0.1:41234");
   EXPECT_EQ(AdvertisedMetricsEndpoint("0.0.0.0:9464", 9464), "0.0.0.0:9464");
   EXPECT_EQ(AdvertisedMetricsEndpoint("9464", 9464), ":9464");
+}
+
+}  // namespace
+}  // namespace dlio
+
+namespace dlio {
+namespace {
+
+std::set<std::string> JobIds(const AgentMetrics& metrics) {
+  std::set<std::string> ids;
+  for (const auto& f : metrics.Collect()) {
+    for (const auto& m : f.metric) ids.insert(Label(m, "job_id"));
+  }
+  return ids;
+}
+
+TEST(AgentMetrics, KeepsTheSeriesOfTheLastJobsOnly) {
+  AgentMetrics metrics("agent-a", 3);
+  std::shared_ptr<RankMetrics> first = metrics.Rank("job-1", 0);
+  for (int j = 1; j <= 5; ++j) {
+    for (int rank = 0; rank < 2; ++rank) metrics.Rank("job-" + std::to_string(j), rank)->steps += 1;
+  }
+  EXPECT_EQ(JobIds(metrics), (std::set<std::string>{"job-3", "job-4", "job-5"}));
+  // A phase still holding an evicted job's state keeps working on it; it is just no longer exported.
+  first->RecordStep(1, 2, 3);
+  first->SetPhase(RankPhase::kTrain);
+  // Recency, not age: the job used last stays.
+  metrics.Rank("job-3", 0);
+  metrics.Rank("job-6", 0);
+  EXPECT_EQ(JobIds(metrics), (std::set<std::string>{"job-3", "job-5", "job-6"}));
+  EXPECT_EQ(AgentMetrics::kJobsKept, 16u);
 }
 
 }  // namespace

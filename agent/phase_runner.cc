@@ -277,7 +277,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       r.rank = rank;
       r.epoch = 0;
       r.start_unix_us = NowUnixUs();
-      RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      const std::shared_ptr<RankMetrics> rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
       if (rm) rm->SetPhase(RankPhase::kGenerate);
       // This rank's files: i = rank, rank + world, ... in each split; n numbers them across splits (seeds, sizes).
       std::vector<std::pair<const Split*, int64_t>> todo;
@@ -517,7 +517,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       r.rank = rank;
       r.epoch = cmd.epoch;
       r.dropped_samples = rank == 0 && !eval ? static_cast<uint64_t>(plan->DroppedSamples()) : 0;
-      RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      const std::shared_ptr<RankMetrics> rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
       // Per rank and epoch: reproducible compute draws that differ between ranks and epochs.
       Xoshiro256 compute_rng(static_cast<uint64_t>(spec.seed) * 0x9E3779B97F4A7C15ull ^
                              (static_cast<uint64_t>(rank) << 20) ^ static_cast<uint64_t>(cmd.epoch) ^
@@ -633,7 +633,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           absl::StatusOr<RankCheckpointResult> c = TakeCheckpoint(
               spec, *ckpt, *ckpt_io, rank, cmd.world, cmd.local_ranks, false,
               cmd.checkpoint_index + static_cast<int>(next_ckpt), cmd.epoch, step + 1,
-              [&] { return local_barrier.Arrive(barrier_seq++); }, rm);
+              [&] { return local_barrier.Arrive(barrier_seq++); }, rm.get());
           if (rm) rm->SetPhase(RankPhase::kTrain);
           if (!c.ok()) {
             fail(rank, c.status());
@@ -695,7 +695,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
       r.rank = rank;
       r.epoch = cmd.epoch;
       r.start_unix_us = NowUnixUs();
-      RankMetrics* rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
+      const std::shared_ptr<RankMetrics> rm = metrics_ ? metrics_->Rank(cmd.job_id, rank) : nullptr;
       if (rm) rm->SetPhase(RankPhase::kCheckpoint);
       auto fail = [&](const absl::Status& s) {
         first_error.Set(s.code() == absl::StatusCode::kCancelled ? s : Annotate(s, Where(cmd, rank)));
@@ -719,7 +719,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
         absl::StatusOr<RankCheckpointResult> c =
             TakeCheckpoint(spec, *setup, io, rank, cmd.world, cmd.local_ranks, cmd.checkpoint_load,
                            cmd.checkpoint_index, cmd.epoch, cmd.checkpoint_step,
-                           [&] { return local_barrier.Arrive(barrier_seq++); }, rm);
+                           [&] { return local_barrier.Arrive(barrier_seq++); }, rm.get());
         if (c.ok() && spec.trace) {
           // --trace: the save or load as one event on the rank's step track (its bytes the rank's files).
           const std::unique_ptr<TraceBuffer> t = TraceBuffer::Make(StepTrackId(rank), 1);

@@ -375,6 +375,49 @@ TEST(Metrics, PromtoolAcceptsAgentMetricsTakenDuringARun) {
   EXPECT_EQ(lint.exit_code, 0) << lint.out << lint.err;
 }
 
+// The job_id label values of the dlio_ series in a scrape.
+std::set<std::string> ScrapedJobIds(const std::string& metrics) {
+  std::set<std::string> ids;
+  const std::regex job_id(R"re(^dlio_[^{]*\{.*job_id="([^"]+)")re");
+  std::istringstream in(metrics);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, job_id)) ids.insert(m[1]);
+  }
+  return ids;
+}
+
+TEST(Metrics, AnAgentKeepsPerJobSeriesForItsLastSixteenJobsOnly) {
+  TempDir dir;
+  const int mport = FreePort();
+  Fleet fleet(dir, 1, 1, {"--metrics-listen", "127.0.0.1:" + std::to_string(mport)});
+  const std::string job = dir.str() + "/job.yaml";
+  // 8 steps of one 4 KiB sample; metric.au 0: this test is about series, not about this machine's AU.
+  WriteFile(job, Workload("npz", 8, 1, 4096, 1, 0.001, 1, true, "metric:\n  au: 0\n"));
+  constexpr int kKept = 16;  // AgentMetrics::kJobsKept, as docs/metrics.md says
+  std::vector<std::string> ids;
+  size_t lines_at_kept = 0;
+  for (int j = 1; j <= kKept + 2; ++j) {
+    CommandResult r = RunCommand({Bin("dlio-coordinator"), "submit", job, "--coordinator", fleet.address(),
+                                  "--wait-for-agents", "30", "--json"},
+                                 seconds(60));
+    ASSERT_FALSE(r.out.empty()) << r.err;
+    const json out = json::parse(r.out);
+    ASSERT_EQ(out["state"], "succeeded") << r.out << r.err;
+    ids.push_back(out["job_id"]);
+    if (j == kKept) {
+      const std::string at_kept = HttpGet(mport, "/metrics");
+      lines_at_kept = static_cast<size_t>(std::count(at_kept.begin(), at_kept.end(), '\n'));
+    }
+  }
+  const std::string metrics = HttpGet(mport, "/metrics");
+  const std::set<std::string> scraped = ScrapedJobIds(metrics);
+  EXPECT_EQ(scraped, std::set<std::string>(ids.end() - kKept, ids.end())) << "the last 16 jobs, and only them";
+  // The same number of lines as after 16 jobs: the endpoint no longer grows with every job.
+  EXPECT_EQ(static_cast<size_t>(std::count(metrics.begin(), metrics.end(), '\n')), lines_at_kept);
+}
+
 TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
   struct Case {
     std::string name, yaml, expect;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # docs/metrics.md is the agent's and the coordinator's /metrics: after a small job (so that every family has a
 # series: per-rank histograms, the coordinator's barrier wait), both endpoints are scraped and compared with the
-# catalogue (names, types, HELP texts, units), and pass `promtool check metrics`.
+# catalogue (names, types, HELP texts, units) and with the README's tables (names, types, units), and pass
+# `promtool check metrics`.
 # shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need promtool node curl
@@ -19,3 +20,4 @@ curl -sf "127.0.0.1:$coord_metrics/metrics" > "$WORK/coordinator.txt"
 promtool check metrics < "$WORK/agent.txt"
 promtool check metrics < "$WORK/coordinator.txt"
 node "$SRC/tests/js/check_catalogue.mjs" "$SRC/docs/metrics.md" "$WORK/agent.txt" "$WORK/coordinator.txt"
+node "$SRC/tests/js/check_catalogue.mjs" --summary "$SRC/README.md" "$WORK/agent.txt" "$WORK/coordinator.txt"
