@@ -3,10 +3,9 @@
 // overrides (4 files x 2 samples of 4 KiB, batch 2, 1 epoch, no compute time), and its --explain plan is what the
 // planning code derives.
 //  - Object-storage files (storage_type s3/aistore) must fail with one "not supported yet" line, exit 2.
-//  - Files with workflow.checkpoint: while runs refuse workflow.checkpoint ("not supported yet"; the checkpoint phases
-//    are being wired in), training files run again with workflow.checkpoint=False and checkpoint-only files (llama)
-//    check --explain only; the test logs "checkpoint run pending". Once runs accept workflow.checkpoint, the same
-//    test runs them scaled down (a tiny transformer), with no edit here.
+//  - Files with workflow.checkpoint run scaled down with a tiny transformer and one checkpoint written and read;
+//    megatron's explicit tensor lists (model.optimization_groups / layer_parameters) are refused naming the key, and
+//    that file runs again with workflow.checkpoint=False.
 #include <algorithm>
 #include <filesystem>
 #include <string>
