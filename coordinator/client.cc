@@ -280,8 +280,7 @@ struct Connection {
         err << "--coordinator: nothing listens at " << at << " (connection refused): is the coordinator running "
             << "there? (--wait-for-coordinator SECONDS waits for one that is starting)\n";
       }
-    } else if (transport.tls() && (absl::StrContains(why, "Peer name") || absl::StrContains(why, "peer certificate") ||
-                                   absl::StrContains(why, "hostname"))) {
+    } else if (transport.tls() && absl::StrContains(why, "not in peer certificate")) {  // "Peer name X is not in ..."
       const std::string expected = transport.server_name.empty() ? at.substr(0, at.rfind(':')) : transport.server_name;
       err << "--coordinator: the certificate of the coordinator at " << at << " does not hold the name '" << expected
           << "' (" << why << "); pass --tls-server-name with a name the certificate holds\n";

@@ -10,8 +10,8 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
-#include "common/cli_parse.h"
 #include "absl/strings/str_cat.h"
+#include "common/cli_parse.h"
 #include "common/results.h"
 #include "common/scheduling.h"
 #include "common/signals.h"

@@ -2,7 +2,7 @@
 # Installs what is missing (Debian 12 packages, as root), then configures and builds into build/.
 # Idempotent and quick when everything is there: apt runs only for missing packages, the build is incremental.
 #   scripts/setup.sh            runtime + build dependencies; builds dlio-coordinator and dlio-agent only (a fresh
-#                               build folder is configured without tests and benchmarks: about a quarter of the build)
+#                               build folder is configured without tests and benchmarks: about half the compile steps)
 #   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio, openssl;
 #                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests), and
 #                               builds everything, tests and benchmarks included, in the same build folder
