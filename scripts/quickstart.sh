@@ -8,7 +8,10 @@ scripts/setup.sh
 build_dir=${BUILD_DIR:-build}
 work=${DLIO_QUICKSTART_DIR:-${TMPDIR:-/tmp}/dlio-quickstart}
 mkdir -p "$work"
+# The run's exit status is the script's (0: the job met its AU target; see `dlio-coordinator --help`), after the paths.
+rc=0
 "$build_dir/bin/dlio-coordinator" run configs/workloads/quickstart.yaml \
-  --local-agents 2 --accelerators 1 --data-root "$work" --results-dir "$work/results" --output "$work/output"
+  --local-agents 2 --accelerators 1 --data-root "$work" --results-dir "$work/results" --output "$work/output" || rc=$?
 echo "summary: $work/output/summary.json"
 echo "binaries: $(cd "$build_dir/bin" && pwd) (export PATH=\"$(cd "$build_dir/bin" && pwd):\$PATH\" to call them by name)"
+exit $rc
