@@ -57,22 +57,17 @@ double PopulationStdev(const std::vector<double>& v) {
 }
 
 // Mean and population stdev of the measured values; nullopt when none is.
-std::optional<double> MeanOf(const std::vector<std::optional<double>>& v) {
+std::optional<double> OverMeasured(const std::vector<std::optional<double>>& v,
+                                   double (*reduce)(const std::vector<double>&)) {
   std::vector<double> m;
   for (const auto& x : v) {
     if (x) m.push_back(*x);
   }
   if (m.empty()) return std::nullopt;
-  return Mean(m);
+  return reduce(m);
 }
-std::optional<double> StdevOf(const std::vector<std::optional<double>>& v) {
-  std::vector<double> m;
-  for (const auto& x : v) {
-    if (x) m.push_back(*x);
-  }
-  if (m.empty()) return std::nullopt;
-  return PopulationStdev(m);
-}
+std::optional<double> MeanOf(const std::vector<std::optional<double>>& v) { return OverMeasured(v, Mean); }
+std::optional<double> StdevOf(const std::vector<std::optional<double>>& v) { return OverMeasured(v, PopulationStdev); }
 std::optional<double> Times(const std::optional<double>& v, double k) {
   if (!v) return std::nullopt;
   return *v * k;
