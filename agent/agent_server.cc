@@ -16,7 +16,9 @@
 #include "agent/paths.h"
 #include "agent/phase_runner.h"
 #include "agent/preflight.h"
+#include "agent/step_barrier.h"
 #include "common/mlperf.h"
+#include "common/text.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
@@ -57,9 +59,7 @@ struct AgentServer::Impl {
   std::string running_job, running_phase;  // empty when idle
   std::thread phase_thread;
   std::atomic<bool> phase_cancel{false};
-  std::string released_phase;              // last BarrierRelease seen
-  uint64_t released_step = 0;
-  bool released_any = false;
+  ReleaseBoard releases;                   // the running phase's barrier releases (guarded by mu)
   // The last finished phase and its answer, re-sent when the coordinator repeats the RunPhase.
   std::string done_job, done_phase;
   v1::AgentMessage done_msg;
@@ -75,13 +75,10 @@ struct AgentServer::Impl {
   }
   static int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
-  absl::Status WaitRelease(const std::string& phase, uint64_t step) {
+  absl::Status WaitRelease(uint64_t step) {
     std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] {
-      return !session_alive || phase_cancel ||
-             (released_any && released_phase == phase && released_step >= step);
-    });
-    if (released_any && released_phase == phase && released_step >= step) return absl::OkStatus();
+    cv.wait(lk, [&] { return !session_alive || phase_cancel || releases.Released(step); });
+    if (releases.Released(step)) return absl::OkStatus();
     return absl::CancelledError(absl::StrCat("barrier at step ", step, " abandoned: ",
                                              session_alive ? "phase cancelled" : "connection to coordinator lost"));
   }
@@ -160,6 +157,7 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
   cmd.checkpoint_step = static_cast<int64_t>(rp.checkpoint_step());
   running_job = cmd.job_id;
   running_phase = cmd.phase_id;
+  releases.Start(cmd.job_id, cmd.phase_id);
   phase_cancel = false;
   spdlog::info("agent '{}': job {} phase {} (ranks {}..{} of {})", opt.name, cmd.job_id, cmd.phase_id,
                cmd.first_rank, cmd.first_rank + cmd.local_ranks - 1, cmd.world);
@@ -171,7 +169,7 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
       a->set_phase_id(cmd.phase_id);
       a->set_step(step);
       if (!Write(m)) return absl::UnavailableError("connection to coordinator lost");
-      return WaitRelease(cmd.phase_id, step);
+      return WaitRelease(step);
     };
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(cmd);
     if (r.ok()) r = runner->Run(cmd, barrier, &phase_cancel);
@@ -337,12 +335,17 @@ SessionEnd AgentServer::Impl::Session() {
       case v1::CoordinatorMessage::kRunPhase:
         StartPhase(in.run_phase());
         break;
-      case v1::CoordinatorMessage::kBarrierRelease:
-        released_any = true;
-        released_phase = in.barrier_release().phase_id();
-        released_step = in.barrier_release().step();
-        cv.notify_all();
+      case v1::CoordinatorMessage::kBarrierRelease: {
+        const v1::BarrierRelease& r = in.barrier_release();
+        if (releases.Release(r.job_id(), r.phase_id(), r.step())) {
+          cv.notify_all();
+        } else {  // a late release of an earlier phase or job: dropped, and counted
+          metrics->CountStaleRelease();
+          spdlog::debug("agent '{}': dropped a stale barrier release (job {} phase {} step {})", opt.name,
+                        EscapeText(r.job_id()), EscapeText(r.phase_id()), r.step());
+        }
         break;
+      }
       case v1::CoordinatorMessage::kCancel:
         spdlog::info("agent '{}': job {} cancelled: {}", opt.name, in.cancel().job_id(), in.cancel().reason());
         if (running_job == in.cancel().job_id()) phase_cancel = true;

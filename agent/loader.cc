@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/scheduling.h"
+#include "common/sleep.h"
 
 namespace dlio {
 
@@ -82,7 +83,8 @@ int64_t Loader::QueueDepth() const {
 
 bool Loader::Stopped() const {
   return cancel_.load(std::memory_order_relaxed) ||
-         (external_cancel_ != nullptr && external_cancel_->load(std::memory_order_relaxed));
+         (external_cancel_ != nullptr && external_cancel_->load(std::memory_order_relaxed)) ||
+         (cfg_.cancel != nullptr && cfg_.cancel->load(std::memory_order_relaxed));
 }
 
 void Loader::Cancel() {
@@ -172,15 +174,15 @@ void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
   }
 }
 
-void Loader::Throttle(const IoStats& stats, uint64_t* charged) const {
+void Loader::Throttle(const IoStats& stats, uint64_t* charged) {
   const uint64_t now = stats.bytes();
-  if (now > *charged) cfg_.limiter->Acquire(now - *charged);
+  if (now > *charged) cfg_.limiter->Acquire(now - *charged, &cancel_);
   *charged = now;
 }
 
-void Loader::Preprocess(Xoshiro256& rng) const {
+void Loader::Preprocess(Xoshiro256& rng) {
   if (cfg_.preprocess.IsZero()) return;
-  std::this_thread::sleep_for(std::chrono::duration<double>(cfg_.preprocess.Sample(rng)));
+  SleepFor(cfg_.preprocess.Sample(rng), &cancel_);
 }
 
 absl::Status Loader::Next() {
@@ -189,7 +191,11 @@ absl::Status Loader::Next() {
   std::unique_lock<std::mutex> lk(q.mu);
   while (q.ready == 0 && q.error.ok() && !Stopped()) q.cv.wait_for(lk, std::chrono::milliseconds(50));
   if (!q.error.ok()) return q.error;
-  if (q.ready == 0) return absl::CancelledError("loader cancelled");
+  if (q.ready == 0) {
+    lk.unlock();
+    Cancel();  // the reader threads sleep on cancel_ only (preprocess, bandwidth cap): wake them
+    return absl::CancelledError("loader cancelled");
+  }
   --q.ready;
   q.cv.notify_all();
   ++next_batch_;

@@ -52,6 +52,9 @@ struct LoaderConfig {
   // --trace: per reader thread t, the TraceBuffer its IoStats records open and read events into (trace[t]); empty
   // (the default) = no tracing. The buffers belong to the caller and must outlive the Loader.
   std::vector<TraceBuffer*> trace;
+  // The phase's cancel flag (the agent was told to stop); null = none. Next() then returns Cancelled within 50 ms
+  // and the reader threads stop, their preprocess and bandwidth-cap sleeps cut short (common/sleep.h).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class Loader {
@@ -87,9 +90,9 @@ class Loader {
   void Fail(Queue& q, absl::Status s);
   void Finish(Queue& q);
   bool Stopped() const;
-  void Preprocess(Xoshiro256& rng) const;
-  // Charges the limiter with the bytes `stats` counted since `*charged` (and sleeps as it says).
-  void Throttle(const IoStats& stats, uint64_t* charged) const;
+  void Preprocess(Xoshiro256& rng);
+  // Charges the limiter with the bytes `stats` counted since `*charged` (and sleeps as it says, until cancelled).
+  void Throttle(const IoStats& stats, uint64_t* charged);
   void IndexThread(int t, const std::vector<SampleRef>* samples);
   void StreamThread(int t, std::vector<uint32_t> files, int64_t quota);
 

@@ -82,6 +82,9 @@ class AgentMetrics : public prometheus::Collectable {
   // keeps updating its own copy, which is no longer exported.
   std::shared_ptr<RankMetrics> Rank(const std::string& job_id, int rank);
   std::vector<prometheus::MetricFamily> Collect() const override;
+  // A barrier release the agent dropped because it was not for the phase it runs (a late release of an earlier
+  // job or phase; agent/step_barrier.h ReleaseBoard).
+  void CountStaleRelease() { stale_releases_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   struct Job {
@@ -90,6 +93,7 @@ class AgentMetrics : public prometheus::Collectable {
   };
   const std::string agent_;
   const size_t jobs_kept_;
+  std::atomic<uint64_t> stale_releases_{0};
   mutable std::mutex mu_;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);  // at most jobs_kept_ entries

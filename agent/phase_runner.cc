@@ -17,6 +17,7 @@
 #include "agent/loader.h"
 #include "agent/paths.h"
 #include "common/scheduling.h"
+#include "common/sleep.h"
 #include "agent/step_barrier.h"
 #include "common/checkpoint_plan.h"
 #include "common/checkpoint_schedule.h"
@@ -434,6 +435,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   cfg.prefetch = spec.prefetch_size;
   cfg.preprocess = spec.preprocess_time;
   cfg.seed = static_cast<uint64_t>(spec.seed) ^ (static_cast<uint64_t>(cmd.epoch) << 32);
+  cfg.cancel = cancel;
   // dlio_ext.read_bandwidth_limit: one limiter for every rank of this agent, living as long as this phase.
   std::unique_ptr<BandwidthLimiter> limiter;
   if (spec.read_bandwidth_limit > 0) {
@@ -570,8 +572,9 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           break;
         }
         const auto t1 = SteadyClock::now();
-        if (!compute.IsZero()) {
-          std::this_thread::sleep_for(std::chrono::duration<double>(compute.Sample(compute_rng)));
+        if (!compute.IsZero() && !SleepFor(compute.Sample(compute_rng), cancel)) {
+          fail(rank, absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled in the compute of step ", step)));
+          break;
         }
         const auto t2 = SteadyClock::now();
         // DLIO's evaluation has no per-step barrier.
@@ -701,15 +704,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
         first_error.Set(s.code() == absl::StatusCode::kCancelled ? s : Annotate(s, Where(cmd, rank)));
         local_barrier.Cancel(absl::CancelledError(absl::StrCat(Where(cmd, rank), ": another rank failed")));
       };
-      // Checkpoint-only mode: DLIO's "compute" between checkpoints, slept in 50 ms slices so a cancel is prompt.
-      if (!spec.train && spec.time_between_checkpoints > 0) {
-        const auto until = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                                    std::chrono::duration<double>(spec.time_between_checkpoints));
-        while (SteadyClock::now() < until && !(cancel && *cancel)) {
-          std::this_thread::sleep_for(std::min<SteadyClock::duration>(std::chrono::milliseconds(50),
-                                                                       until - SteadyClock::now()));
-        }
-      }
+      // Checkpoint-only mode: DLIO's "compute" between checkpoints; a cancel cuts it short (common/sleep.h).
+      if (!spec.train && spec.time_between_checkpoints > 0) SleepFor(spec.time_between_checkpoints, cancel);
       uint64_t barrier_seq = 0;
       absl::Status s = cancel && *cancel ? absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled"))
                                          : local_barrier.Arrive(barrier_seq++);

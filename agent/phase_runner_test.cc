@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -126,6 +129,48 @@ TEST(CheckpointPhase, SavesThePlannedFileAndShiftedLoadsReadAnotherRanksFiles) {
   EXPECT_FALSE(escaped.ok());
   EXPECT_NE(std::string(escaped.status().message()).find("checkpoint.checkpoint_folder"), std::string::npos)
       << escaped.status();
+}
+
+// D5 of issue 13: a cancel stops a rank inside a long emulated compute step and a reader held back by the bandwidth
+// cap, well within the coordinator's 2 s stop grace (before, a 20 s compute step ran out and a 1 MiB/s cap on 4 MiB
+// samples held the phase for minutes).
+TEST(Steps, CancelInterruptsComputeAndTheBandwidthCap) {
+  Dir d;
+  PhaseRunner runner(d.path(), "a", nullptr);
+  PhaseCommand cmd;
+  cmd.job_id = "j";
+  cmd.spec.format = "npy";
+  cmd.spec.num_files_train = 2;
+  cmd.spec.num_samples_per_file = 1;
+  cmd.spec.record_length_bytes = 4 << 20;
+  cmd.spec.data_folder = "data";
+  auto none = [](uint64_t) { return absl::OkStatus(); };
+  cmd.phase_id = "generate";
+  cmd.kind = PhaseKind::kGenerate;
+  ASSERT_TRUE(runner.Run(cmd, none, nullptr).ok());
+  cmd.kind = PhaseKind::kTrainEpoch;
+  cmd.epoch = 1;
+  struct Case {
+    const char* what;
+    double compute;
+    int64_t cap;
+  };
+  for (const Case& c : {Case{"compute", 20.0, 0}, Case{"bandwidth cap", 0.0, 1 << 20}}) {
+    cmd.phase_id = std::string("train-") + c.what;
+    cmd.spec.computation_time.a = c.compute;
+    cmd.spec.read_bandwidth_limit = c.cap;
+    std::atomic<bool> cancel{false};
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      cancel = true;
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = runner.Run(cmd, none, &cancel);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stopper.join();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << c.what << ": " << r.status();
+    EXPECT_LT(took, 1.5) << c.what << ": the phase did not stop promptly";
+  }
 }
 
 }  // namespace

@@ -27,4 +27,18 @@ void StepBarrier::Cancel(absl::Status why) {
   cv_.notify_all();
 }
 
+void ReleaseBoard::Start(const std::string& job_id, const std::string& phase_id) {
+  job_id_ = job_id;
+  phase_id_ = phase_id;
+  any_ = false;
+  released_ = 0;
+}
+
+bool ReleaseBoard::Release(const std::string& job_id, const std::string& phase_id, uint64_t step) {
+  if (job_id != job_id_ || phase_id != phase_id_ || job_id.empty()) return false;
+  if (!any_ || step > released_) released_ = step;
+  any_ = true;
+  return true;
+}
+
 }  // namespace dlio

@@ -66,5 +66,24 @@ TEST(StepBarrierTest, GlobalFailureReachesEveryRank) {
   EXPECT_FALSE(c.ok());
 }
 
+// D1 of issue 13: the release of an earlier job's (or phase's) step must not satisfy the running phase's barrier,
+// although every job's first training phase has the same name.
+TEST(ReleaseBoardTest, AReleaseOfAnotherJobOrPhaseIsStaleAndStartForgetsThePreviousPhase) {
+  ReleaseBoard b;
+  b.Start("job-a", "train-epoch-1");
+  EXPECT_TRUE(b.Release("job-a", "train-epoch-1", 19));
+  EXPECT_TRUE(b.Released(19));
+  b.Start("job-b", "train-epoch-1");
+  EXPECT_FALSE(b.Released(0)) << "a new phase starts with nothing released";
+  EXPECT_FALSE(b.Release("job-a", "train-epoch-1", 19)) << "a late release of the previous job is stale";
+  EXPECT_FALSE(b.Release("job-b", "train-epoch-2", 0)) << "another phase of the same job is stale";
+  EXPECT_FALSE(b.Released(0));
+  EXPECT_TRUE(b.Release("job-b", "train-epoch-1", 0));
+  EXPECT_TRUE(b.Released(0));
+  EXPECT_FALSE(b.Released(1));
+  EXPECT_TRUE(b.Release("job-b", "train-epoch-1", 0)) << "a repeat is harmless";
+  EXPECT_FALSE(b.Released(1));
+}
+
 }  // namespace
 }  // namespace dlio

@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/sleep.h"
 
 namespace dlio {
 
@@ -20,7 +21,7 @@ int64_t BandwidthLimiter::Now() const {
       .count();
 }
 
-int64_t BandwidthLimiter::Acquire(uint64_t bytes) {
+int64_t BandwidthLimiter::Acquire(uint64_t bytes, const std::atomic<bool>* cancel) {
   const int64_t cost = static_cast<int64_t>(static_cast<double>(bytes) * ns_per_byte_);
   const int64_t now = Now();
   int64_t tat = tat_ns_.load(std::memory_order_relaxed);
@@ -34,7 +35,7 @@ int64_t BandwidthLimiter::Acquire(uint64_t bytes) {
   if (opt_.sleep_ns) {
     opt_.sleep_ns(wait);
   } else {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    SleepFor(static_cast<double>(wait) * 1e-9, cancel);
   }
   return wait;
 }

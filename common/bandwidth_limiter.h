@@ -43,8 +43,10 @@ class BandwidthLimiter {
   };
   explicit BandwidthLimiter(Options o);
 
-  // Accounts `bytes` just read; sleeps until they fit under the cap. Returns the nanoseconds slept.
-  int64_t Acquire(uint64_t bytes);
+  // Accounts `bytes` just read; sleeps until they fit under the cap, or until `cancel` (may be null) is set
+  // (common/sleep.h: a cancelled job's reader never sleeps out a long wait). Returns the nanoseconds it asked to
+  // sleep.
+  int64_t Acquire(uint64_t bytes, const std::atomic<bool>* cancel = nullptr);
   double bytes_per_second() const { return rate_; }
 
  private:

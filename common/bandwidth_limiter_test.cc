@@ -53,6 +53,24 @@ TEST(BandwidthLimiter, RealThreadsShareTheCap) {
   EXPECT_LT(s, 1.5);  // generous: a loaded machine only makes it slower
 }
 
+// D5 of issue 13: a cancel must not wait for the cap. 10 MB at 1 MB/s asks for a 10 s sleep; the flag set after
+// 100 ms ends it within a slice.
+TEST(BandwidthLimiter, ACancelCutsTheSleepShort) {
+  BandwidthLimiter::Options o;
+  o.bytes_per_second = 1e6;
+  BandwidthLimiter lim(o);
+  std::atomic<bool> cancel{false};
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_GT(lim.Acquire(10'000'000, &cancel), 9'000'000'000);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  setter.join();
+  EXPECT_LT(s, 1.0) << "the limiter slept through the cancel";
+}
+
 TEST(ParseByteRate, Units) {
   EXPECT_DOUBLE_EQ(*ParseByteRate("1048576"), 1048576);
   EXPECT_DOUBLE_EQ(*ParseByteRate("100MiB/s"), 100.0 * 1024 * 1024);

@@ -331,11 +331,16 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
                                   uint64_t step) {
   std::lock_guard<std::mutex> lk(mu_);
   Touch(agent);
-  if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
+  // An arrival counts only for the running phase's barrier, from one of its agents; anything else (a late arrival of
+  // an earlier job or phase, a repeat of a released step) is dropped and counted.
+  const bool current = running_ != nullptr && running_->rec.id == job_id && running_->phase &&
+                       running_->phase->id == phase_id && step == running_->phase->barrier_step;
+  const auto& names = current ? running_->rec.agent_names : std::vector<std::string>();
+  if (!current || std::find(names.begin(), names.end(), agent) == names.end()) {
+    ++stale_arrivals_;
+    return;
+  }
   Phase& p = *running_->phase;
-  const auto& names = running_->rec.agent_names;
-  if (step != p.barrier_step) return;  // a repeat of a released step
-  if (std::find(names.begin(), names.end(), agent) == names.end()) return;
   const Clock::time_point now = options_.now();
   if (p.arrived.empty()) p.first_arrival = now;
   p.arrived.insert(agent);
@@ -548,6 +553,7 @@ Coordinator::Counts Coordinator::GetCounts() const {
   for (const auto& [id, job] : jobs_) ++c.jobs[job->rec.state];
   c.barrier_wait = barrier_wait_;
   c.leases_expired = leases_expired_;
+  c.stale_arrivals = stale_arrivals_;
   return c;
 }
 

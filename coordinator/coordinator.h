@@ -202,6 +202,7 @@ class Coordinator {
     // Per job: first arrival to release, per released step (the newest kBarrierWaitJobs jobs).
     std::map<std::string, LatencyHistogram> barrier_wait;
     uint64_t leases_expired = 0;
+    uint64_t stale_arrivals = 0;     // barrier arrivals dropped: not for the running barrier (OnBarrierArrive)
   };
   Counts GetCounts() const;
 
@@ -259,6 +260,7 @@ class Coordinator {
   static constexpr size_t kBarrierWaitJobs = 16;
   std::map<std::string, LatencyHistogram> barrier_wait_ ABSL_GUARDED_BY(mu_);
   uint64_t leases_expired_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stale_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread runner_;
   std::thread watchdog_;
   std::once_flag stop_once_;  // Stop() joins the threads once, whoever calls it first

@@ -472,7 +472,14 @@ class CoordinatorMetrics : public prometheus::Collectable {
       b.histogram = ToPrometheusHistogram(h);
       barrier.metric.push_back(b);
     }
-    return {agents, jobs, expired, barrier};
+    prometheus::MetricFamily stale;
+    stale.name = "dlio_coordinator_stale_barrier_arrivals_total";
+    stale.help = "Barrier arrivals dropped because they were for another job, phase or step than the running barrier.";
+    stale.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric sa;
+    sa.counter.value = static_cast<double>(c.stale_arrivals);
+    stale.metric.push_back(sa);
+    return {agents, jobs, expired, barrier, stale};
   }
 
  private:
