@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "common/sleep.h"
+#include "common/text.h"
 #include "fmt/format.h"
 #include "yaml-cpp/yaml.h"
 
@@ -65,7 +67,9 @@ std::string Num(double v) { return fmt::format("{}", v); }
 absl::StatusOr<Distribution> Distribution::Parse(const YAML::Node& n, const std::string& key) {
   Distribution d;
   if (n.IsScalar()) {
-    if (!Number(n, &d.a) || d.a < 0) return Bad(key, fmt::format("must be a number >= 0 of seconds, got '{}'", n.Scalar()));
+    if (!Number(n, &d.a) || d.a < 0 || d.a > kMaxSleepSeconds) {
+      return Bad(key, fmt::format("must be a number of seconds in [0, 86400], got '{}'", EscapeText(n.Scalar(), 64)));
+    }
     return d;
   }
   if (!n.IsMap() || n.size() == 0) {
@@ -75,13 +79,18 @@ absl::StatusOr<Distribution> Distribution::Parse(const YAML::Node& n, const std:
   std::map<std::string, double> p;
   std::string type;
   for (auto it = n.begin(); it != n.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
+    if (!it->first.IsScalar()) return Bad(key, "distribution parameters must be names");
+    const std::string k = it->first.Scalar();
     if (k == "type") {
       type = it->second.IsScalar() ? it->second.Scalar() : "";
       continue;
     }
     double v;
-    if (!Number(it->second, &v)) return Bad(key, fmt::format("{} must be a number", k));
+    if (!Number(it->second, &v)) return Bad(key, fmt::format("{} must be a number", EscapeText(k, 64)));
+    // Seconds, or a gamma shape: a day at most keeps every draw and mean within what a sleep can take.
+    if (std::abs(v) > kMaxSleepSeconds) {
+      return Bad(key, fmt::format("{} must be in [-86400, 86400], got {}", EscapeText(k, 64), Num(v)));
+    }
     p[k] = v;
   }
   auto need = [&](std::initializer_list<const char*> names) -> absl::Status {
@@ -89,7 +98,7 @@ absl::StatusOr<Distribution> Distribution::Parse(const YAML::Node& n, const std:
       bool known = false;
       for (const char* nm : names) known |= k == nm;
       if (!known) {
-        return Bad(key, fmt::format("unknown parameter '{}' for {} (allowed: {})", k,
+        return Bad(key, fmt::format("unknown parameter '{}' for {} (allowed: {})", EscapeText(k, 64),
                                     type.empty() ? "a mean/stdev distribution" : type,
                                     fmt::join(names.begin(), names.end(), ", ")));
       }
@@ -120,16 +129,18 @@ absl::StatusOr<Distribution> Distribution::Parse(const YAML::Node& n, const std:
       if (!(s = need({"mean"})).ok()) return s;
       d.a = p["mean"];
     }
-    if (d.kind == Kind::kConstant && d.a < 0) return Bad(key, fmt::format("mean must be >= 0, got {}", Num(d.a)));
+    if (d.a < 0) return Bad(key, fmt::format("mean must be a number >= 0, got {}", Num(d.a)));
     return d;
   }
   if (type == "normal") {
-    if (!(s = need({"mean", "stdev"})).ok() || !(s = non_negative("stdev")).ok()) return s;
+    if (!(s = need({"mean", "stdev"})).ok() || !(s = non_negative("stdev")).ok() || !(s = non_negative("mean")).ok()) {
+      return s;
+    }
     d.kind = Kind::kNormal;
     d.a = p["mean"];
     d.b = p["stdev"];
   } else if (type == "uniform") {
-    if (!(s = need({"min", "max"})).ok()) return s;
+    if (!(s = need({"min", "max"})).ok() || !(s = non_negative("min")).ok()) return s;
     if (p["min"] > p["max"]) return Bad(key, fmt::format("min {} is above max {}", Num(p["min"]), Num(p["max"])));
     d.kind = Kind::kUniform;
     d.a = p["min"];
@@ -149,7 +160,7 @@ absl::StatusOr<Distribution> Distribution::Parse(const YAML::Node& n, const std:
     d.a = p["lam"];
   } else {
     return Bad(key, fmt::format("unknown distribution type '{}' (allowed: normal, uniform, gamma, exponential, "
-                                "poisson)", type));
+                                "poisson)", EscapeText(type, 64)));
   }
   return d;
 }
@@ -176,7 +187,8 @@ double Distribution::Sample(Xoshiro256& rng) const {
     case Kind::kExponential: v = -a * std::log(rng.Unit()); break;
     case Kind::kPoisson: v = Poisson(rng, a); break;
   }
-  return std::abs(v);
+  // Made positive as DLIO does; capped at a day (a tail draw must not ask a sleep for more than the keys allow).
+  return std::min(std::abs(v), kMaxSleepSeconds);
 }
 
 std::string Distribution::ToYaml() const {

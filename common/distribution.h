@@ -9,6 +9,9 @@
 //   {type: poisson, lam: l}                     poisson
 // plus DLIO's sibling key `<name>_stdev` that turns a constant into normal(constant, stdev). As in DLIO, a negative
 // draw is made positive with abs().
+// Ranges (checked by Parse): every parameter is at most a day (86400; seconds, or a gamma shape); means, stdevs,
+// uniform bounds and poisson's lam are >= 0, gamma's shape and scale and exponential's scale > 0 (so a negative mean
+// is refused in every form, as a plain negative number is). Draws are capped at a day.
 // Parse() errors are one line naming the key: "train.computation_time: stdev must be a number >= 0, got -1".
 // Sampling uses our own generator (one per rank or loader thread), so a run is reproducible from train.seed.
 // Thread-safety: immutable value; Sample() mutates only the generator passed in.

@@ -82,8 +82,13 @@ TEST(Distribution, BadFormsAreOneLineErrorsNamingTheKey) {
       {"{type: weibull, k: 1}", "unknown distribution type 'weibull'"},
       {"{type: normal, mean: 1}", "needs stdev"},
       {"{type: exponential, scale: 1, lam: 2}", "unknown parameter 'lam'"},
-      {"-1", "must be a number >= 0"},
-      {"abc", "must be a number >= 0"},
+      {"-1", "must be a number of seconds in [0, 86400]"},
+      {"abc", "must be a number of seconds in [0, 86400]"},
+      {"1e300", "must be a number of seconds in [0, 86400]"},
+      {"{mean: -1, stdev: 1}", "mean must be a number >= 0"},
+      {"{type: normal, mean: -1, stdev: 1}", "mean must be a number >= 0"},
+      {"{type: uniform, min: -5, max: 1}", "min must be a number >= 0"},
+      {"{type: gamma, shape: 1e9, scale: 1}", "shape must be in [-86400, 86400]"},
       {"{stdev: 1}", "needs `mean`"},
   };
   for (const auto& [yaml, expect] : bad) {

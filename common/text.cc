@@ -11,7 +11,7 @@ namespace dlio {
 namespace {
 
 // Length of the UTF-8 sequence starting at s[i] when it is well formed, else 0.
-size_t Utf8Sequence(std::string_view s, size_t i) {
+size_t Utf8Sequence(absl::string_view s, size_t i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = b(i);
   if (c < 0x80) return 1;
@@ -32,7 +32,7 @@ size_t Utf8Sequence(std::string_view s, size_t i) {
   return n;
 }
 
-bool IsControl(std::string_view s, size_t i, size_t n) {
+bool IsControl(absl::string_view s, size_t i, size_t n) {
   const auto c = static_cast<unsigned char>(s[i]);
   if (n == 1) return c < 0x20 || c == 0x7F;
   // C1 controls U+0080..U+009F: C2 80 .. C2 9F.
@@ -41,7 +41,7 @@ bool IsControl(std::string_view s, size_t i, size_t n) {
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view s) {
+bool IsValidUtf8(absl::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const size_t n = Utf8Sequence(s, i);
     if (n == 0) return false;
@@ -50,7 +50,7 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-std::string EscapeText(std::string_view s, size_t max_bytes) {
+std::string EscapeText(absl::string_view s, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(s.size(), max_bytes) + 16);
   size_t i = 0;
@@ -75,7 +75,7 @@ std::string EscapeText(std::string_view s, size_t max_bytes) {
   return out;
 }
 
-absl::Status CheckText(std::string_view s, const std::string& what, size_t max_bytes) {
+absl::Status CheckText(absl::string_view s, const std::string& what, size_t max_bytes) {
   const char* problem = nullptr;
   if (s.size() > max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": must be at most ", max_bytes, " bytes, got ", s.size(),

@@ -9,21 +9,21 @@
 
 #include <cstddef>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 
 namespace dlio {
 
 // Well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
-bool IsValidUtf8(std::string_view s);
+bool IsValidUtf8(absl::string_view s);
 
 // `s` with every control character (C0, DEL, C1) and every byte of invalid UTF-8 written as an escape (\n, \t, \r,
 // \xNN), cut to about `max_bytes` with "... (N bytes)" appended when longer.
-std::string EscapeText(std::string_view s, size_t max_bytes = 256);
+std::string EscapeText(absl::string_view s, size_t max_bytes = 256);
 
 // OK when `s` is valid UTF-8 of at most `max_bytes` bytes without control characters; otherwise InvalidArgument
 // "<what>: must be <what is allowed>, got '<escaped value>'" (one line).
-absl::Status CheckText(std::string_view s, const std::string& what, size_t max_bytes);
+absl::Status CheckText(absl::string_view s, const std::string& what, size_t max_bytes);
 
 }  // namespace dlio

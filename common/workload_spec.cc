@@ -27,6 +27,8 @@
 #include "absl/strings/str_split.h"
 #include "common/bandwidth_limiter.h"
 #include "common/nearest.h"
+#include "common/sleep.h"
+#include "common/text.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
@@ -56,7 +58,10 @@ int64_t WorkloadSpec::SampleDimForFile(int64_t file) const {
   const double u1 = (static_cast<double>(a >> 11) + 1.0) / 9007199254740993.0;  // (0, 1]
   const double u2 = static_cast<double>(b >> 11) / 9007199254740992.0;           // [0, 1)
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-  const double size = std::max(1.0, std::abs(record_length_bytes + record_length_bytes_stdev * z));
+  // Made positive as DLIO does, and capped at the largest sample the keys allow (a 6-sigma draw of a wide spread
+  // must not ask for more).
+  const double size = std::clamp(std::abs(record_length_bytes + record_length_bytes_stdev * z), 1.0,
+                                 static_cast<double>(kMaxRecordBytes));
   auto d = static_cast<int64_t>(std::floor(std::sqrt(size)));
   while (static_cast<double>((d + 1) * (d + 1)) <= size) ++d;
   while (d > 1 && static_cast<double>(d * d) > size) --d;
@@ -203,7 +208,7 @@ std::string Describe(const YAML::Node& n) {
     double d;
     bool b;
     if (ParseNumber(n, &d) || ParseBool(n, &b)) return n.Scalar();
-    return fmt::format("'{}'", n.Scalar());
+    return fmt::format("'{}'", EscapeText(n.Scalar(), 128));
   }
   if (n.IsSequence()) {
     std::vector<std::string> items;
@@ -283,6 +288,7 @@ struct KeyInfo {
   std::string hint;                 // appended to the "not supported yet" error
   DiffersFn differs;                // kImplementedDiffers: how DLIO differs for the value set
   YAML::Node default_node;
+  std::string range;                // numeric keys: the values allowed (docs/workload-keys.md "range" column)
 };
 
 template <typename T>
@@ -291,23 +297,15 @@ KeyInfo IntKey(std::string path, T WorkloadSpec::*field, int64_t min, int64_t ma
   k.path = std::move(path);
   k.status = KeyStatus::kImplemented;
   k.note = std::move(note);
+  k.range = fmt::format("integer in [{}, {}]", min, max);
   k.apply = [field, min, max](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
     int64_t v;
-    if (!ParseInt(n, &v) || v < min || v > max) {
-      return MustBe(p, max == std::numeric_limits<int64_t>::max() ? fmt::format("an integer >= {}", min)
-                                                                   : fmt::format("an integer in [{}, {}]", min, max),
-                    n);
-    }
+    if (!ParseInt(n, &v) || v < min || v > max) return MustBe(p, fmt::format("an integer in [{}, {}]", min, max), n);
     s.*field = static_cast<T>(v);
     return absl::OkStatus();
   };
   k.get = [field](const WorkloadSpec& s) { return fmt::format("{}", s.*field); };
   return k;
-}
-
-template <typename T>
-KeyInfo IntKey(std::string path, T WorkloadSpec::*field, int64_t min, std::string note) {
-  return IntKey(std::move(path), field, min, std::numeric_limits<int64_t>::max(), std::move(note));
 }
 
 // min_exclusive: value must be > min (else >= min); max < 0 means no upper bound.
@@ -317,11 +315,14 @@ KeyInfo NumberKey(std::string path, double WorkloadSpec::*field, double min, boo
   k.path = std::move(path);
   k.status = KeyStatus::kImplemented;
   k.note = std::move(note);
+  k.range = max >= 0 ? fmt::format("number in {}{}, {}]", min_exclusive ? "(" : "[", FormatDouble(min), FormatDouble(max))
+                     : fmt::format("number {} {}", min_exclusive ? ">" : ">=", FormatDouble(min));
   k.apply = [field, min, min_exclusive, max](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
     double v;
     const bool ok = ParseNumber(n, &v) && (min_exclusive ? v > min : v >= min) && (max < 0 || v <= max);
     if (!ok) {
-      const std::string what = max >= 0 ? fmt::format("a number in [{}, {}]", FormatDouble(min), FormatDouble(max))
+      const std::string what = max >= 0 ? fmt::format("a number in {}{}, {}]", min_exclusive ? "(" : "[",
+                                                      FormatDouble(min), FormatDouble(max))
                                         : fmt::format("a number {} {}", min_exclusive ? ">" : ">=", FormatDouble(min));
       return MustBe(p, what, n);
     }
@@ -361,6 +362,7 @@ KeyInfo StringKey(std::string path, std::string WorkloadSpec::*field, bool nulla
     if (!n.IsScalar() || (!nullable && n.Scalar().empty())) {
       return MustBe(p, nullable ? "a string" : "a non-empty string", n);
     }
+    if (absl::Status t = CheckText(n.Scalar(), p, kMaxPathBytes); !t.ok()) return t;
     s.*field = n.Scalar();
     return absl::OkStatus();
   };
@@ -415,7 +417,7 @@ KeyInfo StdevKey(std::string path, Distribution WorkloadSpec::*field, std::strin
       std::move(path), KeyStatus::kImplemented, std::move(note),
       [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         double v;
-        if (!ParseNumber(n, &v) || v < 0) return MustBe(p, "a number >= 0 (seconds)", n);
+        if (!ParseNumber(n, &v) || v < 0 || v > kMaxSleepSeconds) return MustBe(p, "a number in [0, 86400] (seconds)", n);
         (s.*field).extra_stdev = v;
         return absl::OkStatus();
       },
@@ -470,7 +472,8 @@ absl::Status ParseDims(const YAML::Node& n, const std::string& p, const char* wh
   std::vector<int64_t> dims;
   for (const YAML::Node& e : n) {
     int64_t d;
-    if (!ParseInt(e, &d) || d < 1) return MustBe(p, what, n);
+    if (!ParseInt(e, &d) || d < 1 || d > kMaxFiles) return MustBe(p, what, n);
+    if (dims.size() >= kMaxDims) return MustBe(p, fmt::format("{} (at most {} entries)", what, kMaxDims), n);
     dims.push_back(d);
   }
   *out = std::move(dims);
@@ -489,6 +492,7 @@ std::vector<KeyInfo> BuildKeys() {
       "model.name", KeyStatus::kLabel, "DLIO uses it in the Hydra run dir",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         if (!n.IsScalar()) return MustBe(p, "a string", n);
+        if (absl::Status t = CheckText(n.Scalar(), p, kMaxPathBytes); !t.ok()) return t;
         s.model_name = n.Scalar();
         return absl::OkStatus();
       },
@@ -496,7 +500,7 @@ std::vector<KeyInfo> BuildKeys() {
   const std::string sizing = "checkpoint sizing (applied with workflow.checkpoint)";
   v.push_back(StringKey("model.type", &WorkloadSpec::model_type, true,
                         "`transformer` switches checkpoint sizing to the transformer formula; " + sizing));
-  v.push_back(IntKey("model.model_size_bytes", &WorkloadSpec::model_size_bytes, 0,
+  v.push_back(IntKey("model.model_size_bytes", &WorkloadSpec::model_size_bytes, 0, kMaxModelBytes,
                      "size of the non-transformer model state (rank 0 only); " + sizing));
   // DLIO's shipped unet3d/megatron files write model_size (older ones under checkpoint:); DLIO reads only
   // model_size_bytes. Here either spelling is the model size (LoadWorkload applies it after the other keys).
@@ -507,7 +511,9 @@ std::vector<KeyInfo> BuildKeys() {
         "this spelling, so its checkpoint stays model_size_bytes (default 10240 bytes)",
         [](const YAML::Node& n, const std::string& p, WorkloadSpec&) {
           int64_t v;
-          if (!n.IsNull() && (!ParseInt(n, &v) || v < 0)) return MustBe(p, "an integer >= 0 (bytes)", n);
+          if (!n.IsNull() && (!ParseInt(n, &v) || v < 0 || v > kMaxModelBytes)) {
+            return MustBe(p, fmt::format("an integer in [0, {}] (bytes)", kMaxModelBytes), n);
+          }
           return absl::OkStatus();
         },
         nullptr);
@@ -534,18 +540,18 @@ std::vector<KeyInfo> BuildKeys() {
         [field = field](const WorkloadSpec& s) { return Quote(s.*field); }));
   }
   v.push_back(NotYet("model.optimization_groups", "[]", ckpt, ckpt_note));
-  v.push_back(IntKey("model.num_layers", &WorkloadSpec::num_layers, -1, "transformer layers; " + sizing));
+  v.push_back(IntKey("model.num_layers", &WorkloadSpec::num_layers, -1, 16384, "transformer layers; " + sizing));
   v.push_back(NotYet("model.layer_parameters", "[]", ckpt, ckpt_note));
-  v.push_back(IntKey("model.parallelism.tensor", &WorkloadSpec::parallelism_tensor, 1, "TP; " + sizing));
-  v.push_back(IntKey("model.parallelism.pipeline", &WorkloadSpec::parallelism_pipeline, 1, "PP; " + sizing));
+  v.push_back(IntKey("model.parallelism.tensor", &WorkloadSpec::parallelism_tensor, 1, 16384, "TP; " + sizing));
+  v.push_back(IntKey("model.parallelism.pipeline", &WorkloadSpec::parallelism_pipeline, 1, 16384, "PP; " + sizing));
   v.push_back(NotYet("model.parallelism.data", "-1", ckpt, ckpt_note));
   v.push_back(IntKey("model.parallelism.zero_stage", &WorkloadSpec::zero_stage, 0, 3,
                      "ZeRO stage: which ranks write which shards; " + sizing));
-  v.push_back(IntKey("model.transformer.vocab_size", &WorkloadSpec::vocab_size, 1, sizing));
-  v.push_back(IntKey("model.transformer.hidden_size", &WorkloadSpec::hidden_size, 1, sizing));
-  v.push_back(IntKey("model.transformer.ffn_hidden_size", &WorkloadSpec::ffn_hidden_size, 1, sizing));
-  v.push_back(IntKey("model.transformer.num_attention_heads", &WorkloadSpec::num_attention_heads, 1, sizing));
-  v.push_back(IntKey("model.transformer.num_kv_heads", &WorkloadSpec::num_kv_heads, 1, sizing));
+  v.push_back(IntKey("model.transformer.vocab_size", &WorkloadSpec::vocab_size, 1, 1 << 22, sizing));
+  v.push_back(IntKey("model.transformer.hidden_size", &WorkloadSpec::hidden_size, 1, 1 << 17, sizing));
+  v.push_back(IntKey("model.transformer.ffn_hidden_size", &WorkloadSpec::ffn_hidden_size, 1, 1 << 19, sizing));
+  v.push_back(IntKey("model.transformer.num_attention_heads", &WorkloadSpec::num_attention_heads, 1, 16384, sizing));
+  v.push_back(IntKey("model.transformer.num_kv_heads", &WorkloadSpec::num_kv_heads, 1, 16384, sizing));
 
   // framework
   v.push_back(Custom(
@@ -612,15 +618,15 @@ std::vector<KeyInfo> BuildKeys() {
         return ParseChoice(n, p, kFormats, kDlioOnlyFormats, "format", &s.format);
       },
       [](const WorkloadSpec& s) { return Quote(s.format); }));
-  v.push_back(IntKey("dataset.num_files_train", &WorkloadSpec::num_files_train, 1, "training files"));
-  v.push_back(IntKey("dataset.num_files_eval", &WorkloadSpec::num_files_eval, 0,
+  v.push_back(IntKey("dataset.num_files_train", &WorkloadSpec::num_files_train, 1, kMaxFiles, "training files"));
+  v.push_back(IntKey("dataset.num_files_eval", &WorkloadSpec::num_files_eval, 0, kMaxFiles,
                      "evaluation files under valid/ (generated with the training files)"));
-  v.push_back(IntKey("dataset.num_samples_per_file", &WorkloadSpec::num_samples_per_file, 1, "samples per file"));
-  v.push_back(NumberKey("dataset.record_length_bytes", &WorkloadSpec::record_length_bytes, 0, true, -1,
+  v.push_back(IntKey("dataset.num_samples_per_file", &WorkloadSpec::num_samples_per_file, 1, kMaxSamples, "samples per file"));
+  v.push_back(NumberKey("dataset.record_length_bytes", &WorkloadSpec::record_length_bytes, 0, true, kMaxRecordBytes,
                         "mean sample size; floats accepted (resnet50: 114660.07); a sample is floor(sqrt(L))^2 "
                         "uint8 bytes; legacy alias `dataset.record_length`"));
   {
-    KeyInfo k = NumberKey("dataset.record_length_bytes_stdev", &WorkloadSpec::record_length_bytes_stdev, 0, false, -1,
+    KeyInfo k = NumberKey("dataset.record_length_bytes_stdev", &WorkloadSpec::record_length_bytes_stdev, 0, false, kMaxRecordBytes,
                           "size spread of the byte size, drawn once per file (warns: DLIO spreads both dimensions "
                           "and realises ~0.71x of it)");
     k.status = KeyStatus::kImplementedDiffers;
@@ -638,7 +644,7 @@ std::vector<KeyInfo> BuildKeys() {
       "explicit sample shape; record_length_bytes becomes prod(record_dims) x element size (as DLIO derives it); "
       "cannot be combined with record_length_bytes_stdev; jpeg/png need 2 dimensions",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseDims(n, p, "a list of integers >= 1 (the sample shape) or []", &s.record_dims);
+        return ParseDims(n, p, "a list of integers in [1, 2147483647] (the sample shape) or []", &s.record_dims);
       },
       [](const WorkloadSpec& s) { return DimsText(s.record_dims); }));
   v.push_back(Custom(
@@ -650,27 +656,42 @@ std::vector<KeyInfo> BuildKeys() {
       },
       [](const WorkloadSpec& s) { return Quote(s.record_element_type); }));
   v.push_back(Label("dataset.record_element_bytes", "4", "parsed, then overwritten from the dtype by DLIO"));
-  v.push_back(IntKey("dataset.num_subfolders_train", &WorkloadSpec::num_subfolders_train, 0,
+  v.push_back(IntKey("dataset.num_subfolders_train", &WorkloadSpec::num_subfolders_train, 0, kMaxFiles,
                      "files round-robin into zero-padded subfolders when > 1"));
-  v.push_back(IntKey("dataset.num_subfolders_eval", &WorkloadSpec::num_subfolders_eval, 0,
+  v.push_back(IntKey("dataset.num_subfolders_eval", &WorkloadSpec::num_subfolders_eval, 0, kMaxFiles,
                      "eval files round-robin into zero-padded subfolders when > 1"));
-  v.push_back(StringKey("dataset.file_prefix", &WorkloadSpec::file_prefix, false,
-                        "file names `{prefix}_{i}_of_{N}.{format}`"));
+  {
+    KeyInfo k = StringKey("dataset.file_prefix", &WorkloadSpec::file_prefix, false,
+                          "file names `{prefix}_{i}_of_{N}.{format}`: a name, not a path (no `/`, not `.` or `..`)");
+    k.apply = [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+      if (!n.IsScalar() || n.Scalar().empty()) return MustBe(p, "a non-empty file name prefix", n);
+      const std::string& v = n.Scalar();
+      if (absl::Status t = CheckText(v, p, kMaxNameBytes); !t.ok()) return t;
+      if (absl::StrContains(v, "/") || v == "." || v == "..") {
+        return MustBe(p, "a file name prefix without '/' (data files are named {prefix}_{i}_of_{N}.{format} inside "
+                         "the data folder)", n);
+      }
+      s.file_prefix = v;
+      return absl::OkStatus();
+    };
+    v.push_back(k);
+  }
   v.push_back(Custom(
       "dataset.hdf5.chunk_dims", KeyStatus::kImplemented,
       "HDF5 chunk shape of each records_k dataset [samples, *sample axes]; [] = contiguous (or h5py's guess when a "
       "filter or max_shape needs chunks); ignored by other formats",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseDims(n, p, "a list of integers >= 1 ([samples, *sample shape]) or []", &s.hdf5_chunk_dims);
+        return ParseDims(n, p, "a list of integers in [1, 2147483647] ([samples, *sample shape]) or []",
+                         &s.hdf5_chunk_dims);
       },
       [](const WorkloadSpec& s) { return DimsText(s.hdf5_chunk_dims); }));
-  v.push_back(IntKey("dataset.hdf5.num_dset_per_record", &WorkloadSpec::hdf5_num_dset_per_record, 1,
+  v.push_back(IntKey("dataset.hdf5.num_dset_per_record", &WorkloadSpec::hdf5_num_dset_per_record, 1, 4096,
                      "splits each sample over datasets records_0..k-1 along its first axis, which k must divide"));
   v.push_back(Custom(
       "dataset.hdf5.max_shape", KeyStatus::kImplemented,
       "maximum shape of records_k after the samples axis (resizable datasets; chunked as h5py does); [] = fixed",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseDims(n, p, "a list of integers >= 1 or []", &s.hdf5_max_shape);
+        return ParseDims(n, p, "a list of integers in [1, 2147483647] or []", &s.hdf5_max_shape);
       },
       [](const WorkloadSpec& s) { return DimsText(s.hdf5_max_shape); }));
   v.push_back(Custom(
@@ -690,7 +711,7 @@ std::vector<KeyInfo> BuildKeys() {
                              "and ignores it)");
   chunking.status = KeyStatus::kImplementedDiffers;
   v.push_back(chunking);
-  KeyInfo chunk_size = IntKey("dataset.chunk_size", &WorkloadSpec::chunk_size, 0,
+  KeyInfo chunk_size = IntKey("dataset.chunk_size", &WorkloadSpec::chunk_size, 0, kMaxRecordBytes,
                               "bytes per HDF5 chunk with enable_chunking: (1, c, c) with c = ceil(sqrt(chunk_size)) "
                               "for 2-D uint8 samples, DLIO's meaning before hdf5.chunk_dims (warns: DLIO ignores it)");
   chunk_size.status = KeyStatus::kImplementedDiffers;
@@ -712,11 +733,11 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(NotYet("reader.data_loader_classname", "~", Gate::kNone, "custom loader plugin"));
   v.push_back(NotYet("reader.data_loader_sampler", "~", Gate::kNone, "custom loader sampler"));
   v.push_back(NotYet("reader.reader_classname", "~", Gate::kNone, "custom reader plugin"));
-  v.push_back(IntKey("reader.batch_size", &WorkloadSpec::batch_size, 1, "samples per step per rank"));
-  v.push_back(IntKey("reader.batch_size_eval", &WorkloadSpec::batch_size_eval, 1, "samples per eval step per rank"));
-  v.push_back(IntKey("reader.read_threads", &WorkloadSpec::read_threads, 0, "loader threads per rank; 0 acts as 1"));
+  v.push_back(IntKey("reader.batch_size", &WorkloadSpec::batch_size, 1, kMaxSamples, "samples per step per rank"));
+  v.push_back(IntKey("reader.batch_size_eval", &WorkloadSpec::batch_size_eval, 1, kMaxSamples, "samples per eval step per rank"));
+  v.push_back(IntKey("reader.read_threads", &WorkloadSpec::read_threads, 0, kMaxReadThreads, "loader threads per rank; 0 acts as 1"));
   v.push_back(Label("reader.computation_threads", "1", "TF parse-map parallelism; no I/O"));
-  v.push_back(IntKey("reader.prefetch_size", &WorkloadSpec::prefetch_size, 0, "batches queued ahead per rank"));
+  v.push_back(IntKey("reader.prefetch_size", &WorkloadSpec::prefetch_size, 0, 1 << 16, "batches queued ahead per rank"));
   {
     KeyInfo k = ShuffleKey("reader.file_shuffle", &WorkloadSpec::file_shuffle,
                            "off, seed, random: permutes the file list every epoch, whatever the loader (warns where "
@@ -767,7 +788,7 @@ std::vector<KeyInfo> BuildKeys() {
           return absl::OkStatus();
         }
         int64_t v;
-        if (!ParseInt(n, &v) || v < 1) return MustBe(p, "an integer >= 1", n);
+        if (!ParseInt(n, &v) || v < 1 || v > (int64_t{1} << 30)) return MustBe(p, "an integer in [1, 1073741824]", n);
         s.transfer_size = v;
         return absl::OkStatus();
       },
@@ -786,7 +807,7 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(Label("reader.transformed_record_element_type", "uint8", "dtype of the in-memory tensor; no I/O"));
 
   // train
-  v.push_back(IntKey("train.epochs", &WorkloadSpec::epochs, 1, "epochs"));
+  v.push_back(IntKey("train.epochs", &WorkloadSpec::epochs, 1, kMaxEpochs, "epochs"));
   v.push_back(DistributionKey("train.computation_time", &WorkloadSpec::computation_time,
                               "seconds of emulated compute per step: a number or one of DLIO's distributions"));
   v.push_back(StdevKey("train.computation_time_stdev", &WorkloadSpec::computation_time,
@@ -796,12 +817,12 @@ std::vector<KeyInfo> BuildKeys() {
       "caps steps per epoch; <= 0 means no cap (-1); more than the available steps is an error",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         int64_t v;
-        if (!ParseInt(n, &v)) return MustBe(p, "an integer (-1 = no cap)", n);
+        if (!ParseInt(n, &v) || v > kMaxSamples) return MustBe(p, "an integer <= 4294967296 (-1 = no cap)", n);
         s.total_training_steps = v > 0 ? v : -1;
         return absl::OkStatus();
       },
       [](const WorkloadSpec& s) { return fmt::format("{}", s.total_training_steps); }));
-  v.push_back(IntKey("train.seed", &WorkloadSpec::seed, 0, "seed of the shuffles"));
+  v.push_back(IntKey("train.seed", &WorkloadSpec::seed, 0, 4294967295, "seed of the shuffles"));
   v.push_back(BoolKey("train.seed_change_epoch", &WorkloadSpec::seed_change_epoch, "shuffle seed = seed + epoch"));
 
   // evaluation
@@ -809,20 +830,20 @@ std::vector<KeyInfo> BuildKeys() {
                               "seconds of emulated compute per eval step (DLIO's forms)"));
   v.push_back(StdevKey("evaluation.eval_time_stdev", &WorkloadSpec::eval_time,
                        "with a constant eval_time: normal(eval_time, stdev)"));
-  v.push_back(IntKey("evaluation.eval_after_epoch", &WorkloadSpec::eval_after_epoch, 1,
+  v.push_back(IntKey("evaluation.eval_after_epoch", &WorkloadSpec::eval_after_epoch, 1, kMaxEpochs,
                      "first epoch followed by an evaluation"));
-  v.push_back(IntKey("evaluation.epochs_between_evals", &WorkloadSpec::epochs_between_evals, 1,
+  v.push_back(IntKey("evaluation.epochs_between_evals", &WorkloadSpec::epochs_between_evals, 1, kMaxEpochs,
                      "epochs between evaluations"));
 
   // checkpoint
   const std::string off;  // the status column says it all
   v.push_back(StringKey("checkpoint.checkpoint_folder", &WorkloadSpec::checkpoint_folder, false,
                         "relative to the agent's --data-root; a path escaping it is refused"));
-  v.push_back(IntKey("checkpoint.checkpoint_after_epoch", &WorkloadSpec::checkpoint_after_epoch, 1,
+  v.push_back(IntKey("checkpoint.checkpoint_after_epoch", &WorkloadSpec::checkpoint_after_epoch, 1, kMaxEpochs,
                      "first epoch that ends with a checkpoint (when steps_between_checkpoints < 0)"));
-  v.push_back(IntKey("checkpoint.epochs_between_checkpoints", &WorkloadSpec::epochs_between_checkpoints, 1,
+  v.push_back(IntKey("checkpoint.epochs_between_checkpoints", &WorkloadSpec::epochs_between_checkpoints, 1, kMaxEpochs,
                      "epochs between end-of-epoch checkpoints"));
-  v.push_back(IntKey("checkpoint.steps_between_checkpoints", &WorkloadSpec::steps_between_checkpoints, -1,
+  v.push_back(IntKey("checkpoint.steps_between_checkpoints", &WorkloadSpec::steps_between_checkpoints, -1, kMaxSamples,
                      ">= 1: a checkpoint after every N steps of each epoch, in lockstep inside the training phase "
                      "(and no end-of-epoch checkpoint); 0: none; -1: epoch-based"));
   v.push_back(NotYet("checkpoint.type", "rank_zero", ckpt, "parsed but unused by DLIO"));
@@ -839,11 +860,11 @@ std::vector<KeyInfo> BuildKeys() {
                                  : "";
   };
   v.push_back(fsync);
-  v.push_back(NumberKey("checkpoint.time_between_checkpoints", &WorkloadSpec::time_between_checkpoints, -1, false, -1,
+  v.push_back(NumberKey("checkpoint.time_between_checkpoints", &WorkloadSpec::time_between_checkpoints, -1, false, kMaxSleepSeconds,
                         "checkpoint-only mode: seconds slept before each save and each load (< 0: none)"));
-  v.push_back(IntKey("checkpoint.num_checkpoints_write", &WorkloadSpec::num_checkpoints_write, -1,
+  v.push_back(IntKey("checkpoint.num_checkpoints_write", &WorkloadSpec::num_checkpoints_write, -1, kMaxEpochs,
                      "checkpoint-only mode: saves global_epoch1_step1..N (< 0: none)"));
-  v.push_back(IntKey("checkpoint.num_checkpoints_read", &WorkloadSpec::num_checkpoints_read, -1,
+  v.push_back(IntKey("checkpoint.num_checkpoints_read", &WorkloadSpec::num_checkpoints_read, -1, kMaxEpochs,
                      "checkpoint-only mode: then loads global_epoch1_step1..M, which must exist (< 0: none)"));
   KeyInfo shift = BoolKey("checkpoint.recovery_rank_shift", &WorkloadSpec::recovery_rank_shift,
                           "loads: rank r reads the files of rank (r + ranks per agent) % world, so no rank reads "
@@ -873,9 +894,9 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(StringKey("output.folder", &WorkloadSpec::output_folder, true,
                         "empty = not set (DLIO: the Hydra run dir); results go to the coordinator's results dir"));
   v.push_back(Label("output.log_file", "dlio.log", "log file name"));
-  v.push_back(IntKey("output.metric.exclude_start_steps", &WorkloadSpec::exclude_start_steps, 0,
+  v.push_back(IntKey("output.metric.exclude_start_steps", &WorkloadSpec::exclude_start_steps, 0, kMaxSamples,
                      "steps left out at the start of the AU window"));
-  v.push_back(IntKey("output.metric.exclude_end_steps", &WorkloadSpec::exclude_end_steps, 0,
+  v.push_back(IntKey("output.metric.exclude_end_steps", &WorkloadSpec::exclude_end_steps, 0, kMaxSamples,
                      "steps left out at the end of the AU window"));
 
   // profiling
@@ -906,6 +927,9 @@ std::vector<KeyInfo> BuildKeys() {
         if (!n.IsScalar()) return MustBe(p, "a rate in bytes per second (e.g. 200MiB/s)", n);
         absl::StatusOr<double> r = ParseByteRate(n.Scalar());
         if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", r.status().message()));
+        if (*r > kMaxBandwidth) {
+          return MustBe(p, fmt::format("a rate of at most {} bytes/s (1 PB/s)", FormatDouble(kMaxBandwidth)), n);
+        }
         s.read_bandwidth_limit = static_cast<int64_t>(*r);
         return absl::OkStatus();
       },
@@ -918,7 +942,7 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(BoolKey("dlio_ext.trace", &WorkloadSpec::trace,
                       "record open, read, wait, compute and barrier events per rank and loader thread into a Chrome "
                       "trace (trace.json in the results; `--trace FILE` sets it); off costs one branch per event"));
-  v.push_back(IntKey("dlio_ext.trace_events_per_thread", &WorkloadSpec::trace_events_per_thread, 1,
+  v.push_back(IntKey("dlio_ext.trace_events_per_thread", &WorkloadSpec::trace_events_per_thread, 1, 1 << 20,
                      "trace events kept per thread and phase (32 bytes each, preallocated); the rest are counted as "
                      "dropped"));
   v.push_back(Custom(
@@ -930,7 +954,26 @@ std::vector<KeyInfo> BuildKeys() {
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
 
+  // Ranges of the numeric keys whose parsing is their own (IntKey and NumberKey state theirs).
+  const std::string seconds = "seconds in [0, 86400], or a distribution whose parameters are (its mean too)";
+  const std::map<std::string, std::string> custom_ranges = {
+      {"model.model_size", fmt::format("integer in [0, {}]", kMaxModelBytes)},
+      {"checkpoint.model_size", fmt::format("integer in [0, {}]", kMaxModelBytes)},
+      {"dataset.record_dims", "integers in [1, 2147483647], at most 32; product x element size <= 2^34 bytes"},
+      {"dataset.hdf5.chunk_dims", "integers in [1, 2147483647], at most 32"},
+      {"dataset.hdf5.max_shape", "integers in [1, 2147483647], at most 32"},
+      {"reader.transfer_size", "integer in [1, 1073741824]"},
+      {"reader.preprocess_time", seconds},
+      {"reader.preprocess_time_stdev", "number in [0, 86400]"},
+      {"train.computation_time", seconds},
+      {"train.computation_time_stdev", "number in [0, 86400]"},
+      {"train.total_training_steps", "integer <= 4294967296 (<= 0: no cap)"},
+      {"evaluation.eval_time", seconds},
+      {"evaluation.eval_time_stdev", "number in [0, 86400]"},
+      {"dlio_ext.read_bandwidth_limit", "rate in [0, 1e15] bytes/s"},
+  };
   for (KeyInfo& k : v) {
+    if (auto it = custom_ranges.find(k.path); it != custom_ranges.end()) k.range = it->second;
     if (k.get && k.dlio_default.empty()) k.dlio_default = k.get(WorkloadSpec{});
     k.default_node = YAML::Load(k.dlio_default);
   }
@@ -1152,6 +1195,48 @@ absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec)
   return absl::OkStatus();
 }
 
+// The sizes several keys make together: samples per split (sample ids are 32-bit in the epoch plan), the bytes of a
+// sample, a file and a split (so every product fits 64-bit arithmetic), the step count of a capped epoch.
+absl::Status CheckSizes(const WorkloadSpec& s) {
+  struct Split {
+    const char* files_key;
+    int64_t files;
+  };
+  for (const Split& sp : {Split{"dataset.num_files_train", s.num_files_train},
+                          Split{"dataset.num_files_eval", s.num_files_eval}}) {
+    if (sp.files > 0 && s.num_samples_per_file > kMaxSamples / sp.files) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dataset.num_samples_per_file: {} samples per file x {} files ({}) is more than {} samples, the most this "
+          "version plans",
+          s.num_samples_per_file, sp.files, sp.files_key, kMaxSamples));
+    }
+  }
+  // record_dims: their product times the element size is the record length (checked as a double: no wrap-around).
+  double sample = s.record_length_bytes;
+  if (!s.record_dims.empty()) {
+    sample = static_cast<double>(std::max<size_t>(1, ElementBytes(s.record_element_type)));
+    for (int64_t d : s.record_dims) sample *= static_cast<double>(d);
+    if (sample > static_cast<double>(kMaxRecordBytes)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dataset.record_dims: {} {} elements make {} bytes per sample, more than {} (16 GiB)", DimsText(s.record_dims),
+          s.record_element_type, FormatDouble(sample), kMaxRecordBytes));
+    }
+  }
+  const double file = sample * static_cast<double>(s.num_samples_per_file);
+  if (file > static_cast<double>(kMaxFileBytes)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "dataset.num_samples_per_file: {} samples of {} bytes make {} bytes per file, more than {} (1 TiB)",
+        s.num_samples_per_file, FormatDouble(sample), FormatDouble(file), kMaxFileBytes));
+  }
+  const double files = static_cast<double>(std::max(s.num_files_train, s.num_files_eval));
+  if (file * files > static_cast<double>(kMaxDatasetBytes)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "dataset.num_files_train: {} files of {} bytes make {} bytes, more than {} (1 EiB)", FormatDouble(files),
+        FormatDouble(file), FormatDouble(file * files), kMaxDatasetBytes));
+  }
+  return absl::OkStatus();
+}
+
 // Checks that involve several keys.
 absl::Status CheckWhole(const WorkloadSpec& s) {
   if (!s.generate_data && !s.train && !s.checkpoint) {
@@ -1197,18 +1282,20 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
           "model.parallelism.zero_stage: ZeRO-3 cannot be combined with model.parallelism.pipeline > 1");
     }
   }
+  for (const auto& [key, d] : {std::make_pair("train.computation_time", &s.computation_time),
+                                std::make_pair("evaluation.eval_time", &s.eval_time),
+                                std::make_pair("reader.preprocess_time", &s.preprocess_time)}) {
+    if (!(d->Mean() <= kMaxSleepSeconds)) {
+      return absl::InvalidArgumentError(fmt::format("{}: the mean {} s is more than {} s (a day), the most a step or "
+                                                    "sample may take",
+                                                    key, FormatDouble(d->Mean()), kMaxSleepSeconds));
+    }
+  }
   if (s.io_engine != "posix" && s.format == "hdf5") {
     return absl::InvalidArgumentError(fmt::format(
         "dlio_ext.io_engine: {} is not available for hdf5 (libhdf5 does its own reads; use posix)", s.io_engine));
   }
-  // Sample ids are 32-bit in the epoch plan (4 bytes per sample for a 10 M-sample shuffle).
-  constexpr int64_t kMaxSamples = int64_t{1} << 32;
-  if (s.num_samples_per_file > kMaxSamples / s.num_files_train) {
-    return absl::InvalidArgumentError(fmt::format(
-        "dataset.num_files_train: {} files x {} samples per file is more than {} samples, the most this version "
-        "plans",
-        s.num_files_train, s.num_samples_per_file, kMaxSamples));
-  }
+  if (absl::Status st = CheckSizes(s); !st.ok()) return st;
   if (s.format == "hdf5") {
     const std::vector<int64_t> sample = s.SampleShape();
     if (s.hdf5_num_dset_per_record > 1 && sample[0] % s.hdf5_num_dset_per_record != 0) {
@@ -1257,9 +1344,15 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
   return absl::OkStatus();
 }
 
+// One YAML document (a second one would be ignored silently by a plain Load: refused instead).
 absl::StatusOr<YAML::Node> ParseYaml(const std::string& text, const std::string& source) {
   try {
-    return YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: holds {} YAML documents (separated by ---); a workload is one document", source, docs.size()));
+    }
+    return docs.empty() ? YAML::Node() : docs.front();
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return absl::InvalidArgumentError(fmt::format("{}: YAML syntax error: {}", source, e.msg));
     return absl::InvalidArgumentError(
@@ -1331,9 +1424,52 @@ std::string FlowText(const YAML::Node& n) {
 }
 }  // namespace
 
+namespace {
+
+// The text of a job (file and overrides) before it is parsed: sizes and encoding.
+absl::Status CheckJobText(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                          const std::string& source) {
+  if (yaml_text.size() > kMaxWorkloadBytes) {
+    return absl::InvalidArgumentError(fmt::format("{}: {} bytes; a job file may have at most {} bytes", source,
+                                                  yaml_text.size(), kMaxWorkloadBytes));
+  }
+  if (!IsValidUtf8(yaml_text)) {
+    return absl::InvalidArgumentError(fmt::format("{}: not valid UTF-8 text; a job file must be UTF-8", source));
+  }
+  if (overrides.size() > kMaxOverrides) {
+    return absl::InvalidArgumentError(
+        fmt::format("overrides: {} given, at most {} are allowed", overrides.size(), kMaxOverrides));
+  }
+  for (const std::string& ov : overrides) {
+    if (absl::Status s = CheckText(ov, "override", kMaxOverrideBytes); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
+                                                   const std::vector<std::string>& overrides,
+                                                   const std::string& source, const LoadOptions& options,
+                                                   LoadDiagnostics* diag_out);
+
+}  // namespace
+
 absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                           const std::string& source, const LoadOptions& options,
                                           LoadDiagnostics* diag_out) {
+  absl::Status text = CheckJobText(yaml_text, overrides, source);
+  absl::StatusOr<WorkloadSpec> spec =
+      text.ok() ? LoadWorkloadUnchecked(yaml_text, overrides, source, options, diag_out) : text;
+  if (spec.ok()) return spec;
+  // One line whatever a value or key held (newlines, control characters): errors are printed and logged as is.
+  return absl::Status(spec.status().code(), EscapeText(spec.status().message(), 2048));
+}
+
+namespace {
+
+absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
+                                                   const std::vector<std::string>& overrides,
+                                                   const std::string& source, const LoadOptions& options,
+                                                   LoadDiagnostics* diag_out) {
   LoadDiagnostics local_diag;
   LoadDiagnostics& diag = diag_out != nullptr ? *diag_out : local_diag;
   // plan_only: a "not supported yet" error is noted and the load goes on (the key keeps its default).
@@ -1374,6 +1510,12 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
   LeafSet leaves;
   if (root.IsMap()) {
     if (absl::Status s = Walk(root, "", "", false, &leaves); !s.ok()) return s;
+  }
+  if (leaves.leaves().empty() && overrides.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: the workload is empty (no DLIO key is set); a job file sets at least its dataset, e.g. dataset: "
+        "{{format: npz, num_files_train: 8}} (docs/workload-keys.md)",
+        source));
   }
 
   for (const std::string& ov : overrides) {
@@ -1484,32 +1626,68 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
   return spec;
 }
 
-absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std::vector<std::string>& overrides,
-                                              std::vector<std::string>* warnings) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+}  // namespace
+
+absl::StatusOr<std::string> ReadWorkloadFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; the type check below refuses it anyway.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    return absl::NotFoundError(fmt::format("{}: cannot read file ({})", path, std::strerror(errno)));
+    return absl::NotFoundError(fmt::format("{}: cannot read the job file ({})", EscapeText(path), std::strerror(errno)));
   }
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  auto fail = [&](const std::string& why) {
     ::close(fd);
-    return absl::InvalidArgumentError(fmt::format("{}: cannot read file ({})", path, std::strerror(EISDIR)));
+    return absl::InvalidArgumentError(fmt::format("{}: {}", EscapeText(path), why));
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(fmt::format("cannot read the job file ({})", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return fail(fmt::format("is {}; a job file must be a regular file", kind));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxWorkloadBytes) {
+    return fail(fmt::format("{} bytes; a job file may have at most {} bytes", st.st_size, kMaxWorkloadBytes));
   }
   std::string text;
   char buf[65536];
-  for (;;) {
+  for (;;) {  // at most kMaxWorkloadBytes + 1: a file that grew after fstat is still refused
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return absl::InvalidArgumentError(fmt::format("{}: cannot read file ({})", path, std::strerror(err)));
+      return fail(fmt::format("cannot read the job file ({})", std::strerror(errno)));
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxWorkloadBytes) {
+      return fail(fmt::format("more than {} bytes; a job file may have at most {} bytes", kMaxWorkloadBytes,
+                              kMaxWorkloadBytes));
+    }
   }
   ::close(fd);
-  return LoadWorkload(text, overrides, path, warnings);
+  if (!IsValidUtf8(text)) return absl::InvalidArgumentError(fmt::format("{}: not valid UTF-8 text; a job file must be UTF-8", EscapeText(path)));
+  return text;
+}
+
+absl::Status CheckAgentThreads(const WorkloadSpec& spec, int64_t local_ranks) {
+  const int64_t per_rank = std::max<int64_t>(1, spec.read_threads);
+  if (local_ranks > 0 && per_rank > kMaxLoaderThreadsPerAgent / local_ranks) {
+    return absl::InvalidArgumentError(fmt::format(
+        "reader.read_threads: {} loader threads x {} ranks on one agent is {} threads, more than the {} an agent "
+        "runs; lower reader.read_threads or the accelerators per agent",
+        per_rank, local_ranks, per_rank * local_ranks, kMaxLoaderThreadsPerAgent));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std::vector<std::string>& overrides,
+                                              std::vector<std::string>* warnings) {
+  absl::StatusOr<std::string> text = ReadWorkloadFile(path);
+  if (!text.ok()) return text.status();
+  return LoadWorkload(*text, overrides, path, warnings);
 }
 
 std::string ToYaml(const WorkloadSpec& spec) {
@@ -1562,7 +1740,13 @@ std::string KeyReferenceMarkdown() {
         "`dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)`.\n\n";
   md += "Keys under `dlio_ext` are this project's own (DLIO does not know them); DLIO's keys never change "
         "meaning.\n\n";
-  md += "| key | default | policy | notes |\n|---|---|---|---|\n";
+  md += "Ranges: every numeric key has one (the `range` column), checked when the job is loaded, before anything "
+        "runs; a value outside it is `KEY: must be ... in [MIN, MAX], got VALUE` (exit 2). Together the keys also "
+        "keep a split at most 2^32 samples and 2^60 bytes, a file at most 2^40 bytes, and one agent at most 4096 "
+        "loader threads (read_threads x accelerators per agent). Text values must be UTF-8 without control "
+        "characters; `dataset.file_prefix` is a name, not a path. The job file itself must be a regular file of at "
+        "most 1 MiB of UTF-8 holding one YAML document that sets at least one key.\n\n";
+  md += "| key | default | range | policy | notes |\n|---|---|---|---|---|\n";
   for (const KeyInfo& k : Keys().keys) {
     std::string status;
     switch (k.status) {
@@ -1583,7 +1767,8 @@ std::string KeyReferenceMarkdown() {
     }
     std::string note = k.note;
     absl::StrReplaceAll({{"|", "\\|"}}, &note);
-    md += fmt::format("| `{}` | `{}` | {} | {} |\n", k.path, k.dlio_default, status, note);
+    md += fmt::format("| `{}` | `{}` | {} | {} | {} |\n", k.path, k.dlio_default, k.range.empty() ? "-" : k.range,
+                      status, note);
   }
   return md;
 }

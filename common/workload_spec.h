@@ -32,6 +32,30 @@
 
 namespace dlio {
 
+// Ranges of the job's values (docs/workload-keys.md lists each key's). They keep every derived figure inside
+// 64-bit arithmetic and every resource an agent makes for a job (threads, buffers, files) bounded, so no value can
+// wrap a size, loop forever or make an agent die; each one is checked when the job is loaded, before anything runs.
+inline constexpr int64_t kMaxFiles = 2147483647;                 // files of a split; a dimension of a shape
+inline constexpr int64_t kMaxSamples = int64_t{1} << 32;         // samples of a split (32-bit sample ids)
+inline constexpr int64_t kMaxRecordBytes = int64_t{1} << 34;     // one sample: 16 GiB
+inline constexpr int64_t kMaxFileBytes = int64_t{1} << 40;       // one data file: 1 TiB
+inline constexpr int64_t kMaxDatasetBytes = int64_t{1} << 60;    // a split: 1 EiB
+inline constexpr int64_t kMaxModelBytes = int64_t{1} << 50;      // a checkpoint's model state: 1 PiB
+inline constexpr int64_t kMaxReadThreads = 256;                  // loader threads per rank
+inline constexpr int64_t kMaxEpochs = 100000;                    // epochs, checkpoints, epoch numbers
+inline constexpr size_t kMaxDims = 32;                           // entries of a shape (numpy allows 32)
+inline constexpr double kMaxBandwidth = 1e15;                    // dlio_ext.read_bandwidth_limit: 1 PB/s
+inline constexpr size_t kMaxPathBytes = 4096;                    // a folder or name value (PATH_MAX)
+inline constexpr size_t kMaxNameBytes = 255;                     // a file-name part (NAME_MAX)
+// The job file: a regular file of at most this many bytes of UTF-8 text (DLIO's workloads are a few KiB).
+inline constexpr size_t kMaxWorkloadBytes = size_t{1} << 20;
+// Overrides of one job, and the bytes of each.
+inline constexpr size_t kMaxOverrides = 1024;
+inline constexpr size_t kMaxOverrideBytes = 65536;
+// Ranks one agent runs (dlio-agent --accelerators), and loader threads over all its ranks.
+inline constexpr int64_t kMaxAcceleratorsPerAgent = 4096;
+inline constexpr int64_t kMaxLoaderThreadsPerAgent = 4096;
+
 enum class ShuffleMode { kOff, kSeed, kRandom };
 
 struct WorkloadSpec {
@@ -218,7 +242,14 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
 absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                           const std::string& source = "workload",
                                           std::vector<std::string>* warnings = nullptr);
-// Reads the file at `path` (an error naming the path if it cannot be read), then LoadWorkload.
+// Reads a job file: a regular file (not a directory, FIFO or device: a FIFO would block, /dev/zero never end) of at
+// most kMaxWorkloadBytes bytes of valid UTF-8. Errors name the path and what is allowed (InvalidArgument; NotFound
+// when it cannot be opened).
+absl::StatusOr<std::string> ReadWorkloadFile(const std::string& path);
+// The loader threads an agent runs for `local_ranks` ranks of `spec` (reader.read_threads, 0 = 1, per rank): an
+// InvalidArgument naming reader.read_threads when above kMaxLoaderThreadsPerAgent.
+absl::Status CheckAgentThreads(const WorkloadSpec& spec, int64_t local_ranks);
+// Reads the file at `path` with ReadWorkloadFile(), then LoadWorkload.
 absl::StatusOr<WorkloadSpec> LoadWorkloadFile(const std::string& path, const std::vector<std::string>& overrides,
                                               std::vector<std::string>* warnings = nullptr);
 // The normalised YAML (DLIO key names, every key this version knows).

@@ -1,5 +1,7 @@
 #include "common/workload_spec.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,9 +38,9 @@ WorkloadSpec Load(const std::string& yaml, const std::vector<std::string>& overr
   return s.ok() ? *s : WorkloadSpec{};
 }
 
-TEST(WorkloadSpec, EmptyDocumentGivesDlioDefaults) {
-  EXPECT_EQ(Load(""), WorkloadSpec{});
-  const WorkloadSpec d = Load("{}");
+TEST(WorkloadSpec, UnsetKeysGetDlioDefaults) {
+  EXPECT_EQ(Load("train:\n  epochs: 1\n"), WorkloadSpec{});
+  const WorkloadSpec d = Load("train:\n  epochs: 1\n");
   EXPECT_EQ(d.format, "tfrecord");
   EXPECT_EQ(d.num_files_train, 8);
   EXPECT_EQ(d.record_length_bytes, 65536);
@@ -147,7 +149,7 @@ TEST(WorkloadSpec, AcceptsDliosAliases) {
   EXPECT_EQ(Error("dataset:\n  record_length: 4096\n  record_length_bytes: 2048\n"),
             "dataset.record_length_bytes: given twice (also as dataset.record_length; DLIO reads only one of them)");
   EXPECT_THAT(Error("reader:\n  batch_size: 2\ndata_reader:\n  read_threads: 2\n"), HasSubstr("given twice"));
-  EXPECT_EQ(Error("data_reader:\n  batch_size: 0\n"), "data_reader.batch_size: must be an integer >= 1, got 0");
+  EXPECT_EQ(Error("data_reader:\n  batch_size: 0\n"), "data_reader.batch_size: must be an integer in [1, 4294967296], got 0");
   EXPECT_EQ(Error("data_reader:\n  batch_sise: 2\n"),
             "data_reader.batch_sise: unknown key (did you mean data_reader.batch_size?)");
 }
@@ -168,7 +170,7 @@ TEST(WorkloadSpec, OverridesInEveryForm) {
   EXPECT_EQ(Error(yaml, {"++workload.dataset.num_file_train=8"}),
             "dataset.num_file_train: unknown key (did you mean dataset.num_files_train?) in override "
             "'++workload.dataset.num_file_train=8'");
-  EXPECT_EQ(Error(yaml, {"dataset.num_files_train=-1"}), "dataset.num_files_train: must be an integer >= 1, got -1");
+  EXPECT_EQ(Error(yaml, {"dataset.num_files_train=-1"}), "dataset.num_files_train: must be an integer in [1, 2147483647], got -1");
   EXPECT_THAT(Error(yaml, {"num_files_train"}), HasSubstr("expected KEY=VALUE"));
   EXPECT_THAT(Error(yaml, {"dataset.format=[npz"}), HasSubstr("YAML syntax error"));
 }
@@ -187,12 +189,12 @@ TEST(WorkloadSpec, UnknownKeysNameTheNearestKnownKey) {
 }
 
 TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
-  EXPECT_EQ(Error("dataset:\n  num_files_train: -1\n"), "dataset.num_files_train: must be an integer >= 1, got -1");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: -1\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got -1");
   EXPECT_EQ(Error("dataset:\n  record_length_bytes: abc\n"),
-            "dataset.record_length_bytes: must be a number > 0, got 'abc'");
-  EXPECT_EQ(Error("dataset:\n  num_files_train: '8'\n"), "dataset.num_files_train: must be an integer >= 1, got '8'");
-  EXPECT_EQ(Error("dataset:\n  num_files_train: 8.5\n"), "dataset.num_files_train: must be an integer >= 1, got 8.5");
-  EXPECT_EQ(Error("dataset:\n  num_files_train: [1]\n"), "dataset.num_files_train: must be an integer >= 1, got [1]");
+            "dataset.record_length_bytes: must be a number in (0, 17179869184], got 'abc'");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: '8'\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got '8'");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: 8.5\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got 8.5");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: [1]\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got [1]");
   EXPECT_EQ(Error("workflow:\n  train: yes\n"), "workflow.train: must be true or false, got 'yes'");
   EXPECT_EQ(Error("reader:\n  file_shuffle: sometimes\n"),
             "reader.file_shuffle: must be one of off, seed, random, got 'sometimes'");
@@ -205,17 +207,17 @@ TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression_level: 10\n"),
             "dataset.compression_level: must be an integer in [0, 9], got 10");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  hdf5:\n    chunk_dims: [1, 0, 32]\n"),
-            "dataset.hdf5.chunk_dims: must be a list of integers >= 1 ([samples, *sample shape]) or [], got [1, 0, 32]");
+            "dataset.hdf5.chunk_dims: must be a list of integers in [1, 2147483647] ([samples, *sample shape]) or [], got [1, 0, 32]");
   EXPECT_EQ(Error("dataset:\n  record_element_type: complex64\n"),
             "dataset.record_element_type: must be one of uint8, int8, uint16, int16, uint32, int32, uint64, int64, "
             "float16, float32, float64, got 'complex64'");
   EXPECT_EQ(Error("dataset:\n  record_dims: [4, 0]\n"),
-            "dataset.record_dims: must be a list of integers >= 1 (the sample shape) or [], got [4, 0]");
+            "dataset.record_dims: must be a list of integers in [1, 2147483647] (the sample shape) or [], got [4, 0]");
   EXPECT_EQ(Error("dataset:\n  hdf5:\n    num_dset_per_record: 0\n"),
-            "dataset.hdf5.num_dset_per_record: must be an integer >= 1, got 0");
+            "dataset.hdf5.num_dset_per_record: must be an integer in [1, 4096], got 0");
   EXPECT_EQ(Error("metric:\n  au: 90\n"), "metric.au: must be a number in [0, 1], got 90");
   EXPECT_EQ(Error("train:\n  computation_time: -0.1\n"),
-            "train.computation_time: must be a number >= 0 of seconds, got '-0.1'");
+            "train.computation_time: must be a number of seconds in [0, 86400], got '-0.1'");
   EXPECT_EQ(Error("train:\n  computation_time: {type: normal, mean: 0.1, stdev: -1}\n"),
             "train.computation_time: stdev must be a number >= 0, got -1");
   EXPECT_EQ(Error("framework: jax\n"), "framework: must be one of pytorch, tensorflow, got 'jax'");
@@ -499,7 +501,7 @@ TEST(WorkloadSpec, ModelSizeIsTheModelSizeUnlessModelSizeBytesIsGiven) {
   EXPECT_EQ(Load("model:\n  model_size: 499153191\n").model_size_bytes, 499153191);
   EXPECT_EQ(Load("checkpoint:\n  model_size: 4096\n").model_size_bytes, 4096);
   EXPECT_EQ(Load("model:\n  model_size: 4096\n  model_size_bytes: 8192\n").model_size_bytes, 8192);
-  EXPECT_EQ(Error("model:\n  model_size: big\n"), "model.model_size: must be an integer >= 0 (bytes), got 'big'");
+  EXPECT_EQ(Error("model:\n  model_size: big\n"), "model.model_size: must be an integer in [0, 1125899906842624] (bytes), got 'big'");
 }
 
 TEST(WorkloadSpec, PlanOnlyListsWhatARunWouldStopAtAndEveryKeyWithItsPolicy) {
@@ -525,7 +527,7 @@ TEST(WorkloadSpec, PlanOnlyListsWhatARunWouldStopAtAndEveryKeyWithItsPolicy) {
 TEST(WorkloadSpec, FileErrorsAreOneLineNamingTheFile) {
   absl::StatusOr<WorkloadSpec> s = LoadWorkloadFile("/nonexistent/JOB.yaml", {});
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().message(), "/nonexistent/JOB.yaml: cannot read file (No such file or directory)");
+  EXPECT_EQ(s.status().message(), "/nonexistent/JOB.yaml: cannot read the job file (No such file or directory)");
 
   const std::string path = ::testing::TempDir() + "/bad_syntax.yaml";
   std::ofstream(path) << "dataset:\n  format: npz\n   num_files_train: 2\n";
@@ -600,7 +602,7 @@ TEST(WorkloadSpec, ToYamlRoundTrips) {
   s.computation_time.b = 0.125;
   s.preprocess_time.a = 0.001;
   s.preprocess_time.extra_stdev = 0.0002;
-  s.seed = 987654321987;
+  s.seed = 987654321;
   s.seed_change_epoch = false;
   s.total_training_steps = 12;
   s.output_folder = "results/x";
@@ -687,7 +689,7 @@ TEST(SampleDimForFile, NoStdevIsTheFixedSide) {
 }
 
 TEST(IoEngineKeys, EngineChoiceAndDliosOdirect) {
-  EXPECT_EQ(Load("").io_engine, "posix");
+  EXPECT_EQ(Load("train:\n  epochs: 1\n").io_engine, "posix");
   EXPECT_EQ(Load("dlio_ext:\n  io_engine: io_uring\n").io_engine, "io_uring");
   EXPECT_EQ(Load("", {"dlio_ext.io_engine=odirect"}).io_engine, "odirect");
   // DLIO's reader.odirect: true means the odirect engine, alone or with the same engine given.
@@ -712,6 +714,99 @@ TEST(IoEngineKeys, EngineChoiceAndDliosOdirect) {
     const WorkloadSpec s = Load(y);
     EXPECT_EQ(Load(ToYaml(s)), s) << ToYaml(s);
   }
+}
+
+// Issue 13 (D7-D10 and the lower items): every numeric key has a range checked at load time, text must be clean
+// UTF-8, the job file a small regular file with one non-empty document; each error is one line naming the key.
+TEST(WorkloadSpecLimits, HugeAndOverflowingValuesAreOneLineErrorsNamingTheKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"dataset:\n  record_length_bytes: 1e300\n", "dataset.record_length_bytes: must be a number in (0, 17179869184]"},
+      {"dataset:\n  record_length_bytes: 18446744073709551616\n", "dataset.record_length_bytes: must be"},
+      {"dataset:\n  record_dims: [4294967296, 4294967296]\n", "dataset.record_dims: must be a list of integers"},
+      {"dataset:\n  record_dims: [2147483647, 2147483647]\n", "dataset.record_dims: [2147483647, 2147483647] uint8"},
+      {"dataset:\n  record_length_bytes_stdev: 1e18\n", "dataset.record_length_bytes_stdev: must be a number in"},
+      {"reader:\n  read_threads: 100000\n", "reader.read_threads: must be an integer in [0, 256], got 100000"},
+      {"dlio_ext:\n  trace_events_per_thread: 1000000000000\n", "dlio_ext.trace_events_per_thread: must be an integer in [1, 1048576]"},
+      {"train:\n  computation_time: 1e300\n", "train.computation_time: must be a number of seconds in [0, 86400]"},
+      {"train:\n  computation_time: {mean: -1, stdev: 0.1}\n", "train.computation_time: mean must be a number >= 0"},
+      {"train:\n  computation_time: {type: gamma, shape: 80000, scale: 80000}\n",
+       "train.computation_time: the mean 6400000000 s is more than 86400 s"},
+      {"train:\n  epochs: 9223372036854775807\n", "train.epochs: must be an integer in [1, 100000]"},
+      {"train:\n  seed: 4294967296\n", "train.seed: must be an integer in [0, 4294967295]"},
+      {"dataset:\n  num_files_train: 4\n  num_samples_per_file: 4294967296\n",
+       "dataset.num_samples_per_file: 4294967296 samples per file x 4 files"},
+      {"dataset:\n  num_samples_per_file: 4294967297\n", "dataset.num_samples_per_file: must be an integer in [1, 4294967296]"},
+      {"dataset:\n  num_files_train: 1\n  num_samples_per_file: 100000\n  record_length_bytes: 17179869184\n",
+       "dataset.num_samples_per_file: 100000 samples of 17179869184 bytes"},
+      {"dlio_ext:\n  read_bandwidth_limit: 1e300\n", "dlio_ext.read_bandwidth_limit: must be a rate of at most"},
+      {"model:\n  model_size_bytes: 9223372036854775807\n", "model.model_size_bytes: must be an integer in [0, 1125899906842624]"},
+      {"model:\n  transformer:\n    hidden_size: 4294967296\n", "model.transformer.hidden_size: must be an integer in"},
+      {"checkpoint:\n  time_between_checkpoints: .inf\n", "checkpoint.time_between_checkpoints: must be a number in"},
+      {"reader:\n  transfer_size: 4294967296\n", "reader.transfer_size: must be an integer in [1, 1073741824]"},
+  };
+  for (const auto& [yaml, want] : cases) {
+    const std::string e = Error(yaml);
+    EXPECT_THAT(e, HasSubstr(want)) << yaml;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+TEST(WorkloadSpecLimits, TextMustBeCleanUtf8AndFilePrefixAName) {
+  EXPECT_THAT(Error("model:\n  name: \"t\xff\"\n"), HasSubstr("job.yaml: not valid UTF-8 text"));
+  EXPECT_THAT(Error("model:\n  name: \"a\\nb\"\n"), HasSubstr("model.name: must be text without control characters"));
+  EXPECT_THAT(Error("dataset:\n  data_folder: \"a\\0b\"\n"), HasSubstr("dataset.data_folder: must be text without"));
+  for (const char* prefix : {"../../../../x", "a/b", "..", "."}) {
+    EXPECT_THAT(Error(std::string("dataset:\n  file_prefix: \"") + prefix + "\"\n"),
+                HasSubstr("dataset.file_prefix: must be a file name prefix without '/'"))
+        << prefix;
+  }
+  EXPECT_THAT(Error("train:\n  epochs: 1\n", {"dataset.file_prefix=../x"}), HasSubstr("dataset.file_prefix: must be"));
+  // A key or value holding a newline still gives one line (escaped).
+  const std::string e = Error("\"evil\\nkey\": 1\n");
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_THAT(e, HasSubstr("evil\\nkey: unknown key"));
+  EXPECT_THAT(Error("train:\n  epochs: 1\n", {std::string("model.name=a\x01")}), HasSubstr("override: must be text"));
+}
+
+TEST(WorkloadSpecLimits, EmptyAndMultiDocumentJobsAreRefused) {
+  for (const char* yaml : {"", "\n# only a comment\n", "workload:\n", "{}\n"}) {
+    EXPECT_THAT(Error(yaml), HasSubstr("job.yaml: the workload is empty")) << yaml;
+  }
+  EXPECT_THAT(Error("train:\n  epochs: 1\n---\ntrain:\n  epochs: 2\n"), HasSubstr("job.yaml: holds 2 YAML documents"));
+  EXPECT_TRUE(LoadWorkload("---\ntrain:\n  epochs: 2\n", {}).ok());
+  EXPECT_TRUE(LoadWorkload("", {"train.epochs=2"}).ok()) << "overrides alone are a job";
+}
+
+TEST(WorkloadSpecLimits, JobFileMustBeASmallRegularUtf8File) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "dlio-jobfile-limits";
+  fs::create_directories(dir);
+  auto err = [](const std::string& path) {
+    absl::StatusOr<std::string> t = ReadWorkloadFile(path);
+    return t.ok() ? std::string("<read>") : std::string(t.status().message());
+  };
+  EXPECT_THAT(err(dir.string()), HasSubstr("is a directory; a job file must be a regular file"));
+  EXPECT_THAT(err("/dev/zero"), HasSubstr("is a character device"));
+  const std::string fifo = (dir / "fifo").string();
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(err(fifo), HasSubstr("is a FIFO")) << "must not block";
+  const std::string big = (dir / "big.yaml").string();
+  std::ofstream(big) << "train:\n  epochs: 1\n" << std::string(kMaxWorkloadBytes, '#');
+  EXPECT_THAT(err(big), HasSubstr("a job file may have at most 1048576 bytes"));
+  const std::string latin1 = (dir / "latin1.yaml").string();
+  std::ofstream(latin1) << "model:\n  name: caf\xe9\n";
+  EXPECT_THAT(err(latin1), HasSubstr("not valid UTF-8"));
+  EXPECT_THAT(Error(std::string(kMaxWorkloadBytes + 1, '#')), HasSubstr("a job file may have at most"));
+  fs::remove_all(dir);
+}
+
+TEST(WorkloadSpecLimits, AnAgentRunsAtMost4096LoaderThreads) {
+  WorkloadSpec s;
+  s.read_threads = 256;
+  EXPECT_TRUE(CheckAgentThreads(s, 16).ok());
+  const absl::Status st = CheckAgentThreads(s, 17);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("reader.read_threads: 256 loader threads x 17 ranks"));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "common/explain.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
+#include "coordinator/coordinator.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/credentials.h"
@@ -32,13 +33,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the job file (", std::strerror(errno), ")"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The job file, with the limits of common/workload_spec.h (a regular file, at most 1 MiB of UTF-8).
+absl::StatusOr<std::string> ReadFile(const std::string& path) { return ReadWorkloadFile(path); }
 
 std::string HumanBytes(double b) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
@@ -499,12 +495,10 @@ int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
   if (warn) {
     for (const WorkloadWarning& w : diag.warnings) err << "warning: " << w.text << "\n";
   }
-  if (opt.agents < 0) {
-    err << "--agents: must be >= 0, got " << opt.agents << "\n";
-    return 2;
-  }
-  if (opt.accelerators_per_agent < 0) {
-    err << "--accelerators-per-agent: must be >= 0, got " << opt.accelerators_per_agent << "\n";
+  if (absl::Status s = CheckPlacementOptions(opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s,
+                                             opt.barrier_timeout_s);
+      !s.ok()) {
+    err << s.message() << "\n";
     return 2;
   }
   return 0;
@@ -525,8 +519,10 @@ int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::
     err << spec.status().message() << "\n";
     return 2;
   }
-  if (opt.agents < 0 || opt.accelerators_per_agent < 0) {
-    err << (opt.agents < 0 ? "--agents" : "--accelerators-per-agent") << ": must be >= 0\n";
+  if (absl::Status s = CheckPlacementOptions(opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s,
+                                             opt.barrier_timeout_s);
+      !s.ok()) {
+    err << s.message() << "\n";
     return 2;
   }
   ExplainFleet fleet;

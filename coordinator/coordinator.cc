@@ -14,6 +14,7 @@
 #include "common/checkpoint_plan.h"
 #include "common/checkpoint_schedule.h"
 #include "common/epoch_plan.h"
+#include "common/text.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -65,6 +66,40 @@ std::string NameList(const std::vector<std::string>& names, size_t max = 8) {
 std::string RankRange(int first, int count) {
   if (count <= 1) return absl::StrCat("rank ", first);
   return absl::StrCat("ranks ", first, "-", first + count - 1);
+}
+
+// What an agent reports for a phase must be about its own ranks, each once, with timings that are numbers: a
+// rank outside them would name result files after it (2^32-1 became "-1_output.json") and NaN would poison the means.
+absl::Status CheckPhaseResults(const AgentInfo& a, const std::vector<RankEpochResult>& ranks) {
+  if (ranks.size() != static_cast<size_t>(a.ranks)) {
+    return absl::InvalidArgumentError(absl::StrCat(ranks.size(), " rank result(s) for its ", a.ranks, " rank(s)"));
+  }
+  std::set<int> seen;
+  auto bad_time = [](double v) { return !(v >= 0 && v < 1e9); };  // NaN fails: every comparison with it is false
+  for (const RankEpochResult& r : ranks) {
+    if (r.rank < a.first_rank || r.rank >= a.first_rank + a.ranks || !seen.insert(r.rank).second) {
+      return absl::InvalidArgumentError(absl::StrCat("a result for rank ", r.rank, ", not one of its ",
+                                                     RankRange(a.first_rank, a.ranks), " (or twice)"));
+    }
+    for (const BlockTimings& b : r.blocks) {
+      const size_t n = b.load.size();
+      if (b.proc.size() != n || b.compute.size() != n || b.barrier.size() != n || bad_time(b.duration_s)) {
+        return absl::InvalidArgumentError(absl::StrCat("malformed block ", b.block, " of rank ", r.rank));
+      }
+      for (const auto* v : {&b.load, &b.proc, &b.compute, &b.barrier}) {
+        if (std::any_of(v->begin(), v->end(), bad_time)) {
+          return absl::InvalidArgumentError(absl::StrCat("a step time that is not a number of seconds in block ",
+                                                         b.block, " of rank ", r.rank));
+        }
+      }
+    }
+    for (const RankCheckpointResult& c : r.checkpoints) {
+      if (c.rank != r.rank || bad_time(c.duration_s)) {
+        return absl::InvalidArgumentError(absl::StrCat("a malformed checkpoint timing of rank ", r.rank));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -137,6 +172,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
           rec.ended_unix_us = NowUnixUs();
         }
       } else if (rec.state == JobState::kRunning) {
+        c->restart_agents_ = rec.agent_names;
         rec.state = JobState::kInterrupted;
         rec.ended_unix_us = NowUnixUs();
         const std::string dir = absl::StrCat(c->options_.results_dir, "/", rec.id);
@@ -173,7 +209,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
       if (absl::Status s = c->store_->Put(rec); !s.ok()) return s;
       c->jobs_[rec.id] = std::move(job);
     }
-    if (!c->queue_.empty()) spdlog::info("{} queued job(s) restored from {}", c->queue_.size(), c->store_->path());
+    if (!c->queue_.empty()) {
+      spdlog::info("{} queued job(s) restored from {}; placement waits up to {} for the agents to reattach",
+                   c->queue_.size(), c->store_->path(), SecsText(c->options_.restart_grace));
+      c->restart_grace_until_ = c->options_.now() + c->options_.restart_grace;
+    }
   }
   c->runner_ = std::thread([p = c.get()] { p->RunnerLoop(); });
   c->watchdog_ = std::thread([p = c.get()] { p->WatchdogLoop(); });
@@ -371,17 +411,31 @@ void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_i
   Touch(agent);
   if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   Phase& p = *running_->phase;
-  if (p.pending.erase(agent) == 0) return;  // a repeated PhaseDone
+  if (p.pending.count(agent) == 0) return;  // a repeated PhaseDone
+  const auto info = std::find_if(running_->result.agents.begin(), running_->result.agents.end(),
+                                 [&](const AgentInfo& a) { return a.name == agent; });
+  if (info == running_->result.agents.end()) return;
+  p.pending.erase(agent);
+  if (absl::Status s = CheckPhaseResults(*info, ranks); !s.ok()) {
+    if (p.error.empty()) {
+      p.error = absl::StrCat("agent '", agent, "' (", RanksOf(*running_, agent), ") sent an invalid result for job ",
+                             job_id, " phase ", phase_id, ": ", s.message());
+    }
+    cv_.notify_all();
+    return;
+  }
   for (RankEpochResult& r : ranks) p.results.push_back(std::move(r));
   cv_.notify_all();
 }
 
 void Coordinator::OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                               const std::string& code, const std::string& message) {
+                               const std::string& code, const std::string& raw_message) {
+  // The agent's text goes into logs and the job's message: one line, bounded (text.h).
+  const std::string message = EscapeText(raw_message, 4096);
   std::lock_guard<std::mutex> lk(mu_);
   Touch(agent);
   if (running_ == nullptr || running_->rec.id != job_id || !running_->phase) {
-    spdlog::warn("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
+    spdlog::warn("agent '{}' job {} phase {}: {}", agent, EscapeText(job_id, 128), EscapeText(phase_id, 128), message);
     return;
   }
   Job& job = *running_;
@@ -399,15 +453,38 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
 // Client verbs
 // ---------------------------------------------------------------------------------------------------------------
 
+absl::Status CheckPlacementOptions(int64_t agents, int64_t accelerators_per_agent, int64_t wait_for_agents_s,
+                                   double barrier_timeout_s) {
+  auto range = [](const char* flag, int64_t v, int64_t max) {
+    if (v >= 0 && v <= max) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": must be an integer in [0, ", max, "], got ", v));
+  };
+  if (absl::Status s = range("--agents", agents, 65536); !s.ok()) return s;
+  if (absl::Status s = range("--accelerators-per-agent", accelerators_per_agent, kMaxAcceleratorsPerAgent); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = range("--wait-for-agents", wait_for_agents_s, 86400); !s.ok()) return s;
+  if (!(barrier_timeout_s >= 0 && barrier_timeout_s <= 604800)) {  // NaN fails both comparisons
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--barrier-timeout: must be a number of seconds in [0, 604800], got %g", barrier_timeout_s));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   std::vector<std::string> warnings;  // keys where DLIO behaves differently: logged once the job has its id
   absl::StatusOr<WorkloadSpec> spec =
       LoadWorkload(request.workload_yaml, request.overrides, request.source_name, &warnings);
   if (!spec.ok()) return spec.status();
-  if (request.agents < 0) return absl::InvalidArgumentError("--agents: must be >= 0");
-  if (request.accelerators_per_agent < 0) return absl::InvalidArgumentError("--accelerators-per-agent: must be >= 0");
-  if (request.wait_for_agents_s < 0) return absl::InvalidArgumentError("--wait-for-agents: must be >= 0");
-  if (request.barrier_timeout_s < 0) return absl::InvalidArgumentError("--barrier-timeout: must be >= 0");
+  if (absl::Status s = CheckPlacementOptions(request.agents, request.accelerators_per_agent,
+                                             request.wait_for_agents_s, request.barrier_timeout_s);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckText(request.source_name, "job name (the job file's path)", kMaxSourceNameBytes);
+      !s.ok()) {
+    return s;
+  }
   std::lock_guard<std::mutex> lk(mu_);
   if (stopping_) return absl::UnavailableError("the coordinator is shutting down; submit again after its restart");
   auto job = std::make_unique<Job>();
@@ -647,6 +724,25 @@ void Coordinator::RunnerLoop() {
 
 bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
   JobRecord& rec = job.rec;
+  // Just restarted: the agents of the previous session reconnect within a few seconds; placing now would find
+  // none (or a part) of them.
+  if (options_.now() < restart_grace_until_) {
+    auto all_back = [&] {
+      if (restart_agents_.empty()) return false;
+      for (const std::string& a : restart_agents_) {
+        if (!agents_.count(a)) return false;
+      }
+      return true;
+    };
+    JobEventData e;
+    e.message = absl::StrCat("job ", rec.id, " waits up to ", SecsText(options_.restart_grace),
+                             " for the agents to reattach after the coordinator's restart (", agents_.size(),
+                             " attached)");
+    Emit(job, std::move(e));
+    cv_.wait_for(lk, restart_grace_until_ - options_.now(),
+                 [&] { return all_back() || job.cancel_requested || stopping_; });
+    restart_grace_until_ = Clock::time_point();  // once: later jobs place at once
+  }
   const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
   const int want_accel = rec.accelerators_per_agent;
   auto eligible = [&] {

@@ -101,6 +101,14 @@ struct AgentProgress {
   uint64_t compute_ns = 0, wall_ns = 0;  // live AU: the agent's ranks' summed compute over their summed wall time
 };
 
+// The placement options of a job (submit/run flags, SubmitRequest fields): --agents in [0, 65536],
+// --accelerators-per-agent in [0, 4096] (what one agent can offer), --wait-for-agents in [0, 86400] s,
+// --barrier-timeout a finite number in [0, 604800] s (a week). InvalidArgument naming the flag otherwise.
+absl::Status CheckPlacementOptions(int64_t agents, int64_t accelerators_per_agent, int64_t wait_for_agents_s,
+                                   double barrier_timeout_s);
+// Longest job name (the job file's path as given at submission) the coordinator keeps.
+inline constexpr size_t kMaxSourceNameBytes = 4096;
+
 struct JobRequest {
   std::string workload_yaml;
   std::vector<std::string> overrides;
@@ -146,12 +154,18 @@ class Coordinator {
     // After a failure or cancel, how long the other agents get to confirm they stopped before the job ends anyway
     // (the agents stop within ~50 ms; 2 s is the promise of `cancel`).
     std::chrono::milliseconds stop_grace{2000};
+    // After a restart that restored jobs from the store, how long jobs wait for the agents to reattach before one
+    // is placed (placement on the agents attached at that moment, or "none attached"). Agents retry with a backoff
+    // of at most 5 s (agent_server.h), so 10 s covers every live agent's second attempt. The wait ends early once
+    // every agent of the interrupted job (if there was one) is back.
+    std::chrono::milliseconds restart_grace{10000};
     // Steady clock for leases and timeouts; tests inject a fake one.
     std::function<Clock::time_point()> now = [] { return Clock::now(); };
   };
 
   // Reads the store (may be null: nothing persisted), requeues its queued jobs and marks a job that was running
-  // as interrupted, then starts the runner and the lease watchdog.
+  // as interrupted, then starts the runner and the lease watchdog. With restored jobs, placement first waits up to
+  // Options::restart_grace for the agents to reattach.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(Options options, std::unique_ptr<JobStore> store);
   ~Coordinator();
 
@@ -261,6 +275,10 @@ class Coordinator {
   std::map<std::string, LatencyHistogram> barrier_wait_ ABSL_GUARDED_BY(mu_);
   uint64_t leases_expired_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t stale_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
+  // Restart grace (Options::restart_grace): until when placement waits, and the agents it waits for (those of the
+  // job the restart interrupted; empty = wait out the grace).
+  Clock::time_point restart_grace_until_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> restart_agents_ ABSL_GUARDED_BY(mu_);
   std::thread runner_;
   std::thread watchdog_;
   std::once_flag stop_once_;  // Stop() joins the threads once, whoever calls it first

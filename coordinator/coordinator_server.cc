@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/prometheus_histogram.h"
+#include "common/text.h"
 #include "coordinator/targets_file.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
@@ -187,6 +188,27 @@ void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
   ToProto(d.verdict, out->mutable_verdict());
 }
 
+// Everything in an agent's Hello ends up in logs, result files, file_sd targets and metric labels: one line of
+// bounded UTF-8 each, and an accelerator count an agent can run (dlio-agent --accelerators).
+absl::Status CheckHello(const v1::Hello& h) {
+  if (h.name().empty()) return absl::InvalidArgumentError("Hello.name: an agent needs a name");
+  const std::pair<const std::string*, const char*> texts[] = {
+      {&h.name(), "Hello.name"},         {&h.hostname(), "Hello.hostname"}, {&h.instance(), "Hello.instance"},
+      {&h.metrics_endpoint(), "Hello.metrics_endpoint"}, {&h.kernel(), "Hello.kernel"},
+      {&h.cpu_model(), "Hello.cpu_model"}, {&h.data_root_fs(), "Hello.data_root_fs"}};
+  for (const auto& [text, field] : texts) {
+    // 255: a host name's limit; the longer provenance strings (uname's version, a CPU model) fit too.
+    if (absl::Status s = CheckText(*text, field, 255); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
+    }
+  }
+  if (h.accelerators() < 1 || h.accelerators() > static_cast<uint32_t>(kMaxAcceleratorsPerAgent)) {
+    return absl::InvalidArgumentError(absl::StrCat("agent '", h.name(), "': Hello.accelerators must be in [1, ",
+                                                   kMaxAcceleratorsPerAgent, "], got ", h.accelerators()));
+  }
+  return absl::OkStatus();
+}
+
 class Service final : public v1::Coordinator::Service {
  public:
   Service(Coordinator* core, std::string token, TargetsFile* targets)
@@ -206,8 +228,9 @@ class Service final : public v1::Coordinator::Service {
       spdlog::error("{}", msg);
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, msg);
     }
-    if (hello.name().empty() || hello.accelerators() == 0) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello needs a name and at least one accelerator");
+    if (absl::Status s = CheckHello(hello); !s.ok()) {
+      spdlog::error("agent from {} refused: {}", ctx->peer(), std::string(s.message()));
+      return ToGrpc(s);
     }
     AgentInfo info;
     info.name = hello.name();
@@ -280,10 +303,12 @@ class Service final : public v1::Coordinator::Service {
     JobRequest r;
     r.workload_yaml = req->workload_yaml();
     r.overrides.assign(req->overrides().begin(), req->overrides().end());
-    r.agents = static_cast<int>(req->agents());
-    r.accelerators_per_agent = static_cast<int>(req->accelerators_per_agent());
+    // uint32 on the wire: clamped (not wrapped to negative) so the range check names the value sent.
+    auto as_int = [](uint32_t v) { return static_cast<int>(std::min<uint32_t>(v, INT32_MAX)); };
+    r.agents = as_int(req->agents());
+    r.accelerators_per_agent = as_int(req->accelerators_per_agent());
     r.source_name = req->source_name().empty() ? "job" : req->source_name();
-    r.wait_for_agents_s = static_cast<int>(req->wait_for_agents_s());
+    r.wait_for_agents_s = as_int(req->wait_for_agents_s());
     r.barrier_timeout_s = req->barrier_timeout_s();
     absl::StatusOr<std::string> id = core_->Submit(r);
     if (!id.ok()) return ToGrpc(id.status());

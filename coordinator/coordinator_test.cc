@@ -320,6 +320,7 @@ TEST_F(CoordinatorTest, StoreKeepsJobsAcrossARestart) {
     running.epochs_done = 1;
     running.epochs_total = 2;
     running.has_results = true;
+    running.agent_names = {"a"};  // the restart grace ends as soon as "a" is back
     ASSERT_TRUE((*store)->Put(running).ok());
     JobRecord queued = running;
     queued.id = "20260101-000001-2-bbbb";
@@ -328,6 +329,7 @@ TEST_F(CoordinatorTest, StoreKeepsJobsAcrossARestart) {
     queued.has_results = false;
     queued.epochs_done = 0;
     queued.phase_id.clear();
+    queued.agent_names.clear();
     queued.wait_for_agents_s = 30;
     ASSERT_TRUE((*store)->Put(queued).ok());
     // A second opener is refused while the first holds the store.
@@ -358,6 +360,33 @@ TEST_F(CoordinatorTest, StoreKeepsJobsAcrossARestart) {
   c->Stop();  // the running job ends interrupted: the agent's cancel confirmation is not needed for that
   EXPECT_EQ(c->GetJob("20260101-000001-2-bbbb")->record.state, JobState::kInterrupted);
   EXPECT_EQ(c->GetJob(*id)->record.state, JobState::kQueued);
+}
+
+// D6 of issue 13: a restarted coordinator gives its agents the restart grace to reattach before it places the
+// queued jobs it restored (before, they started ~20 ms after the restart and failed with "none attached").
+TEST_F(CoordinatorTest, RestoredQueuedJobsWaitForTheAgentsToReattach) {
+  const std::string path = (dir_ / "jobs.db").string();
+  {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    JobRecord queued;
+    queued.id = "20260101-000001-1-bbbb";
+    queued.seq = 1;
+    queued.state = JobState::kQueued;
+    queued.workload_yaml = Yaml(1);
+    ASSERT_TRUE((*store)->Put(queued).ok());
+  }
+  options_.restart_grace = milliseconds(3000);
+  absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto c = Make(std::move(*store));
+  std::this_thread::sleep_for(milliseconds(300));  // the agent reconnects a moment after the restart
+  EXPECT_EQ(c->GetJob("20260101-000001-1-bbbb")->record.state, JobState::kQueued);
+  auto a = std::make_shared<FakeLink>();
+  ASSERT_TRUE(c->AddAgent(Info("a", 1), "1", a).ok());
+  ASSERT_TRUE(Eventually([&] { return a->Orders() == 1; })) << c->GetJob("20260101-000001-1-bbbb")->record.message;
+  EXPECT_EQ(a->Order(0).job_id, "20260101-000001-1-bbbb");
+  c->Stop();
 }
 
 TEST_F(CoordinatorTest, ResultFoldersStayInsideTheResultsFolder) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -28,6 +29,15 @@ std::atomic<bool> g_cancel{false};
 std::atomic<dlio::LocalFleet*> g_fleet{nullptr};
 std::atomic<dlio::CoordinatorServer*> g_server{nullptr};
 std::atomic<bool> g_stop_early{false};
+
+// CLI::Range lets NaN through (every comparison with it is false): the timing options must also be finite.
+const CLI::Validator kFinite(
+    [](std::string& in) {
+      char* end = nullptr;
+      const double v = std::strtod(in.c_str(), &end);
+      return std::isfinite(v) ? std::string() : std::string("must be a finite number, got " + in);
+    },
+    "");
 
 // Overrides come as trailing arguments in DLIO's form (++workload.dataset.num_files_train=8) or with --set.
 // --strict and --explain, the same on submit and run.
@@ -156,15 +166,18 @@ int main(int argc, char** argv) {
                     "Mutual TLS: require client certificates signed by this CA (PEM)");
   serve->add_option("--heartbeat-interval", heartbeat_s, "Seconds between the heartbeats agents must send")
       ->default_val(1)
-      ->check(CLI::Range(0.05, 60.0).description(""));
+      ->check(CLI::Range(0.05, 60.0).description(""))
+      ->check(kFinite);
   serve->add_option("--lease", lease_s,
                     "Seconds without a message after which an agent is dropped and its job fails (>= 2 heartbeats)")
       ->default_val(8)
-      ->check(CLI::Range(0.1, 3600.0).description(""));
+      ->check(CLI::Range(0.1, 3600.0).description(""))
+      ->check(kFinite);
   serve->add_option("--barrier-timeout", barrier_timeout_s,
                     "Seconds without a released step barrier after which a training phase fails (0 = none)")
       ->default_val(300)
-      ->check(CLI::Range(0.0, 604800.0).description(""));
+      ->check(CLI::Range(0.0, 604800.0).description(""))
+      ->check(kFinite);
 
   // submit
   CLI::App* submit = app.add_subcommand("submit", "Submit a DLIO workload file, follow it, print the results");
@@ -219,8 +232,12 @@ int main(int argc, char** argv) {
   int local_agents = 1, accelerators = 1, run_wait = 30;
   std::string data_root = ".", run_results = "results", run_metrics;
   run->add_option("job", ropt.job_path, "DLIO workload YAML file")->required();
-  run->add_option("--local-agents", local_agents, "Number of local agent processes")->default_val(1);
-  run->add_option("--accelerators", accelerators, "Emulated accelerators (ranks) per agent")->default_val(1);
+  run->add_option("--local-agents", local_agents, "Number of local agent processes")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024).description(""));
+  run->add_option("--accelerators", accelerators, "Emulated accelerators (ranks) per agent")
+      ->default_val(1)
+      ->check(CLI::Range(1, 4096).description(""));
   run->add_option("--wait-for-agents", run_wait, "Seconds the local agents get to attach before the run fails")
       ->default_val(30)
       ->check(CLI::Range(1, 86400));
