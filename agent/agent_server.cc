@@ -13,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/metrics.h"
-#include "agent/paths.h"
 #include "agent/phase_runner.h"
 #include "agent/preflight.h"
 #include "agent/step_barrier.h"
@@ -73,6 +72,16 @@ struct AgentServer::Impl {
     std::lock_guard<std::mutex> lk(write_mu);
     return stream != nullptr && !writes_done && stream->Write(m);
   }
+  // A phase's answer; a PhaseDone larger than one message may carry goes in parts (convert.h SplitPhaseDone).
+  bool WriteAnswer(const v1::AgentMessage& m) {
+    if (!m.has_phase_done()) return Write(m);
+    for (v1::PhaseDone& part : SplitPhaseDone(m.phase_done())) {
+      v1::AgentMessage pm;
+      *pm.mutable_phase_done() = std::move(part);
+      if (!Write(pm)) return false;
+    }
+    return true;
+  }
   static int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
   absl::Status WaitRelease(uint64_t step) {
@@ -97,12 +106,17 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
                                                                  cmd.first_rank + cmd.local_ranks - 1);
   const std::string where = absl::StrCat("agent '", opt.name, "' (", ranks, ") job ", cmd.job_id, " phase ",
                                          cmd.phase_id);
-  absl::StatusOr<std::filesystem::path> dir = ResolveUnderRoot(opt.data_root, cmd.spec.data_folder,
-                                                               "dataset.data_folder");
-  if (!dir.ok()) return absl::Status(dir.status().code(), absl::StrCat(where, ": ", dir.status().message()));
+  // The folder below the root, no link on the way (common/confined_dir.h); nothing is created before the check.
+  const auto& root = runner->root();
+  if (!root.ok()) return absl::Status(root.status().code(), absl::StrCat(where, ": ", root.status().message()));
+  absl::StatusOr<std::string> rel = (*root)->Relative(cmd.spec.data_folder, "dataset.data_folder");
+  absl::Status checked = rel.ok() ? (*root)->NearestExisting(cmd.spec.data_folder, "dataset.data_folder").status()
+                                  : rel.status();
+  if (!checked.ok()) return absl::Status(checked.code(), absl::StrCat(where, ": ", checked.message()));
+  const std::filesystem::path dir = std::filesystem::path((*root)->path()) / *rel;
   absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(cmd.spec.format, FormatOptions{});
   const std::string ext = format.ok() ? (*format)->extension() : cmd.spec.format;
-  if (absl::Status s = CheckDatasetFits(*dir, cmd.spec, ext); !s.ok()) {
+  if (absl::Status s = CheckDatasetFits(dir, cmd.spec, ext); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
   }
   return std::vector<RankEpochResult>();
@@ -112,7 +126,7 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
   // Called with mu held.
   if (running_job == rp.job_id() && running_phase == rp.phase_id()) return;  // repeat of a running phase
   if (done_job == rp.job_id() && done_phase == rp.phase_id()) {               // repeat of a finished phase
-    Write(done_msg);
+    WriteAnswer(done_msg);
     return;
   }
   auto error = [&](const std::string& code, const std::string& message) {
@@ -138,6 +152,17 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
     }
     parsed_spec = std::move(*spec);
     parsed_yaml = rp.workload_yaml();
+  }
+  // The order must fit this agent: the ranks it offered, inside the job's world, a thread count it can run.
+  const uint64_t first = rp.first_rank(), local = rp.local_ranks(), world = rp.world_size();
+  if (local < 1 || local > static_cast<uint64_t>(opt.accelerators) || first + local > world) {
+    return error("BAD_ORDER", absl::StrCat("agent '", opt.name, "' job ", rp.job_id(), " phase ", rp.phase_id(),
+                                           ": ranks ", first, "-", first + local - 1, " of ", world,
+                                           " do not fit this agent's ", opt.accelerators, " accelerator(s)"));
+  }
+  if (absl::Status s = CheckAgentThreads(parsed_spec, static_cast<int64_t>(local)); !s.ok()) {
+    return error("BAD_WORKLOAD", absl::StrCat("agent '", opt.name, "' job ", rp.job_id(), " phase ", rp.phase_id(),
+                                              ": ", s.message()));
   }
   if (phase_thread.joinable()) phase_thread.join();
   PhaseCommand cmd;
@@ -205,7 +230,7 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
         done_msg = m;
       }
     }
-    Write(m);
+    WriteAnswer(m);
   });
 }
 

@@ -17,8 +17,15 @@
 namespace dlio {
 namespace {
 
-absl::Status Errno(const std::string& what, const std::filesystem::path& path) {
-  return absl::InternalError(absl::StrCat("checkpoint: ", what, " ", path.string(), ": ", std::strerror(errno)));
+absl::Status Errno(const std::string& what, const std::string& path) {
+  const int err = errno;
+  if (err == ELOOP || err == EXDEV) {
+    return absl::PermissionDeniedError(absl::StrCat("checkpoint: ", what, " ", path, ": refused: ",
+                                                    err == ELOOP ? "a symbolic link on the way (the agent follows "
+                                                                   "none below its data root)"
+                                                                 : "outside the checkpoint folder"));
+  }
+  return absl::InternalError(absl::StrCat("checkpoint: ", what, " ", path, ": ", std::strerror(err)));
 }
 
 bool SingleComponent(const std::string& name) {
@@ -37,8 +44,8 @@ absl::Status CheckNames(const std::string& dir_name, const std::vector<Checkpoin
   return absl::OkStatus();
 }
 
-absl::Status FsyncPath(const std::filesystem::path& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+absl::Status FsyncPath(const ConfinedDir& dir, const std::string& path, int flags) {
+  const int fd = dir.Open(path, flags);
   if (fd < 0) return Errno("open", path);
   const int rc = ::fsync(fd);
   const int saved = errno;
@@ -54,7 +61,7 @@ double Since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-Checkpointer::Checkpointer(std::filesystem::path folder, bool fsync, uint64_t seed, size_t buffer_bytes)
+Checkpointer::Checkpointer(std::shared_ptr<const ConfinedDir> folder, bool fsync, uint64_t seed, size_t buffer_bytes)
     : folder_(std::move(folder)), fsync_(fsync), seed_(seed), max_buffer_(std::max<size_t>(buffer_bytes, 4096)) {}
 
 void Checkpointer::EnsureBuffer(const std::vector<CheckpointFile>& files) {
@@ -74,16 +81,15 @@ void Checkpointer::EnsureBuffer(const std::vector<CheckpointFile>& files) {
 absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::filesystem::path dir = folder_ / dir_name;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("checkpoint: cannot create ", dir.string(), ": ", ec.message()));
+  const std::string dir = folder_->path() + "/" + dir_name;
+  if (folder_->MakeParents(dir + "/x") != 0) return Errno("cannot create", dir);
   EnsureBuffer(files);
   CheckpointIo io;
   for (const CheckpointFile& f : files) {
-    const std::filesystem::path final_path = dir / f.name;
-    const std::filesystem::path tmp = dir / (f.name + ".tmp");
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const std::string final_path = dir + "/" + f.name;
+    const std::string tmp = final_path + ".tmp";
+    folder_->Unlink(tmp);  // a new file, never an existing inode (a stale temporary, a planted hard link)
+    const int fd = folder_->Open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return Errno("open", tmp);
     int64_t left = f.bytes;
     while (left > 0) {
@@ -103,12 +109,12 @@ absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, con
       return s;
     }
     if (::close(fd) != 0) return Errno("close", tmp);
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) return Errno("rename", tmp);
+    if (folder_->Rename(tmp, final_path) != 0) return Errno("rename", tmp);
     io.files += 1;
     io.bytes += f.bytes;
   }
   if (fsync_ && !files.empty()) {
-    if (absl::Status s = FsyncPath(dir, O_RDONLY | O_DIRECTORY); !s.ok()) return s;
+    if (absl::Status s = FsyncPath(*folder_, dir, O_RDONLY | O_DIRECTORY); !s.ok()) return s;
   }
   io.seconds = Since(t0);
   return io;
@@ -117,8 +123,8 @@ absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, con
 absl::Status Checkpointer::Evict(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
   for (const CheckpointFile& f : files) {
-    const std::filesystem::path path = folder_ / dir_name / f.name;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const std::string path = folder_->path() + "/" + dir_name + "/" + f.name;
+    const int fd = folder_->Open(path, O_RDONLY);
     if (fd < 0) return Errno("open", path);
     // DONTNEED skips dirty pages, so they are written first.
     if (::fdatasync(fd) != 0) {
@@ -139,12 +145,12 @@ absl::Status Checkpointer::Evict(const std::string& dir_name, const std::vector<
 absl::StatusOr<CheckpointIo> Checkpointer::Load(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::filesystem::path dir = folder_ / dir_name;
+  const std::string dir = folder_->path() + "/" + dir_name;
   EnsureBuffer(files);
   CheckpointIo io;
   for (const CheckpointFile& f : files) {
-    const std::filesystem::path path = dir / f.name;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const std::string path = dir + "/" + f.name;
+    const int fd = folder_->Open(path, O_RDONLY);
     if (fd < 0) return Errno("open", path);
     int64_t got = 0;
     for (;;) {
@@ -161,7 +167,7 @@ absl::StatusOr<CheckpointIo> Checkpointer::Load(const std::string& dir_name, con
     ::close(fd);
     if (got != f.bytes) {
       return absl::DataLossError(
-          absl::StrCat("checkpoint: ", path.string(), " has ", got, " bytes, the plan says ", f.bytes));
+          absl::StrCat("checkpoint: ", path, " has ", got, " bytes, the plan says ", f.bytes));
     }
     io.files += 1;
     io.bytes += got;

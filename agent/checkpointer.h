@@ -1,5 +1,6 @@
 // Checkpointer: writes and reads back one rank's checkpoint files (common/checkpoint_plan.h) under a folder that
-// the caller has already confined to the agent's --data-root (ResolveUnderRoot).
+// the caller resolved below the agent's --data-root (common/confined_dir.h); every file is opened, created and
+// renamed through it, so no symbolic link below the folder is followed.
 //
 // Memory: every file is written from, and read into, one reusable buffer of random bytes (64 MiB by default,
 // smaller when every file is smaller), so agent memory does not grow with the checkpoint size. DLIO instead
@@ -13,12 +14,13 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/checkpoint_plan.h"
+#include "common/confined_dir.h"
 
 namespace dlio {
 
@@ -32,7 +34,8 @@ class Checkpointer {
  public:
   static constexpr size_t kDefaultBufferBytes = size_t{64} << 20;
 
-  Checkpointer(std::filesystem::path folder, bool fsync, uint64_t seed, size_t buffer_bytes = kDefaultBufferBytes);
+  Checkpointer(std::shared_ptr<const ConfinedDir> folder, bool fsync, uint64_t seed,
+               size_t buffer_bytes = kDefaultBufferBytes);
 
   // Writes `files` into folder/dir_name (created if needed).
   absl::StatusOr<CheckpointIo> Save(const std::string& dir_name, const std::vector<CheckpointFile>& files);
@@ -49,7 +52,7 @@ class Checkpointer {
  private:
   void EnsureBuffer(const std::vector<CheckpointFile>& files);
 
-  std::filesystem::path folder_;
+  std::shared_ptr<const ConfinedDir> folder_;
   bool fsync_;
   uint64_t seed_;
   size_t max_buffer_;

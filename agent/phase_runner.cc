@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "agent/checkpointer.h"
 #include "agent/loader.h"
-#include "agent/paths.h"
 #include "common/scheduling.h"
 #include "common/sleep.h"
 #include "agent/step_barrier.h"
@@ -43,8 +42,9 @@ int64_t Nanos(SteadyClock::duration d) { return std::chrono::duration_cast<std::
 
 // The format's options from the job. `data_dir` locates the tfrecord DALI index folder (DLIO:
 // <data_folder>/index/train, flat even with subfolders).
-FormatOptions FormatOptionsFor(const WorkloadSpec& spec, const fs::path& data_dir) {
+FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const ConfinedDir> data_dir) {
   FormatOptions o;
+  o.dir = data_dir;
   o.samples_per_file = spec.num_samples_per_file;
   o.sample_dims = spec.SampleShape();
   o.element_type = spec.record_element_type;
@@ -54,7 +54,7 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec, const fs::path& data_di
   o.compression = spec.compression;
   o.compression_level = spec.compression_level;
   o.transfer_size = spec.transfer_size;
-  if (spec.format == "tfrecord") o.tfrecord_index_dir = (data_dir / "index" / "train").string();
+  if (spec.format == "tfrecord") o.tfrecord_index_dir = data_dir->path() + "/index/train";
   // The spec was validated when loaded: an unknown engine name cannot reach this point.
   if (absl::StatusOr<IoEngine> e = ParseIoEngine(spec.io_engine); e.ok()) o.io_engine = *e;
   o.read_in_memory = spec.read_type == "memory";
@@ -89,9 +89,9 @@ int GenerationWorkers(int local_ranks) {
 
 // Drops the page cache of `paths` (posix_fadvise DONTNEED after an fdatasync-free flush: the files are read-only
 // here, so there are no dirty pages to lose). Errors name the file.
-absl::Status EvictFiles(const std::vector<std::string>& paths) {
+absl::Status EvictFiles(const ConfinedDir& dir, const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = dir.Open(path, O_RDONLY);
     if (fd < 0) return absl::InternalError(absl::StrCat("dlio_ext.evict_cache: open '", path, "': ", std::strerror(errno)));
     const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
@@ -109,15 +109,18 @@ absl::Status Annotate(const absl::Status& s, const std::string& where) {
 // What every rank of a phase needs to checkpoint: the job's plan and the folder inside the data root.
 struct CheckpointSetup {
   CheckpointPlan plan;
-  fs::path folder;
+  std::shared_ptr<const ConfinedDir> folder;
 };
 
-absl::StatusOr<CheckpointSetup> MakeCheckpointSetup(const WorkloadSpec& spec, int world, const fs::path& data_root) {
+absl::StatusOr<CheckpointSetup> MakeCheckpointSetup(const WorkloadSpec& spec, int world,
+                                                    const absl::StatusOr<std::shared_ptr<const ConfinedDir>>& root) {
+  if (!root.ok()) return root.status();
   absl::StatusOr<CheckpointModel> model = CheckpointModelFor(spec);
   if (!model.ok()) return model.status();
   absl::StatusOr<CheckpointPlan> plan = MakeCheckpointPlan(*model, world);
   if (!plan.ok()) return plan.status();
-  absl::StatusOr<fs::path> folder = ResolveUnderRoot(data_root, spec.checkpoint_folder, "checkpoint.checkpoint_folder");
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> folder =
+      (*root)->Sub(spec.checkpoint_folder, ConfinedDir::Mode::kCreate, "checkpoint.checkpoint_folder");
   if (!folder.ok()) return folder.status();
   return CheckpointSetup{std::move(*plan), std::move(*folder)};
 }
@@ -192,33 +195,38 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   return r;
 }
 
-absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir, const std::string& split,
+absl::StatusOr<std::vector<std::string>> ListDataFiles(const ConfinedDir& data_dir, const std::string& split,
                                                        const std::string& ext, int64_t count,
-                                                       const std::string& count_key) {
-  const fs::path dir = data_dir / split;
-  std::error_code ec;
+                                                       const std::string& count_key, const std::string& hint) {
+  const std::string dir = data_dir.path() + "/" + split;
   std::vector<std::string> files;
   const std::string suffix = "." + ext;
   // Data files only: the extension filter already leaves out companion files (indexed_binary's `<name>.off.idx`
-  // and `<name>.sz.idx` end in .idx) and the agents' temporary names (`<name>.tmp-<pid>`).
-  auto consider = [&](const fs::directory_entry& e) {
-    const std::string name = e.path().filename().string();
-    if (e.is_regular_file(ec) && name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      files.push_back(e.path().string());
+  // and `<name>.sz.idx` end in .idx) and the agents' temporary names (`<name>.tmp-<pid>`). No link is followed
+  // (common/confined_dir.h): a symbolic link here is refused, not silently skipped.
+  std::function<absl::Status(const std::string&, bool)> list = [&](const std::string& folder,
+                                                                  bool descend) -> absl::Status {
+    absl::StatusOr<std::vector<ConfinedDir::Entry>> entries = data_dir.List(folder);
+    if (!entries.ok()) return entries.status();
+    for (const ConfinedDir::Entry& e : *entries) {
+      const std::string path = folder + "/" + e.name;
+      if (e.type == ConfinedDir::Entry::Type::kLink) {
+        return absl::PermissionDeniedError(absl::StrCat("dataset.data_folder: '", path, "' is a symbolic link; the "
+                                                        "agent follows none below its data root (docs/fleet.md)"));
+      }
+      if (e.type == ConfinedDir::Entry::Type::kDir && descend) {
+        if (absl::Status s = list(path, false); !s.ok()) return s;
+      } else if (e.type == ConfinedDir::Entry::Type::kFile && e.name.size() > suffix.size() &&
+                 e.name.compare(e.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        files.push_back(path);
+      }
     }
+    return absl::OkStatus();
   };
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec)) {
-      for (fs::directory_iterator sub(it->path(), ec), send; !ec && sub != send; sub.increment(ec)) consider(*sub);
-      ec.clear();
-    } else {
-      consider(*it);
-    }
-  }
-  if (ec && files.empty()) {
-    return absl::NotFoundError(absl::StrCat("dataset.data_folder: cannot list '", dir.string(), "': ", ec.message(),
-                                            " (generate the dataset with workflow.generate_data: true)"));
+  if (absl::Status s = list(dir, true); !s.ok()) {
+    if (s.code() != absl::StatusCode::kNotFound) return s;
+    return absl::NotFoundError(absl::StrCat("dataset.data_folder: cannot list ", s.message(),
+                                            " (generate the dataset with workflow.generate_data: true)", hint));
   }
   // DLIO sorts by path (by basename when subfolders are used); the padded names make both orders equal. The
   // basenames are cut once: building two fs::paths per comparison made this ~0.7 ms of every epoch's start for
@@ -232,9 +240,9 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir,
   std::sort(keyed.begin(), keyed.end());
   for (size_t i = 0; i < keyed.size(); ++i) files[i] = std::move(keyed[i].second);
   if (static_cast<int64_t>(files.size()) < count) {
-    return absl::NotFoundError(absl::StrCat(count_key, ": ", count, " .", ext, " files expected under '",
-                                            dir.string(), "', found ", files.size(),
-                                            " (generate them with workflow.generate_data: true)"));
+    return absl::NotFoundError(absl::StrCat(count_key, ": ", count, " .", ext, " files expected under '", dir,
+                                            "', found ", files.size(),
+                                            " (generate them with workflow.generate_data: true)", hint));
   }
   files.resize(count);
   return files;
@@ -243,8 +251,11 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const fs::path& data_dir,
 absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCommand& cmd,
                                                                    const std::atomic<bool>* cancel) {
   const WorkloadSpec& spec = cmd.spec;
-  absl::StatusOr<fs::path> data_dir = ResolveUnderRoot(data_root_, spec.data_folder, "dataset.data_folder");
+  if (!root_.ok()) return Annotate(root_.status(), Where(cmd, cmd.first_rank));
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> data_dir =
+      (*root_)->Sub(spec.data_folder, ConfinedDir::Mode::kCreate, "dataset.data_folder");
   if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
+  const ConfinedDir& data = **data_dir;
   absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir));
   if (!format.ok()) return format.status();
 
@@ -299,18 +310,17 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
           uint64_t bytes = 0;
         };
         std::optional<Pending> pending;
-        auto discard = [](const Pending& p) {
-          std::error_code ec;
-          for (const std::string& f : p.from) fs::remove(f, ec);
+        auto discard = [&](const Pending& p) {
+          for (const std::string& f : p.from) data.Unlink(f);
         };
         auto complete = [&](const Pending& p) -> bool {
           absl::Status s;
           for (const std::string& f : p.from) {
-            if (s.ok()) s = SyncGeneratedFile(f);
+            if (s.ok()) s = SyncGeneratedFile(f, &data);
           }
           for (size_t k = 0; s.ok() && k < p.from.size(); ++k) {
-            if (std::rename(p.from[k].c_str(), p.to[k].c_str()) != 0) {
-              s = absl::InternalError(absl::StrCat("rename '", p.from[k], "': ", std::strerror(errno)));
+            if (data.Rename(p.from[k], p.to[k]) != 0) {
+              s = absl::InternalError(absl::StrCat("rename '", p.from[k], "': ", data.Explain(p.to[k], errno)));
             }
           }
           if (!s.ok()) {
@@ -329,13 +339,13 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
           const Split& sp = *todo[k].first;
           const int64_t i = todo[k].second;
           const int64_t n = &sp == &splits[0] ? i : spec.num_files_train + i;
-          const fs::path final_path = *data_dir / DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
-                                                                 sp.subfolders, (*format)->extension());
-          std::error_code ec;
-          fs::create_directories(final_path.parent_path(), ec);  // idempotent; races between ranks are harmless
-          if (ec && !fs::is_directory(final_path.parent_path())) {
+          const fs::path final_path = fs::path(data.path()) / DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
+                                                                             sp.subfolders, (*format)->extension());
+          // Idempotent; races between ranks are harmless.
+          if (data.MakeParents(final_path.string()) != 0) {
             first_error.Set(absl::InternalError(absl::StrCat(
-                Where(cmd, rank), ": cannot create '", final_path.parent_path().string(), "': ", ec.message())));
+                Where(cmd, rank), ": cannot create '", final_path.parent_path().string(), "': ",
+                data.Explain(final_path.parent_path().string(), errno))));
             stop = true;
             break;
           }
@@ -408,13 +418,30 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   absl::StatusOr<EpochPlan> plan =
       EpochPlan::Make(eval ? EvalPlanParams(spec, cmd.world) : TrainPlanParams(spec, cmd.world), cmd.epoch);
   if (!plan.ok()) return Annotate(plan.status(), Where(cmd, cmd.first_rank));
-  absl::StatusOr<fs::path> data_dir = ResolveUnderRoot(data_root_, spec.data_folder, "dataset.data_folder");
-  if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
+  if (!root_.ok()) return Annotate(root_.status(), Where(cmd, cmd.first_rank));
+  // Agents of one job read one dataset: without a shared data folder each agent finds only the share it generated.
+  const std::string hint =
+      cmd.world > cmd.local_ranks
+          ? "; with several agents every agent must see the whole dataset: give them one shared data folder (a "
+            "parallel file system or NFS mounted below each --data-root), see docs/fleet.md"
+          : "";
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> data_dir =
+      (*root_)->Sub(spec.data_folder, ConfinedDir::Mode::kExisting, "dataset.data_folder");
+  if (!data_dir.ok()) {
+    const absl::Status s = data_dir.status();
+    return Annotate(s.code() == absl::StatusCode::kNotFound
+                        ? absl::NotFoundError(absl::StrCat(s.message(), " (generate the dataset with "
+                                                           "workflow.generate_data: true)", hint))
+                        : s,
+                    Where(cmd, cmd.first_rank));
+  }
   absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir));
   if (!format.ok()) return format.status();
   absl::StatusOr<std::vector<std::string>> files =
-      eval ? ListDataFiles(*data_dir, "valid", (*format)->extension(), spec.num_files_eval, "dataset.num_files_eval")
-           : ListDataFiles(*data_dir, "train", (*format)->extension(), spec.num_files_train);
+      eval ? ListDataFiles(**data_dir, "valid", (*format)->extension(), spec.num_files_eval, "dataset.num_files_eval",
+                           hint)
+           : ListDataFiles(**data_dir, "train", (*format)->extension(), spec.num_files_train,
+                           "dataset.num_files_train", hint);
   if (!files.ok()) return Annotate(files.status(), Where(cmd, cmd.first_rank));
 
   const int64_t steps = plan->steps();
@@ -423,7 +450,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   const std::vector<int64_t> ckpt_steps = eval ? std::vector<int64_t>() : CheckpointStepsInEpoch(spec, steps);
   std::unique_ptr<CheckpointSetup> ckpt;
   if (!ckpt_steps.empty()) {
-    absl::StatusOr<CheckpointSetup> c = MakeCheckpointSetup(spec, cmd.world, data_root_);
+    absl::StatusOr<CheckpointSetup> c = MakeCheckpointSetup(spec, cmd.world, root_);
     if (!c.ok()) return Annotate(c.status(), Where(cmd, cmd.first_rank));
     ckpt = std::make_unique<CheckpointSetup>(std::move(*c));
   }
@@ -493,7 +520,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
     for (size_t f = 0; f < mine.size(); ++f) {
       if (mine[f]) evict.push_back(cfg.files[f]);
     }
-    if (absl::Status s = EvictFiles(evict); !s.ok()) return Annotate(s, Where(cmd, cmd.first_rank));
+    if (absl::Status s = EvictFiles(**data_dir, evict); !s.ok()) return Annotate(s, Where(cmd, cmd.first_rank));
   }
 
   std::atomic<bool> stop{false};
@@ -684,7 +711,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
                                                                           const BarrierFn& barrier,
                                                                           const std::atomic<bool>* cancel) {
   const WorkloadSpec& spec = cmd.spec;
-  absl::StatusOr<CheckpointSetup> setup = MakeCheckpointSetup(spec, cmd.world, data_root_);
+  absl::StatusOr<CheckpointSetup> setup = MakeCheckpointSetup(spec, cmd.world, root_);
   if (!setup.ok()) return Annotate(setup.status(), Where(cmd, cmd.first_rank));
   progress_.total = 1;
   StepBarrier local_barrier(cmd.local_ranks, barrier);

@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "agent/metrics.h"
 #include "agent/worker_pool.h"
+#include "common/confined_dir.h"
 #include "common/results.h"
 #include "common/trace_buffer.h"
 #include "common/workload_spec.h"
@@ -73,8 +74,12 @@ class PhaseRunner {
   // Blocks until the coordinator released `step` for every agent of the job.
   using BarrierFn = std::function<absl::Status(uint64_t step)>;
 
-  PhaseRunner(std::filesystem::path data_root, std::string agent_name, AgentMetrics* metrics)
-      : data_root_(std::move(data_root)), agent_(std::move(agent_name)), metrics_(metrics) {}
+  // Opens `data_root` (common/confined_dir.h): every file of every phase is opened, created, renamed and listed
+  // below it, without following symbolic links. A root that cannot be opened fails every phase naming it.
+  PhaseRunner(const std::filesystem::path& data_root, std::string agent_name, AgentMetrics* metrics)
+      : root_(ConfinedDir::OpenRoot(data_root.string())), agent_(std::move(agent_name)), metrics_(metrics) {}
+  // The data root every path is confined to.
+  const absl::StatusOr<std::shared_ptr<const ConfinedDir>>& root() const { return root_; }
 
   // One RankEpochResult per local rank (epoch 0 and no blocks for generate).
   absl::StatusOr<std::vector<RankEpochResult>> Run(const PhaseCommand& cmd, const BarrierFn& barrier,
@@ -91,7 +96,7 @@ class PhaseRunner {
                                                                const std::atomic<bool>* cancel);
   std::string Where(const PhaseCommand& cmd, int rank) const;
 
-  const std::filesystem::path data_root_;
+  const absl::StatusOr<std::shared_ptr<const ConfinedDir>> root_;
   const std::string agent_;
   AgentMetrics* metrics_;
   PhaseProgress progress_;
@@ -106,10 +111,12 @@ class PhaseRunner {
 };
 
 // Lists the data files of `split` ("train" or "valid") under `data_dir` as DLIO does: files with the format's
-// extension, directly in the split folder or in its subfolders, sorted, the first `count` of them. Error if fewer
-// exist, naming `count_key` (dataset.num_files_train or dataset.num_files_eval).
-absl::StatusOr<std::vector<std::string>> ListDataFiles(const std::filesystem::path& data_dir, const std::string& split,
+// extension, directly in the split folder or in its subfolders, sorted, the first `count` of them (full paths). Error
+// if fewer exist, naming `count_key` (dataset.num_files_train or dataset.num_files_eval), with `hint` appended; a
+// symbolic link among them is refused.
+absl::StatusOr<std::vector<std::string>> ListDataFiles(const ConfinedDir& data_dir, const std::string& split,
                                                        const std::string& ext, int64_t count,
-                                                       const std::string& count_key = "dataset.num_files_train");
+                                                       const std::string& count_key = "dataset.num_files_train",
+                                                       const std::string& hint = "");
 
 }  // namespace dlio

@@ -50,16 +50,16 @@ TEST(ListDataFiles, KeepsOnlyDataFilesSortedAndTakesTheFirstN) {
   d.Touch("train/img_3_of_4.indexed_binary.tmp-123");
   d.Touch("train/img_0_of_1.mmap_indexed_binary");
   d.Touch("train/notes.txt");
-  auto files = ListDataFiles(d.path(), "train", "indexed_binary", 2);
+  auto files = ListDataFiles(**ConfinedDir::OpenRoot(d.path().string()), "train", "indexed_binary", 2);
   ASSERT_TRUE(files.ok()) << files.status();
   EXPECT_EQ(Names(*files), (std::vector<std::string>{"img_0_of_3.indexed_binary", "img_1_of_3.indexed_binary"}));
-  auto all = ListDataFiles(d.path(), "train", "indexed_binary", 3);
+  auto all = ListDataFiles(**ConfinedDir::OpenRoot(d.path().string()), "train", "indexed_binary", 3);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 3u);
-  auto too_many = ListDataFiles(d.path(), "train", "indexed_binary", 4);
+  auto too_many = ListDataFiles(**ConfinedDir::OpenRoot(d.path().string()), "train", "indexed_binary", 4);
   EXPECT_EQ(too_many.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(std::string(too_many.status().message()).find("found 3"), std::string::npos) << too_many.status();
-  auto mmap = ListDataFiles(d.path(), "train", "mmap_indexed_binary", 1);
+  auto mmap = ListDataFiles(**ConfinedDir::OpenRoot(d.path().string()), "train", "mmap_indexed_binary", 1);
   ASSERT_TRUE(mmap.ok());
   EXPECT_EQ(Names(*mmap), std::vector<std::string>{"img_0_of_1.mmap_indexed_binary"});
 }
@@ -71,7 +71,7 @@ TEST(ListDataFiles, FindsFilesInSubfolders) {
   d.Touch("train/0/img_0_of_4.npy");
   d.Touch("train/1/img_3_of_4.npy");
   d.Touch("train/0/img_2_of_4.npy");
-  auto files = ListDataFiles(d.path(), "train", "npy", 4);
+  auto files = ListDataFiles(**ConfinedDir::OpenRoot(d.path().string()), "train", "npy", 4);
   ASSERT_TRUE(files.ok()) << files.status();
   EXPECT_EQ(Names(*files),
             (std::vector<std::string>{"img_0_of_4.npy", "img_1_of_4.npy", "img_2_of_4.npy", "img_3_of_4.npy"}));

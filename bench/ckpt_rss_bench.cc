@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   const auto per_file = static_cast<int64_t>(gib * static_cast<double>(int64_t{1} << 30) / nfiles);
   std::vector<dlio::CheckpointFile> files;
   for (int i = 0; i < nfiles; ++i) files.push_back({"file_" + std::to_string(i) + ".pt", per_file});
-  dlio::Checkpointer c(dir, fsync, 1);
+  dlio::Checkpointer c(*dlio::ConfinedDir::OpenRoot(dir.string()), fsync, 1);
   auto saved = c.Save("global_epoch1_step0", files);
   if (!saved.ok()) {
     std::fprintf(stderr, "%s\n", std::string(saved.status().message()).c_str());

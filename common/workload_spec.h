@@ -49,9 +49,10 @@ inline constexpr size_t kMaxPathBytes = 4096;                    // a folder or 
 inline constexpr size_t kMaxNameBytes = 255;                     // a file-name part (NAME_MAX)
 // The job file: a regular file of at most this many bytes of UTF-8 text (DLIO's workloads are a few KiB).
 inline constexpr size_t kMaxWorkloadBytes = size_t{1} << 20;
-// Overrides of one job, and the bytes of each.
-inline constexpr size_t kMaxOverrides = 1024;
-inline constexpr size_t kMaxOverrideBytes = 65536;
+// Overrides of one job, and the bytes of each (with the file, a submission stays well under the coordinator's 8 MiB
+// message limit).
+inline constexpr size_t kMaxOverrides = 256;
+inline constexpr size_t kMaxOverrideBytes = 4096;
 // Ranks one agent runs (dlio-agent --accelerators), and loader threads over all its ranks.
 inline constexpr int64_t kMaxAcceleratorsPerAgent = 4096;
 inline constexpr int64_t kMaxLoaderThreadsPerAgent = 4096;

@@ -828,6 +828,10 @@ void Coordinator::RunJob(Job& job) {
     return;
   }
   if (!Place(job, lk)) return;
+  if (absl::Status s = CheckAgentThreads(job.spec, job.rec.ranks_per_agent); !s.ok()) {
+    EndJob(job, JobState::kFailed, absl::StrCat("job ", job.rec.id, ": ", s.message()), true);
+    return;
+  }
   // "random" shuffles get a seed drawn once here and written into the normalised spec, so every agent agrees.
   if (job.spec.file_shuffle == ShuffleMode::kRandom || job.spec.sample_shuffle == ShuffleMode::kRandom) {
     job.spec.seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);

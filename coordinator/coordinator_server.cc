@@ -209,7 +209,11 @@ absl::Status CheckHello(const v1::Hello& h) {
   return absl::OkStatus();
 }
 
-class Service final : public v1::Coordinator::Service {
+// The client RPCs are "streamed" (StreamedService): gRPC then runs the handler when the call's metadata arrived,
+// before its request message is read, so Authorize() refuses a caller without the token before any byte of its
+// message is buffered (with plain unary handlers gRPC reads the whole message first). Attach is a stream anyway:
+// it authorizes before its first Read(). Every message is also bounded by kMaxReceiveMessageBytes.
+class Service final : public v1::Coordinator::StreamedService {
  public:
   Service(Coordinator* core, std::string token, TargetsFile* targets)
       : core_(core), token_(std::move(token)), targets_(targets) {}
@@ -252,6 +256,8 @@ class Service final : public v1::Coordinator::Service {
     }
     UpdateTargets(info.name, info.hostname, ResolveMetricsEndpoint(hello.metrics_endpoint(), ctx->peer()));
 
+    std::vector<RankEpochResult> parts;  // PhaseDone parts received so far, and the phase they are of
+    std::string parts_job, parts_phase;
     while (stream->Read(&in)) {
       switch (in.msg_case()) {
         case v1::AgentMessage::kHeartbeat:
@@ -275,9 +281,19 @@ class Service final : public v1::Coordinator::Service {
           break;
         }
         case v1::AgentMessage::kPhaseDone: {
-          std::vector<RankEpochResult> ranks;
-          for (const v1::RankResult& r : in.phase_done().ranks()) ranks.push_back(FromProto(r));
-          core_->OnPhaseDone(info.name, in.phase_done().job_id(), in.phase_done().phase_id(), std::move(ranks));
+          // Parts of one phase's answer (PhaseDone.more) are merged here; the core sees one PhaseDone. A part of
+          // another phase, or a continuation without its head, starts over: the core then finds the result
+          // incomplete and fails the phase naming the agent.
+          const v1::PhaseDone& d = in.phase_done();
+          if (d.job_id() != parts_job || d.phase_id() != parts_phase) parts.clear();
+          parts_job = d.job_id();
+          parts_phase = d.phase_id();
+          if (!MergePhaseDonePart(d, &parts)) parts.clear();
+          if (d.more()) break;
+          core_->OnPhaseDone(info.name, d.job_id(), d.phase_id(), std::move(parts));
+          parts.clear();
+          parts_job.clear();
+          parts_phase.clear();
           break;
         }
         case v1::AgentMessage::kError:
@@ -298,8 +314,56 @@ class Service final : public v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* resp) override {
-    if (grpc::Status s = Authorize(ctx, "Submit"); !s.ok()) return s;
+  grpc::Status StreamedSubmit(grpc::ServerContext* ctx,
+                              grpc::ServerUnaryStreamer<v1::SubmitRequest, v1::SubmitResponse>* st) override {
+    return Unary(ctx, st, "Submit", [&](const v1::SubmitRequest* q, v1::SubmitResponse* r) { return Submit(q, r); });
+  }
+  grpc::Status StreamedCancel(grpc::ServerContext* ctx,
+                              grpc::ServerUnaryStreamer<v1::CancelRequest, v1::CancelResponse>* st) override {
+    return Unary(ctx, st, "Cancel", [&](const v1::CancelRequest* q, v1::CancelResponse* r) { return Cancel(q, r); });
+  }
+  grpc::Status StreamedListJobs(grpc::ServerContext* ctx,
+                                grpc::ServerUnaryStreamer<v1::ListJobsRequest, v1::ListJobsResponse>* st) override {
+    return Unary(ctx, st, "ListJobs", [&](const v1::ListJobsRequest*, v1::ListJobsResponse* r) { return ListJobs(r); });
+  }
+  grpc::Status StreamedGetJob(grpc::ServerContext* ctx,
+                              grpc::ServerUnaryStreamer<v1::GetJobRequest, v1::JobInfo>* st) override {
+    return Unary(ctx, st, "GetJob", [&](const v1::GetJobRequest* q, v1::JobInfo* r) { return GetJob(q, r); });
+  }
+  grpc::Status StreamedWatch(grpc::ServerContext* ctx,
+                             grpc::ServerSplitStreamer<v1::WatchRequest, v1::JobEvent>* st) override {
+    v1::WatchRequest req;
+    if (grpc::Status s = ReadRequest(ctx, st, "Watch", &req); !s.ok()) return s;
+    return Watch(ctx, &req, st);
+  }
+  grpc::Status StreamedGetResults(grpc::ServerContext* ctx,
+                                  grpc::ServerSplitStreamer<v1::GetResultsRequest, v1::ResultFile>* st) override {
+    v1::GetResultsRequest req;
+    if (grpc::Status s = ReadRequest(ctx, st, "GetResults", &req); !s.ok()) return s;
+    return GetResults(&req, st);
+  }
+
+ private:
+  // Authorize on the metadata, then read the one request message.
+  template <typename Stream, typename Req>
+  grpc::Status ReadRequest(grpc::ServerContext* ctx, Stream* st, const char* rpc, Req* req) const {
+    if (grpc::Status s = Authorize(ctx, rpc); !s.ok()) return s;
+    if (!st->Read(req)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat(rpc, ": no request message"));
+    }
+    return grpc::Status::OK;
+  }
+  template <typename Req, typename Resp, typename Fn>
+  grpc::Status Unary(grpc::ServerContext* ctx, grpc::ServerUnaryStreamer<Req, Resp>* st, const char* rpc, Fn fn) {
+    Req req;
+    if (grpc::Status s = ReadRequest(ctx, st, rpc, &req); !s.ok()) return s;
+    Resp resp;
+    grpc::Status s = fn(&req, &resp);
+    if (s.ok()) st->Write(resp);
+    return s;
+  }
+
+  grpc::Status Submit(const v1::SubmitRequest* req, v1::SubmitResponse* resp) {
     JobRequest r;
     r.workload_yaml = req->workload_yaml();
     r.overrides.assign(req->overrides().begin(), req->overrides().end());
@@ -316,9 +380,8 @@ class Service final : public v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
-                     grpc::ServerWriter<v1::JobEvent>* writer) override {
-    if (grpc::Status s = Authorize(ctx, "Watch"); !s.ok()) return s;
+  template <typename Writer>
+  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req, Writer* writer) {
     size_t next = 0;
     while (!ctx->IsCancelled()) {
       std::vector<JobEventData> events;
@@ -361,17 +424,15 @@ class Service final : public v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req, v1::CancelResponse* resp) override {
-    if (grpc::Status s = Authorize(ctx, "Cancel"); !s.ok()) return s;
+  grpc::Status Cancel(const v1::CancelRequest* req, v1::CancelResponse* resp) {
     absl::StatusOr<bool> r = core_->Cancel(req->job_id());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_cancelled(*r);
     return grpc::Status::OK;
   }
 
-  grpc::Status GetResults(grpc::ServerContext* ctx, const v1::GetResultsRequest* req,
-                          grpc::ServerWriter<v1::ResultFile>* writer) override {
-    if (grpc::Status s = Authorize(ctx, "GetResults"); !s.ok()) return s;
+  template <typename Writer>
+  grpc::Status GetResults(const v1::GetResultsRequest* req, Writer* writer) {
     absl::StatusOr<JobInfoData> job = core_->GetJob(req->job_id());
     if (!job.ok()) return ToGrpc(job.status());
     absl::StatusOr<std::string> dir = core_->ResultDir(req->job_id());
@@ -403,8 +464,7 @@ class Service final : public v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*, v1::ListJobsResponse* resp) override {
-    if (grpc::Status s = Authorize(ctx, "ListJobs"); !s.ok()) return s;
+  grpc::Status ListJobs(v1::ListJobsResponse* resp) {
     for (const JobInfoData& d : core_->ListJobs()) FillInfo(d, resp->add_jobs());
     for (const AgentStatusData& a : core_->ListAgents()) {
       v1::AgentStatus* out = resp->add_agents();
@@ -419,15 +479,13 @@ class Service final : public v1::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* resp) override {
-    if (grpc::Status s = Authorize(ctx, "GetJob"); !s.ok()) return s;
+  grpc::Status GetJob(const v1::GetJobRequest* req, v1::JobInfo* resp) {
     absl::StatusOr<JobInfoData> d = core_->GetJob(req->job_id());
     if (!d.ok()) return ToGrpc(d.status());
     FillInfo(*d, resp);
     return grpc::Status::OK;
   }
 
- private:
   // file_sd targets: add (endpoint set) or remove (empty) an agent; a failed write is logged, never fatal.
   void UpdateTargets(const std::string& agent, const std::string& node, const std::string& endpoint) {
     if (targets_ == nullptr) return;
@@ -550,8 +608,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Opti
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, ServerCredentials(options.transport), &impl->port);
   builder.RegisterService(impl->service.get());
-  // Results and job files can exceed gRPC's 4 MiB default message size.
-  builder.SetMaxReceiveMessageSize(256 << 20);
+  // Receive: small (convert.h kMaxReceiveMessageBytes; agents cut large results into parts). Send: result files
+  // and a job's merged trace can be large.
+  builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   builder.SetMaxSendMessageSize(256 << 20);
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0) {

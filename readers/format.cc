@@ -156,7 +156,9 @@ absl::StatusOr<std::unique_ptr<Format>> MakeFormat(const std::string& name, cons
   return make(options);
 }
 
-absl::Status SyncGeneratedFile(const std::string& path) { return internal::SyncFile(path); }
+absl::Status SyncGeneratedFile(const std::string& path, const ConfinedDir* dir) {
+  return internal::SyncFile(path, dir);
+}
 
 // DLIO data_generator.py: "{prefix}_{add_padding(i, len(str(N)))}_of_{N}.{format}".
 std::string DataFileName(const std::string& prefix, int64_t index, int64_t total, const std::string& ext) {

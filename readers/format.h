@@ -38,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/confined_dir.h"
 #include "common/io_stats.h"
 #include "readers/storage.h"
 
@@ -67,6 +68,10 @@ struct FormatOptions {
   // reader.read_type: memory. Whole-file formats (npz, npy, csv, jpeg, png) keep the file a loader thread read
   // last and serve its further samples from memory; false (on_demand) re-reads the file for every sample.
   bool read_in_memory = false;
+  // The folder every data file is opened, created and renamed in (the job's data folder, resolved below the agent's
+  // data root; common/confined_dir.h): paths given to Generate(), ReadSample() and Open() must lie below it, and
+  // no symbolic link is followed. Null (tools, format tests): plain open(2) of the path.
+  std::shared_ptr<const ConfinedDir> dir;
 };
 
 // One per loader thread, index-mode reads: ReadSample(path, i) reads sample i of the file at path.
@@ -117,7 +122,7 @@ class Format {
 };
 
 // Waits until a file Generate() wrote is on the storage (fdatasync). Errors name the file.
-absl::Status SyncGeneratedFile(const std::string& path);
+absl::Status SyncGeneratedFile(const std::string& path, const ConfinedDir* dir = nullptr);
 
 // The format names MakeFormat() knows, in DLIO's order of its docs.
 const std::vector<std::string>& FormatNames();

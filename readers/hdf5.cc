@@ -173,7 +173,10 @@ std::string RecordsName(int64_t k) { return absl::StrCat("records_", k); }
 // unchanged. The memory type is the file's own type: no conversion, the bytes are the file's.
 class Hdf5SampleReader final : public SampleReader {
  public:
-  explicit Hdf5SampleReader(int64_t datasets) : datasets_(datasets) { LzfAvailable(); }
+  Hdf5SampleReader(int64_t datasets, std::shared_ptr<const ConfinedDir> dir)
+      : datasets_(datasets), dir_(std::move(dir)) {
+    LzfAvailable();
+  }
   Hdf5SampleReader(const Hdf5SampleReader&) = delete;
   Hdf5SampleReader& operator=(const Hdf5SampleReader&) = delete;
   ~Hdf5SampleReader() override {
@@ -187,10 +190,22 @@ class Hdf5SampleReader final : public SampleReader {
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     SilenceHdf5();
     last_bytes_ = 0;
-    Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    // libhdf5 opens by name: below a confined folder the file is opened here (no link followed) and libhdf5 gets
+    // /proc/self/fd/N, which names exactly that file (no path is resolved again).
+    internal::Fd confined;
+    char proc[64];
+    const char* name = path.c_str();
+    if (dir_) {
+      confined = internal::Fd(dir_->Open(path, O_RDONLY));
+      if (!confined.valid()) return internal::ErrnoError(path, "open", errno);
+      std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", confined.get());
+      name = proc;
+    }
+    Hid file(H5Fopen(name, H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    confined.Reset();
     if (!file.ok()) {
       struct stat st;
-      if (::stat(path.c_str(), &st) != 0) return internal::ErrnoError(path, "open", errno);
+      if (!dir_ && ::stat(path.c_str(), &st) != 0) return internal::ErrnoError(path, "open", errno);
       return Hdf5Error(path, "open");
     }
     stats.AddFile();
@@ -287,6 +302,7 @@ class Hdf5SampleReader final : public SampleReader {
   }
 
   const int64_t datasets_;
+  const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
   const std::vector<std::string> names_ = [this] {
     std::vector<std::string> v;
     for (int64_t k = 0; k < datasets_; ++k) v.push_back(RecordsName(k));
@@ -304,7 +320,7 @@ class Hdf5Format final : public Format {
   const char* name() const override { return "hdf5"; }
   const char* extension() const override { return "hdf5"; }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<Hdf5SampleReader>(options_.hdf5_num_dset_per_record);
+    return std::make_unique<Hdf5SampleReader>(options_.hdf5_num_dset_per_record, options_.dir);
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
@@ -422,7 +438,7 @@ class Hdf5Format final : public Format {
     if (absl::Status s = FixSuperblockChecksum(image, path); !s.ok()) return s;
 
     internal::FileWriter w;
-    absl::Status st = w.Open(path);
+    absl::Status st = w.Open(path, options_.dir.get());
     if (st.ok()) st = w.Append(image.data(), image.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(nspf);

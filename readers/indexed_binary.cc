@@ -20,12 +20,12 @@ std::string SizePath(const std::string& data) { return data + ".sz.idx"; }
 class IndexCache {
  public:
   // Loads the index of `path` unless it is the one already loaded. Errors name the index file.
-  absl::Status Load(const std::string& path, IoStats& stats) {
+  absl::Status Load(const std::string& path, IoStats& stats, const ConfinedDir* dir) {
     if (path == path_) return absl::OkStatus();
     path_.clear();
-    absl::StatusOr<uint64_t> off = internal::ReadWholeFile(OffPath(path), off_, off_cap_, stats);
+    absl::StatusOr<uint64_t> off = internal::ReadWholeFile(OffPath(path), off_, off_cap_, stats, dir);
     if (!off.ok()) return off.status();
-    absl::StatusOr<uint64_t> sz = internal::ReadWholeFile(SizePath(path), sz_, sz_cap_, stats);
+    absl::StatusOr<uint64_t> sz = internal::ReadWholeFile(SizePath(path), sz_, sz_cap_, stats, dir);
     if (!sz.ok()) return sz.status();
     if (*off % 8 != 0 || *sz != *off) {
       return absl::DataLossError(absl::StrCat(path, ": index files disagree (", *off, " bytes of offsets, ", *sz,
@@ -65,10 +65,11 @@ absl::Status CheckEntry(const std::string& path, uint32_t sample, const IndexCac
 
 class IndexedSampleReader final : public SampleReader {
  public:
+  explicit IndexedSampleReader(std::shared_ptr<const ConfinedDir> dir) : dir_(std::move(dir)) {}
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     last_bytes_ = 0;
-    if (absl::Status s = index_.Load(path, stats); !s.ok()) return s;
-    internal::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (absl::Status s = index_.Load(path, stats, dir_.get()); !s.ok()) return s;
+    internal::Fd fd(internal::OpenFile(dir_.get(), path, O_RDONLY));
     if (!fd.valid()) return internal::ErrnoError(path, "open", errno);
     stats.AddFile();
     struct stat st;
@@ -93,6 +94,7 @@ class IndexedSampleReader final : public SampleReader {
   }
 
  private:
+  const std::shared_ptr<const ConfinedDir> dir_;
   IndexCache index_;
   AlignedBuffer buf_;  // one sample, page-aligned (the kernel's copy is fastest into it); never shrinks
   uint64_t last_bytes_ = 0;
@@ -100,7 +102,7 @@ class IndexedSampleReader final : public SampleReader {
 
 class MmapSampleReader final : public SampleReader {
  public:
-  MmapSampleReader() = default;
+  explicit MmapSampleReader(std::shared_ptr<const ConfinedDir> dir) : dir_(std::move(dir)) {}
   MmapSampleReader(const MmapSampleReader&) = delete;
   MmapSampleReader& operator=(const MmapSampleReader&) = delete;
   ~MmapSampleReader() override { Unmap(); }
@@ -110,8 +112,8 @@ class MmapSampleReader final : public SampleReader {
     if (path != mapped_path_) {
       Unmap();
       index_.Forget();
-      if (absl::Status s = index_.Load(path, stats); !s.ok()) return s;
-      internal::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (absl::Status s = index_.Load(path, stats, dir_.get()); !s.ok()) return s;
+      internal::Fd fd(internal::OpenFile(dir_.get(), path, O_RDONLY));
       if (!fd.valid()) return internal::ErrnoError(path, "open", errno);
       stats.AddFile();
       struct stat st;
@@ -143,6 +145,7 @@ class MmapSampleReader final : public SampleReader {
     size_ = 0;
     mapped_path_.clear();
   }
+  const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
   IndexCache index_;
   std::string mapped_path_;
   const uint8_t* map_ = nullptr;
@@ -156,8 +159,8 @@ class IndexedBinaryFormat final : public Format {
   const char* name() const override { return mmap_ ? "mmap_indexed_binary" : "indexed_binary"; }
   const char* extension() const override { return name(); }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    if (mmap_) return std::make_unique<MmapSampleReader>();
-    return std::make_unique<IndexedSampleReader>();
+    if (mmap_) return std::make_unique<MmapSampleReader>(options_.dir);
+    return std::make_unique<IndexedSampleReader>(options_.dir);
   }
   std::vector<std::string> CompanionPaths(const std::string& data_path) const override {
     return {OffPath(data_path), SizePath(data_path)};
@@ -173,7 +176,7 @@ class IndexedBinaryFormat final : public Format {
     std::vector<uint64_t> offsets(nspf), sizes(nspf, sample_bytes);
     internal::Rng rng(seed);
     internal::FileWriter w;
-    absl::Status st = w.Open(path);
+    absl::Status st = w.Open(path, options_.dir.get());
     for (uint64_t i = 0; st.ok() && i < nspf; ++i) {
       offsets[i] = i * sample_bytes;
       internal::FillRandom(t, rng, sample.data(), elems);
@@ -184,7 +187,7 @@ class IndexedBinaryFormat final : public Format {
     for (const auto& [p, v] : {std::pair{OffPath(path), &offsets}, std::pair{SizePath(path), &sizes}}) {
       if (!st.ok()) break;
       internal::FileWriter iw;
-      st = iw.Open(p);
+      st = iw.Open(p, options_.dir.get());
       if (st.ok()) st = iw.Append(v->data(), v->size() * 8, stats);
       if (st.ok()) st = iw.Finish(stats);
     }

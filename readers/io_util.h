@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/confined_dir.h"
 #include "common/io_stats.h"
 #include "common/random.h"
 #include "readers/storage.h"
@@ -41,6 +42,14 @@ inline uint64_t NowNs() {
 
 inline absl::Status ErrnoError(const std::string& path, const char* what, int err) {
   std::string msg = absl::StrCat(path, ": ", what, ": ", std::strerror(err));
+  // The two refusals of a confined open (common/confined_dir.h).
+  if (err == ELOOP) {
+    return absl::PermissionDeniedError(absl::StrCat(path, ": ", what, ": refused: a symbolic link on the way (the "
+                                                    "agent follows none below its data root)"));
+  }
+  if (err == EXDEV) {
+    return absl::PermissionDeniedError(absl::StrCat(path, ": ", what, ": refused: outside the data folder"));
+  }
   switch (err) {
     case ENOENT: return absl::NotFoundError(msg);
     case EACCES: case EPERM: return absl::PermissionDeniedError(msg);
@@ -77,6 +86,11 @@ class Fd {
   int fd_ = -1;
 };
 
+// open(2) of `path`, below `dir` when given (common/confined_dir.h); -1 with errno.
+inline int OpenFile(const ConfinedDir* dir, const std::string& path, int flags, mode_t mode = 0) {
+  return dir != nullptr ? dir->Open(path, flags, mode) : ::open(path.c_str(), flags | O_CLOEXEC, mode);
+}
+
 // One pread() of up to n bytes at off, retried on EINTR, accounted as one op. Returns the bytes read (0 = EOF).
 inline absl::StatusOr<size_t> PreadAccounted(int fd, void* buf, size_t n, uint64_t off, const std::string& path,
                                              IoStats& stats) {
@@ -100,8 +114,8 @@ inline constexpr size_t kWholeFileReadChunk = size_t{8} << 20;
 // which grows to the largest file seen and never shrinks (no allocation per call once warm), and closes it.
 // Returns the file size. A file that ends early is DataLoss naming the file.
 inline absl::StatusOr<uint64_t> ReadWholeFile(const std::string& path, std::unique_ptr<uint8_t[]>& buf,
-                                              uint64_t& cap, IoStats& stats) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+                                              uint64_t& cap, IoStats& stats, const ConfinedDir* dir = nullptr) {
+  Fd fd(OpenFile(dir, path, O_RDONLY));
   if (!fd.valid()) return ErrnoError(path, "open", errno);
   stats.AddFile();
   struct stat st;
@@ -124,8 +138,8 @@ inline absl::StatusOr<uint64_t> ReadWholeFile(const std::string& path, std::uniq
 }
 
 // SyncFile: waits until a written file's data is on the storage (fdatasync through a new read-only descriptor).
-inline absl::Status SyncFile(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+inline absl::Status SyncFile(const std::string& path, const ConfinedDir* dir = nullptr) {
+  Fd fd(OpenFile(dir, path, O_RDONLY));
   if (!fd.valid()) return ErrnoError(path, "open to sync", errno);
   if (::fdatasync(fd.get()) != 0) return ErrnoError(path, "fdatasync", errno);
   return absl::OkStatus();
@@ -137,9 +151,13 @@ inline absl::Status SyncFile(const std::string& path) {
 // written straight from the caller's memory.
 class FileWriter {
  public:
-  absl::Status Open(const std::string& path) {
+  // Below `dir` (when given) the file is always a new one: an existing name (a stale temporary, or a hard link
+  // planted there) is removed first, so no existing inode is ever written through.
+  absl::Status Open(const std::string& path, const ConfinedDir* dir = nullptr) {
     path_ = path;
-    fd_ = Fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (dir != nullptr) dir->Unlink(path);  // ENOENT is the usual answer
+    fd_ = Fd(dir != nullptr ? dir->Open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)
+                            : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd_.valid()) return ErrnoError(path, "create", errno);
     off_ = 0;
     used_ = 0;

@@ -110,7 +110,10 @@ absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, con
 
 class NpzSampleReader final : public SampleReader {
  public:
-  NpzSampleReader(IoEngine engine, bool keep) : engine_(engine), keep_(keep) { cached_.reserve(256); }
+  NpzSampleReader(IoEngine engine, bool keep, std::shared_ptr<const ConfinedDir> dir)
+      : engine_(engine), keep_(keep), dir_(std::move(dir)) {
+    cached_.reserve(256);
+  }
   NpzSampleReader(const NpzSampleReader&) = delete;
   NpzSampleReader& operator=(const NpzSampleReader&) = delete;
   ~NpzSampleReader() override {
@@ -120,7 +123,7 @@ class NpzSampleReader final : public SampleReader {
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     s_ = {};
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_, dir_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -206,6 +209,7 @@ class NpzSampleReader final : public SampleReader {
   const IoEngine engine_;
   std::unique_ptr<StorageReader> storage_;
   const bool keep_;            // reader.read_type: memory
+  const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
   std::string cached_;         // the file in buf_ when cached_valid_
   bool cached_valid_ = false;
   uint64_t cached_size_ = 0;
@@ -390,7 +394,7 @@ class NpzFormat final : public Format {
   const char* name() const override { return "npz"; }
   const char* extension() const override { return "npz"; }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<NpzSampleReader>(options_.io_engine, options_.read_in_memory);
+    return std::make_unique<NpzSampleReader>(options_.io_engine, options_.read_in_memory, options_.dir);
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
@@ -459,7 +463,7 @@ class NpzFormat final : public Format {
     za.release();  // zip_close freed it
 
     internal::FileWriter w;
-    absl::Status st = w.Open(path);
+    absl::Status st = w.Open(path, options_.dir.get());
     if (st.ok()) st = w.AppendDirect(dest.data(), dest.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(nspf));

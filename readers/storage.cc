@@ -311,7 +311,8 @@ void AlignedBuffer::Reserve(size_t n, size_t keep) {
   cap_ = cap;
 }
 
-absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(IoEngine engine) {
+absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(IoEngine engine,
+                                                                  std::shared_ptr<const ConfinedDir> dir) {
   std::unique_ptr<StorageReader> r;
   if (engine == IoEngine::kIoUring) {
     auto u = std::make_unique<UringReader>();
@@ -322,6 +323,7 @@ absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(IoEngine engin
   } else {
     r = std::make_unique<PreadReader>(engine);
   }
+  r->dir_ = std::move(dir);
   if (const char* dir = std::getenv("DLIO_IOLOG_DIR"); dir != nullptr && *dir != '\0') {
     const std::string name = absl::StrCat(dir, "/iolog.", ::getpid(), ".", g_iolog_seq.fetch_add(1));
     r->iolog_ = std::fopen(name.c_str(), "w");
@@ -339,7 +341,7 @@ StorageReader::~StorageReader() {
 absl::Status StorageReader::Open(const std::string& path, uint64_t* size, IoStats& stats) {
   Close();
   const int flags = O_RDONLY | O_CLOEXEC | (engine_ == IoEngine::kODirect ? O_DIRECT : 0);
-  fd_ = ::open(path.c_str(), flags);
+  fd_ = dir_ ? dir_->Open(path, flags) : ::open(path.c_str(), flags);
   if (fd_ < 0) {
     if (errno == EINVAL && engine_ == IoEngine::kODirect) {
       return absl::FailedPreconditionError(absl::StrCat(

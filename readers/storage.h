@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/confined_dir.h"
 #include "common/io_stats.h"
 
 namespace dlio {
@@ -93,7 +94,9 @@ struct ReadRequest {
 class StorageReader {
  public:
   // Errors: io_uring set-up failures (io_uring disabled, RLIMIT_MEMLOCK) name dlio_ext.io_engine.
-  static absl::StatusOr<std::unique_ptr<StorageReader>> New(IoEngine engine);
+  // `dir`: every Open() resolves its path below it (common/confined_dir.h); null = plain open(2).
+  static absl::StatusOr<std::unique_ptr<StorageReader>> New(IoEngine engine,
+                                                            std::shared_ptr<const ConfinedDir> dir = nullptr);
   virtual ~StorageReader();
 
   IoEngine engine() const { return engine_; }
@@ -120,6 +123,7 @@ class StorageReader {
   int fd_ = -1;
   uint64_t size_ = 0;  // of the open file, from fstat at Open()
   std::string path_;
+  std::shared_ptr<const ConfinedDir> dir_;
 
  private:
   void Log(const char* what, uint64_t off = 0, uint64_t len = 0);

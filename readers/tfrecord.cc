@@ -115,8 +115,9 @@ struct ExampleFrame {
 
 class TfrecordStreamReader final : public StreamReader {
  public:
-  TfrecordStreamReader(int64_t transfer_size, IoEngine engine)
+  TfrecordStreamReader(int64_t transfer_size, IoEngine engine, std::shared_ptr<const ConfinedDir> dir)
       : engine_(engine),
+        dir_(std::move(dir)),
         // O_DIRECT needs aligned lengths and offsets: the transfer size is rounded up to the alignment.
         per_(engine == IoEngine::kODirect ? RoundUp(static_cast<uint64_t>(transfer_size), kDirectAlign)
                                           : static_cast<size_t>(transfer_size)),
@@ -125,7 +126,7 @@ class TfrecordStreamReader final : public StreamReader {
   absl::Status Open(const std::string& path, IoStats& stats) override {
     Close();
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_, dir_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -225,6 +226,7 @@ class TfrecordStreamReader final : public StreamReader {
 
   static constexpr size_t kBufferRefills = 4;
   const IoEngine engine_;
+  const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
   const size_t per_;    // bytes per read
   const size_t depth_;  // reads per refill
   std::unique_ptr<StorageReader> storage_;
@@ -257,7 +259,7 @@ class TfrecordFormat final : public Format {
     return std::make_unique<TfrecordSampleReader>();
   }
   std::unique_ptr<StreamReader> NewStreamReader() const override {
-    return std::make_unique<TfrecordStreamReader>(options_.transfer_size, options_.io_engine);
+    return std::make_unique<TfrecordStreamReader>(options_.transfer_size, options_.io_engine, options_.dir);
   }
 
   std::vector<std::string> CompanionPaths(const std::string& data_path) const override {
@@ -276,7 +278,7 @@ class TfrecordFormat final : public Format {
     std::string index;
     internal::Rng rng(seed);
     internal::FileWriter w;
-    absl::Status st = w.Open(path);
+    absl::Status st = w.Open(path, options_.dir.get());
     for (int64_t r = 0; st.ok() && r < options_.samples_per_file; ++r) {
       absl::StrAppend(&index, w.bytes_written(), " ", kHeaderLen + frame.total_len + kFooterLen, "\n");
       internal::FillRandom(t, rng, image.data(), elems);
@@ -296,9 +298,14 @@ class TfrecordFormat final : public Format {
     if (st.ok()) st = w.Finish(stats);
     if (st.ok() && !options_.tfrecord_index_dir.empty()) {
       std::error_code ec;
-      std::filesystem::create_directories(options_.tfrecord_index_dir, ec);  // idempotent; races are harmless
+      // Idempotent; races between ranks are harmless.
+      if (options_.dir) {
+        options_.dir->MakeParents(CompanionPaths(path)[0]);
+      } else {
+        std::filesystem::create_directories(options_.tfrecord_index_dir, ec);
+      }
       internal::FileWriter iw;
-      st = iw.Open(CompanionPaths(path)[0]);
+      st = iw.Open(CompanionPaths(path)[0], options_.dir.get());
       if (st.ok()) st = iw.Append(index.data(), index.size(), stats);
       if (st.ok()) st = iw.Finish(stats);
     }

@@ -24,13 +24,16 @@ namespace dlio::internal {
 
 class WholeFileReader {
  public:
-  WholeFileReader(IoEngine engine, bool keep) : engine_(engine), keep_(keep) { cached_.reserve(256); }
+  WholeFileReader(IoEngine engine, bool keep, std::shared_ptr<const ConfinedDir> dir = nullptr)
+      : engine_(engine), keep_(keep), dir_(std::move(dir)) {
+    cached_.reserve(256);
+  }
 
   absl::StatusOr<uint64_t> Read(const std::string& path, IoStats& stats) {
     if (keep_ && valid_ && path == cached_) return size_;
     valid_ = false;
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_, dir_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -53,6 +56,7 @@ class WholeFileReader {
  private:
   const IoEngine engine_;
   const bool keep_;
+  const std::shared_ptr<const ConfinedDir> dir_;
   std::unique_ptr<StorageReader> storage_;
   AlignedBuffer buf_;
   std::string cached_;

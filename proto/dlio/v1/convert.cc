@@ -1,5 +1,7 @@
 #include "dlio/v1/convert.h"
 
+#include <algorithm>
+
 namespace dlio {
 
 void ToProto(const LatencyHistogram& h, v1::Histogram* out) {
@@ -156,6 +158,95 @@ Verdict FromProto(const v1::Verdict& v) {
   out.reason = v.reason();
   if (v.status() == v1::VERDICT_STATUS_UNSPECIFIED && out.reason.empty()) out.reason = "no verdict";
   return out;
+}
+
+std::vector<v1::PhaseDone> SplitPhaseDone(const v1::PhaseDone& done, size_t budget) {
+  if (done.ByteSizeLong() <= budget) return {done};
+  std::vector<v1::PhaseDone> parts;
+  v1::PhaseDone cur;
+  auto flush = [&] {
+    if (cur.ranks_size() == 0) return;
+    parts.push_back(std::move(cur));
+    cur = v1::PhaseDone();
+  };
+  auto add = [&](const v1::RankResult& r) {
+    if (cur.ranks_size() > 0 && cur.ByteSizeLong() + r.ByteSizeLong() > budget) flush();
+    *cur.add_ranks() = r;
+  };
+  // Per-step values per piece: four doubles a step (8 bytes each, packed), half the budget a piece.
+  const size_t steps_per_piece = std::max<size_t>(1, budget / 2 / 32);
+  const size_t trace_per_piece = std::max<size_t>(32, budget / 2 / 32 * 32);  // whole 32-byte events
+  for (const v1::RankResult& r : done.ranks()) {
+    if (r.ByteSizeLong() <= budget) {
+      add(r);
+      continue;
+    }
+    v1::RankResult head = r;
+    head.clear_trace_events();
+    for (v1::BlockTimings& b : *head.mutable_blocks()) {
+      b.clear_load_s();
+      b.clear_proc_s();
+      b.clear_compute_s();
+      b.clear_barrier_s();
+    }
+    add(head);
+    for (const v1::BlockTimings& b : r.blocks()) {
+      const size_t n = static_cast<size_t>(b.load_s_size());
+      for (size_t from = 0; from < n; from += steps_per_piece) {
+        const size_t to = std::min(n, from + steps_per_piece);
+        v1::RankResult c;
+        c.set_rank(r.rank());
+        c.set_continuation(true);
+        v1::BlockTimings* pb = c.add_blocks();
+        pb->set_block(b.block());
+        auto slice = [&](const google::protobuf::RepeatedField<double>& v, google::protobuf::RepeatedField<double>* o) {
+          for (size_t i = from; i < to && i < static_cast<size_t>(v.size()); ++i) o->Add(v.Get(static_cast<int>(i)));
+        };
+        slice(b.load_s(), pb->mutable_load_s());
+        slice(b.proc_s(), pb->mutable_proc_s());
+        slice(b.compute_s(), pb->mutable_compute_s());
+        slice(b.barrier_s(), pb->mutable_barrier_s());
+        add(c);
+      }
+    }
+    for (size_t from = 0; from < r.trace_events().size(); from += trace_per_piece) {
+      v1::RankResult c;
+      c.set_rank(r.rank());
+      c.set_continuation(true);
+      c.set_trace_events(r.trace_events().substr(from, trace_per_piece));
+      add(c);
+    }
+  }
+  flush();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    parts[i].set_job_id(done.job_id());
+    parts[i].set_phase_id(done.phase_id());
+    parts[i].set_more(i + 1 < parts.size());
+  }
+  return parts;
+}
+
+bool MergePhaseDonePart(const v1::PhaseDone& part, std::vector<RankEpochResult>* into) {
+  for (const v1::RankResult& r : part.ranks()) {
+    if (!r.continuation()) {
+      into->push_back(FromProto(r));
+      continue;
+    }
+    auto it = std::find_if(into->rbegin(), into->rend(),
+                           [&](const RankEpochResult& x) { return x.rank == static_cast<int>(r.rank()); });
+    if (it == into->rend()) return false;
+    it->trace_events += r.trace_events();
+    for (const v1::BlockTimings& pb : r.blocks()) {
+      auto b = std::find_if(it->blocks.begin(), it->blocks.end(),
+                            [&](const BlockTimings& x) { return x.block == static_cast<int>(pb.block()); });
+      if (b == it->blocks.end()) return false;
+      b->load.insert(b->load.end(), pb.load_s().begin(), pb.load_s().end());
+      b->proc.insert(b->proc.end(), pb.proc_s().begin(), pb.proc_s().end());
+      b->compute.insert(b->compute.end(), pb.compute_s().begin(), pb.compute_s().end());
+      b->barrier.insert(b->barrier.end(), pb.barrier_s().begin(), pb.barrier_s().end());
+    }
+  }
+  return true;
 }
 
 }  // namespace dlio

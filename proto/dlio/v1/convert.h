@@ -2,6 +2,8 @@
 // Only AgentServer, CoordinatorServer and the client include this header.
 #pragma once
 
+#include <vector>
+
 #include "common/results.h"
 #include "common/verdict.h"
 #include "dlio/v1/coordinator.pb.h"
@@ -14,6 +16,13 @@ namespace dlio {
 // step only).
 inline constexpr uint32_t kProtocolVersion = 3;
 
+// The largest message a coordinator (and an agent) accepts. Small, so that nobody can make the coordinator buffer
+// large messages (memory exhaustion); the client RPCs need far less (a job file is at most 1 MiB, common/
+// workload_spec.h) and agents cut their phase results into parts of kPhaseDonePartBytes (SplitPhaseDone).
+inline constexpr int kMaxReceiveMessageBytes = 8 << 20;
+// The budget of one PhaseDone part: half the limit leaves room for the message framing and one cut's overshoot.
+inline constexpr size_t kPhaseDonePartBytes = size_t{4} << 20;
+
 void ToProto(const LatencyHistogram& h, v1::Histogram* out);
 LatencyHistogram FromProto(const v1::Histogram& h);
 void ToProto(const RankEpochResult& r, v1::RankResult* out);
@@ -23,5 +32,14 @@ void ToProto(const EpochMetric& m, v1::EpochRow* out);
 EpochMetric FromProto(const v1::EpochRow& r);
 void ToProto(const Verdict& v, v1::Verdict* out);
 Verdict FromProto(const v1::Verdict& v);
+
+// Cuts `done` into parts of at most about `budget` bytes each (PhaseDone.more on all but the last): whole rank
+// results while they fit, and a rank result larger than the budget as a head (everything but its per-step values and
+// trace bytes) plus continuations (RankResult.continuation). One part, `done` itself, when it fits.
+std::vector<v1::PhaseDone> SplitPhaseDone(const v1::PhaseDone& done, size_t budget = kPhaseDonePartBytes);
+// Adds the rank results of one part to `into`, merging continuations into the rank they continue (per-step values
+// appended to the block of the same number, trace bytes appended). False when a continuation names a rank with no
+// head yet (a malformed part).
+bool MergePhaseDonePart(const v1::PhaseDone& part, std::vector<RankEpochResult>* into);
 
 }  // namespace dlio
