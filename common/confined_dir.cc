@@ -253,7 +253,7 @@ absl::StatusOr<std::shared_ptr<const ConfinedDir>> ConfinedDir::Sub(const std::s
                                        : OpenBeneath(fd_, rel->c_str(), O_PATH | O_DIRECTORY, 0);
   if (fd < 0) {
     const int err = errno;
-    const std::string why = Explain(*rel, err);
+    const std::string why = Explain(path, err);
     return err == ENOENT ? absl::NotFoundError(absl::StrCat(key, ": ", why))
                          : absl::PermissionDeniedError(absl::StrCat(key, ": ", why));
   }
@@ -273,7 +273,7 @@ absl::StatusOr<std::shared_ptr<const ConfinedDir>> ConfinedDir::NearestExisting(
     if (next < 0) {
       const int err = LinkAware(cur, name.c_str(), errno);
       ::close(cur);
-      return absl::PermissionDeniedError(absl::StrCat(key, ": ", Explain(*rel, err)));
+      return absl::PermissionDeniedError(absl::StrCat(key, ": ", Explain(path, err)));
     }
     ::close(cur);
     cur = next;

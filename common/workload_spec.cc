@@ -954,6 +954,28 @@ std::vector<KeyInfo> BuildKeys() {
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
 
+  // Folders are taken below each agent's --data-root, which only the agent knows (common/confined_dir.h checks
+  // every path there); a relative folder whose ".." climb above its start leaves any root, so it is refused here,
+  // before anything runs.
+  for (KeyInfo& k : v) {
+    if (k.path != "dataset.data_folder" && k.path != "checkpoint.checkpoint_folder") continue;
+    k.apply = [inner = k.apply](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+      if (absl::Status st = inner(n, p, s); !st.ok()) return st;
+      const std::string& v = n.Scalar();
+      int depth = 0;
+      for (absl::string_view c : absl::StrSplit(v, '/')) {
+        if (c == "..") --depth;
+        else if (!c.empty() && c != ".") ++depth;
+        if (depth < 0 && !v.empty() && v[0] != '/') {
+          return absl::InvalidArgumentError(fmt::format(
+              "{}: '{}' leaves the agent's data root (a relative folder is taken below --data-root, and '..' may not "
+              "climb above it)",
+              p, EscapeText(v)));
+        }
+      }
+      return absl::OkStatus();
+    };
+  }
   // Ranges of the numeric keys whose parsing is their own (IntKey and NumberKey state theirs).
   const std::string seconds = "seconds in [0, 86400], or a distribution whose parameters are (its mean too)";
   const std::map<std::string, std::string> custom_ranges = {
