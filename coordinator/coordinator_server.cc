@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/prometheus_histogram.h"
 #include "common/text.h"
+#include "coordinator/agent_dispatch.h"
 #include "coordinator/targets_file.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
@@ -188,27 +189,6 @@ void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
   ToProto(d.verdict, out->mutable_verdict());
 }
 
-// Everything in an agent's Hello ends up in logs, result files, file_sd targets and metric labels: one line of
-// bounded UTF-8 each, and an accelerator count an agent can run (dlio-agent --accelerators).
-absl::Status CheckHello(const v1::Hello& h) {
-  if (h.name().empty()) return absl::InvalidArgumentError("Hello.name: an agent needs a name");
-  const std::pair<const std::string*, const char*> texts[] = {
-      {&h.name(), "Hello.name"},         {&h.hostname(), "Hello.hostname"}, {&h.instance(), "Hello.instance"},
-      {&h.metrics_endpoint(), "Hello.metrics_endpoint"}, {&h.kernel(), "Hello.kernel"},
-      {&h.cpu_model(), "Hello.cpu_model"}, {&h.data_root_fs(), "Hello.data_root_fs"}};
-  for (const auto& [text, field] : texts) {
-    // 255: a host name's limit; the longer provenance strings (uname's version, a CPU model) fit too.
-    if (absl::Status s = CheckText(*text, field, 255); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
-    }
-  }
-  if (h.accelerators() < 1 || h.accelerators() > static_cast<uint32_t>(kMaxAcceleratorsPerAgent)) {
-    return absl::InvalidArgumentError(absl::StrCat("agent '", h.name(), "': Hello.accelerators must be in [1, ",
-                                                   kMaxAcceleratorsPerAgent, "], got ", h.accelerators()));
-  }
-  return absl::OkStatus();
-}
-
 // The client RPCs are "streamed" (StreamedService): gRPC then runs the handler when the call's metadata arrived,
 // before its request message is read, so Authorize() refuses a caller without the token before any byte of its
 // message is buffered (with plain unary handlers gRPC reads the whole message first). Attach is a stream anyway:
@@ -236,18 +216,7 @@ class Service final : public v1::Coordinator::StreamedService {
       spdlog::error("agent from {} refused: {}", ctx->peer(), std::string(s.message()));
       return ToGrpc(s);
     }
-    AgentInfo info;
-    info.name = hello.name();
-    info.hostname = hello.hostname().empty() ? hello.name() : hello.hostname();
-    info.memory_gb = static_cast<double>(hello.host_memory_bytes()) / (1024.0 * 1024.0 * 1024.0);
-    info.cpu_count = static_cast<int>(hello.host_cpu_count());
-    info.kernel = hello.kernel();
-    info.cpu_model = hello.cpu_model();
-    info.data_root_fs = hello.data_root_fs();
-    info.cpuinfo.insert(hello.cpuinfo().begin(), hello.cpuinfo().end());
-    info.meminfo.insert(hello.meminfo().begin(), hello.meminfo().end());
-    info.processor_name = hello.processor_name();
-    info.ranks = static_cast<int>(hello.accelerators());
+    const AgentInfo info = AgentInfoFromHello(hello);
     auto link = std::make_shared<StreamLink>(ctx, stream, info.name);
     if (absl::Status s = core_->AddAgent(info, hello.instance(), link); !s.ok()) {  // AddAgent queued the Welcome
       link->Close();
@@ -255,55 +224,8 @@ class Service final : public v1::Coordinator::StreamedService {
       return ToGrpc(s);
     }
     UpdateTargets(info.name, info.hostname, ResolveMetricsEndpoint(hello.metrics_endpoint(), ctx->peer()));
-
-    std::vector<RankEpochResult> parts;  // PhaseDone parts received so far, and the phase they are of
-    std::string parts_job, parts_phase;
-    while (stream->Read(&in)) {
-      switch (in.msg_case()) {
-        case v1::AgentMessage::kHeartbeat:
-          core_->OnHeartbeat(info.name);
-          link->Echo(in.heartbeat().agent_time_ns());
-          break;
-        case v1::AgentMessage::kBarrierArrive:
-          core_->OnBarrierArrive(info.name, in.barrier_arrive().job_id(), in.barrier_arrive().phase_id(),
-                                 in.barrier_arrive().step());
-          break;
-        case v1::AgentMessage::kProgress: {
-          const v1::Progress& p = in.progress();
-          AgentProgress ap;
-          ap.done = p.done();
-          ap.total = p.total();
-          ap.samples = p.samples();
-          ap.bytes = p.bytes();
-          ap.compute_ns = p.compute_ns();
-          ap.wall_ns = p.wall_ns();
-          core_->OnProgress(info.name, p.job_id(), p.phase_id(), ap);
-          break;
-        }
-        case v1::AgentMessage::kPhaseDone: {
-          // Parts of one phase's answer (PhaseDone.more) are merged here; the core sees one PhaseDone. A part of
-          // another phase, or a continuation without its head, starts over: the core then finds the result
-          // incomplete and fails the phase naming the agent.
-          const v1::PhaseDone& d = in.phase_done();
-          if (d.job_id() != parts_job || d.phase_id() != parts_phase) parts.clear();
-          parts_job = d.job_id();
-          parts_phase = d.phase_id();
-          if (!MergePhaseDonePart(d, &parts)) parts.clear();
-          if (d.more()) break;
-          core_->OnPhaseDone(info.name, d.job_id(), d.phase_id(), std::move(parts));
-          parts.clear();
-          parts_job.clear();
-          parts_phase.clear();
-          break;
-        }
-        case v1::AgentMessage::kError:
-          core_->OnAgentError(info.name, in.error().job_id(), in.error().phase_id(), in.error().code(),
-                              in.error().message());
-          break;
-        default:
-          break;
-      }
-    }
+    AgentInbox inbox(core_, info.name, [&](int64_t t) { link->Echo(t); });
+    while (stream->Read(&in)) inbox.Deliver(in);
     std::string why = link->drop_reason();
     if (why.empty()) {
       why = ctx->IsCancelled() ? "its connection broke (process gone, or network down)" : "it closed its connection";

@@ -4,7 +4,8 @@
 #   scripts/setup.sh            runtime + build dependencies; builds dlio-coordinator and dlio-agent only (a fresh
 #                               build folder is configured without tests and benchmarks: about half the compile steps)
 #   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio, openssl;
-#                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests), and
+#                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests;
+#                               clang-14 + libFuzzer for the fuzz targets, built into build/fuzz), and
 #                               builds everything, tests and benchmarks included, in the same build folder
 # npm packages (package.json + package-lock.json, installed with `npm ci`): Chart.js, which the build embeds into
 # `dlio-coordinator report`, always; the test tools (Grafana schema, kubernetes-models, playwright-core) with --test.
@@ -26,7 +27,8 @@ if ((with_tests)); then
   packages+=(prometheus python3-numpy python3-h5py python3-pil fio openssl python3 strace
     chromium                                                   # HTML report loaded headless (tests/js/check_report.mjs)
     slurmctld slurmd slurm-client                              # slurm/dlio.sbatch on 4 emulated nodes
-    golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev)  # Helm chart rendering (tests/minihelm)
+    golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev  # Helm chart rendering (tests/minihelm)
+    clang-14 libclang-rt-14-dev)                               # libFuzzer targets (fuzz/, tests/fuzz/run.sh)
 fi
 # Node.js + npm: in the base image (Node 20); Debian's own when missing.
 command -v npm >/dev/null || packages+=(nodejs npm)
@@ -83,4 +85,11 @@ if ((with_tests)); then
   cmake --build "$build_dir" -j"$(nproc)"
 else
   cmake --build "$build_dir" -j"$(nproc)" --target dlio-coordinator dlio-agent
+fi
+
+# The libFuzzer targets (fuzz/CMakeLists.txt): a clang build of their own, with ASan and UBSan, inside the build folder.
+if ((with_tests)); then
+  cmake -S . -B "$build_dir/fuzz" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DDLIO_FUZZ=ON \
+    -DDLIO_BUILD_TESTS=OFF -DDLIO_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build_dir/fuzz" -j"$(nproc)" --target fuzz_workload fuzz_coordinator
 fi

@@ -1,0 +1,116 @@
+#include "coordinator/agent_dispatch.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/text.h"
+#include "common/workload_spec.h"
+#include "dlio/v1/convert.h"
+
+namespace dlio {
+
+absl::Status CheckHello(const v1::Hello& h) {
+  if (h.name().empty()) return absl::InvalidArgumentError("Hello.name: an agent needs a name");
+  const std::pair<const std::string*, const char*> texts[] = {
+      {&h.name(), "Hello.name"},         {&h.hostname(), "Hello.hostname"}, {&h.instance(), "Hello.instance"},
+      {&h.metrics_endpoint(), "Hello.metrics_endpoint"}, {&h.kernel(), "Hello.kernel"},
+      {&h.cpu_model(), "Hello.cpu_model"}, {&h.data_root_fs(), "Hello.data_root_fs"}};
+  for (const auto& [text, field] : texts) {
+    // 255: a host name's limit; the longer provenance strings (uname's version, a CPU model) fit too.
+    if (absl::Status s = CheckText(*text, field, 255); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
+    }
+  }
+  if (absl::Status s = CheckText(h.processor_name(), "Hello.processor_name", 255); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
+  }
+  // /proc/cpuinfo and /proc/meminfo entries: a few dozen short lines on any host.
+  for (const auto* map : {&h.cpuinfo(), &h.meminfo()}) {
+    if (map->size() > 256) {
+      return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': Hello.",
+                                                     map == &h.cpuinfo() ? "cpuinfo" : "meminfo", ": ", map->size(),
+                                                     " entries, at most 256"));
+    }
+    for (const auto& [k, v] : *map) {
+      absl::Status s = CheckText(k, "Hello.cpuinfo/meminfo key", 255);
+      if (s.ok()) s = CheckText(v, "Hello.cpuinfo/meminfo value", 4096);
+      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
+    }
+  }
+  if (h.accelerators() < 1 || h.accelerators() > static_cast<uint32_t>(kMaxAcceleratorsPerAgent)) {
+    return absl::InvalidArgumentError(absl::StrCat("agent '", h.name(), "': Hello.accelerators must be in [1, ",
+                                                   kMaxAcceleratorsPerAgent, "], got ", h.accelerators()));
+  }
+  return absl::OkStatus();
+}
+
+AgentInfo AgentInfoFromHello(const v1::Hello& hello) {
+  AgentInfo info;
+  info.name = hello.name();
+  info.hostname = hello.hostname().empty() ? hello.name() : hello.hostname();
+  info.memory_gb = static_cast<double>(hello.host_memory_bytes()) / (1024.0 * 1024.0 * 1024.0);
+  info.cpu_count = static_cast<int>(std::min<uint32_t>(hello.host_cpu_count(), 1u << 24));
+  info.kernel = hello.kernel();
+  info.cpu_model = hello.cpu_model();
+  info.data_root_fs = hello.data_root_fs();
+  info.cpuinfo.insert(hello.cpuinfo().begin(), hello.cpuinfo().end());
+  info.meminfo.insert(hello.meminfo().begin(), hello.meminfo().end());
+  info.processor_name = hello.processor_name();
+  info.ranks = static_cast<int>(hello.accelerators());
+  return info;
+}
+
+void AgentInbox::Deliver(const v1::AgentMessage& in) {
+  switch (in.msg_case()) {
+    case v1::AgentMessage::kHeartbeat:
+      core_->OnHeartbeat(agent_);
+      if (echo_) echo_(in.heartbeat().agent_time_ns());
+      break;
+    case v1::AgentMessage::kBarrierArrive:
+      core_->OnBarrierArrive(agent_, in.barrier_arrive().job_id(), in.barrier_arrive().phase_id(),
+                             in.barrier_arrive().step());
+      break;
+    case v1::AgentMessage::kProgress: {
+      const v1::Progress& p = in.progress();
+      AgentProgress ap;
+      ap.done = p.done();
+      ap.total = p.total();
+      ap.samples = p.samples();
+      ap.bytes = p.bytes();
+      ap.compute_ns = p.compute_ns();
+      ap.wall_ns = p.wall_ns();
+      core_->OnProgress(agent_, p.job_id(), p.phase_id(), ap);
+      break;
+    }
+    case v1::AgentMessage::kPhaseDone: {
+      // Parts of one phase's answer are merged here; the core sees one PhaseDone. A part of another phase, a
+      // continuation without its head or too many bytes start over: the core then finds the result incomplete
+      // and fails the phase naming the agent.
+      const v1::PhaseDone& d = in.phase_done();
+      if (d.job_id() != parts_job_ || d.phase_id() != parts_phase_) {
+        parts_.clear();
+        parts_bytes_ = 0;
+        parts_overflow_ = false;
+      }
+      parts_job_ = d.job_id();
+      parts_phase_ = d.phase_id();
+      parts_bytes_ += d.ByteSizeLong();
+      parts_overflow_ = parts_overflow_ || parts_bytes_ > kMaxPhaseResultBytes;
+      if (parts_overflow_ || !MergePhaseDonePart(d, &parts_)) parts_.clear();
+      if (d.more()) break;
+      core_->OnPhaseDone(agent_, d.job_id(), d.phase_id(), std::move(parts_));
+      parts_.clear();
+      parts_job_.clear();
+      parts_phase_.clear();
+      parts_bytes_ = 0;
+      parts_overflow_ = false;
+      break;
+    }
+    case v1::AgentMessage::kError:
+      core_->OnAgentError(agent_, in.error().job_id(), in.error().phase_id(), in.error().code(),
+                          in.error().message());
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace dlio

@@ -1,0 +1,55 @@
+// libFuzzer target: the workload loader (common/workload_spec.h) and --explain's plan (common/explain.h).
+//
+// Input: one byte of options (bit 0 --strict, bit 1 plan-only as --explain loads, bits 2-7 the fleet), then the job
+// file's text, then overrides separated by NUL bytes. Properties checked (abort = a finding):
+//  - an error is one non-empty line (it is printed as is, exit 2);
+//  - a job that loads round-trips: LoadWorkload(ToYaml(spec)) succeeds and equals spec (the coordinator ships that
+//    text to the agents, which must derive the same plan);
+//  - its --explain plan is JSON that serialises (a non-UTF-8 string would throw) and prints as text.
+// Run: tests/fuzz/run.sh (bounded, in the suite) or by hand: build/fuzz/bin/fuzz_workload -max_total_time=600 DIR.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/explain.h"
+#include "common/workload_spec.h"
+#include "nlohmann/json.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const uint8_t flags = data[0];
+  const std::string in(reinterpret_cast<const char*>(data + 1), size - 1);
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t nul = in.find('\0'); parts.size() < 8; nul = in.find('\0', start)) {
+    parts.push_back(in.substr(start, nul == std::string::npos ? std::string::npos : nul - start));
+    if (nul == std::string::npos) break;
+    start = nul + 1;
+  }
+  const std::string yaml = parts.front();
+  const std::vector<std::string> overrides(parts.begin() + 1, parts.end());
+  dlio::LoadOptions options;
+  options.strict = (flags & 1) != 0;
+  options.plan_only = (flags & 2) != 0;
+  dlio::LoadDiagnostics diag;
+  const absl::StatusOr<dlio::WorkloadSpec> spec = dlio::LoadWorkload(yaml, overrides, "fuzz.yaml", options, &diag);
+  if (!spec.ok()) {
+    const std::string m(spec.status().message());
+    if (m.empty() || m.find('\n') != std::string::npos || m.find('\r') != std::string::npos) std::abort();
+    return 0;
+  }
+  const std::string normalised = dlio::ToYaml(*spec);
+  dlio::LoadOptions again;
+  again.plan_only = options.plan_only;
+  const absl::StatusOr<dlio::WorkloadSpec> back = dlio::LoadWorkload(normalised, {}, "normalised", again, nullptr);
+  if (!back.ok() || *back != *spec) std::abort();
+  dlio::ExplainFleet fleet;
+  fleet.agents = 1 + ((flags >> 2) & 3);
+  fleet.accelerators_per_agent = 1 + ((flags >> 4) & 15);
+  fleet.agent_memory_bytes = {uint64_t{16} << 30};
+  const nlohmann::json plan = dlio::ExplainJob(*spec, diag, fleet, "fuzz.yaml");
+  (void)plan.dump();
+  (void)dlio::ExplainText(plan);
+  return 0;
+}
