@@ -488,6 +488,31 @@ TEST(Confinement, DataFolderOutsideTheRootAndAnEscapingSymlinkAreRefusedNamingTh
   EXPECT_TRUE(fs::is_empty(outside.path())) << "something was written outside the data root";
 }
 
+// Lower item of issue 13: agents with separate data roots each generate only their share; training then fails at
+// once saying that the agents of a job need one shared data folder (docs/fleet.md).
+TEST(Confinement, AgentsWithSeparateDataRootsAreToldTheyNeedASharedDataFolder) {
+  TempDir dir;
+  Fleet fleet(dir);
+  std::vector<std::unique_ptr<Process>> agents;
+  for (const std::string name : {"agent-0", "agent-1"}) {
+    const std::string root = dir.str() + "/own-" + name;
+    fs::create_directories(root);
+    agents.push_back(std::make_unique<Process>(
+        std::vector<std::string>{Bin("dlio-agent"), "--coordinator", fleet.address(), "--data-root", root, "--name",
+                                 name},
+        dir.str() + "/" + name + ".log"));
+  }
+  WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 8, 0.01));
+  const CommandResult r =
+      fleet.Client({"submit", dir.str() + "/job.yaml", "--wait-for-agents", "30", "--agents", "2"}, seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.err, "dataset.num_files_train: 8 .npz files expected")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "found 4")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "with several agents every agent must see the whole dataset: give them one shared "
+                              "data folder"))
+      << r.err;
+}
+
 TEST(Preflight, DatasetLargerThanTheFreeSpaceIsRefusedBeforeAnyFileIsWritten) {
   TempDir dir;
   fs::create_directories(dir.path() / "root");
