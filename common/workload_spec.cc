@@ -1118,12 +1118,16 @@ absl::Status Walk(const YAML::Node& node, const std::string& canon_prefix, const
   const KeyTable& t = Keys();
   std::map<std::string, std::string> here;  // canonical name -> as written, in this mapping
   for (auto it = node.begin(); it != node.end(); ++it) {
-    if (!it->first.IsScalar()) {
+    // Copies (cheap handles): `it->` yields a temporary, so a reference to its members would dangle (found by
+    // fuzz/fuzz_workload.cc under ASan).
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
+    if (!key.IsScalar()) {
       return absl::InvalidArgumentError(
           fmt::format("{}: keys must be names, got {}", shown_prefix.empty() ? "workload" : shown_prefix,
-                      Describe(it->first)));
+                      Describe(key)));
     }
-    const std::string& name = it->first.Scalar();
+    const std::string name = key.Scalar();
     const std::string shown = Join(shown_prefix, name);
     const std::string canon = Join(canon_prefix, CanonicalName(canon_prefix, name));
     const std::string cname = CanonicalName(canon_prefix, name);
@@ -1133,7 +1137,6 @@ absl::Status Walk(const YAML::Node& node, const std::string& canon_prefix, const
                                                     Join(shown_prefix, h->second)));
     }
     here[cname] = name;
-    const YAML::Node& value = it->second;
     if (t.index.count(canon)) {
       out->Set(canon, shown, value);
     } else if (t.sections.count(canon)) {
