@@ -5,8 +5,8 @@
 // the first two; then up to 96 agent messages built from the input (FuzzedDataProvider): barrier arrivals, phase
 // results (well-formed ones that advance the job, and hostile ones: foreign ranks, NaN timings, continuations,
 // parts), progress, errors, heartbeats and raw protobuf bytes, with job and phase ids either the running ones or
-// arbitrary. A crash, a sanitizer report or a hang is a finding; so is a job that ends "succeeded" with a result
-// the checks should have refused (checked through the result rows: every AU must be a number).
+// arbitrary. A crash, a sanitizer report or a hang is a finding; so is a job whose reported figures are impossible
+// (an AU or a throughput that is NaN, infinite or negative: a result the checks should have refused).
 // Run: tests/fuzz/run.sh (bounded, in the suite) or by hand: build/fuzz/bin/fuzz_coordinator -max_total_time=600.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <unistd.h>
@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -233,13 +234,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     inboxes[k]->Deliver(m);
     if (n % 8 == 7) std::this_thread::sleep_for(std::chrono::microseconds(100));  // let the runner move on
   }
-  // Whatever became of the job, what it reports must be numbers.
+  // Whatever became of the job, a figure it reports is a number >= 0, or not measured (never impossible).
+  auto impossible = [](const std::optional<double>& v) { return v.has_value() && !(std::isfinite(*v) && *v >= 0); };
   for (const dlio::JobInfoData& j : core.ListJobs()) {
     std::vector<dlio::JobEventData> events;
     if (!core.WaitEvents(j.record.id, 0, &events, std::chrono::milliseconds(0)).ok()) std::abort();
     for (const dlio::JobEventData& e : events) {
       for (const dlio::EpochMetric& em : e.epochs) {
-        if (std::isnan(em.au_percent) || std::isnan(em.samples_per_second)) std::abort();
+        if (impossible(em.au_percent) || impossible(em.samples_per_second)) std::abort();
       }
     }
   }

@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dlio::ExplainFleet fleet;
   fleet.agents = 1 + ((flags >> 2) & 3);
   fleet.accelerators_per_agent = 1 + ((flags >> 4) & 15);
-  fleet.agent_memory_bytes = {uint64_t{16} << 30};
+  fleet.nodes = {dlio::ExplainNode{"node-0", uint64_t{16} << 30, fleet.agents}};
   const nlohmann::json plan = dlio::ExplainJob(*spec, diag, fleet, "fuzz.yaml");
   (void)plan.dump();
   (void)dlio::ExplainText(plan);

@@ -210,8 +210,8 @@ std::vector<Case> Corpus() {
   for (const char* empty : {"", "\n\n", "# only a comment\n", "workload:\n", "{}\n", "---\n", "workload: {}\n"}) {
     c.push_back({std::string("empty: ") + empty, empty, "the workload is empty"});
   }
-  c.push_back({"multi-document", "train:\n  epochs: 1\n---\ntrain:\n  epochs: 3\n", "holds 2 YAML documents"});
-  c.push_back({"three documents", "a: 1\n---\nb: 2\n---\nc: 3\n", "YAML documents"});
+  c.push_back({"multi-document", "train:\n  epochs: 1\n---\ntrain:\n  epochs: 3\n", "holds more than one YAML document"});
+  c.push_back({"three documents", "a: 1\n---\nb: 2\n---\nc: 3\n", "more than one YAML document"});
   c.push_back({"top-level list", "- dataset\n- reader\n", "a workload must be a YAML mapping"});
   c.push_back({"top-level scalar", "42\n", "a workload must be a YAML mapping"});
   c.push_back({"deep nesting", "a: " + std::string(20000, '[') + std::string(20000, ']') + "\n", "job.yaml"});
