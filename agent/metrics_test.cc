@@ -103,7 +103,9 @@ namespace {
 std::set<std::string> JobIds(const AgentMetrics& metrics) {
   std::set<std::string> ids;
   for (const auto& f : metrics.Collect()) {
-    for (const auto& m : f.metric) ids.insert(Label(m, "job_id"));
+    for (const auto& m : f.metric) {
+      if (const std::string id = Label(m, "job_id"); !id.empty()) ids.insert(id);  // per-agent series have none
+    }
   }
   return ids;
 }
