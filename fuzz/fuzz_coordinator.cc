@@ -99,12 +99,21 @@ void WellFormedResult(const PhaseOrder& o, FuzzedDataProvider& in, dlio::v1::Pha
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string results = [] {
+  // The results folder of every input's coordinator; removed when the process exits (libFuzzer ends with exit()).
+  struct Folder {
+    std::string path;
+    ~Folder() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Folder folder = [] {
     spdlog::set_level(spdlog::level::off);
-    const std::string d = std::filesystem::temp_directory_path() / ("dlio-fuzz-coordinator-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
+    Folder f{std::filesystem::temp_directory_path() / ("dlio-fuzz-coordinator-" + std::to_string(::getpid()))};
+    std::filesystem::create_directories(f.path);
+    return f;
   }();
+  const std::string& results = folder.path;
   FuzzedDataProvider in(data, size);
   dlio::Coordinator::Options o;
   o.results_dir = results;
