@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# A one-node Ceph cluster with the RADOS Gateway on loopback, for the S3 tests and benchmarks (docs/object-storage.md).
+#
+#   scripts/ceph-rgw.sh start DIR    starts mon + osd (memstore) + radosgw with every file under DIR (created, must be
+#                                    empty or absent), on random free loopback ports; prints the environment lines
+#                                    `AWS_ENDPOINT_URL=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... AWS_REGION=...`
+#                                    and writes them to DIR/env (mode 600) and the daemons' PIDs to DIR/pids.
+#   scripts/ceph-rgw.sh stop DIR     kills exactly the daemons `start` recorded in DIR/pids (TERM, then KILL after 5 s).
+#
+# No cephadm, no systemd, no mgr; cephx on. Facts measured on this machine kind (issue 15):
+#  - `osd pool default size/min size = 1`: with one OSD the pools never become usable otherwise (radosgw-admin hangs).
+#  - `paxos propose interval = 0.05`: cuts the start-up from ~15 s to ~5 s.
+#  - `tcp_nodelay=1` on the beast frontend: removes ~40 ms stalls on reused connections (Nagle + delayed ACK).
+#  - the S3 user is made with `radosgw-admin user create` before radosgw starts.
+# Environment: CEPH_RGW_OBJECTSTORE (default memstore: data in the OSD's memory; `bluestore` keeps it in a file under
+# DIR for larger data), CEPH_RGW_MEMSTORE_BYTES (memstore capacity, default 4 GiB).
+set -euo pipefail
+
+cmd=${1:-}
+dir=${2:-}
+if [[ -z $cmd || -z $dir ]]; then
+  echo "usage: $0 start|stop DIR" >&2
+  exit 2
+fi
+
+stop() {
+  [[ -f $dir/pids ]] || return 0
+  local pids=()
+  while read -r pid name; do
+    # Only a process that is still the daemon we started (its command line names our config) is signalled.
+    if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$dir/ceph.conf"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
+  done < "$dir/pids"
+  for _ in $(seq 50); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -f "$dir/pids"
+}
+
+if [[ $cmd == stop ]]; then
+  stop
+  exit 0
+fi
+[[ $cmd == start ]] || { echo "$0: unknown command '$cmd' (start, stop)" >&2; exit 2; }
+for tool in ceph-mon ceph-osd radosgw radosgw-admin ceph-authtool monmaptool ceph; do
+  command -v "$tool" >/dev/null || { echo "$0: $tool not found (install with scripts/setup.sh --test)" >&2; exit 1; }
+done
+if [[ -e $dir && -n $(ls -A "$dir" 2>/dev/null) ]]; then
+  echo "$0: $dir is not empty" >&2
+  exit 2
+fi
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+mkdir -p "$dir"/{run,log,mon/ceph-a,osd/ceph-0,tmp}
+: > "$dir/pids"
+# A failed start leaves nothing running.
+trap 'rc=$?; if ((rc != 0)); then stop; echo "ceph-rgw: start failed; logs in $dir/log" >&2; fi; exit $rc' EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+mon_port=$(free_port)
+rgw_port=$(free_port)
+while [[ $rgw_port == "$mon_port" ]]; do rgw_port=$(free_port); done
+fsid=$(uuidgen)
+conf=$dir/ceph.conf
+objectstore=${CEPH_RGW_OBJECTSTORE:-memstore}
+cat > "$conf" <<EOF
+[global]
+fsid = $fsid
+mon host = v1:127.0.0.1:$mon_port
+public addr = 127.0.0.1
+ms bind msgr2 = false
+auth cluster required = cephx
+auth service required = cephx
+auth client required = cephx
+keyring = $dir/keyring
+run dir = $dir/run
+admin socket = $dir/run/\$name.asok
+log file = $dir/log/\$name.log
+log to stderr = false
+err to stderr = true
+mon data = $dir/mon/ceph-\$id
+osd data = $dir/osd/ceph-\$id
+osd objectstore = $objectstore
+memstore device bytes = ${CEPH_RGW_MEMSTORE_BYTES:-4294967296}
+bluestore block path = $dir/osd/ceph-\$id/block
+bluestore block size = 10737418240
+bluestore block create = true
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon warn on pool no redundancy = false
+paxos propose interval = 0.05
+mon_osd_prime_pg_temp = false
+osd max object name len = 460
+osd max object namespace len = 64
+rgw frontends = beast endpoint=127.0.0.1:$rgw_port tcp_nodelay=1
+rgw data = $dir/rgw
+rgw dns name = 127.0.0.1
+EOF
+
+ceph-authtool --create-keyring "$dir/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+ceph-authtool "$dir/keyring" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' \
+  --cap mds 'allow *' --cap mgr 'allow *' >/dev/null
+ceph-authtool "$dir/keyring" --gen-key -n client.rgw.a --cap mon 'allow rw' --cap osd 'allow rwx' >/dev/null
+monmaptool --create --addv a "[v1:127.0.0.1:$mon_port]" --fsid "$fsid" "$dir/monmap" >/dev/null
+ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring"
+ceph-mon -c "$conf" -i a -f > "$dir/log/mon.out" 2>&1 &
+echo "$! mon" >> "$dir/pids"
+
+ceph_() { timeout 60 ceph -c "$conf" --connect-timeout 30 "$@"; }
+ceph_ auth import -i "$dir/keyring" >/dev/null 2>&1
+osd_uuid=$(uuidgen)
+osd_id=$(ceph_ osd new "$osd_uuid")
+ceph-authtool --create-keyring "$dir/osd/ceph-$osd_id/keyring" --gen-key -n "osd.$osd_id" >/dev/null
+ceph_ auth add "osd.$osd_id" osd 'allow *' mon 'allow profile osd' mgr 'allow profile osd' \
+  -i "$dir/osd/ceph-$osd_id/keyring" >/dev/null 2>&1
+ceph-osd -c "$conf" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" --keyring "$dir/osd/ceph-$osd_id/keyring" \
+  > "$dir/log/osd-mkfs.out" 2>&1
+ceph-osd -c "$conf" -i "$osd_id" -f --keyring "$dir/osd/ceph-$osd_id/keyring" > "$dir/log/osd.out" 2>&1 &
+echo "$! osd" >> "$dir/pids"
+
+# The S3 user, before radosgw starts (radosgw-admin creates the rgw pools as it goes).
+access_key=$(python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_uppercase+string.digits) for _ in range(20)))')
+secret_key=$(python3 -c 'import secrets; print(secrets.token_urlsafe(30))')
+timeout 120 radosgw-admin -c "$conf" -n client.rgw.a user create --uid=dlio --display-name=dlio \
+  --access-key="$access_key" --secret-key="$secret_key" > "$dir/log/user-create.out" 2>&1
+
+radosgw -c "$conf" -n client.rgw.a -f > "$dir/log/rgw.out" 2>&1 &
+echo "$! rgw" >> "$dir/pids"
+
+endpoint="http://127.0.0.1:$rgw_port"
+# Ready when it answers an HTTP request (an anonymous GET / gives a ListAllMyBuckets answer).
+for _ in $(seq 600); do
+  if python3 - "$endpoint" <<'PY' 2>/dev/null; then break; fi
+import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(sys.argv[1] + "/", timeout=1)
+except urllib.error.HTTPError:
+    pass
+PY
+  sleep 0.1
+done
+umask 077
+{
+  echo "AWS_ENDPOINT_URL=$endpoint"
+  echo "AWS_ACCESS_KEY_ID=$access_key"
+  echo "AWS_SECRET_ACCESS_KEY=$secret_key"
+  echo "AWS_REGION=us-east-1"
+} > "$dir/env"
+cat "$dir/env"
