@@ -180,6 +180,8 @@ void AgentServer::Impl::StartPhase(const v1::RunPhase& rp) {
   cmd.checkpoint_load = rp.checkpoint_load();
   cmd.checkpoint_index = static_cast<int>(rp.checkpoint_index());
   cmd.checkpoint_step = static_cast<int64_t>(rp.checkpoint_step());
+  // The job's S3 secret (if its storage_options had one) travels beside the workload, never inside it.
+  cmd.spec.s3_secret_access_key = rp.s3_secret_access_key();
   running_job = cmd.job_id;
   running_phase = cmd.phase_id;
   releases.Start(cmd.job_id, cmd.phase_id);
@@ -431,6 +433,10 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
     impl->exposer->RegisterCollectable(impl->metrics);
   }
   impl->runner = std::make_unique<PhaseRunner>(impl->opt.data_root, impl->opt.name, impl->metrics.get());
+  // Read once at start: a bad file fails the agent at once, naming the file and line (never a value).
+  absl::StatusOr<S3AgentDefaults> s3 = LoadS3Defaults(impl->opt.s3_credentials_file);
+  if (!s3.ok()) return s3.status();
+  impl->runner->set_s3_defaults(std::move(*s3));
   return std::unique_ptr<AgentServer>(new AgentServer(std::move(impl)));
 }
 

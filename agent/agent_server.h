@@ -38,6 +38,8 @@ class AgentServer {
     std::chrono::milliseconds reconnect_window{30000};
     uint32_t protocol_version = 0;           // 0 = ours; tests set another to check the refusal
     Transport transport;                     // token and TLS material (LoadTransport); empty = plaintext
+    // Object storage: KEY=VALUE file of AWS_* settings (agent/object_store.h); "" = the environment only.
+    std::string s3_credentials_file;
   };
 
   static absl::StatusOr<std::unique_ptr<AgentServer>> Start(Options options);

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/random.h"
+#include "readers/s3_storage.h"
 
 namespace dlio {
 namespace {
@@ -61,8 +62,80 @@ double Since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-Checkpointer::Checkpointer(std::shared_ptr<const ConfinedDir> folder, bool fsync, uint64_t seed, size_t buffer_bytes)
-    : folder_(std::move(folder)), fsync_(fsync), seed_(seed), max_buffer_(std::max<size_t>(buffer_bytes, 4096)) {}
+Checkpointer::Checkpointer(std::shared_ptr<const ConfinedDir> folder, bool fsync, uint64_t seed, size_t buffer_bytes,
+                           std::shared_ptr<const S3Config> s3, std::string s3_prefix)
+    : folder_(std::move(folder)),
+      fsync_(fsync),
+      seed_(seed),
+      // s3 parts (the buffer) are at least S3's minimum part size.
+      max_buffer_(std::max<size_t>(buffer_bytes, s3 ? kS3MinPartBytes : 4096)),
+      s3_(std::move(s3)),
+      s3_prefix_(std::move(s3_prefix)) {}
+
+Checkpointer::~Checkpointer() = default;
+
+absl::StatusOr<CheckpointIo> Checkpointer::SaveObjects(const std::string& dir_name,
+                                                       const std::vector<CheckpointFile>& files) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!writer_) writer_ = std::make_unique<S3ObjectWriter>(s3_);
+  EnsureBuffer(files);
+  IoStats stats;  // the bytes are counted by the caller; requests by the client's S3 metrics
+  CheckpointIo io;
+  for (const CheckpointFile& f : files) {
+    const std::string key = S3Join(s3_prefix_, dir_name + "/" + f.name);
+    writer_->Open(key);
+    absl::Status s;
+    if (static_cast<uint64_t>(f.bytes) <= buffer_.size()) {  // one PUT straight from the buffer
+      s = writer_->client().Put(key, reinterpret_cast<const uint8_t*>(buffer_.data()), static_cast<size_t>(f.bytes));
+    } else {  // multipart: every part is the buffer itself
+      for (int64_t left = f.bytes; s.ok() && left > 0;) {
+        const size_t part = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buffer_.size())));
+        s = writer_->AppendPart(buffer_.data(), part, stats);
+        left -= static_cast<int64_t>(part);
+      }
+      if (s.ok()) s = writer_->Finish(stats);
+    }
+    if (!s.ok()) {
+      writer_->Abort();
+      return absl::Status(s.code(), absl::StrCat("checkpoint: ", s.message()));
+    }
+    io.files += 1;
+    io.bytes += f.bytes;
+  }
+  io.seconds = Since(t0);
+  return io;
+}
+
+absl::StatusOr<CheckpointIo> Checkpointer::LoadObjects(const std::string& dir_name,
+                                                       const std::vector<CheckpointFile>& files) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!reader_) reader_ = std::make_unique<S3Client>(s3_);
+  EnsureBuffer(files);
+  CheckpointIo io;
+  for (const CheckpointFile& f : files) {
+    const std::string key = S3Join(s3_prefix_, dir_name + "/" + f.name);
+    absl::StatusOr<uint64_t> size = reader_->Head(key);
+    if (!size.ok()) return absl::Status(size.status().code(), absl::StrCat("checkpoint: ", size.status().message()));
+    if (*size != static_cast<uint64_t>(f.bytes)) {
+      return absl::DataLossError(absl::StrCat("checkpoint: s3 object '", key, "' in ", s3_->Describe(), " has ",
+                                              *size, " bytes, the plan says ", f.bytes));
+    }
+    for (uint64_t off = 0; off < *size;) {
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(*size - off, buffer_.size()));
+      absl::StatusOr<size_t> got =
+          reader_->GetRange(key, off, len, reinterpret_cast<uint8_t*>(buffer_.data()));
+      if (!got.ok()) return absl::Status(got.status().code(), absl::StrCat("checkpoint: ", got.status().message()));
+      if (*got == 0) {
+        return absl::DataLossError(absl::StrCat("checkpoint: s3 object '", key, "' ended at byte ", off));
+      }
+      off += *got;
+    }
+    io.files += 1;
+    io.bytes += f.bytes;
+  }
+  io.seconds = Since(t0);
+  return io;
+}
 
 void Checkpointer::EnsureBuffer(const std::vector<CheckpointFile>& files) {
   int64_t largest = 0;
@@ -80,6 +153,7 @@ void Checkpointer::EnsureBuffer(const std::vector<CheckpointFile>& files) {
 
 absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
+  if (s3_) return SaveObjects(dir_name, files);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string dir = folder_->path() + "/" + dir_name;
   if (folder_->MakeParents(dir + "/x") != 0) return Errno("cannot create", dir);
@@ -122,6 +196,7 @@ absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, con
 
 absl::Status Checkpointer::Evict(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
+  if (s3_) return absl::OkStatus();  // no client page cache for objects (the job refuses the key with s3 anyway)
   for (const CheckpointFile& f : files) {
     const std::string path = folder_->path() + "/" + dir_name + "/" + f.name;
     const int fd = folder_->Open(path, O_RDONLY);
@@ -144,6 +219,7 @@ absl::Status Checkpointer::Evict(const std::string& dir_name, const std::vector<
 
 absl::StatusOr<CheckpointIo> Checkpointer::Load(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
+  if (s3_) return LoadObjects(dir_name, files);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string dir = folder_->path() + "/" + dir_name;
   EnsureBuffer(files);

@@ -9,6 +9,13 @@
 // file; with fsync set, every file is fsync()ed before the rename and the directory after it (DLIO's fsync key is
 // ignored by DLIO, see ../shared/reference/dlio.md §1.9). Reads: the whole file, sequentially, and an error if its
 // size is not the planned one.
+// Object storage (an S3Config given): `folder` is a key prefix of the bucket and each file an object
+// <folder>/<dir_name>/<name>. A file of up to the buffer's size is one PUT from the buffer; a larger one a multipart
+// upload whose parts are the buffer itself (64 MiB; objects up to 10,000 parts, ~625 GiB), so memory stays at one
+// buffer for any checkpoint size. An object appears whole or not at all (a failed upload is aborted: no parts left
+// behind), so no temporary key is needed; fsync has no meaning there (an object is durable once the PUT or the
+// multipart completion is answered). Loads: a HEAD (the size must be the planned one), then ranged GETs of the
+// buffer's size into the buffer.
 // Names: dir_name and file names must be single path components (no '/', not "." or "..").
 // Thread-safety: one Checkpointer per thread.
 #pragma once
@@ -21,8 +28,12 @@
 #include "absl/status/statusor.h"
 #include "common/checkpoint_plan.h"
 #include "common/confined_dir.h"
+#include "readers/s3.h"
 
 namespace dlio {
+
+class S3ObjectWriter;
+class S3Client;
 
 struct CheckpointIo {
   int64_t files = 0;
@@ -34,8 +45,11 @@ class Checkpointer {
  public:
   static constexpr size_t kDefaultBufferBytes = size_t{64} << 20;
 
+  // Object storage: `s3` set, `folder` null and `s3_prefix` the key prefix of the checkpoints in the bucket.
   Checkpointer(std::shared_ptr<const ConfinedDir> folder, bool fsync, uint64_t seed,
-               size_t buffer_bytes = kDefaultBufferBytes);
+               size_t buffer_bytes = kDefaultBufferBytes, std::shared_ptr<const S3Config> s3 = nullptr,
+               std::string s3_prefix = "");
+  ~Checkpointer();
 
   // Writes `files` into folder/dir_name (created if needed).
   absl::StatusOr<CheckpointIo> Save(const std::string& dir_name, const std::vector<CheckpointFile>& files);
@@ -51,12 +65,18 @@ class Checkpointer {
 
  private:
   void EnsureBuffer(const std::vector<CheckpointFile>& files);
+  absl::StatusOr<CheckpointIo> SaveObjects(const std::string& dir_name, const std::vector<CheckpointFile>& files);
+  absl::StatusOr<CheckpointIo> LoadObjects(const std::string& dir_name, const std::vector<CheckpointFile>& files);
 
   std::shared_ptr<const ConfinedDir> folder_;
   bool fsync_;
   uint64_t seed_;
   size_t max_buffer_;
   std::vector<char> buffer_;
+  std::shared_ptr<const S3Config> s3_;
+  std::string s3_prefix_;
+  std::unique_ptr<S3ObjectWriter> writer_;  // s3: made at the first save (one connection, reused)
+  std::unique_ptr<S3Client> reader_;        // s3: made at the first load
 };
 
 }  // namespace dlio

@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
                  "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then exit cleanly")
       ->default_val(30)
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--s3-credentials", opt.s3_credentials_file,
+                 "Object storage: file of KEY=VALUE lines (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, "
+                 "AWS_REGION) used where an s3 job's storage_options leave them out; default: the AWS_* environment");
   std::string log_level = "info";
   app.add_option("--token-file", tls.token_file, "File holding the coordinator's token (sent when attaching)");
   app.add_option("--tls-ca", tls.tls_ca, "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");

@@ -186,15 +186,60 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
       add_histogram(checkpoint, cp_load, with("operation", "load"));
     }
   }
-  auto stale = Family("dlio_stale_barrier_releases_total",
-                      "Barrier releases dropped because they were for another job or phase than the running one.",
+  std::vector<prometheus::MetricFamily> out = {read_bytes, read_ops, samples,       latency,          written,
+                                               steps,      epoch,    au,            au_target,        batch_wait,
+                                               step_time,  barrier,  checkpoint,    checkpoint_bytes, queue,
+                                               phase};
+  AppendS3Families(agent_, S3Metrics::Global().Snapshot(), &out);
+  return out;
+}
+
+void AppendS3Families(const std::string& agent, const S3Snapshot& s3, std::vector<prometheus::MetricFamily>* out) {
+  using prometheus::MetricType;
+  if (s3.total_requests() == 0) return;  // an agent that never used object storage exports no S3 series
+  // HELP texts are copied verbatim into docs/metrics.md (a test compares them).
+  auto requests = Family("dlio_s3_requests_total", "S3 requests sent by the agent, retries included (label operation).",
+                         MetricType::Counter);
+  auto bytes = Family("dlio_s3_bytes_total",
+                      "Payload bytes received (get, get_range, list) or sent (put, multipart_part) by S3 requests.",
                       MetricType::Counter);
-  prometheus::ClientMetric sm;
-  sm.label = {{"agent", agent_}};
-  sm.counter.value = static_cast<double>(stale_releases_.load(std::memory_order_relaxed));
-  stale.metric.push_back(std::move(sm));
-  return {read_bytes, read_ops, samples, latency, written, steps, epoch, au, au_target,
-          batch_wait, step_time, barrier, checkpoint, checkpoint_bytes, queue, phase, stale};
+  auto retries = Family("dlio_s3_retries_total",
+                        "S3 requests retried after a 5xx, SlowDown, timeout or connection error.", MetricType::Counter);
+  auto errors = Family("dlio_s3_errors_total",
+                       "Failed S3 requests by HTTP status (label status; none = no HTTP answer).", MetricType::Counter);
+  auto latency = Family("dlio_s3_request_duration_seconds", "Duration of one S3 request (label operation).",
+                        MetricType::Histogram);
+  for (int i = 0; i < kS3OpCount; ++i) {
+    const S3OpSnapshot& o = s3.ops[static_cast<size_t>(i)];
+    if (o.requests == 0) continue;
+    const std::vector<prometheus::ClientMetric::Label> l = {{"agent", agent},
+                                                            {"operation", S3OpName(static_cast<S3Op>(i))}};
+    prometheus::ClientMetric m;
+    m.label = l;
+    m.counter.value = static_cast<double>(o.requests);
+    requests.metric.push_back(m);
+    m.counter.value = static_cast<double>(o.bytes);
+    bytes.metric.push_back(m);
+    m.counter.value = static_cast<double>(o.retries);
+    retries.metric.push_back(m);
+    for (int k = 0; k < kS3StatusSlots; ++k) {
+      if (o.errors[static_cast<size_t>(k)] == 0) continue;
+      prometheus::ClientMetric e;
+      e.label = l;
+      e.label.push_back({"status", S3StatusLabel(k)});
+      e.counter.value = static_cast<double>(o.errors[static_cast<size_t>(k)]);
+      errors.metric.push_back(std::move(e));
+    }
+    prometheus::ClientMetric h;
+    h.label = l;
+    h.histogram = ToPrometheusHistogram(o.latency);
+    latency.metric.push_back(std::move(h));
+  }
+  out->push_back(std::move(requests));
+  out->push_back(std::move(bytes));
+  out->push_back(std::move(retries));
+  out->push_back(std::move(errors));
+  out->push_back(std::move(latency));
 }
 
 }  // namespace dlio

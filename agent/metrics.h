@@ -7,6 +7,9 @@
 // Labels: agent, job_id, rank (never `job`, which Prometheus keeps for the scrape job); the I/O counters also carry
 // `phase` (train or eval for reads, generate for dataset writes); the checkpoint families carry `operation`
 // (save or load).
+// Object storage: the process's S3 request statistics (readers/s3.h S3Metrics, per operation: requests, bytes,
+// retries, errors by HTTP status, a latency histogram), labelled agent and operation, once the agent has sent an
+// S3 request (no S3 series before).
 // Every family, its HELP text and unit are listed in docs/metrics.md; a test compares that file with a scrape.
 // Histogram buckets: see common/prometheus_histogram.h (powers of two from ~1 us to ~37 min, + +Inf).
 // Thread-safety: every method may be called from any thread; RankMetrics fields are atomics or guarded by mu.
@@ -27,6 +30,7 @@
 #include "common/prometheus_histogram.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
+#include "readers/s3.h"
 
 namespace dlio {
 
@@ -98,6 +102,9 @@ class AgentMetrics : public prometheus::Collectable {
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);  // at most jobs_kept_ entries
 };
+
+// The S3 families of `s3` (nothing when it counts no request), appended to `out`.
+void AppendS3Families(const std::string& agent, const S3Snapshot& s3, std::vector<prometheus::MetricFamily>* out);
 
 // The host:port an agent advertises for its /metrics endpoint: the host of --metrics-listen with the port actually
 // bound. A wildcard or empty host (0.0.0.0, ::, "") is passed on as is; the coordinator replaces it by the address

@@ -42,7 +42,9 @@ int64_t Nanos(SteadyClock::duration d) { return std::chrono::duration_cast<std::
 
 // The format's options from the job. `data_dir` locates the tfrecord DALI index folder (DLIO:
 // <data_folder>/index/train, flat even with subfolders).
-FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const ConfinedDir> data_dir) {
+// s3 jobs: `s3` is the bucket, `data_dir` null, and paths are object keys (the index folder then a key prefix).
+FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const ConfinedDir> data_dir,
+                               const std::shared_ptr<const S3Config>& s3 = nullptr) {
   FormatOptions o;
   o.dir = data_dir;
   o.samples_per_file = spec.num_samples_per_file;
@@ -54,10 +56,15 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const C
   o.compression = spec.compression;
   o.compression_level = spec.compression_level;
   o.transfer_size = spec.transfer_size;
-  if (spec.format == "tfrecord") o.tfrecord_index_dir = data_dir->path() + "/index/train";
+  if (spec.format == "tfrecord" && data_dir) o.tfrecord_index_dir = data_dir->path() + "/index/train";
   // The spec was validated when loaded: an unknown engine name cannot reach this point.
   if (absl::StatusOr<IoEngine> e = ParseIoEngine(spec.io_engine); e.ok()) o.io_engine = *e;
   o.read_in_memory = spec.read_type == "memory";
+  if (s3) {
+    o.io_engine = IoEngine::kS3;
+    o.s3 = s3;
+    if (spec.format == "tfrecord") o.tfrecord_index_dir = S3Join(spec.S3DataPrefix(), "index/train");
+  }
   return o;
 }
 
@@ -109,20 +116,24 @@ absl::Status Annotate(const absl::Status& s, const std::string& where) {
 // What every rank of a phase needs to checkpoint: the job's plan and the folder inside the data root.
 struct CheckpointSetup {
   CheckpointPlan plan;
-  std::shared_ptr<const ConfinedDir> folder;
+  std::shared_ptr<const ConfinedDir> folder;  // POSIX: inside the data root
+  std::string s3_prefix;                      // s3: the key prefix of the checkpoints in the bucket
+  std::shared_ptr<const S3Config> s3;         // s3 jobs
 };
 
 absl::StatusOr<CheckpointSetup> MakeCheckpointSetup(const WorkloadSpec& spec, int world,
-                                                    const absl::StatusOr<std::shared_ptr<const ConfinedDir>>& root) {
-  if (!root.ok()) return root.status();
+                                                    const absl::StatusOr<std::shared_ptr<const ConfinedDir>>& root,
+                                                    const std::shared_ptr<const S3Config>& s3) {
   absl::StatusOr<CheckpointModel> model = CheckpointModelFor(spec);
   if (!model.ok()) return model.status();
   absl::StatusOr<CheckpointPlan> plan = MakeCheckpointPlan(*model, world);
   if (!plan.ok()) return plan.status();
+  if (s3) return CheckpointSetup{std::move(*plan), nullptr, spec.S3CheckpointPrefix(), s3};
+  if (!root.ok()) return root.status();
   absl::StatusOr<std::shared_ptr<const ConfinedDir>> folder =
       (*root)->Sub(spec.checkpoint_folder, ConfinedDir::Mode::kCreate, "checkpoint.checkpoint_folder");
   if (!folder.ok()) return folder.status();
-  return CheckpointSetup{std::move(*plan), std::move(*folder)};
+  return CheckpointSetup{std::move(*plan), std::move(*folder), "", nullptr};
 }
 
 // Random checkpoint bytes that differ between ranks and jobs' seeds.
@@ -170,6 +181,29 @@ absl::StatusOr<RankCheckpointResult> TakeCheckpoint(const WorkloadSpec& spec, co
 
 std::string PhaseRunner::Where(const PhaseCommand& cmd, int rank) const {
   return absl::StrCat("agent '", agent_, "' rank ", rank, " job ", cmd.job_id, " phase ", cmd.phase_id);
+}
+
+absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCommand& cmd) {
+  if (!cmd.spec.IsS3()) return std::shared_ptr<const S3Config>();
+  if (s3_config_ && s3_job_ == cmd.job_id) return s3_config_;
+  absl::StatusOr<std::shared_ptr<const S3Config>> c = S3ConfigFor(cmd.spec, s3_defaults_);
+  if (!c.ok()) return Annotate(c.status(), Where(cmd, cmd.first_rank));
+  // The job's first phase here: the bucket and credentials, and (when the data should be there) the first object.
+  std::string first;
+  if (cmd.kind == PhaseKind::kTrainEpoch || cmd.kind == PhaseKind::kEval) {
+    absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(cmd.spec.format, FormatOptionsFor(cmd.spec, {}, *c));
+    if (f.ok()) {
+      const bool eval = cmd.kind == PhaseKind::kEval;
+      absl::StatusOr<std::vector<std::string>> keys =
+          ListDataObjects(*c, cmd.spec.S3DataPrefix(), eval ? "valid" : "train", (*f)->extension(), 1,
+                          eval ? "dataset.num_files_eval" : "dataset.num_files_train");
+      if (keys.ok()) first = (*keys)[0];
+    }
+  }
+  if (absl::Status s = S3Preflight(*c, first); !s.ok()) return Annotate(s, Where(cmd, cmd.first_rank));
+  s3_job_ = cmd.job_id;
+  s3_config_ = *c;
+  return s3_config_;
 }
 
 absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand& cmd, const BarrierFn& barrier,
@@ -251,12 +285,22 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const ConfinedDir& data_d
 absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCommand& cmd,
                                                                    const std::atomic<bool>* cancel) {
   const WorkloadSpec& spec = cmd.spec;
-  if (!root_.ok()) return Annotate(root_.status(), Where(cmd, cmd.first_rank));
-  absl::StatusOr<std::shared_ptr<const ConfinedDir>> data_dir =
-      (*root_)->Sub(spec.data_folder, ConfinedDir::Mode::kCreate, "dataset.data_folder");
-  if (!data_dir.ok()) return Annotate(data_dir.status(), Where(cmd, cmd.first_rank));
-  const ConfinedDir& data = **data_dir;
-  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir));
+  absl::StatusOr<std::shared_ptr<const S3Config>> s3 = S3For(cmd);
+  if (!s3.ok()) return s3.status();
+  const bool objects = *s3 != nullptr;
+  // POSIX: the data folder inside the data root (confined); s3: the key prefix `prefix` (objects appear whole at
+  // their final keys: no temporary name, no rename, no fdatasync).
+  std::shared_ptr<const ConfinedDir> data_dir;
+  const std::string prefix = objects ? spec.S3DataPrefix() : "";
+  if (!objects) {
+    if (!root_.ok()) return Annotate(root_.status(), Where(cmd, cmd.first_rank));
+    absl::StatusOr<std::shared_ptr<const ConfinedDir>> d =
+        (*root_)->Sub(spec.data_folder, ConfinedDir::Mode::kCreate, "dataset.data_folder");
+    if (!d.ok()) return Annotate(d.status(), Where(cmd, cmd.first_rank));
+    data_dir = std::move(*d);
+  }
+  const ConfinedDir* data = data_dir.get();  // null for s3
+  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, data_dir, *s3));
   if (!format.ok()) return format.status();
 
   // DLIO generates train/ and, when evaluation files are asked for, valid/; file i of a split belongs to global
@@ -311,16 +355,17 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
         };
         std::optional<Pending> pending;
         auto discard = [&](const Pending& p) {
-          for (const std::string& f : p.from) data.Unlink(f);
+          if (objects) return;  // an object that failed was never created (its multipart upload is aborted)
+          for (const std::string& f : p.from) data->Unlink(f);
         };
         auto complete = [&](const Pending& p) -> bool {
           absl::Status s;
           for (const std::string& f : p.from) {
-            if (s.ok()) s = SyncGeneratedFile(f, &data);
+            if (s.ok() && !objects) s = SyncGeneratedFile(f, data);
           }
-          for (size_t k = 0; s.ok() && k < p.from.size(); ++k) {
-            if (data.Rename(p.from[k], p.to[k]) != 0) {
-              s = absl::InternalError(absl::StrCat("rename '", p.from[k], "': ", data.Explain(p.to[k], errno)));
+          for (size_t k = 0; s.ok() && !objects && k < p.from.size(); ++k) {
+            if (data->Rename(p.from[k], p.to[k]) != 0) {
+              s = absl::InternalError(absl::StrCat("rename '", p.from[k], "': ", data->Explain(p.to[k], errno)));
             }
           }
           if (!s.ok()) {
@@ -339,18 +384,19 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
           const Split& sp = *todo[k].first;
           const int64_t i = todo[k].second;
           const int64_t n = &sp == &splits[0] ? i : spec.num_files_train + i;
-          const fs::path final_path = fs::path(data.path()) / DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
-                                                                             sp.subfolders, (*format)->extension());
+          const std::string rel =
+              DataFileRelPath(sp.name, spec.file_prefix, i, sp.files, sp.subfolders, (*format)->extension());
+          const fs::path final_path = objects ? fs::path(S3Join(prefix, rel)) : fs::path(data->path()) / rel;
           // Idempotent; races between ranks are harmless.
-          if (data.MakeParents(final_path.string()) != 0) {
+          if (!objects && data->MakeParents(final_path.string()) != 0) {
             first_error.Set(absl::InternalError(absl::StrCat(
                 Where(cmd, rank), ": cannot create '", final_path.parent_path().string(), "': ",
-                data.Explain(final_path.parent_path().string(), errno))));
+                data->Explain(final_path.parent_path().string(), errno))));
             stop = true;
             break;
           }
           // Temporary name in the same folder (so rename is atomic), unique per agent process and file.
-          const fs::path tmp = final_path.string() + ".tmp-" + std::to_string(::getpid());
+          const fs::path tmp = objects ? final_path : fs::path(final_path.string() + ".tmp-" + std::to_string(::getpid()));
           const uint64_t before = stats.Snapshot().bytes;
           // With a size spread every file has its own sample shape, hence its own Format options.
           std::unique_ptr<Format> sized;
@@ -418,15 +464,19 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   absl::StatusOr<EpochPlan> plan =
       EpochPlan::Make(eval ? EvalPlanParams(spec, cmd.world) : TrainPlanParams(spec, cmd.world), cmd.epoch);
   if (!plan.ok()) return Annotate(plan.status(), Where(cmd, cmd.first_rank));
-  if (!root_.ok()) return Annotate(root_.status(), Where(cmd, cmd.first_rank));
+  absl::StatusOr<std::shared_ptr<const S3Config>> s3 = S3For(cmd);
+  if (!s3.ok()) return s3.status();
   // Agents of one job read one dataset: without a shared data folder each agent finds only the share it generated.
   const std::string hint =
       cmd.world > cmd.local_ranks
           ? "; with several agents every agent must see the whole dataset: give them one shared data folder (a "
             "parallel file system or NFS mounted below each --data-root), see docs/fleet.md"
           : "";
+  // POSIX: the data folder inside the data root; s3: objects under the key prefix (no folder: null).
   absl::StatusOr<std::shared_ptr<const ConfinedDir>> data_dir =
-      (*root_)->Sub(spec.data_folder, ConfinedDir::Mode::kExisting, "dataset.data_folder");
+      *s3            ? absl::StatusOr<std::shared_ptr<const ConfinedDir>>(nullptr)
+      : root_.ok()   ? (*root_)->Sub(spec.data_folder, ConfinedDir::Mode::kExisting, "dataset.data_folder")
+                     : absl::StatusOr<std::shared_ptr<const ConfinedDir>>(root_.status());
   if (!data_dir.ok()) {
     const absl::Status s = data_dir.status();
     return Annotate(s.code() == absl::StatusCode::kNotFound
@@ -435,13 +485,17 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
                         : s,
                     Where(cmd, cmd.first_rank));
   }
-  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir));
+  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir, *s3));
   if (!format.ok()) return format.status();
+  // DLIO's file discovery: a directory listing, or ListObjectsV2 over the bucket.
   absl::StatusOr<std::vector<std::string>> files =
-      eval ? ListDataFiles(**data_dir, "valid", (*format)->extension(), spec.num_files_eval, "dataset.num_files_eval",
-                           hint)
-           : ListDataFiles(**data_dir, "train", (*format)->extension(), spec.num_files_train,
-                           "dataset.num_files_train", hint);
+      *s3   ? ListDataObjects(*s3, spec.S3DataPrefix(), eval ? "valid" : "train", (*format)->extension(),
+                              eval ? spec.num_files_eval : spec.num_files_train,
+                              eval ? "dataset.num_files_eval" : "dataset.num_files_train")
+      : eval ? ListDataFiles(**data_dir, "valid", (*format)->extension(), spec.num_files_eval, "dataset.num_files_eval",
+                             hint)
+             : ListDataFiles(**data_dir, "train", (*format)->extension(), spec.num_files_train,
+                             "dataset.num_files_train", hint);
   if (!files.ok()) return Annotate(files.status(), Where(cmd, cmd.first_rank));
 
   const int64_t steps = plan->steps();
@@ -450,7 +504,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   const std::vector<int64_t> ckpt_steps = eval ? std::vector<int64_t>() : CheckpointStepsInEpoch(spec, steps);
   std::unique_ptr<CheckpointSetup> ckpt;
   if (!ckpt_steps.empty()) {
-    absl::StatusOr<CheckpointSetup> c = MakeCheckpointSetup(spec, cmd.world, root_);
+    absl::StatusOr<CheckpointSetup> c = MakeCheckpointSetup(spec, cmd.world, root_, *s3);
     if (!c.ok()) return Annotate(c.status(), Where(cmd, cmd.first_rank));
     ckpt = std::make_unique<CheckpointSetup>(std::move(*c));
   }
@@ -582,7 +636,10 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       uint64_t barrier_seq = 0;
       size_t next_ckpt = 0;
       std::unique_ptr<Checkpointer> ckpt_io;
-      if (ckpt) ckpt_io = std::make_unique<Checkpointer>(ckpt->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank));
+      if (ckpt) {
+        ckpt_io = std::make_unique<Checkpointer>(ckpt->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank),
+                                                 Checkpointer::kDefaultBufferBytes, ckpt->s3, ckpt->s3_prefix);
+      }
       double window_compute = 0;
       SteadyClock::time_point window_start = block_start;
       SteadyClock::time_point prev_step_end = block_start;
@@ -711,7 +768,9 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
                                                                           const BarrierFn& barrier,
                                                                           const std::atomic<bool>* cancel) {
   const WorkloadSpec& spec = cmd.spec;
-  absl::StatusOr<CheckpointSetup> setup = MakeCheckpointSetup(spec, cmd.world, root_);
+  absl::StatusOr<std::shared_ptr<const S3Config>> s3 = S3For(cmd);
+  if (!s3.ok()) return s3.status();
+  absl::StatusOr<CheckpointSetup> setup = MakeCheckpointSetup(spec, cmd.world, root_, *s3);
   if (!setup.ok()) return Annotate(setup.status(), Where(cmd, cmd.first_rank));
   progress_.total = 1;
   StepBarrier local_barrier(cmd.local_ranks, barrier);
@@ -737,7 +796,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
       absl::Status s = cancel && *cancel ? absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled"))
                                          : local_barrier.Arrive(barrier_seq++);
       if (s.ok()) {
-        Checkpointer io(setup->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank));
+        Checkpointer io(setup->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank),
+                        Checkpointer::kDefaultBufferBytes, setup->s3, setup->s3_prefix);
         const int64_t ck0 = TraceNowNs();
         absl::StatusOr<RankCheckpointResult> c =
             TakeCheckpoint(spec, *setup, io, rank, cmd.world, cmd.local_ranks, cmd.checkpoint_load,

@@ -32,6 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/metrics.h"
+#include "agent/object_store.h"
 #include "agent/worker_pool.h"
 #include "common/confined_dir.h"
 #include "common/results.h"
@@ -85,6 +86,9 @@ class PhaseRunner {
   absl::StatusOr<std::vector<RankEpochResult>> Run(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                    const std::atomic<bool>* cancel);
   const PhaseProgress& progress() const { return progress_; }
+  // Object storage: the agent's own endpoint and credentials (agent/object_store.h), used where an s3 job's
+  // storage_options leave them out. Call before Run().
+  void set_s3_defaults(S3AgentDefaults d) { s3_defaults_ = std::move(d); }
 
  private:
   absl::StatusOr<std::vector<RankEpochResult>> Generate(const PhaseCommand& cmd, const std::atomic<bool>* cancel);
@@ -95,6 +99,9 @@ class PhaseRunner {
   absl::StatusOr<std::vector<RankEpochResult>> CheckpointPhase(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                                const std::atomic<bool>* cancel);
   std::string Where(const PhaseCommand& cmd, int rank) const;
+  // s3 jobs: the bucket configuration of cmd's job (made once per job) and, at the job's first phase on this
+  // agent, the preflight (agent/object_store.h). Null for POSIX jobs.
+  absl::StatusOr<std::shared_ptr<const S3Config>> S3For(const PhaseCommand& cmd);
 
   const absl::StatusOr<std::shared_ptr<const ConfinedDir>> root_;
   const std::string agent_;
@@ -108,6 +115,10 @@ class PhaseRunner {
   // allocated at the first traced phase and reused (cleared) by the next ones. Touched by Run() only.
   std::vector<std::vector<std::unique_ptr<TraceBuffer>>> trace_;
   int64_t trace_capacity_ = 0;
+  // Object storage (touched by Run() only).
+  S3AgentDefaults s3_defaults_;
+  std::string s3_job_;                       // the job s3_config_ belongs to
+  std::shared_ptr<const S3Config> s3_config_;
 };
 
 // Lists the data files of `split` ("train" or "valid") under `data_dir` as DLIO does: files with the format's

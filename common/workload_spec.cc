@@ -70,6 +70,23 @@ int64_t WorkloadSpec::SampleDimForFile(int64_t file) const {
   return std::max<int64_t>(1, d);
 }
 
+namespace {
+std::string S3PrefixOf(std::string p) {
+  if (p.rfind("s3://", 0) == 0) {
+    const size_t slash = p.find('/', 5);
+    p = slash == std::string::npos ? "" : p.substr(slash + 1);
+  }
+  while (p.rfind("./", 0) == 0) p.erase(0, 2);
+  while (!p.empty() && p.front() == '/') p.erase(0, 1);
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  if (p == ".") p.clear();
+  return p;
+}
+}  // namespace
+
+std::string WorkloadSpec::S3DataPrefix() const { return S3PrefixOf(data_folder); }
+std::string WorkloadSpec::S3CheckpointPrefix() const { return S3PrefixOf(checkpoint_folder); }
+
 std::vector<int64_t> WorkloadSpec::SampleShape() const {
   if (!record_dims.empty()) return record_dims;
   const int64_t d = SampleDim();
@@ -134,13 +151,18 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
                     s.exclude_start_steps, s.exclude_end_steps, s.au_threshold, s.odirect, s.io_engine,
                     s.read_bandwidth_limit, s.trace, s.trace_events_per_thread, s.evict_cache, s.read_type);
   };
+  // storage (the secret is left out on purpose: see the header)
+  auto tie_storage = [](const WorkloadSpec& s) {
+    return std::tie(s.storage_type, s.storage_root, s.s3_endpoint_url, s.s3_region, s.s3_access_key_id,
+                    s.s3_force_path_style, s.s3_max_attempts);
+  };
   auto tie_ckpt = [](const WorkloadSpec& s) {
     return std::tie(s.checkpoint, s.checkpoint_folder, s.checkpoint_after_epoch, s.epochs_between_checkpoints,
                     s.steps_between_checkpoints, s.checkpoint_fsync, s.time_between_checkpoints,
                     s.num_checkpoints_write, s.num_checkpoints_read, s.recovery_rank_shift, s.checkpoint_rank_sync,
                     s.checkpoint_evict_cache);
   };
-  return tie(a) == tie(b) && tie_ckpt(a) == tie_ckpt(b);
+  return tie(a) == tie(b) && tie_ckpt(a) == tie_ckpt(b) && tie_storage(a) == tie_storage(b);
 }
 
 const char* ShuffleModeName(ShuffleMode m) {
@@ -484,6 +506,147 @@ absl::Status ParseDims(const YAML::Node& n, const std::string& p, const char* wh
 
 std::string DimsText(const std::vector<int64_t>& v) { return fmt::format("[{}]", absl::StrJoin(v, ", ")); }
 
+// storage.*: where the dataset and checkpoints live. local_fs (and parallel_fs) are POSIX paths under the agent's
+// --data-root; s3 is a bucket (storage_root) reached through storage_options (docs/object-storage.md). Kept apart
+// from the other sections: object storage bypasses the POSIX path confinement (agent/paths.h) altogether.
+void AddStorageKeys(std::vector<KeyInfo>& v) {
+  {
+    KeyInfo k = Custom(
+        "storage.storage_type", KeyStatus::kImplementedDiffers,
+        "local_fs; parallel_fs is a POSIX path here too (warns: DLIO's StorageFactory rejects it); s3: the dataset "
+        "and checkpoints are objects of the bucket storage_root (docs/object-storage.md; warns for formats other "
+        "than npz and npy, which DLIO refuses over s3); aistore is not supported yet",
+        [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+          return ParseChoice(n, p, {"local_fs", "parallel_fs", "s3"}, {"aistore"}, "storage type", &s.storage_type);
+        },
+        [](const WorkloadSpec& s) { return Quote(s.storage_type); });
+    k.differs = [](const YAML::Node& n, const WorkloadSpec& s) -> std::string {
+      if (n.Scalar() == "parallel_fs") {
+        return "parallel_fs reads and writes data_folder through POSIX here, as local_fs; DLIO's StorageFactory "
+               "raises an error for parallel_fs";
+      }
+      if (n.Scalar() == "s3" && s.format != "npz" && s.format != "npy") {
+        return fmt::format("s3 with {} files works here ({}); DLIO allows only npz and npy over s3", s.format,
+                           s.format == "tfrecord" || s.format == "indexed_binary" || s.format == "hdf5"
+                               ? "ranged GETs"
+                               : "whole-object GETs");
+      }
+      return "";
+    };
+    v.push_back(k);
+  }
+  v.push_back(Custom(
+      "storage.storage_root", KeyStatus::kImplemented,
+      "s3: the bucket (at least 3 characters); local_fs: DLIO's ./ only (a path prefix is not supported yet: use "
+      "dataset.data_folder)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        if (n.IsNull()) {
+          s.storage_root = "./";
+          return absl::OkStatus();
+        }
+        if (!n.IsScalar()) return MustBe(p, "a bucket name (s3) or ./", n);
+        s.storage_root = n.Scalar();
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return Quote(s.storage_root); }));
+  v.push_back(StringKey("storage.storage_options.endpoint_url", &WorkloadSpec::s3_endpoint_url, true,
+                        "s3: http(s)://host[:port] of the S3 service; empty = the agent's AWS_ENDPOINT_URL"));
+  v.push_back(StringKey("storage.storage_options.region", &WorkloadSpec::s3_region, true,
+                        "s3: the SigV4 signing region; empty = the agent's AWS_REGION, else us-east-1"));
+  v.push_back(StringKey("storage.storage_options.access_key_id", &WorkloadSpec::s3_access_key_id, true,
+                        "s3: the access key id (named in credential errors); empty = the agent's credentials "
+                        "(--s3-credentials FILE, else AWS_ACCESS_KEY_ID)"));
+  {
+    // The secret: stored for the run, never written back (no `get`), shown as *** by --explain.
+    KeyInfo k = Custom(
+        "storage.storage_options.secret_access_key", KeyStatus::kImplemented,
+        "s3: the secret key, handled as a secret: never in logs, --explain, the job store, result files or "
+        "metrics; better given to the agents (--s3-credentials FILE or AWS_SECRET_ACCESS_KEY)",
+        [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+          if (n.IsNull()) {
+            s.s3_secret_access_key.clear();
+            return absl::OkStatus();
+          }
+          if (!n.IsScalar()) return absl::InvalidArgumentError(fmt::format("{}: must be a string", p));
+          s.s3_secret_access_key = n.Scalar();
+          return absl::OkStatus();
+        },
+        nullptr);
+    k.dlio_default = "~";
+    v.push_back(k);
+  }
+  v.push_back(BoolKey("storage.storage_options.s3_force_path_style", &WorkloadSpec::s3_force_path_style,
+                      "s3: path-style URLs (endpoint/bucket/key); false = virtual-hosted (bucket.endpoint/key) except "
+                      "for IP and localhost endpoints, as boto3 does"));
+  v.push_back(IntKey("storage.storage_options.s3_max_attempts", &WorkloadSpec::s3_max_attempts, 1, 100,
+                     "s3: attempts per request in all (retries with backoff on 5xx, SlowDown and timeouts, each "
+                     "counted in dlio_s3_retries_total)"));
+}
+
+// Checks of the storage keys against the rest of the job (after the keys are applied). May normalise storage_root
+// from an s3:// data_folder.
+absl::Status CheckStorage(WorkloadSpec& s) {
+  const bool url = absl::StartsWith(s.data_folder, "s3://");
+  if (!s.IsS3()) {
+    if (url) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dataset.data_folder: '{}' is an s3:// URL; set storage.storage_type: s3 to read objects", s.data_folder));
+    }
+    if (s.storage_root != "./" && s.storage_root != "." && !s.storage_root.empty()) {
+      return absl::UnimplementedError(fmt::format(
+          "storage.storage_root: '{}' for {} is DLIO's path prefix, not supported yet by this version (give the path "
+          "in dataset.data_folder)",
+          s.storage_root, s.storage_type));
+    }
+    return absl::OkStatus();
+  }
+  // s3: the bucket from storage_root or the data_folder URL (they must agree).
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"dataset.data_folder", &s.data_folder},
+                                   {"checkpoint.checkpoint_folder", &s.checkpoint_folder}}) {
+    if (!absl::StartsWith(*value, "s3://")) continue;
+    const std::string rest = value->substr(5);
+    const std::string bucket = rest.substr(0, rest.find('/'));
+    if (s.storage_root == "./" || s.storage_root == "." || s.storage_root.empty()) s.storage_root = bucket;
+    if (bucket != s.storage_root) {
+      return absl::InvalidArgumentError(fmt::format("{}: '{}' names bucket '{}', storage.storage_root is '{}' (one "
+                                                    "bucket per job)",
+                                                    key, *value, bucket, s.storage_root));
+    }
+  }
+  const std::string& b = s.storage_root;
+  bool valid = b.size() >= 3 && b.size() <= 63;
+  for (char c : b) valid &= absl::ascii_islower(static_cast<unsigned char>(c)) ||
+                            absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+  if (!valid) {
+    return absl::InvalidArgumentError(fmt::format(
+        "storage.storage_root: '{}' is not a bucket name (3 to 63 lower-case letters, digits, '-', '.', '_'; with "
+        "storage_type s3, storage_root names the bucket)",
+        b));
+  }
+  if (!s.s3_endpoint_url.empty() && !absl::StartsWith(s.s3_endpoint_url, "http://") &&
+      !absl::StartsWith(s.s3_endpoint_url, "https://")) {
+    return absl::InvalidArgumentError(fmt::format(
+        "storage.storage_options.endpoint_url: '{}' must start with http:// or https://", s.s3_endpoint_url));
+  }
+  if (s.format == "mmap_indexed_binary") {
+    return absl::InvalidArgumentError(
+        "dataset.format: mmap_indexed_binary maps a local file and cannot read objects (storage.storage_type: s3; "
+        "use indexed_binary: one ranged GET per sample)");
+  }
+  if (s.io_engine != "posix") {
+    return absl::InvalidArgumentError(fmt::format(
+        "dlio_ext.io_engine: {} reads local files; with storage.storage_type: s3 objects are read over HTTP (leave "
+        "io_engine at posix)",
+        s.io_engine));
+  }
+  if (s.evict_cache != "none" || s.checkpoint_evict_cache) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: there is no client page cache for s3 objects to evict (leave it off with storage.storage_type: s3)",
+        s.checkpoint_evict_cache ? "dlio_ext.checkpoint_evict_cache" : "dlio_ext.evict_cache"));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<KeyInfo> BuildKeys() {
   std::vector<KeyInfo> v;
   const Gate ckpt = Gate::kCheckpoint;
@@ -579,34 +742,7 @@ std::vector<KeyInfo> BuildKeys() {
   v.push_back(Label("workflow.query", "~", "used by dlio_benchmark_query only"));
   v.push_back(Label("workflow.debug", "~", "appears in bert_v100.yaml; not parsed by DLIO"));
 
-  // storage
-  {
-    KeyInfo k = Custom(
-        "storage.storage_type", KeyStatus::kImplemented,
-        "local_fs; parallel_fs is a POSIX path here too (warns: DLIO's StorageFactory rejects it); s3 and aistore "
-        "(object storage) are not supported yet (error)",
-        [](const YAML::Node& n, const std::string& p, WorkloadSpec&) {
-          if (n.IsScalar() && (n.Scalar() == "s3" || n.Scalar() == "aistore")) {
-            return absl::UnimplementedError(fmt::format(
-                "{}: '{}' (object storage) is not supported yet by this version (local_fs, parallel_fs)", p,
-                n.Scalar()));
-          }
-          if (!n.IsScalar() || (n.Scalar() != "local_fs" && n.Scalar() != "parallel_fs")) {
-            return MustBe(p, "one of local_fs, parallel_fs, s3, aistore", n);
-          }
-          return absl::OkStatus();
-        },
-        nullptr);
-    k.dlio_default = "local_fs";
-    k.differs = [](const YAML::Node& n, const WorkloadSpec&) -> std::string {
-      if (n.Scalar() != "parallel_fs") return "";
-      return "parallel_fs reads and writes data_folder through POSIX here, as local_fs; DLIO's StorageFactory raises "
-             "an error for parallel_fs";
-    };
-    v.push_back(k);
-  }
-  v.push_back(NotYet("storage.storage_root", "./", Gate::kNone, "path prefix or bucket", "", {".", ""}));
-  v.push_back(NotYet("storage.storage_options", "~", Gate::kNone, "S3/AIStore options"));
+  AddStorageKeys(v);  // storage.*: object storage (s3), in their own function below
 
   // dataset
   v.push_back(StringKey("dataset.data_folder", &WorkloadSpec::data_folder, false,
@@ -1596,7 +1732,9 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
   }
   for (const Leaf& leaf : leaves.leaves()) {
     const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
-    diag.keys.push_back(KeyUse{leaf.path, FlowText(leaf.node), k.status, k.note});
+    // A secret's value is never shown (--explain lists the keys a job sets).
+    const bool secret = leaf.path == "storage.storage_options.secret_access_key" && !leaf.node.IsNull();
+    diag.keys.push_back(KeyUse{leaf.path, secret ? "'***'" : FlowText(leaf.node), k.status, k.note});
   }
   // model.model_size (or checkpoint.model_size) is the model size unless model_size_bytes is given.
   if (leaves.Find("model.model_size_bytes") == nullptr) {
@@ -1626,6 +1764,7 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
     spec.record_element_type = "uint8";
   }
   if (absl::Status s = CheckWhole(spec); !s.ok() && !tolerate(s)) return s;
+  if (absl::Status s = CheckStorage(spec); !s.ok() && !tolerate(s)) return s;
   if (!spec.record_dims.empty()) {
     double bytes = static_cast<double>(ElementBytes(spec.record_element_type));
     for (int64_t d : spec.record_dims) bytes *= static_cast<double>(d);
@@ -1778,8 +1917,9 @@ std::string KeyReferenceMarkdown() {
         "`job.yaml`.\n";
   md += "- **not supported yet**: DLIO changes I/O or timing with it and this version does not implement it. DLIO's "
         "default value is accepted; so is any value while the feature it belongs to is off (noted). Anything else "
-        "is the error `KEY: DLIO key not supported yet by this version` (exit 2); `storage.storage_type: s3` and "
-        "`aistore` give `... (object storage) is not supported yet`. `--explain` still shows the plan of such a job "
+        "is the error `KEY: DLIO key not supported yet by this version` (exit 2); a DLIO value not implemented "
+        "(`storage.storage_type: aistore`) gives `KEY: 'VALUE' is a DLIO ... not supported yet`. `--explain` still "
+        "shows the plan of such a job "
         "and "
         "lists what a run would stop at.\n\n";
   md += "Aliases: `data_reader.*` is `reader.*` (use one of them); `dataset.record_length` is "

@@ -85,6 +85,18 @@ struct WorkloadSpec {
   bool evaluation = false;                   // workflow.evaluation: eval phases after chosen epochs (needs valid/ files)
   bool checkpoint = false;                   // workflow.checkpoint: in training, or checkpoint-only with train false
 
+  // storage (storage.*; object storage: docs/object-storage.md)
+  std::string storage_type = "local_fs";     // local_fs | parallel_fs | s3
+  std::string storage_root = "./";           // s3: the bucket
+  std::string s3_endpoint_url;               // storage_options.endpoint_url; "" = the agent's AWS_ENDPOINT_URL
+  std::string s3_region;                     // storage_options.region; "" = the agent's AWS_REGION, else us-east-1
+  std::string s3_access_key_id;              // storage_options.access_key_id; "" = the agent's credentials
+  // storage_options.secret_access_key: a secret. Never written by ToYaml() nor compared by operator==; it travels
+  // to the agents beside the workload (RunPhase.s3_secret_access_key), never in the job store or result files.
+  std::string s3_secret_access_key;
+  bool s3_force_path_style = false;          // storage_options.s3_force_path_style
+  int64_t s3_max_attempts = 5;               // storage_options.s3_max_attempts (DLIO's default 5)
+
   // dataset
   std::string data_folder = "./data/";
   std::string format = "tfrecord";
@@ -167,6 +179,11 @@ struct WorkloadSpec {
   std::string read_type = "on_demand";       // reader.read_type: on_demand | memory
 
   // Derived helpers.
+  bool IsS3() const { return storage_type == "s3"; }
+  // s3: the object key prefix of data_folder (or checkpoint_folder) in the bucket: an s3://bucket/ URL and a leading
+  // "./" or "/" dropped, no trailing "/" ("" = the bucket's top).
+  std::string S3DataPrefix() const;
+  std::string S3CheckpointPrefix() const;
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }
   // Side of the square uint8 sample DLIO generates: floor(sqrt(record_length_bytes)).
   int64_t SampleDim() const;

@@ -495,6 +495,12 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   rec.source_name = request.source_name;
   rec.workload_yaml = request.workload_yaml;
   rec.overrides = request.overrides;
+  if (!spec->s3_secret_access_key.empty()) {
+    // The job file (or an override) holds an S3 secret: the store keeps the normalised workload, which never
+    // carries it. A job restored after a coordinator restart then uses the agents' own credentials.
+    rec.workload_yaml = ToYaml(*spec);
+    rec.overrides.clear();
+  }
   rec.agents = request.agents;
   rec.accelerators_per_agent = request.accelerators_per_agent;
   rec.wait_for_agents_s = request.wait_for_agents_s;
@@ -983,6 +989,7 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     o.phase_id = phase_id;
     o.kind = kind;
     o.workload_yaml = yaml;
+    o.s3_secret_access_key = job.spec.s3_secret_access_key;
     o.world = job.result.world;
     o.first_rank = job.result.agents[i].first_rank;
     o.local_ranks = job.result.agents[i].ranks;

@@ -64,6 +64,7 @@ struct PhaseOrder {
   bool checkpoint_load = false;
   int checkpoint_index = 1;
   int64_t checkpoint_step = 0;
+  std::string s3_secret_access_key;  // the job's S3 secret, beside the workload (never inside it)
 };
 
 // The coordinator's way to talk to one attached agent (implemented by the facade over the Attach stream). Every

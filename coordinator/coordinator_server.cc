@@ -72,6 +72,7 @@ class StreamLink : public AgentLink {
                 : o.kind == PhaseOrder::Kind::kCheckpoint ? v1::PHASE_KIND_CHECKPOINT
                                                       : v1::PHASE_KIND_TRAIN_EPOCH);
     r->set_workload_yaml(o.workload_yaml);
+    r->set_s3_secret_access_key(o.s3_secret_access_key);
     r->set_world_size(o.world);
     r->set_first_rank(o.first_rank);
     r->set_local_ranks(o.local_ranks);

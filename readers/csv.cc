@@ -72,9 +72,8 @@ void StoreValue(const internal::DType& t, bool is_int, int64_t iv, double dv, ui
 
 class CsvSampleReader final : public SampleReader {
  public:
-  CsvSampleReader(const internal::DType& t, IoEngine engine, bool keep, bool gzip,
-                  std::shared_ptr<const ConfinedDir> dir)
-      : t_(t), file_(engine, keep, std::move(dir)), gzip_(gzip) {}
+  CsvSampleReader(const internal::DType& t, StorageTarget target, bool keep, bool gzip)
+      : t_(t), file_(std::move(target), keep), gzip_(gzip) {}
   CsvSampleReader(const CsvSampleReader&) = delete;
   CsvSampleReader& operator=(const CsvSampleReader&) = delete;
   ~CsvSampleReader() override {
@@ -194,7 +193,7 @@ class CsvFormat final : public Format {
   // DLIO's generator appends ".gz" to the name of a gzip-compressed csv file (pandas to_csv with compression).
   const char* extension() const override { return gzip() ? "csv.gz" : "csv"; }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<CsvSampleReader>(t_, options_.io_engine, options_.read_in_memory, gzip(), options_.dir);
+    return std::make_unique<CsvSampleReader>(t_, options_.target(), options_.read_in_memory, gzip());
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
@@ -211,7 +210,7 @@ class CsvFormat final : public Format {
     }
     row.push_back('\n');
     internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.dir.get());
+    absl::Status st = w.Open(path, options_.target());
     if (gzip()) {
       // The whole text deflated at once into a gzip stream (zlib, compression_level), then written.
       std::string text;

@@ -108,7 +108,13 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
     return bad("dataset.compression: '", o.compression, "' is not supported for npz (allowed: none, zip)");
   }
   static const std::set<std::string> kEngineFormats = {"npz", "npy", "csv", "jpeg", "png", "tfrecord"};
-  if (o.io_engine != IoEngine::kPosix && kEngineFormats.count(name) == 0) {
+  if (o.io_engine == IoEngine::kS3) {
+    if (!o.s3) return bad("storage.storage_type: s3 without a bucket configuration");
+    if (name == "mmap_indexed_binary") {
+      return bad("dataset.format: mmap_indexed_binary maps a local file and cannot read objects "
+                 "(storage.storage_type: s3; use indexed_binary: one ranged GET per sample)");
+    }
+  } else if (o.io_engine != IoEngine::kPosix && kEngineFormats.count(name) == 0) {
     return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine), " is not available for ", name,
                name == "hdf5"        ? " (libhdf5 does its own reads; use posix)"
                : name == "synthetic" ? " (it reads nothing; use posix)"

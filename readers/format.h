@@ -65,6 +65,10 @@ struct FormatOptions {
   // How npz, npy, csv, jpeg, png and tfrecord read (storage.h); hdf5 reads through libhdf5, indexed_binary with
   // pread (posix only).
   IoEngine io_engine = IoEngine::kPosix;
+  // Object storage (storage.storage_type: s3): set together with io_engine = kS3; paths are then object keys of
+  // this bucket (readers/s3.h) for reading and for Generate().
+  std::shared_ptr<const S3Config> s3;
+  StorageTarget target() const { return StorageTarget{io_engine, s3, dir}; }
   // reader.read_type: memory. Whole-file formats (npz, npy, csv, jpeg, png) keep the file a loader thread read
   // last and serve its further samples from memory; false (on_demand) re-reads the file for every sample.
   bool read_in_memory = false;

@@ -1,4 +1,5 @@
 #include "readers/hdf5.h"
+#include "readers/hdf5_s3.h"
 
 #include <dlfcn.h>
 #include <hdf5.h>
@@ -173,8 +174,7 @@ std::string RecordsName(int64_t k) { return absl::StrCat("records_", k); }
 // unchanged. The memory type is the file's own type: no conversion, the bytes are the file's.
 class Hdf5SampleReader final : public SampleReader {
  public:
-  Hdf5SampleReader(int64_t datasets, std::shared_ptr<const ConfinedDir> dir)
-      : datasets_(datasets), dir_(std::move(dir)) {
+  Hdf5SampleReader(int64_t datasets, StorageTarget target) : datasets_(datasets), target_(std::move(target)) {
     LzfAvailable();
   }
   Hdf5SampleReader(const Hdf5SampleReader&) = delete;
@@ -195,17 +195,28 @@ class Hdf5SampleReader final : public SampleReader {
     internal::Fd confined;
     char proc[64];
     const char* name = path.c_str();
-    if (dir_) {
-      confined = internal::Fd(dir_->Open(path, O_RDONLY));
+    if (target_.dir && target_.engine != IoEngine::kS3) {
+      confined = internal::Fd(target_.dir->Open(path, O_RDONLY));
       if (!confined.valid()) return internal::ErrnoError(path, "open", errno);
       std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", confined.get());
       name = proc;
     }
-    Hid file(H5Fopen(name, H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    hid_t fapl = H5P_DEFAULT;
+    if (target_.engine == IoEngine::kS3) {  // objects: our virtual file driver, ranged GETs (hdf5_s3.h)
+      if (!s3_) {
+        absl::StatusOr<std::unique_ptr<Hdf5S3Access>> a = Hdf5S3Access::New(target_.s3);
+        if (!a.ok()) return a.status();
+        s3_ = std::move(*a);
+      }
+      s3_->set_last_error("");
+      fapl = s3_->fapl();
+    }
+    Hid file(H5Fopen(name, H5F_ACC_RDONLY, fapl), H5Fclose);
     confined.Reset();
+    if (!file.ok() && s3_ && !s3_->last_error().empty()) return absl::UnavailableError(s3_->last_error());
     if (!file.ok()) {
       struct stat st;
-      if (!dir_ && ::stat(path.c_str(), &st) != 0) return internal::ErrnoError(path, "open", errno);
+      if (!target_.dir && ::stat(path.c_str(), &st) != 0) return internal::ErrnoError(path, "open", errno);
       return Hdf5Error(path, "open");
     }
     stats.AddFile();
@@ -302,7 +313,8 @@ class Hdf5SampleReader final : public SampleReader {
   }
 
   const int64_t datasets_;
-  const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
+  const StorageTarget target_;
+  std::unique_ptr<Hdf5S3Access> s3_;  // s3: the driver's context, made at the first sample
   const std::vector<std::string> names_ = [this] {
     std::vector<std::string> v;
     for (int64_t k = 0; k < datasets_; ++k) v.push_back(RecordsName(k));
@@ -320,7 +332,7 @@ class Hdf5Format final : public Format {
   const char* name() const override { return "hdf5"; }
   const char* extension() const override { return "hdf5"; }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<Hdf5SampleReader>(options_.hdf5_num_dset_per_record, options_.dir);
+    return std::make_unique<Hdf5SampleReader>(options_.hdf5_num_dset_per_record, options_.target());
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
@@ -438,7 +450,7 @@ class Hdf5Format final : public Format {
     if (absl::Status s = FixSuperblockChecksum(image, path); !s.ok()) return s;
 
     internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.dir.get());
+    absl::Status st = w.Open(path, options_.target());
     if (st.ok()) st = w.Append(image.data(), image.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(nspf);

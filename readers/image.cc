@@ -202,8 +202,7 @@ enum class Codec { kJpeg, kPng };
 
 class ImageSampleReader final : public SampleReader {
  public:
-  ImageSampleReader(Codec codec, IoEngine engine, bool keep, std::shared_ptr<const ConfinedDir> dir)
-      : codec_(codec), file_(engine, keep, std::move(dir)) {}
+  ImageSampleReader(Codec codec, StorageTarget target, bool keep) : codec_(codec), file_(std::move(target), keep) {}
 
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t, IoStats& stats) override {
     last_bytes_ = 0;
@@ -238,7 +237,7 @@ class ImageFormat final : public Format {
   const char* name() const override { return codec_ == Codec::kJpeg ? "jpeg" : "png"; }
   const char* extension() const override { return name(); }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<ImageSampleReader>(codec_, options_.io_engine, options_.read_in_memory, options_.dir);
+    return std::make_unique<ImageSampleReader>(codec_, options_.target(), options_.read_in_memory);
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
@@ -259,7 +258,7 @@ class ImageFormat final : public Format {
     const uint8_t* bytes = codec_ == Codec::kJpeg ? jpeg : reinterpret_cast<const uint8_t*>(png.data());
     const size_t n = codec_ == Codec::kJpeg ? jpeg_size : png.size();
     internal::FileWriter wr;
-    absl::Status st = wr.Open(path, options_.dir.get());
+    absl::Status st = wr.Open(path, options_.target());
     if (st.ok()) st = wr.Append(bytes, n, stats);
     if (st.ok()) st = wr.Finish(stats);
     // One image per file, but the file stands for samples_per_file samples (DLIO's sample map counts them).

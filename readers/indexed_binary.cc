@@ -19,13 +19,14 @@ std::string SizePath(const std::string& data) { return data + ".sz.idx"; }
 // The two index files of one data file, loaded once and kept while the reader stays on that file.
 class IndexCache {
  public:
-  // Loads the index of `path` unless it is the one already loaded. Errors name the index file.
-  absl::Status Load(const std::string& path, IoStats& stats, const ConfinedDir* dir) {
+  // Loads the index of `path` unless it is the one already loaded, through `storage` (posix files or s3 objects).
+  // Errors name the index file.
+  absl::Status Load(const std::string& path, StorageReader& storage, IoStats& stats) {
     if (path == path_) return absl::OkStatus();
     path_.clear();
-    absl::StatusOr<uint64_t> off = internal::ReadWholeFile(OffPath(path), off_, off_cap_, stats, dir);
+    absl::StatusOr<uint64_t> off = storage.ReadFile(OffPath(path), off_, internal::kWholeFileReadChunk, stats);
     if (!off.ok()) return off.status();
-    absl::StatusOr<uint64_t> sz = internal::ReadWholeFile(SizePath(path), sz_, sz_cap_, stats, dir);
+    absl::StatusOr<uint64_t> sz = storage.ReadFile(SizePath(path), sz_, internal::kWholeFileReadChunk, stats);
     if (!sz.ok()) return sz.status();
     if (*off % 8 != 0 || *sz != *off) {
       return absl::DataLossError(absl::StrCat(path, ": index files disagree (", *off, " bytes of offsets, ", *sz,
@@ -36,8 +37,8 @@ class IndexCache {
     return absl::OkStatus();
   }
   uint64_t entries() const { return entries_; }
-  uint64_t offset(uint64_t i) const { return Le64(off_.get() + 8 * i); }
-  uint64_t size(uint64_t i) const { return Le64(sz_.get() + 8 * i); }
+  uint64_t offset(uint64_t i) const { return Le64(off_.data() + 8 * i); }
+  uint64_t size(uint64_t i) const { return Le64(sz_.data() + 8 * i); }
   void Forget() { path_.clear(); }
 
  private:
@@ -47,8 +48,8 @@ class IndexCache {
     return v;
   }
   std::string path_;  // whose index is loaded ("" = none)
-  std::unique_ptr<uint8_t[]> off_, sz_;
-  uint64_t off_cap_ = 0, sz_cap_ = 0, entries_ = 0;
+  AlignedBuffer off_, sz_;  // grow only
+  uint64_t entries_ = 0;
 };
 
 absl::Status CheckEntry(const std::string& path, uint32_t sample, const IndexCache& idx, uint64_t file_size) {
@@ -63,27 +64,32 @@ absl::Status CheckEntry(const std::string& path, uint32_t sample, const IndexCac
   return absl::OkStatus();
 }
 
+// Per sample: open the data file (posix: open + fstat, as DLIO's reader opens it; s3: a HEAD, remembered while the
+// reader stays on one object) and one read of exactly the sample (pread, or a ranged GET).
 class IndexedSampleReader final : public SampleReader {
  public:
-  explicit IndexedSampleReader(std::shared_ptr<const ConfinedDir> dir) : dir_(std::move(dir)) {}
+  explicit IndexedSampleReader(StorageTarget target) : target_(std::move(target)) {}
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     last_bytes_ = 0;
-    if (absl::Status s = index_.Load(path, stats, dir_.get()); !s.ok()) return s;
-    internal::Fd fd(internal::OpenFile(dir_.get(), path, O_RDONLY));
-    if (!fd.valid()) return internal::ErrnoError(path, "open", errno);
-    stats.AddFile();
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return internal::ErrnoError(path, "stat", errno);
-    if (absl::Status s = CheckEntry(path, sample, index_, static_cast<uint64_t>(st.st_size)); !s.ok()) return s;
+    if (!storage_) {
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
+      if (!s.ok()) return s.status();
+      storage_ = std::move(*s);
+    }
+    if (absl::Status s = index_.Load(path, *storage_, stats); !s.ok()) return s;
+    uint64_t file_size = 0;
+    if (absl::Status s = storage_->Open(path, &file_size, stats); !s.ok()) return s;
+    if (absl::Status s = CheckEntry(path, sample, index_, file_size); !s.ok()) return s;
     const uint64_t off = index_.offset(sample), size = index_.size(sample);
     buf_.Reserve(std::max<uint64_t>(size, 1));  // grows only
-    for (uint64_t got = 0; got < size;) {  // one pread unless the kernel returns short
-      absl::StatusOr<size_t> r =
-          internal::PreadAccounted(fd.get(), buf_.data() + got, size - got, off + got, path, stats);
-      if (!r.ok()) return r.status();
-      if (*r == 0) return absl::DataLossError(absl::StrCat(path, ": file ended inside sample ", sample));
-      got += *r;
-    }
+    ReadRequest req;  // one request; the engine re-issues the rest of a short read itself
+    req.buf = buf_.data();
+    req.len = static_cast<size_t>(size);
+    req.off = off;
+    absl::Status read = storage_->Read(&req, 1, stats);
+    storage_->Close();
+    if (!read.ok()) return read;
+    if (req.got < size) return absl::DataLossError(absl::StrCat(path, ": file ended inside sample ", sample));
     last_bytes_ = size;
     stats.AddSamples(1);
     return size;
@@ -94,7 +100,8 @@ class IndexedSampleReader final : public SampleReader {
   }
 
  private:
-  const std::shared_ptr<const ConfinedDir> dir_;
+  const StorageTarget target_;
+  std::unique_ptr<StorageReader> storage_;  // made on first use
   IndexCache index_;
   AlignedBuffer buf_;  // one sample, page-aligned (the kernel's copy is fastest into it); never shrinks
   uint64_t last_bytes_ = 0;
@@ -112,7 +119,12 @@ class MmapSampleReader final : public SampleReader {
     if (path != mapped_path_) {
       Unmap();
       index_.Forget();
-      if (absl::Status s = index_.Load(path, stats, dir_.get()); !s.ok()) return s;
+      if (!storage_) {
+        absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(IoEngine::kPosix, dir_);
+        if (!s.ok()) return s.status();
+        storage_ = std::move(*s);
+      }
+      if (absl::Status s = index_.Load(path, *storage_, stats); !s.ok()) return s;
       internal::Fd fd(internal::OpenFile(dir_.get(), path, O_RDONLY));
       if (!fd.valid()) return internal::ErrnoError(path, "open", errno);
       stats.AddFile();
@@ -146,6 +158,7 @@ class MmapSampleReader final : public SampleReader {
     mapped_path_.clear();
   }
   const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
+  std::unique_ptr<StorageReader> storage_;  // the index files (posix)
   IndexCache index_;
   std::string mapped_path_;
   const uint8_t* map_ = nullptr;
@@ -160,7 +173,7 @@ class IndexedBinaryFormat final : public Format {
   const char* extension() const override { return name(); }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
     if (mmap_) return std::make_unique<MmapSampleReader>(options_.dir);
-    return std::make_unique<IndexedSampleReader>(options_.dir);
+    return std::make_unique<IndexedSampleReader>(options_.target());
   }
   std::vector<std::string> CompanionPaths(const std::string& data_path) const override {
     return {OffPath(data_path), SizePath(data_path)};
@@ -176,7 +189,7 @@ class IndexedBinaryFormat final : public Format {
     std::vector<uint64_t> offsets(nspf), sizes(nspf, sample_bytes);
     internal::Rng rng(seed);
     internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.dir.get());
+    absl::Status st = w.Open(path, options_.target());
     for (uint64_t i = 0; st.ok() && i < nspf; ++i) {
       offsets[i] = i * sample_bytes;
       internal::FillRandom(t, rng, sample.data(), elems);
@@ -187,7 +200,7 @@ class IndexedBinaryFormat final : public Format {
     for (const auto& [p, v] : {std::pair{OffPath(path), &offsets}, std::pair{SizePath(path), &sizes}}) {
       if (!st.ok()) break;
       internal::FileWriter iw;
-      st = iw.Open(p, options_.dir.get());
+      st = iw.Open(p, options_.target());
       if (st.ok()) st = iw.Append(v->data(), v->size() * 8, stats);
       if (st.ok()) st = iw.Finish(stats);
     }

@@ -26,6 +26,7 @@
 #include "common/confined_dir.h"
 #include "common/io_stats.h"
 #include "common/random.h"
+#include "readers/s3_storage.h"
 #include "readers/storage.h"
 
 namespace dlio::internal {
@@ -149,11 +150,21 @@ inline absl::Status SyncFile(const std::string& path, const ConfinedDir* dir = n
 // op; Finish() flushes, starts writeback, closes (reporting close errors) and counts the completed file. Small appends
 // are gathered in a kWriteChunk buffer; an append of >= kWriteChunk with an empty buffer, and AppendDirect(), are
 // written straight from the caller's memory.
+// Object storage: Open(key, target) with target.engine == kS3 writes object `key` instead (readers/s3_storage.h:
+// one PUT, or a multipart upload above kS3MultipartThreshold; no temporary name needed, an object appears whole).
 class FileWriter {
  public:
+  absl::Status Open(const std::string& path, const StorageTarget& target) {
+    if (target.engine != IoEngine::kS3) return Open(path, target.dir.get());
+    if (!s3_) s3_ = std::make_unique<S3ObjectWriter>(target.s3);
+    s3_->Open(path);
+    s3_active_ = true;
+    return absl::OkStatus();
+  }
   // Below `dir` (when given) the file is always a new one: an existing name (a stale temporary, or a hard link
   // planted there) is removed first, so no existing inode is ever written through.
   absl::Status Open(const std::string& path, const ConfinedDir* dir = nullptr) {
+    s3_active_ = false;
     path_ = path;
     if (dir != nullptr) dir->Unlink(path);  // ENOENT is the usual answer
     fd_ = Fd(dir != nullptr ? dir->Open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)
@@ -164,6 +175,7 @@ class FileWriter {
     return absl::OkStatus();
   }
   absl::Status Append(const void* data, size_t n, IoStats& stats) {
+    if (s3_active_) return s3_->Append(data, n, stats);
     const uint8_t* p = static_cast<const uint8_t*>(data);
     while (n > 0) {
       if (used_ == 0 && n >= kWriteChunk) {
@@ -187,6 +199,7 @@ class FileWriter {
   // Writes [data, data+n) from the caller's memory in kWriteChunk pieces, after anything appended before it (no copy
   // into the staging buffer: for callers that hold the whole file, e.g. an archive built in memory).
   absl::Status AppendDirect(const void* data, size_t n, IoStats& stats) {
+    if (s3_active_) return s3_->Append(data, n, stats);
     if (absl::Status s = Flush(stats); !s.ok()) return s;
     const uint8_t* p = static_cast<const uint8_t*>(data);
     while (n > 0) {
@@ -201,6 +214,10 @@ class FileWriter {
   // durable later with SyncFile(), by then mostly written, so the wait overlaps other work), closes (reporting close
   // errors) and counts the completed file.
   absl::Status Finish(IoStats& stats) {
+    if (s3_active_) {
+      s3_active_ = false;
+      return s3_->Finish(stats);
+    }
     if (absl::Status s = Flush(stats); !s.ok()) return s;
     // Best effort: a filesystem without it (EINVAL, ENOSYS) just writes back later; SyncFile() still waits.
     ::sync_file_range(fd_.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
@@ -208,7 +225,7 @@ class FileWriter {
     stats.AddFile();
     return absl::OkStatus();
   }
-  uint64_t bytes_written() const { return off_ + used_; }
+  uint64_t bytes_written() const { return s3_active_ ? s3_->bytes_written() : off_ + used_; }
 
  private:
   absl::Status Flush(IoStats& stats) {
@@ -239,6 +256,8 @@ class FileWriter {
   uint64_t off_ = 0;  // file offset of buf_[0]
   size_t used_ = 0;
   AlignedBuffer buf_;
+  std::unique_ptr<S3ObjectWriter> s3_;  // made at the first object
+  bool s3_active_ = false;
 };
 
 // xoshiro256** (Blackman & Vigna), state seeded by splitmix64 so that any seed, 0 included, gives a good state.

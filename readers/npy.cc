@@ -132,8 +132,7 @@ namespace {
 
 class NpySampleReader final : public SampleReader {
  public:
-  NpySampleReader(IoEngine engine, bool keep, std::shared_ptr<const ConfinedDir> dir)
-      : file_(engine, keep, std::move(dir)) {}
+  NpySampleReader(StorageTarget target, bool keep) : file_(std::move(target), keep) {}
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     s_ = {};
     absl::StatusOr<uint64_t> size = file_.Read(path, stats);
@@ -163,7 +162,7 @@ class NpyFormat final : public Format {
   explicit NpyFormat(FormatOptions o) : Format(std::move(o)) {}
   const char* name() const override { return "npy"; }
   const char* extension() const override { return "npy"; }
-  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<NpySampleReader>(options_.io_engine, options_.read_in_memory, options_.dir);
+  std::unique_ptr<SampleReader> NewSampleReader() const override { return std::make_unique<NpySampleReader>(options_.target(), options_.read_in_memory);
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
@@ -176,7 +175,7 @@ class NpyFormat final : public Format {
     // Header and data in one buffer, filled piecewise so even a multi-GiB file costs one kWriteChunk of memory.
     internal::Rng rng(seed);
     internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.dir.get());
+    absl::Status st = w.Open(path, options_.target());
     if (st.ok()) st = w.Append(hdr.data(), hdr.size(), stats);
     const uint64_t per_piece = std::max<uint64_t>(1, internal::kWriteChunk / t.itemsize);
     std::vector<uint8_t> piece(std::min(elems, per_piece) * t.itemsize);

@@ -110,10 +110,7 @@ absl::Status FindMember(const uint8_t* p, uint64_t n, std::string_view name, con
 
 class NpzSampleReader final : public SampleReader {
  public:
-  NpzSampleReader(IoEngine engine, bool keep, std::shared_ptr<const ConfinedDir> dir)
-      : engine_(engine), keep_(keep), dir_(std::move(dir)) {
-    cached_.reserve(256);
-  }
+  NpzSampleReader(StorageTarget target, bool keep) : target_(std::move(target)), keep_(keep) { cached_.reserve(256); }
   NpzSampleReader(const NpzSampleReader&) = delete;
   NpzSampleReader& operator=(const NpzSampleReader&) = delete;
   ~NpzSampleReader() override {
@@ -123,7 +120,7 @@ class NpzSampleReader final : public SampleReader {
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     s_ = {};
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_, dir_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -131,12 +128,11 @@ class NpzSampleReader final : public SampleReader {
     // reader.read_type: memory serves the samples of the file read last from memory (whole_file.h says why).
     if (!(keep_ && cached_valid_ && path == cached_)) {
       cached_valid_ = false;
-      if (absl::Status s = storage_->Open(path, &size, stats); !s.ok()) return s;
-      buf_.Reserve(RoundUp(size, storage_->alignment()));  // grows only: no allocation after the largest file
-      const size_t piece = engine_ == IoEngine::kIoUring ? kUringPiece : kNpzReadChunk;
-      absl::Status read = storage_->ReadWhole(buf_.data(), size, piece, stats);
-      storage_->Close();
-      if (!read.ok()) return read;
+      // The buffer grows only: no allocation after the largest file. s3: one GET.
+      const size_t piece = target_.engine == IoEngine::kIoUring ? kUringPiece : kNpzReadChunk;
+      absl::StatusOr<uint64_t> got = storage_->ReadFile(path, buf_, piece, stats);
+      if (!got.ok()) return got.status();
+      size = *got;
       cached_size_ = size;
       if (keep_) {
         cached_.assign(path);
@@ -206,10 +202,9 @@ class NpzSampleReader final : public SampleReader {
     return inflated_.get();
   }
 
-  const IoEngine engine_;
+  const StorageTarget target_;
   std::unique_ptr<StorageReader> storage_;
   const bool keep_;            // reader.read_type: memory
-  const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
   std::string cached_;         // the file in buf_ when cached_valid_
   bool cached_valid_ = false;
   uint64_t cached_size_ = 0;
@@ -394,7 +389,7 @@ class NpzFormat final : public Format {
   const char* name() const override { return "npz"; }
   const char* extension() const override { return "npz"; }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<NpzSampleReader>(options_.io_engine, options_.read_in_memory, options_.dir);
+    return std::make_unique<NpzSampleReader>(options_.target(), options_.read_in_memory);
   }
 
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
@@ -463,7 +458,7 @@ class NpzFormat final : public Format {
     za.release();  // zip_close freed it
 
     internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.dir.get());
+    absl::Status st = w.Open(path, options_.target());
     if (st.ok()) st = w.AppendDirect(dest.data(), dest.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(nspf));

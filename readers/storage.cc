@@ -218,6 +218,7 @@ absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name) {
 
 const char* IoEngineName(IoEngine e) {
   switch (e) {
+    case IoEngine::kS3: return "s3";
     case IoEngine::kPosix: return "posix";
     case IoEngine::kODirect: return "odirect";
     case IoEngine::kIoUring: return "io_uring";
@@ -313,7 +314,16 @@ void AlignedBuffer::Reserve(size_t n, size_t keep) {
 
 absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(IoEngine engine,
                                                                   std::shared_ptr<const ConfinedDir> dir) {
+  return New(StorageTarget{engine, nullptr, std::move(dir)});
+}
+
+absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(const StorageTarget& target) {
+  const IoEngine engine = target.engine;
   std::unique_ptr<StorageReader> r;
+  if (engine == IoEngine::kS3) {
+    if (!target.s3) return absl::FailedPreconditionError("storage: the s3 engine needs a bucket configuration");
+    return NewS3StorageReader(target.s3);
+  }
   if (engine == IoEngine::kIoUring) {
     auto u = std::make_unique<UringReader>();
     if (absl::Status s = u->Init(); !s.ok()) return s;
@@ -323,7 +333,7 @@ absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(IoEngine engin
   } else {
     r = std::make_unique<PreadReader>(engine);
   }
-  r->dir_ = std::move(dir);
+  r->dir_ = target.dir;
   if (const char* dir = std::getenv("DLIO_IOLOG_DIR"); dir != nullptr && *dir != '\0') {
     const std::string name = absl::StrCat(dir, "/iolog.", ::getpid(), ".", g_iolog_seq.fetch_add(1));
     r->iolog_ = std::fopen(name.c_str(), "w");
@@ -357,6 +367,7 @@ absl::Status StorageReader::Open(const std::string& path, uint64_t* size, IoStat
   }
   stats.AddFile();
   path_ = path;
+  open_ = true;
   size_ = static_cast<uint64_t>(st.st_size);
   *size = size_;
   if (iolog_ != nullptr) {
@@ -367,6 +378,7 @@ absl::Status StorageReader::Open(const std::string& path, uint64_t* size, IoStat
 }
 
 void StorageReader::Close() {
+  open_ = false;
   if (fd_ < 0) return;
   OnClose();
   ::close(fd_);
@@ -375,7 +387,7 @@ void StorageReader::Close() {
 }
 
 absl::Status StorageReader::Read(ReadRequest* reqs, size_t n, IoStats& stats) {
-  if (fd_ < 0) return absl::FailedPreconditionError("storage reader: Read() without a successful Open()");
+  if (!open_) return absl::FailedPreconditionError("storage reader: Read() without a successful Open()");
   if (iolog_ != nullptr) {
     for (size_t i = 0; i < n; ++i) Log("read", reqs[i].off, reqs[i].len);
   }
@@ -409,6 +421,17 @@ absl::Status StorageReader::ReadWhole(uint8_t* buf, uint64_t size, size_t piece,
     off = std::min<uint64_t>(end, size);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> StorageReader::ReadFile(const std::string& path, AlignedBuffer& buf, size_t piece,
+                                                 IoStats& stats) {
+  uint64_t size = 0;
+  if (absl::Status s = Open(path, &size, stats); !s.ok()) return s;
+  buf.Reserve(std::max<uint64_t>(1, RoundUp(size, alignment())));
+  absl::Status read = ReadWhole(buf.data(), size, piece, stats);
+  Close();
+  if (!read.ok()) return read;
+  return size;
 }
 
 void StorageReader::Log(const char* what, uint64_t off, uint64_t len) {

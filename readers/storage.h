@@ -1,6 +1,8 @@
 // Storage engines: how the format readers read data files. posix (pread, the default), odirect (O_DIRECT with
-// aligned buffers, offsets and lengths, as DLIO's NPZReaderODIRECT), io_uring (liburing, several reads in flight)
-// and mmap (the file mapped, requests copied out of the mapping: page faults do the I/O, as fio's mmap engine).
+// aligned buffers, offsets and lengths, as DLIO's NPZReaderODIRECT), io_uring (liburing, several reads in flight),
+// mmap (the file mapped, requests copied out of the mapping: page faults do the I/O, as fio's mmap engine) and s3
+// (objects of a bucket through readers/s3.h: a path is an object key; Open() is a HEAD, each read request a ranged
+// GET, ReadFile() one whole-object GET).
 //
 // Contract:
 //  - A StorageReader belongs to one loader thread and reads one open file at a time. Open() counts the file
@@ -14,6 +16,8 @@
 //    A filesystem without O_DIRECT support (tmpfs) fails Open() with an error naming dlio_ext.io_engine.
 //  - No heap allocation per request or per file once warm: the io_uring ring and per-request slots are set up in
 //    New(); buffers belong to the caller (AlignedBuffer grows only).
+//  - ReadFile(): opens, reads all of it and closes in one call: the whole-file formats use it, so that s3 does it in
+//    one GET (the size comes with the answer, no HEAD first), as DLIO's S3 readers do.
 //  - Recording: when the environment variable DLIO_IOLOG_DIR names a folder, every StorageReader also writes the
 //    reads it issues as a fio "version 2" iolog (<dir>/iolog.<pid>.<n>, one per reader, i.e. per loader thread and
 //    epoch), so bench/ can replay the agent's own I/O with fio. Off (no cost beyond one branch per call) otherwise.
@@ -35,9 +39,20 @@
 
 namespace dlio {
 
-enum class IoEngine { kPosix, kODirect, kIoUring, kMmap };
+enum class IoEngine { kPosix, kODirect, kIoUring, kMmap, kS3 };
 
-// "posix" | "odirect" | "io_uring" | "mmap"; anything else is InvalidArgument naming the allowed values.
+struct S3Config;
+
+// Where data lives and how it is read: a file engine, or s3 with the bucket's configuration (s3 set iff kS3).
+// `dir`: for files, every Open() resolves its path below it (common/confined_dir.h); null = plain open(2).
+struct StorageTarget {
+  IoEngine engine = IoEngine::kPosix;
+  std::shared_ptr<const S3Config> s3;
+  std::shared_ptr<const ConfinedDir> dir;
+};
+
+// "posix" | "odirect" | "io_uring" | "mmap" (s3 comes from storage.storage_type, not from this name); anything else
+// is InvalidArgument naming the allowed values.
 absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name);
 const char* IoEngineName(IoEngine e);
 
@@ -94,9 +109,9 @@ struct ReadRequest {
 class StorageReader {
  public:
   // Errors: io_uring set-up failures (io_uring disabled, RLIMIT_MEMLOCK) name dlio_ext.io_engine.
-  // `dir`: every Open() resolves its path below it (common/confined_dir.h); null = plain open(2).
   static absl::StatusOr<std::unique_ptr<StorageReader>> New(IoEngine engine,
                                                             std::shared_ptr<const ConfinedDir> dir = nullptr);
+  static absl::StatusOr<std::unique_ptr<StorageReader>> New(const StorageTarget& target);
   virtual ~StorageReader();
 
   IoEngine engine() const { return engine_; }
@@ -104,8 +119,8 @@ class StorageReader {
   size_t alignment() const { return engine_ == IoEngine::kODirect ? kDirectAlign : 1; }
 
   // Opens `path` read-only (closing the previous file) and returns its size; counts one file.
-  absl::Status Open(const std::string& path, uint64_t* size, IoStats& stats);
-  void Close();
+  virtual absl::Status Open(const std::string& path, uint64_t* size, IoStats& stats);
+  virtual void Close();
   const std::string& path() const { return path_; }
 
   // Issues the n requests against the open file (see the contract above).
@@ -113,6 +128,9 @@ class StorageReader {
   // Reads the whole open file of `size` bytes into buf (capacity >= RoundUp(size, alignment())) in pieces of at
   // most `piece` bytes (a multiple of alignment()). Error if the file is shorter than `size`.
   absl::Status ReadWhole(uint8_t* buf, uint64_t size, size_t piece, IoStats& stats);
+  // Open + read all of `path` into buf (grown to RoundUp(size, alignment()), never shrunk) + Close; returns its
+  // size. s3: one GET.
+  virtual absl::StatusOr<uint64_t> ReadFile(const std::string& path, AlignedBuffer& buf, size_t piece, IoStats& stats);
 
  protected:
   explicit StorageReader(IoEngine e) : engine_(e) {}
@@ -121,6 +139,7 @@ class StorageReader {
   // Called by Close() before the descriptor goes (mmap: unmaps the file).
   virtual void OnClose() {}
   int fd_ = -1;
+  bool open_ = false;  // a successful Open() not yet closed
   uint64_t size_ = 0;  // of the open file, from fstat at Open()
   std::string path_;
   std::shared_ptr<const ConfinedDir> dir_;

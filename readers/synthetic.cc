@@ -40,7 +40,7 @@ class SyntheticFormat final : public Format {
   absl::Status Generate(const std::string& path, uint64_t, IoStats& stats) const override {
     const std::string text = IndexText(path);
     internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.dir.get());
+    absl::Status st = w.Open(path, options_.target());
     if (st.ok()) st = w.Append(text.data(), text.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(options_.samples_per_file));

@@ -115,18 +115,17 @@ struct ExampleFrame {
 
 class TfrecordStreamReader final : public StreamReader {
  public:
-  TfrecordStreamReader(int64_t transfer_size, IoEngine engine, std::shared_ptr<const ConfinedDir> dir)
-      : engine_(engine),
-        dir_(std::move(dir)),
+  TfrecordStreamReader(int64_t transfer_size, StorageTarget target)
+      : target_(std::move(target)),
         // O_DIRECT needs aligned lengths and offsets: the transfer size is rounded up to the alignment.
-        per_(engine == IoEngine::kODirect ? RoundUp(static_cast<uint64_t>(transfer_size), kDirectAlign)
+        per_(target_.engine == IoEngine::kODirect ? RoundUp(static_cast<uint64_t>(transfer_size), kDirectAlign)
                                           : static_cast<size_t>(transfer_size)),
-        depth_(engine == IoEngine::kIoUring ? kUringDepth : 1) {}
+        depth_(target_.engine == IoEngine::kIoUring ? kUringDepth : 1) {}
 
   absl::Status Open(const std::string& path, IoStats& stats) override {
     Close();
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_, dir_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -225,8 +224,7 @@ class TfrecordStreamReader final : public StreamReader {
   }
 
   static constexpr size_t kBufferRefills = 4;
-  const IoEngine engine_;
-  const std::shared_ptr<const ConfinedDir> dir_;  // FormatOptions::dir
+  const StorageTarget target_;
   const size_t per_;    // bytes per read
   const size_t depth_;  // reads per refill
   std::unique_ptr<StorageReader> storage_;
@@ -259,7 +257,7 @@ class TfrecordFormat final : public Format {
     return std::make_unique<TfrecordSampleReader>();
   }
   std::unique_ptr<StreamReader> NewStreamReader() const override {
-    return std::make_unique<TfrecordStreamReader>(options_.transfer_size, options_.io_engine, options_.dir);
+    return std::make_unique<TfrecordStreamReader>(options_.transfer_size, options_.target());
   }
 
   std::vector<std::string> CompanionPaths(const std::string& data_path) const override {
@@ -278,7 +276,7 @@ class TfrecordFormat final : public Format {
     std::string index;
     internal::Rng rng(seed);
     internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.dir.get());
+    absl::Status st = w.Open(path, options_.target());
     for (int64_t r = 0; st.ok() && r < options_.samples_per_file; ++r) {
       absl::StrAppend(&index, w.bytes_written(), " ", kHeaderLen + frame.total_len + kFooterLen, "\n");
       internal::FillRandom(t, rng, image.data(), elems);
@@ -305,7 +303,7 @@ class TfrecordFormat final : public Format {
         std::filesystem::create_directories(options_.tfrecord_index_dir, ec);
       }
       internal::FileWriter iw;
-      st = iw.Open(CompanionPaths(path)[0], options_.dir.get());
+      st = iw.Open(CompanionPaths(path)[0], options_.target());
       if (st.ok()) st = iw.Append(index.data(), index.size(), stats);
       if (st.ok()) st = iw.Finish(stats);
     }

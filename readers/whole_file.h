@@ -1,5 +1,6 @@
 // WholeFileReader (internal): the whole-file read of npy, csv, jpeg and png through a StorageReader (storage.h), so
-// dlio_ext.io_engine (posix, odirect, io_uring) applies to them as to npz, and reader.read_type: memory.
+// dlio_ext.io_engine (posix, odirect, io_uring, mmap) and s3 (one GET per object) apply to them as to npz, and
+// reader.read_type: memory.
 //
 // Contract: Read(path) opens the file (one AddFile), reads all of it into an aligned buffer that grows only (no
 // allocation per file once warm: the buffer and the StorageReader are made on first use and reused), closes it and
@@ -24,39 +25,31 @@ namespace dlio::internal {
 
 class WholeFileReader {
  public:
-  WholeFileReader(IoEngine engine, bool keep, std::shared_ptr<const ConfinedDir> dir = nullptr)
-      : engine_(engine), keep_(keep), dir_(std::move(dir)) {
-    cached_.reserve(256);
-  }
+  WholeFileReader(StorageTarget target, bool keep) : target_(std::move(target)), keep_(keep) { cached_.reserve(256); }
 
   absl::StatusOr<uint64_t> Read(const std::string& path, IoStats& stats) {
     if (keep_ && valid_ && path == cached_) return size_;
     valid_ = false;
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(engine_, dir_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
-    uint64_t size = 0;
-    if (absl::Status s = storage_->Open(path, &size, stats); !s.ok()) return s;
-    buf_.Reserve(std::max<uint64_t>(1, RoundUp(size, storage_->alignment())));
-    const size_t piece = engine_ == IoEngine::kIoUring ? kUringPiece : kWholeFileReadChunk;
-    absl::Status read = storage_->ReadWhole(buf_.data(), size, piece, stats);
-    storage_->Close();
-    if (!read.ok()) return read;
-    size_ = size;
+    const size_t piece = target_.engine == IoEngine::kIoUring ? kUringPiece : kWholeFileReadChunk;
+    absl::StatusOr<uint64_t> size = storage_->ReadFile(path, buf_, piece, stats);
+    if (!size.ok()) return size.status();
+    size_ = *size;
     if (keep_) {
       cached_.assign(path);  // no allocation while paths fit the reserved capacity
       valid_ = true;
     }
-    return size;
+    return size_;
   }
   const uint8_t* data() const { return buf_.data(); }
 
  private:
-  const IoEngine engine_;
+  const StorageTarget target_;
   const bool keep_;
-  const std::shared_ptr<const ConfinedDir> dir_;
   std::unique_ptr<StorageReader> storage_;
   AlignedBuffer buf_;
   std::string cached_;

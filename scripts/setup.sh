@@ -5,7 +5,8 @@
 #                               build folder is configured without tests and benchmarks: about half the compile steps)
 #   scripts/setup.sh --test     also what the test suite needs (promtool, numpy/h5py/Pillow for cross-checks, fio, openssl;
 #                               Prometheus, Chromium, Slurm and Go + sprig for the observability/launcher tests;
-#                               clang-14 + libFuzzer for the fuzz targets, built into build/fuzz), and
+#                               clang-14 + libFuzzer for the fuzz targets, built into build/fuzz; Ceph's mon, osd and
+#                               radosgw (~250 MiB) + boto3 for the S3 tests), and
 #                               builds everything, tests and benchmarks included, in the same build folder
 # npm packages (package.json + package-lock.json, installed with `npm ci`): Chart.js, which the build embeds into
 # `dlio-coordinator report`, always; the test tools (Grafana schema, kubernetes-models, playwright-core) with --test.
@@ -20,7 +21,8 @@ packages=(cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1 libsqlite3-dev)
+  libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1 libsqlite3-dev
+  libcurl4-openssl-dev libpugixml-dev)                         # S3 object storage (readers/s3.h)
 # openssl: the TLS tests make their own certificates; python3: bench/fleet.sh reads the result files.
 # hdf5-plugin-lzf is HDF5's lzf filter for dataset.compression: lzf; its plugin needs liblzf1 loaded beside it.
 if ((with_tests)); then
@@ -28,7 +30,8 @@ if ((with_tests)); then
     chromium                                                   # HTML report loaded headless (tests/js/check_report.mjs)
     slurmctld slurmd slurm-client                              # slurm/dlio.sbatch on 4 emulated nodes
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev  # Helm chart rendering (tests/minihelm)
-    clang-14 libclang-rt-14-dev)                               # libFuzzer targets (fuzz/, tests/fuzz/run.sh)
+    clang-14 libclang-rt-14-dev                                # libFuzzer targets (fuzz/, tests/fuzz/run.sh)
+    ceph-mon ceph-osd radosgw python3-boto3)                   # a real S3 gateway (scripts/ceph-rgw.sh) + boto3 checks
 fi
 # Node.js + npm: in the base image (Node 20); Debian's own when missing.
 command -v npm >/dev/null || packages+=(nodejs npm)
