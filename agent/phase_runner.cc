@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -320,6 +321,30 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
     }
   }
   progress_.total = mine;
+  if (objects) {
+    // Multipart uploads a failed earlier run left under this agent's own keys (a gateway that died mid-upload
+    // could not be told to abort them) are aborted now, so the bucket keeps no half-written object. Only this
+    // agent's keys: other agents may be uploading theirs already.
+    std::set<std::string> my_keys;
+    for (const Split& sp : splits) {
+      for (int64_t i = 0; i < sp.files; ++i) {
+        const int64_t owner = i % cmd.world;
+        if (owner < cmd.first_rank || owner >= cmd.first_rank + cmd.local_ranks) continue;
+        const std::string key = S3Join(data_dir->string(), DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
+                                                                           sp.subfolders, (*format)->extension()));
+        for (const std::string& c : (*format)->CompanionPaths(key)) my_keys.insert(c);
+        my_keys.insert(key);
+      }
+    }
+    S3Client client(*s3);
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> open = client.ListMultipartUploads(
+        data_dir->string().empty() ? "" : data_dir->string() + "/");
+    if (!open.ok()) return Annotate(open.status(), Where(cmd, cmd.first_rank));
+    for (const auto& [key, id] : *open) {
+      if (my_keys.count(key) == 0) continue;
+      if (absl::Status s = client.AbortMultipart(key, id); !s.ok()) return Annotate(s, Where(cmd, cmd.first_rank));
+    }
+  }
 
   std::vector<RankEpochResult> results(cmd.local_ranks);
   FirstError first_error;

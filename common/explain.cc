@@ -155,6 +155,13 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
   if (!fleet.fleet_note.empty()) j["fleet_note"] = fleet.fleet_note;
   j["format"] = spec.format;
   j["record_length_bytes"] = spec.record_length_bytes;
+  if (spec.IsS3()) {  // object storage (docs/object-storage.md): where the objects are; never a credential
+    const std::string prefix = spec.S3DataPrefix();
+    j["storage"] = json{{"type", "s3"},
+                        {"bucket", spec.storage_root},
+                        {"train_prefix", (prefix.empty() ? "" : prefix + "/") + "train/"},
+                        {"endpoint", spec.s3_endpoint_url.empty() ? "the agents' AWS_ENDPOINT_URL" : spec.s3_endpoint_url}};
+  }
 
   // Training and evaluation.
   int64_t train_steps = 0;
@@ -268,6 +275,12 @@ std::string ExplainText(const json& p) {
     o << fmt::format("  format: {}, record {} ({} bytes, mean)\n", p["format"].get<std::string>(),
                      Human(p["record_length_bytes"].get<double>()), p["record_length_bytes"].get<double>());
   }
+  if (p.contains("storage")) {
+    const json& st = p["storage"];
+    o << fmt::format("  storage: s3 bucket '{}', objects under s3://{}/{} (endpoint {})\n",
+                     st["bucket"].get<std::string>(), st["bucket"].get<std::string>(),
+                     st["train_prefix"].get<std::string>(), st["endpoint"].get<std::string>());
+  }
   auto steps = [&](const char* name, const json& s) {
     if (s.contains("enabled") && !s["enabled"].get<bool>()) {
       o << fmt::format("  {}: off\n", name);
@@ -309,7 +322,8 @@ std::string ExplainText(const json& p) {
       o << fmt::format("; {} node(s), RAM {} each at least, {} in all ({})\n", m["nodes"].get<int64_t>(),
                        Human(m["node_memory_bytes"].get<double>()), Human(m["fleet_memory_bytes"].get<double>()),
                        m["memory_source"].get<std::string>());
-      if (m["potential_caching"].get<bool>()) {
+      // Objects are read over the network: there is no client page cache to warn about.
+      if (m["potential_caching"].get<bool>() && !p.contains("storage")) {
         o << fmt::format(
             "  warning: potential caching: a node's share of an epoch ({}) fits in its RAM, so reads "
             "after the first epoch may come from the page cache (DLIO's potential_caching)\n",

@@ -273,8 +273,9 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
             "checkpoint.mode: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
-  EXPECT_EQ(Error("storage:\n  storage_type: s3\n"),
-            "storage.storage_type: 's3' (object storage) is not supported yet by this version (local_fs, parallel_fs)");
+  EXPECT_EQ(Error("storage:\n  storage_type: aistore\n"),
+            "storage.storage_type: 'aistore' is a DLIO storage type not supported yet (supported: local_fs, "
+            "parallel_fs, s3)");
   EXPECT_EQ(Error("train:\n  computation_time:\n    mean: 0.01\n    stdev: 0.002\n"), "<loaded>");  // normal
   EXPECT_EQ(Error("reader:\n  data_loader: native_dali\n"),
             "reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
@@ -506,7 +507,7 @@ TEST(WorkloadSpec, ModelSizeIsTheModelSizeUnlessModelSizeBytesIsGiven) {
 
 TEST(WorkloadSpec, PlanOnlyListsWhatARunWouldStopAtAndEveryKeyWithItsPolicy) {
   const std::string yaml =
-      "framework: tensorflow\nworkflow:\n  train: false\n  checkpoint: true\nstorage:\n  storage_type: s3\n"
+      "framework: tensorflow\nworkflow:\n  train: false\n  checkpoint: true\nstorage:\n  storage_type: aistore\n"
       "reader:\n  pin_memory: false\ncheckpoint:\n  num_checkpoints_write: 3\n";
   EXPECT_FALSE(LoadWorkload(yaml, {}, "job.yaml").ok());
   LoadOptions plan;
@@ -514,7 +515,7 @@ TEST(WorkloadSpec, PlanOnlyListsWhatARunWouldStopAtAndEveryKeyWithItsPolicy) {
   LoadDiagnostics d;
   ASSERT_TRUE(LoadWorkload(yaml, {}, "job.yaml", plan, &d).ok());
   EXPECT_THAT(d.not_supported, ::testing::ElementsAre(
-                                   HasSubstr("storage.storage_type: 's3' (object storage) is not supported yet")));
+                                   HasSubstr("storage.storage_type: 'aistore' is a DLIO storage type not supported")));
   std::map<std::string, std::pair<std::string, KeyPolicy>> keys;
   for (const KeyUse& k : d.keys) keys[k.key] = {k.value, k.policy};
   EXPECT_EQ(keys["framework"], std::make_pair(std::string("tensorflow"), KeyPolicy::kLabel));

@@ -579,6 +579,30 @@ absl::Status S3Client::AbortMultipart(absl::string_view key, const std::string& 
   return Perform(r);
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> S3Client::ListMultipartUploads(
+    absl::string_view prefix) {
+  std::string q = "prefix=";
+  Encode(prefix, false, &q);
+  q += "&uploads=";
+  url_.assign(base_);
+  url_ += "/?";
+  url_ += q;
+  Request r;
+  r.op = S3Op::kList;
+  if (absl::Status s = Perform(r); !s.ok()) return s;
+  pugi::xml_document doc;
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!doc.load_buffer(body_.data(), body_.size())) {
+    return absl::InternalError(absl::StrCat("s3 GET ", config_->Describe(), " multipart uploads under '", prefix,
+                                            "': the answer is not XML"));
+  }
+  pugi::xml_node root = doc.child("ListMultipartUploadsResult");
+  for (pugi::xml_node u = root.child("Upload"); u; u = u.next_sibling("Upload")) {
+    out.emplace_back(u.child_value("Key"), u.child_value("UploadId"));
+  }
+  return out;
+}
+
 absl::Status S3Client::Delete(absl::string_view key) {
   BuildUrl(key, "");
   Request r;

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include "absl/strings/string_view.h"
 #include <vector>
 
@@ -186,6 +187,8 @@ class S3Client {
   absl::Status CompleteMultipart(absl::string_view key, const std::string& upload_id,
                                  const std::vector<std::string>& etags);
   absl::Status AbortMultipart(absl::string_view key, const std::string& upload_id);
+  // The multipart uploads in progress under `prefix`: (key, upload id) pairs (first 1000).
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ListMultipartUploads(absl::string_view prefix);
   // One page of ListObjectsV2 under `prefix` (at most 1000 keys), continuing at `token` ("" = first page).
   absl::StatusOr<S3ListPage> ListPage(absl::string_view prefix, const std::string& token);
   // Every object under `prefix`, all pages.

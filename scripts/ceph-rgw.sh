@@ -5,6 +5,9 @@
 #                                    empty or absent), on random free loopback ports; prints the environment lines
 #                                    `AWS_ENDPOINT_URL=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... AWS_REGION=...`
 #                                    and writes them to DIR/env (mode 600) and the daemons' PIDs to DIR/pids.
+#   scripts/ceph-rgw.sh extra-rgw DIR  starts one more radosgw (client.rgw.b) of the running cluster on a new free port
+#                                    and prints "PID ENDPOINT": the fault tests kill that gateway and leave the first
+#                                    one serving the other tests. Recorded in DIR/pids too.
 #   scripts/ceph-rgw.sh stop DIR     kills exactly the daemons `start` recorded in DIR/pids (TERM, then KILL after 5 s).
 #
 # No cephadm, no systemd, no mgr; cephx on. Facts measured on this machine kind (issue 15):
@@ -47,6 +50,35 @@ if [[ $cmd == stop ]]; then
   stop
   exit 0
 fi
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() {
+  for _ in $(seq 600); do
+    if python3 - "$1" <<'PY' 2>/dev/null; then return 0; fi
+import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(sys.argv[1] + "/", timeout=1)
+except urllib.error.HTTPError:
+    pass
+PY
+    sleep 0.1
+  done
+  return 1
+}
+if [[ $cmd == extra-rgw ]]; then
+  [[ -f $dir/pids ]] || { echo "$0: no cluster running in $dir" >&2; exit 2; }
+  dir=$(cd "$dir" && pwd)
+  port=$(free_port)
+  # Stop it with SIGTERM (it exits within ~2 s, refusing new connections at once): after a SIGKILL its watch on the
+  # cluster's notify objects lingers until the OSD's 30 s watch timeout, and every metadata change on the other
+  # gateway (a bucket creation) waits for it (measured: 29 s).
+  radosgw -c "$dir/ceph.conf" -n client.rgw.b -f --rgw-frontends "beast endpoint=127.0.0.1:$port tcp_nodelay=1" \
+    > "$dir/log/rgw-b-$port.out" 2>&1 &
+  pid=$!
+  echo "$pid rgw-b" >> "$dir/pids"
+  wait_http "http://127.0.0.1:$port" || { echo "$0: the extra gateway did not answer" >&2; exit 1; }
+  echo "$pid http://127.0.0.1:$port"
+  exit 0
+fi
 [[ $cmd == start ]] || { echo "$0: unknown command '$cmd' (start, stop)" >&2; exit 2; }
 for tool in ceph-mon ceph-osd radosgw radosgw-admin ceph-authtool monmaptool ceph; do
   command -v "$tool" >/dev/null || { echo "$0: $tool not found (install with scripts/setup.sh --test)" >&2; exit 1; }
@@ -62,7 +94,6 @@ mkdir -p "$dir"/{run,log,mon/ceph-a,osd/ceph-0,tmp}
 # A failed start leaves nothing running.
 trap 'rc=$?; if ((rc != 0)); then stop; echo "ceph-rgw: start failed; logs in $dir/log" >&2; fi; exit $rc' EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mon_port=$(free_port)
 rgw_port=$(free_port)
 while [[ $rgw_port == "$mon_port" ]]; do rgw_port=$(free_port); done
@@ -111,7 +142,9 @@ EOF
 ceph-authtool --create-keyring "$dir/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
 ceph-authtool "$dir/keyring" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' \
   --cap mds 'allow *' --cap mgr 'allow *' >/dev/null
-ceph-authtool "$dir/keyring" --gen-key -n client.rgw.a --cap mon 'allow rw' --cap osd 'allow rwx' >/dev/null
+for rgw in a b; do  # b: the extra gateway of the fault tests
+  ceph-authtool "$dir/keyring" --gen-key -n "client.rgw.$rgw" --cap mon 'allow rw' --cap osd 'allow rwx' >/dev/null
+done
 monmaptool --create --addv a "[v1:127.0.0.1:$mon_port]" --fsid "$fsid" "$dir/monmap" >/dev/null
 ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring"
 ceph-mon -c "$conf" -i a -f > "$dir/log/mon.out" 2>&1 &
@@ -140,16 +173,7 @@ echo "$! rgw" >> "$dir/pids"
 
 endpoint="http://127.0.0.1:$rgw_port"
 # Ready when it answers an HTTP request (an anonymous GET / gives a ListAllMyBuckets answer).
-for _ in $(seq 600); do
-  if python3 - "$endpoint" <<'PY' 2>/dev/null; then break; fi
-import sys, urllib.request, urllib.error
-try:
-    urllib.request.urlopen(sys.argv[1] + "/", timeout=1)
-except urllib.error.HTTPError:
-    pass
-PY
-  sleep 0.1
-done
+wait_http "$endpoint" || { echo "$0: radosgw did not answer at $endpoint" >&2; exit 1; }
 umask 077
 {
   echo "AWS_ENDPOINT_URL=$endpoint"

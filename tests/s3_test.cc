@@ -1,0 +1,448 @@
+// Object storage acceptance tests (issue 15) against a real Ceph RADOS Gateway: scripts/ceph-rgw.sh starts one
+// cluster for all of them (the CTest fixture s3_gateway; its folder is $DLIO_S3_DIR, its AWS_* settings in
+// $DLIO_S3_DIR/env). Real coordinator and agent processes; boto3 (python3-boto3) is the independent S3 client that
+// uploads DLIO's own files and reads back what the agents write, checked with numpy/h5py (tests/python/).
+// Each test uses buckets of its own, so the tests may run in parallel against the one gateway.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/harness.h"
+
+namespace dlio::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+std::string S3Dir() {
+  const char* dir = std::getenv("DLIO_S3_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : DLIO_S3_DEFAULT_DIR;
+}
+
+// The gateway's settings, exported into this process's environment once (the agents `run` starts inherit them).
+const std::map<std::string, std::string>& Gateway() {
+  static const std::map<std::string, std::string> env = [] {
+    std::map<std::string, std::string> m;
+    std::ifstream in(S3Dir() + "/env");
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t eq = line.find('=');
+      if (eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    for (const auto& [k, v] : m) ::setenv(k.c_str(), v.c_str(), 1);
+    return m;
+  }();
+  return env;
+}
+
+
+class S3 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(Gateway().empty()) << "no gateway: $DLIO_S3_DIR/env is missing (the s3_gateway fixture starts "
+                                       "scripts/ceph-rgw.sh; install Ceph with scripts/setup.sh --test)";
+  }
+};
+
+CommandResult Tool(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/python3", SourceDir() + "/tests/python/s3_tool.py"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, seconds(120));
+}
+
+// A bucket of this test's own (names are unique per process and call).
+std::string NewBucket(const std::string& stem) {
+  static std::atomic<int> n{0};
+  const std::string name = stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+  CommandResult r = Tool({"mkbucket", name});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return name;
+}
+
+json List(const std::string& bucket, const std::string& prefix) {
+  CommandResult r = Tool({"list", bucket, prefix});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? json::parse(r.out) : json::object();
+}
+
+int OpenUploads(const std::string& bucket) {
+  CommandResult r = Tool({"uploads", bucket});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? std::stoi(r.out) : -1;
+}
+
+std::string Storage(const std::string& bucket) {
+  return "storage:\n  storage_type: s3\n  storage_root: " + bucket + "\n";
+}
+
+CommandResult RunJob(const TempDir& dir, const std::string& job, const std::vector<std::string>& extra, int agents = 2) {
+  std::vector<std::string> argv = {Bin("dlio-coordinator"), "run", job, "--local-agents", std::to_string(agents),
+                                   "--data-root", dir.str(), "--results-dir", dir.str() + "/results", "--output",
+                                   dir.str() + "/out"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return RunCommand(argv, seconds(240));
+}
+
+// The check of check_formats.py for objects downloaded with boto3.
+struct FormatCase {
+  std::string format;
+  int files, nspf, record;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<FormatCase>& i) { return i.param.format; }
+void PrintTo(const FormatCase& c, std::ostream* os) { *os << c.format; }
+
+class S3Formats : public S3, public ::testing::WithParamInterface<FormatCase> {};
+
+// Training on every format the S3 backend reads (whole-object GETs for npz, npy, csv, jpeg, png; ranged GETs for
+// tfrecord, indexed_binary and hdf5 through our HDF5 driver), after the agents generated the dataset by PUT; boto3
+// then downloads what the agents wrote and numpy/h5py/Pillow check it has DLIO's layout.
+TEST_P(S3Formats, GeneratesByPutTrainsAndBoto3ReadsTheObjectsBack) {
+  const FormatCase& c = GetParam();
+  TempDir dir;
+  const std::string bucket = NewBucket("fmt-" + std::string(c.format == "indexed_binary" ? "ib" : c.format));
+  const std::string loader = c.format == "tfrecord" ? "tensorflow" : "pytorch";
+  std::string job = Workload(c.format, c.files, c.nspf, c.record, 2, 0.001, 2, true, Storage(bucket));
+  job = std::regex_replace(job, std::regex("data_loader: pytorch"), "data_loader: " + loader);
+  job = std::regex_replace(job, std::regex("framework: pytorch"), "framework: " + loader);
+  job = std::regex_replace(job, std::regex("data_folder: data"), "data_folder: s3://" + bucket + "/ds/" + c.format);
+  WriteFile(dir.str() + "/job.yaml", job);
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml", {});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Nothing went to the local disk: no data folder under the data root.
+  EXPECT_FALSE(fs::exists(dir.path() / "ds"));
+  const json objects = List(bucket, "ds/" + c.format + "/train/");
+  int data_objects = 0;
+  for (const auto& [key, size] : objects.items()) data_objects += key.size() > c.format.size() &&
+                                                                    key.substr(key.size() - c.format.size()) == c.format;
+  EXPECT_EQ(data_objects, c.files) << objects.dump();
+  EXPECT_EQ(OpenUploads(bucket), 0);
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  EXPECT_GT(summary["dlio_ext"]["train_io"]["bytes"].get<double>(), 0) << summary["dlio_ext"].dump();
+
+  // boto3 + numpy/h5py/Pillow: the agents' objects have DLIO's layout.
+  ASSERT_EQ(Tool({"download", bucket, "ds/" + c.format, dir.str() + "/down"}).exit_code, 0);
+  const int d = static_cast<int>(std::sqrt(static_cast<double>(c.record)));
+  std::vector<std::string> check = {"/usr/bin/python3", SourceDir() + "/tests/python/check_formats.py",
+                                    dir.str() + "/down/train", "--format", c.format, "--dims",
+                                    std::to_string(d) + "," + std::to_string(d)};
+  if (c.format != "jpeg" && c.format != "png" && c.format != "tfrecord") {
+    check.insert(check.end(), {"--samples", std::to_string(c.nspf)});
+  }
+  if (c.format == "tfrecord") check.insert(check.end(), {"--index-dir", dir.str() + "/down/index/train"});
+  CommandResult v = RunCommand(check, seconds(120));
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Every, S3Formats,
+                         ::testing::Values(FormatCase{"npz", 4, 2, 65536}, FormatCase{"npy", 4, 2, 65536},
+                                           FormatCase{"hdf5", 4, 4, 16384}, FormatCase{"tfrecord", 4, 8, 16384},
+                                           FormatCase{"indexed_binary", 4, 4, 16384},
+                                           FormatCase{"csv", 4, 2, 4096}, FormatCase{"jpeg", 8, 1, 16384},
+                                           FormatCase{"png", 8, 1, 16384}),
+                         CaseName);
+
+// Objects boto3 uploaded from DLIO's own datasets (../shared/testdata/dlio-generated) are read by the agents with
+// DLIO's own workload file of each case, only the storage keys added.
+TEST_F(S3, AgentsReadDlioMadeDatasetsUploadedByBoto3) {
+  const fs::path root = fs::path(TestDataDir()) / "dlio-generated";
+  for (const char* name : {"npz", "npy", "hdf5", "hdf5_chunked_gzip", "csv", "png", "jpeg", "indexed_binary"}) {
+    SCOPED_TRACE(name);
+    TempDir dir;
+    std::string stem = name;
+    std::replace(stem.begin(), stem.end(), '_', '-');  // S3 bucket names take no '_'
+    const std::string bucket = NewBucket("dlio-" + stem);
+    ASSERT_EQ(Tool({"upload", bucket, "cases/" + stem + "/train", (root / name / "train").string()}).exit_code, 0);
+    CommandResult r = RunJob(dir, (root / name / "workload.yaml").string(),
+                          {"storage.storage_type=s3", "storage.storage_root=" + bucket,
+                           "dataset.data_folder=cases/" + stem, "workflow.generate_data=false",
+                           "workflow.train=true", "train.epochs=1", "reader.batch_size=1",
+                           "train.computation_time=0", "output.folder=null"},
+                          1);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json s = LoadJson(dir.str() + "/out/summary.json");
+    const json& io = s["dlio_ext"]["train_io"];
+    EXPECT_GT(io["samples"].get<double>(), 0) << io.dump();
+    EXPECT_GT(io["bytes"].get<double>(), 0) << io.dump();
+  }
+}
+
+uint64_t VmHwmKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+// A coordinator and one agent as separate processes (for the agent's RSS, its /metrics and its log).
+class Fleet {
+ public:
+  Fleet(const TempDir& dir, const std::vector<std::string>& agent_extra = {}) {
+    port_ = FreePort();
+    metrics_port_ = FreePort();
+    coordinator_ = std::make_unique<Process>(
+        std::vector<std::string>{Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
+                                 dir.str() + "/coord-results", "--store", dir.str() + "/jobs.sqlite"},
+        dir.str() + "/coordinator.log");
+    fs::create_directories(dir.path() / "root");
+    std::vector<std::string> argv = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
+                                     dir.str() + "/root", "--name", "agent-0", "--metrics-listen",
+                                     "127.0.0.1:" + std::to_string(metrics_port_), "--reconnect-window", "3"};
+    argv.insert(argv.end(), agent_extra.begin(), agent_extra.end());
+    agent_ = std::make_unique<Process>(argv, dir.str() + "/agent-0.log");
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int metrics_port() const { return metrics_port_; }
+  Process& agent() { return *agent_; }
+  Process& coordinator() { return *coordinator_; }
+  CommandResult Submit(const std::string& job, const std::string& output, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {Bin("dlio-coordinator"), "submit", job, "--coordinator", address(), "--agents",
+                                     "1", "--output", output, "--wait-for-agents", "30"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv, seconds(240));
+  }
+  std::string Logs() { return "\ncoordinator:\n" + coordinator_->Log() + "\nagent:\n" + agent_->Log(); }
+
+ private:
+  int port_, metrics_port_;
+  std::unique_ptr<Process> coordinator_, agent_;
+};
+
+// Checkpoints go to the bucket by multipart upload from the agent's bounded buffer and are read back with ranged
+// GETs; the agent's memory does not grow with the checkpoint; no upload is left open.
+TEST_F(S3, CheckpointsAreMultipartUploadsReadBackWithRangedGetsInBoundedMemory) {
+  TempDir dir;
+  Fleet fleet(dir);
+  const std::string bucket = NewBucket("ckpt");
+  constexpr int64_t kModel = int64_t{400} << 20;  // 400 MiB: 7 parts of the 64 MiB buffer
+  WriteFile(dir.str() + "/job.yaml", "model:\n  name: ckpt\n  model_size_bytes: " + std::to_string(kModel) +
+                                         "\nworkflow:\n  train: false\n  checkpoint: true\n" + Storage(bucket) +
+                                         "checkpoint:\n  checkpoint_folder: s3://" + bucket +
+                                         "/ckpt\n  num_checkpoints_write: 2\n  num_checkpoints_read: 2\n");
+  CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  const json objects = List(bucket, "ckpt/");
+  ASSERT_EQ(objects.size(), 2u) << objects.dump();
+  for (const auto& [key, size] : objects.items()) EXPECT_EQ(size.get<int64_t>(), kModel) << key;
+  EXPECT_EQ(OpenUploads(bucket), 0);
+  const uint64_t peak = VmHwmKib(fleet.agent().pid());
+  std::printf("s3 checkpoint %lld MiB x 2 saves + 2 loads: agent peak RSS %.1f MiB\n",
+              static_cast<long long>(kModel >> 20), static_cast<double>(peak) / 1024);
+  EXPECT_GT(peak, 0u);
+  EXPECT_LT(peak, uint64_t{200} * 1024) << "KiB";  // the 64 MiB buffer and the process, not the 400 MiB file
+  const std::string metrics = HttpGet(fleet.metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("dlio_s3_requests_total{agent=\"agent-0\",operation=\"multipart_part\"}"));
+  EXPECT_THAT(metrics, HasSubstr("dlio_s3_requests_total{agent=\"agent-0\",operation=\"get_range\"}"));
+}
+
+// DLIO's three unet3d_*_s3.yaml run as shipped apart from the endpoint override (credentials from the environment)
+// and a scaled-down dataset.
+TEST_F(S3, DlioUnet3dS3WorkloadsRunWithEndpointOverride) {
+  NewBucket("unet3d-probe");  // (the gateway answers)
+  Tool({"mkbucket", "unet3d"});
+  for (const char* file : {"unet3d_a100_s3.yaml", "unet3d_h100_s3.yaml", "unet3d_v100_s3.yaml"}) {
+    SCOPED_TRACE(file);
+    TempDir dir;
+    CommandResult r =
+        RunJob(dir, SourceDir() + "/tests/fixtures/dlio-workloads/" + file,
+            {"++workload.storage.storage_options.endpoint_url=" + Gateway().at("AWS_ENDPOINT_URL"),
+             "++workload.dataset.num_files_train=16", "++workload.dataset.record_length_bytes=262144",
+             "++workload.train.epochs=1", "++workload.train.computation_time=0.01"},
+            1);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const json s = LoadJson(dir.str() + "/out/summary.json");
+    EXPECT_GT(s["dlio_ext"]["train_io"]["bytes"].get<double>(), 0);
+  }
+  EXPECT_EQ(List("unet3d", "data/unet3d/train/").size(), 32u);  // 16 npz and 16 npy objects
+}
+
+// The gateway dies in the middle of an epoch: the job fails after s3_max_attempts attempts with one line naming the
+// endpoint, the bucket, the object and the HTTP status (none: no answer), well within the retry schedule.
+TEST_F(S3, GatewayKilledMidEpochFailsTheJobWithinMaxAttempts) {
+  TempDir dir;
+  const std::string bucket = NewBucket("kill");
+  CommandResult extra = RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "extra-rgw", S3Dir()}, seconds(90));
+  ASSERT_EQ(extra.exit_code, 0) << extra.err;
+  std::istringstream in(extra.out);
+  pid_t pid = 0;
+  std::string endpoint;
+  in >> pid >> endpoint;
+  ASSERT_GT(pid, 0);
+  // The dataset through the main gateway, then training through the extra one.
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 16, 1, 65536, 1, 0.25, 2, true, Storage(bucket)));
+  ASSERT_EQ(RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1", "train.computation_time=0"}, 1).exit_code, 0);
+  std::thread killer([pid] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ::kill(pid, SIGTERM);  // exactly the gateway this test started (SIGTERM: see ceph-rgw.sh extra-rgw)
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
+                        {"workflow.generate_data=false", "storage.storage_options.endpoint_url=" + endpoint,
+                         "storage.storage_options.s3_max_attempts=3"},
+                        1);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  killer.join();
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  const std::regex line("s3 (GET|HEAD) endpoint " + endpoint + " bucket '" + bucket +
+                        "' object 'data/train/img_[0-9]+_of_16\\.npz': no HTTP status \\(Couldn't connect to "
+                        "server\\) after 3 attempts");
+  EXPECT_TRUE(std::regex_search(r.err, line)) << r.err;
+  EXPECT_LT(secs, 20.0) << "the failure took too long to surface";
+}
+
+// Wrong credentials, a missing bucket and a missing object: each its own one-line error.
+TEST_F(S3, WrongCredentialsMissingBucketAndMissingObjectEachSayWhatIsWrong) {
+  TempDir dir;
+  const std::string bucket = NewBucket("errs");
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 2, 1, 4096, 1, 0, 1, true, Storage(bucket)));
+  const std::string key_id = Gateway().at("AWS_ACCESS_KEY_ID");
+
+  CommandResult creds = RunJob(dir, dir.str() + "/job.yaml", {"storage.storage_options.access_key_id=" + key_id,
+                                                           "storage.storage_options.secret_access_key=wrong"}, 1);
+  EXPECT_NE(creds.exit_code, 0);
+  EXPECT_THAT(creds.err, HasSubstr("bucket '" + bucket + "', access key id '" + key_id +
+                                   "'): the credentials are not accepted"));
+  EXPECT_THAT(creds.err, ::testing::Not(HasSubstr("wrong")));
+
+  CommandResult nobucket = RunJob(dir, dir.str() + "/job.yaml", {"storage.storage_root=no-such-bucket-here"}, 1);
+  EXPECT_NE(nobucket.exit_code, 0);
+  EXPECT_THAT(nobucket.err, HasSubstr("bucket 'no-such-bucket-here', access key id '" + key_id +
+                                      "'): the bucket does not exist (storage.storage_root)"));
+
+  // A checkpoint load of a checkpoint never written: its object does not exist.
+  WriteFile(dir.str() + "/ckpt.yaml", "model:\n  name: c\nworkflow:\n  train: false\n  checkpoint: true\n" +
+                                          Storage(bucket) + "checkpoint:\n  num_checkpoints_read: 1\n");
+  CommandResult noobject = RunJob(dir, dir.str() + "/ckpt.yaml", {}, 1);
+  EXPECT_NE(noobject.exit_code, 0);
+  EXPECT_THAT(noobject.err, HasSubstr("s3 HEAD endpoint " + Gateway().at("AWS_ENDPOINT_URL") + " bucket '" + bucket +
+                                      "' object 'checkpoints/global_epoch1_step1/model_states-0.pt': HTTP 404: the "
+                                      "object does not exist"));
+}
+
+// A gateway that dies during a multipart generation cannot be told to abort the uploads; the next generation of the
+// same dataset aborts the ones under its own keys, so the bucket ends with whole objects and no open upload.
+TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
+  TempDir dir;
+  const std::string bucket = NewBucket("half");
+  CommandResult extra = RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "extra-rgw", S3Dir()}, seconds(90));
+  ASSERT_EQ(extra.exit_code, 0) << extra.err;
+  std::istringstream in(extra.out);
+  pid_t pid = 0;
+  std::string endpoint;
+  in >> pid >> endpoint;
+  // 24 MiB objects: multipart (8 MiB parts). The gateway dies after the first parts went up.
+  WriteFile(dir.str() + "/job.yaml", std::regex_replace(Workload("npy", 8, 1, 25165824, 1, 0, 1, true, Storage(bucket)),
+                                                        std::regex("  train: true\n"), "  train: false\n"));
+  std::thread killer([&] {
+    Eventually([&] { return OpenUploads(bucket) > 0; }, std::chrono::milliseconds(30000));
+    ::kill(pid, SIGTERM);
+  });
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
+                        {"storage.storage_options.endpoint_url=" + endpoint,
+                         "storage.storage_options.s3_max_attempts=2"}, 1);
+  killer.join();
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  // The dead gateway could not be told to abort: the uploads in flight stay open (no object shows them).
+  EXPECT_GT(OpenUploads(bucket), 0);
+  // Objects are never half-written (an object appears whole at its PUT or completion); the next run cleans up.
+  CommandResult again = RunJob(dir, dir.str() + "/job.yaml", {}, 1);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(OpenUploads(bucket), 0);
+  const json objects = List(bucket, "data/train/");
+  ASSERT_EQ(objects.size(), 8u) << objects.dump();
+  for (const auto& [key, size] : objects.items()) EXPECT_GT(size.get<int64_t>(), 25000000) << key;
+}
+
+// The secret given in the job file reaches the agents (the job succeeds with agents that have no secret of their
+// own) and appears nowhere: logs, --explain, the job store, the result files, the trace, /metrics.
+TEST_F(S3, SecretNeverAppearsInLogsJobStoreResultsTraceExplainOrMetrics) {
+  TempDir dir;
+  const std::string bucket = NewBucket("secret");
+  const std::string secret = Gateway().at("AWS_SECRET_ACCESS_KEY");
+  const std::string saved = secret;
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");  // the agent of this test has no secret of its own
+  Fleet fleet(dir);
+  ::setenv("AWS_SECRET_ACCESS_KEY", saved.c_str(), 1);
+  WriteFile(dir.str() + "/job.yaml",
+            Workload("npz", 4, 1, 16384, 1, 0, 1, true,
+                     Storage(bucket) + "  storage_options:\n    access_key_id: " + Gateway().at("AWS_ACCESS_KEY_ID") +
+                         "\n    secret_access_key: " + secret + "\n"));
+  CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out", {"--trace", dir.str() + "/trace.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--explain"});
+  EXPECT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_THAT(explain.out, HasSubstr("storage.storage_options.secret_access_key = '***'"));
+  const std::string metrics = HttpGet(fleet.metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("dlio_s3_requests_total"));
+  std::vector<std::pair<std::string, std::string>> seen = {
+      {"client output", r.out + r.err}, {"explain", explain.out + explain.err}, {"metrics", metrics},
+      {"logs", fleet.Logs()}};
+  fleet.agent().Signal(SIGTERM);
+  fleet.coordinator().Signal(SIGTERM);
+  fleet.agent().Wait(std::chrono::seconds(10));
+  fleet.coordinator().Wait(std::chrono::seconds(10));
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path())) {
+    if (!e.is_regular_file() || e.path().filename() == "job.yaml") continue;
+    seen.emplace_back(e.path().string(), ReadFile(e.path().string()));
+    ++files;
+  }
+  EXPECT_GT(files, 5);
+  ASSERT_TRUE(fs::exists(dir.path() / "jobs.sqlite"));
+  ASSERT_TRUE(fs::exists(dir.path() / "trace.json"));
+  for (const auto& [where, text] : seen) EXPECT_EQ(text.find(secret), std::string::npos) << where;
+}
+
+// /metrics of an agent that read from S3: the S3 families per operation, and promtool accepts the scrape.
+TEST_F(S3, MetricsScrapeHasTheS3SeriesAndPassesPromtool) {
+  TempDir dir;
+  Fleet fleet(dir);
+  const std::string bucket = NewBucket("metrics");
+  WriteFile(dir.str() + "/job.yaml", Workload("tfrecord", 2, 8, 16384, 4, 0, 1, true, Storage(bucket)));
+  std::string job = ReadFile(dir.str() + "/job.yaml");
+  job = std::regex_replace(job, std::regex("pytorch"), "tensorflow");
+  WriteFile(dir.str() + "/job.yaml", job);
+  CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  const std::string metrics = HttpGet(fleet.metrics_port(), "/metrics");
+  for (const char* op : {"head", "get_range", "put", "list"}) {
+    EXPECT_THAT(metrics, HasSubstr(std::string("dlio_s3_requests_total{agent=\"agent-0\",operation=\"") + op + "\"}"));
+    EXPECT_THAT(metrics, HasSubstr(std::string("dlio_s3_request_duration_seconds_bucket{agent=\"agent-0\","
+                                               "operation=\"") + op + "\""));
+  }
+  EXPECT_THAT(metrics, HasSubstr("dlio_s3_bytes_total{agent=\"agent-0\",operation=\"get_range\"}"));
+  EXPECT_THAT(metrics, HasSubstr("dlio_s3_retries_total{agent=\"agent-0\",operation=\"get_range\"} 0"));
+  WriteFile(dir.str() + "/metrics.txt", metrics);
+  CommandResult promtool = RunCommand({"bash", "-c", "promtool check metrics < " + dir.str() + "/metrics.txt"});
+  EXPECT_EQ(promtool.exit_code, 0) << promtool.out << promtool.err;
+}
+
+// --explain shows an S3 job's bucket and the bandwidth each accelerator demands, as for files.
+TEST_F(S3, ExplainShowsTheBucketAndTheDemandPerAccelerator) {
+  TempDir dir;
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 8, 1, 1048576, 2, 0.1, 1, false, Storage("some-bucket")));
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--explain"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("storage: s3 bucket 'some-bucket', objects under s3://some-bucket/data/train/"));
+  EXPECT_THAT(r.out, HasSubstr("demand per accelerator at 100% AU: 2.00 MiB per step / 0.1 s compute = 20.00 MiB/s"));
+}
+
+}  // namespace
+}  // namespace dlio::testing
