@@ -197,9 +197,11 @@ class Fleet {
   Fleet(const TempDir& dir, const std::vector<std::string>& agent_extra = {}) {
     port_ = FreePort();
     metrics_port_ = FreePort();
+    coordinator_metrics_port_ = FreePort();
     coordinator_ = std::make_unique<Process>(
         std::vector<std::string>{Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
-                                 dir.str() + "/coord-results", "--store", dir.str() + "/jobs.sqlite"},
+                                 dir.str() + "/coord-results", "--store", dir.str() + "/jobs.sqlite",
+                                 "--metrics-listen", "127.0.0.1:" + std::to_string(coordinator_metrics_port_)},
         dir.str() + "/coordinator.log");
     fs::create_directories(dir.path() / "root");
     std::vector<std::string> argv = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
@@ -210,6 +212,7 @@ class Fleet {
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int metrics_port() const { return metrics_port_; }
+  int coordinator_metrics_port() const { return coordinator_metrics_port_; }
   Process& agent() { return *agent_; }
   Process& coordinator() { return *coordinator_; }
   CommandResult Submit(const std::string& job, const std::string& output, const std::vector<std::string>& extra = {}) {
@@ -221,7 +224,7 @@ class Fleet {
   std::string Logs() { return "\ncoordinator:\n" + coordinator_->Log() + "\nagent:\n" + agent_->Log(); }
 
  private:
-  int port_, metrics_port_;
+  int port_, metrics_port_, coordinator_metrics_port_;
   std::unique_ptr<Process> coordinator_, agent_;
 };
 
@@ -410,7 +413,8 @@ TEST_F(S3, SecretNeverAppearsInLogsJobStoreResultsTraceExplainOrMetrics) {
   for (const auto& [where, text] : seen) EXPECT_EQ(text.find(secret), std::string::npos) << where;
 }
 
-// /metrics of an agent that read from S3: the S3 families per operation, and promtool accepts the scrape.
+// /metrics of an agent that read from S3: the S3 families per operation, promtool accepts the scrape, and the
+// catalogue in docs/metrics.md matches it (the observe test's POSIX job cannot export these families).
 TEST_F(S3, MetricsScrapeHasTheS3SeriesAndPassesPromtool) {
   TempDir dir;
   Fleet fleet(dir);
@@ -430,8 +434,13 @@ TEST_F(S3, MetricsScrapeHasTheS3SeriesAndPassesPromtool) {
   EXPECT_THAT(metrics, HasSubstr("dlio_s3_bytes_total{agent=\"agent-0\",operation=\"get_range\"}"));
   EXPECT_THAT(metrics, HasSubstr("dlio_s3_retries_total{agent=\"agent-0\",operation=\"get_range\"} 0"));
   WriteFile(dir.str() + "/metrics.txt", metrics);
+  WriteFile(dir.str() + "/coordinator.txt", HttpGet(fleet.coordinator_metrics_port(), "/metrics"));
   CommandResult promtool = RunCommand({"bash", "-c", "promtool check metrics < " + dir.str() + "/metrics.txt"});
   EXPECT_EQ(promtool.exit_code, 0) << promtool.out << promtool.err;
+  // docs/metrics.md, S3 families included, against the live scrapes (names, types, HELP texts).
+  CommandResult catalogue = RunCommand({"node", SourceDir() + "/tests/js/check_catalogue.mjs", SourceDir() +
+                                        "/docs/metrics.md", dir.str() + "/metrics.txt", dir.str() + "/coordinator.txt"});
+  EXPECT_EQ(catalogue.exit_code, 0) << catalogue.out << catalogue.err;
 }
 
 // --explain shows an S3 job's bucket and the bandwidth each accelerator demands, as for files.
