@@ -130,7 +130,7 @@ Hdf5S3Access::~Hdf5S3Access() {
   if (fapl_ >= 0) H5Pclose(fapl_);
 }
 
-absl::Status Hdf5S3Access::OpenKey(const std::string& key, uint64_t* size) {
+absl::Status Hdf5S3Access::OpenKey(absl::string_view key, uint64_t* size) {
   if (valid_ && key == key_) {
     *size = size_;
     return absl::OkStatus();
@@ -146,7 +146,7 @@ absl::Status Hdf5S3Access::OpenKey(const std::string& key, uint64_t* size) {
     if (!got.ok()) return got.status();
     head_len_ = *got;
   }
-  key_ = key;
+  key_.assign(key.data(), key.size());
   valid_ = true;
   *size = size_;
   return absl::OkStatus();

@@ -36,7 +36,7 @@ class Hdf5S3Access {
   hid_t fapl() const { return fapl_; }
 
   // Driver internals (called by libhdf5 through the driver's callbacks).
-  absl::Status OpenKey(const std::string& key, uint64_t* size);
+  absl::Status OpenKey(absl::string_view key, uint64_t* size);
   absl::Status ReadAt(uint64_t off, size_t len, void* dst);
   // The last error message of a callback (libhdf5's error stack has only a generic one).
   const std::string& last_error() const { return last_error_; }

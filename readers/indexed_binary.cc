@@ -24,9 +24,12 @@ class IndexCache {
   absl::Status Load(const std::string& path, StorageReader& storage, IoStats& stats) {
     if (path == path_) return absl::OkStatus();
     path_.clear();
-    absl::StatusOr<uint64_t> off = storage.ReadFile(OffPath(path), off_, internal::kWholeFileReadChunk, stats);
+    // The index names in reused strings: no allocation per load once they fit (a shuffled order reloads often).
+    off_path_.assign(path).append(".off.idx");
+    sz_path_.assign(path).append(".sz.idx");
+    absl::StatusOr<uint64_t> off = storage.ReadFile(off_path_, off_, internal::kWholeFileReadChunk, stats);
     if (!off.ok()) return off.status();
-    absl::StatusOr<uint64_t> sz = storage.ReadFile(SizePath(path), sz_, internal::kWholeFileReadChunk, stats);
+    absl::StatusOr<uint64_t> sz = storage.ReadFile(sz_path_, sz_, internal::kWholeFileReadChunk, stats);
     if (!sz.ok()) return sz.status();
     if (*off % 8 != 0 || *sz != *off) {
       return absl::DataLossError(absl::StrCat(path, ": index files disagree (", *off, " bytes of offsets, ", *sz,
@@ -48,6 +51,7 @@ class IndexCache {
     return v;
   }
   std::string path_;  // whose index is loaded ("" = none)
+  std::string off_path_, sz_path_;
   AlignedBuffer off_, sz_;  // grow only
   uint64_t entries_ = 0;
 };

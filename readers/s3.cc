@@ -494,6 +494,17 @@ absl::Status S3Client::HeadBucket() {
   return Perform(r);
 }
 
+absl::Status S3Client::CreateBucket() {
+  url_.assign(base_);
+  url_.push_back('/');
+  Request r;
+  r.op = S3Op::kPut;
+  r.method = "PUT";
+  absl::Status s = Perform(r);
+  if (!s.ok() && r.status == 409) return absl::OkStatus();  // BucketAlreadyOwnedByYou (or exists)
+  return s;
+}
+
 absl::Status S3Client::Put(absl::string_view key, const uint8_t* data, size_t len) {
   BuildUrl(key, "");
   Request r;

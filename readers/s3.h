@@ -196,6 +196,8 @@ class S3Client {
   absl::Status Delete(absl::string_view key);
   // HEAD of the bucket (the preflight): NoSuchBucket and credential errors come back as their own messages.
   absl::Status HeadBucket();
+  // Creates the bucket (benchmarks and tests); one that this user already owns is fine.
+  absl::Status CreateBucket();
 
   struct Request;  // one request's state (internal; public for libcurl's C callbacks)
 

@@ -17,7 +17,12 @@ const substitute = (expr) => expr
   .replaceAll('$job_id', '.+')              // one job in the run
   .replaceAll('$agent', '.+');              // "All"
 
+const S3_ONLY = { kind: 'storage type', reason: 'S3 series exist only once an agent used object storage; this run reads files (tests/s3_test.cc checks the S3 families on an S3 job\'s scrape)' };
 const EMPTY_BY_DESIGN = {
+  'agents.json / S3 requests/s per operation / A': S3_ONLY,
+  'agents.json / S3 request latency p99 per operation / A': S3_ONLY,
+  'agents.json / S3 errors and retries/s / A': S3_ONLY,
+  'agents.json / S3 errors and retries/s / B': S3_ONLY,
   'rules.yml / alert DlioAcceleratorUtilizationBelowTarget':
     { kind: 'alert', reason: 'an alert expression has data only while its condition holds (AU below target while training)' },
   'rules.yml / alert DlioAgentDown':
