@@ -215,10 +215,15 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   progress_.bytes = 0;
   progress_.compute_ns = 0;
   progress_.wall_ns = 0;
+  // Object storage: the phase's S3 requests are the process-wide total's growth (one phase runs at a time).
+  const S3Snapshot s3_before = cmd.spec.IsS3() ? S3Metrics::Global().Snapshot() : S3Snapshot();
   absl::StatusOr<std::vector<RankEpochResult>> r =
       cmd.kind == PhaseKind::kGenerate     ? Generate(cmd, cancel)
       : cmd.kind == PhaseKind::kCheckpoint ? CheckpointPhase(cmd, barrier, cancel)
                                            : Steps(cmd, barrier, cancel);
+  if (r.ok() && !r->empty() && cmd.spec.IsS3()) {
+    (*r)[0].s3 = S3Difference(S3Metrics::Global().Snapshot(), s3_before);
+  }
   // Read buffers are pooled from epoch to epoch (readers/storage.h); after the job's last phase (or a failure, which
   // ends the job) an idle agent keeps none.
   const bool last = cmd.kind == PhaseKind::kGenerate ? !cmd.spec.train : cmd.epoch >= cmd.spec.epochs;

@@ -642,6 +642,24 @@ nlohmann::json Aggregator::SummaryJson() const {
                        {"MB_per_second", secs > 0 ? static_cast<double>(g.bytes) / secs / 1e6 : 0.0},
                        {"write_latency_seconds", LatencyJson(g.latency)}};
   }
+  if (job_.s3.total_requests() > 0) {
+    // Object storage: per operation, every phase of the job (docs/object-storage.md, docs/metrics.md).
+    nlohmann::json s3 = nlohmann::json::object();
+    for (int i = 0; i < kS3OpCount; ++i) {
+      const S3OpSnapshot& o = job_.s3.ops[static_cast<size_t>(i)];
+      if (o.requests == 0) continue;
+      nlohmann::json errors = nlohmann::json::object();
+      for (int k = 0; k < kS3StatusSlots; ++k) {
+        if (o.errors[static_cast<size_t>(k)] > 0) errors[S3StatusLabel(k)] = o.errors[static_cast<size_t>(k)];
+      }
+      s3[S3OpName(static_cast<S3Op>(i))] = {{"requests", o.requests},
+                                            {"bytes", o.bytes},
+                                            {"retries", o.retries},
+                                            {"errors_by_status", errors},
+                                            {"latency_seconds", LatencyJson(o.latency)}};
+    }
+    ext["s3"] = s3;
+  }
   if (job_.spec.train) {
     j["epochs"] = s.epochs.size();
     nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();

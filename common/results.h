@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/io_stats.h"
+#include "common/s3_stats.h"
 #include "common/workload_spec.h"
 #include "nlohmann/json.hpp"
 
@@ -79,6 +80,9 @@ struct RankEpochResult {
   // coordinator moves them into the trace file and clears them when the phase ends.
   std::string trace_events;
   uint64_t trace_dropped = 0;
+  // Object storage: the agent's S3 requests during the phase (process-wide, so on the agent's first local rank
+  // only, empty on the others); the coordinator sums them into JobResult::s3.
+  S3Snapshot s3;
 };
 
 struct MetricWindow {
@@ -183,6 +187,7 @@ struct JobResult {
   // (written after an epoch, more to come), "succeeded", "failed", "cancelled" or "interrupted".
   std::string job_state;
   std::vector<RankCheckpointResult> checkpoints;  // one per (rank, save or load)
+  S3Snapshot s3;                       // every phase's S3 requests (dlio_ext.s3 in summary.json)
 };
 
 struct FleetSummary {

@@ -813,5 +813,62 @@ TEST(WorkloadSpecLimits, AnAgentRunsAtMost4096LoaderThreads) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("reader.read_threads: 256 loader threads x 17 ranks"));
 }
 
+// Object storage keys (docs/object-storage.md): the bucket, an s3:// data folder, the secret kept out of ToYaml and
+// shown as *** by the key list, and each bad value refused naming its key.
+TEST(WorkloadSpecStorage, S3KeysLoadValidateAndKeepTheSecretOut) {
+  const std::string base = "storage:\n  storage_type: s3\n  storage_root: my-bucket\n";
+  WorkloadSpec s = Load(base + "  storage_options:\n    endpoint_url: http://h:1\n    access_key_id: AKID\n"
+                               "    secret_access_key: SeCrEt\n    s3_max_attempts: 3\n"
+                               "dataset:\n  data_folder: ./data/x/\n");
+  EXPECT_TRUE(s.IsS3());
+  EXPECT_EQ(s.storage_root, "my-bucket");
+  EXPECT_EQ(s.S3DataPrefix(), "data/x");
+  EXPECT_EQ(s.s3_secret_access_key, "SeCrEt");
+  EXPECT_EQ(s.s3_max_attempts, 3);
+  const std::string yaml = ToYaml(s);
+  EXPECT_EQ(yaml.find("SeCrEt"), std::string::npos) << yaml;
+  absl::StatusOr<WorkloadSpec> again = LoadWorkload(yaml, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(*again == s);  // the secret is not part of the comparison either
+  EXPECT_TRUE(again->s3_secret_access_key.empty());
+
+  LoadOptions plan;
+  plan.plan_only = true;
+  LoadDiagnostics d;
+  ASSERT_TRUE(LoadWorkload(base + "  storage_options:\n    secret_access_key: SeCrEt\n", {}, "j", plan, &d).ok());
+  for (const KeyUse& k : d.keys) {
+    EXPECT_EQ(k.value.find("SeCrEt"), std::string::npos) << k.key;
+    if (k.key == "storage.storage_options.secret_access_key") {
+      EXPECT_EQ(k.value, "'***'");
+    }
+  }
+
+  // The bucket from an s3:// data folder; a different one is refused.
+  WorkloadSpec u = Load("storage:\n  storage_type: s3\ndataset:\n  data_folder: s3://bkt-1/a/b/\n");
+  EXPECT_EQ(u.storage_root, "bkt-1");
+  EXPECT_EQ(u.S3DataPrefix(), "a/b");
+  EXPECT_EQ(Error(base + "dataset:\n  data_folder: s3://other/a\n"),
+            "dataset.data_folder: 's3://other/a' names bucket 'other', storage.storage_root is 'my-bucket' (one bucket "
+            "per job)");
+  EXPECT_EQ(Error("storage:\n  storage_type: s3\n  storage_root: ab\n").rfind("storage.storage_root: 'ab' is not a "
+                                                                              "bucket name", 0),
+            0u);
+  EXPECT_EQ(Error("dataset:\n  data_folder: s3://bkt/x\n"),
+            "dataset.data_folder: 's3://bkt/x' is an s3:// URL; set storage.storage_type: s3 to read objects");
+  EXPECT_EQ(Error(base + "  storage_options:\n    endpoint_url: ftp://h\n"),
+            "storage.storage_options.endpoint_url: 'ftp://h' must start with http:// or https://");
+  EXPECT_EQ(Error(base + "  storage_options:\n    s3_max_attempts: 0\n"),
+            "storage.storage_options.s3_max_attempts: must be an integer in [1, 100], got 0");
+  EXPECT_EQ(Error(base + "  storage_options:\n    acces_key_id: x\n"),
+            "storage.storage_options.acces_key_id: unknown key (did you mean storage.storage_options.access_key_id?)");
+  EXPECT_EQ(Error(base + "dataset:\n  format: mmap_indexed_binary\n").rfind("dataset.format: mmap_indexed_binary", 0),
+            0u);
+  EXPECT_EQ(Error(base + "dlio_ext:\n  io_engine: io_uring\n").rfind("dlio_ext.io_engine: io_uring reads local", 0),
+            0u);
+  EXPECT_EQ(Error(base + "dlio_ext:\n  evict_cache: every_epoch\n").rfind("dlio_ext.evict_cache: there is no", 0), 0u);
+  EXPECT_EQ(Error("storage:\n  storage_root: some/prefix\n").rfind("storage.storage_root: 'some/prefix' for local_fs", 0),
+            0u);
+}
+
 }  // namespace
 }  // namespace dlio

@@ -1077,6 +1077,7 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
       if (!ts.ok()) spdlog::error("job {}: {}", job.rec.id, std::string(ts.message()));
     }
   }
+  for (const RankEpochResult& r : p.results) job.result.s3 += r.s3;  // object storage, every phase
   if (generate) {
     for (const RankEpochResult& r : p.results) job.result.generate_io += r.io;
   } else {

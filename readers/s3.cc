@@ -94,47 +94,6 @@ void ParseErrorXml(const std::string& body, std::string* code, std::string* mess
 
 std::string S3Config::Describe() const { return absl::StrCat("endpoint ", endpoint, " bucket '", bucket, "'"); }
 
-const char* S3OpName(S3Op op) {
-  switch (op) {
-    case S3Op::kGet: return "get";
-    case S3Op::kGetRange: return "get_range";
-    case S3Op::kHead: return "head";
-    case S3Op::kPut: return "put";
-    case S3Op::kMultipartPart: return "multipart_part";
-    case S3Op::kMultipartControl: return "multipart_control";
-    case S3Op::kList: return "list";
-    case S3Op::kDelete: return "delete";
-  }
-  return "get";
-}
-
-const char* S3StatusLabel(int slot) {
-  static const char* const kLabels[] = {"400", "403", "404", "409", "412", "416", "429",
-                                        "500", "502", "503", "504", "none", "other"};
-  static_assert(sizeof(kLabels) / sizeof(kLabels[0]) == kS3StatusSlots);
-  return slot >= 0 && slot < kS3StatusSlots ? kLabels[slot] : "other";
-}
-
-S3OpSnapshot& S3OpSnapshot::operator+=(const S3OpSnapshot& o) {
-  requests += o.requests;
-  bytes += o.bytes;
-  retries += o.retries;
-  for (int i = 0; i < kS3StatusSlots; ++i) errors[i] += o.errors[i];
-  latency += o.latency;
-  return *this;
-}
-
-S3Snapshot& S3Snapshot::operator+=(const S3Snapshot& o) {
-  for (int i = 0; i < kS3OpCount; ++i) ops[i] += o.ops[i];
-  return *this;
-}
-
-uint64_t S3Snapshot::total_requests() const {
-  uint64_t n = 0;
-  for (const S3OpSnapshot& o : ops) n += o.requests;
-  return n;
-}
-
 void S3Stats::Record(S3Op op, uint64_t bytes, uint64_t ns, int http_status, bool failed) {
   Lock();
   S3OpSnapshot& o = data_.ops[static_cast<int>(op)];

@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/latency_histogram.h"
+#include "common/s3_stats.h"
 
 typedef void CURL;
 struct curl_slist;
@@ -76,32 +77,6 @@ struct S3Config {
 
   // "endpoint http://h:p bucket 'b'": how every error names the target.
   std::string Describe() const;
-};
-
-// Operations, for the metrics (label `operation`).
-enum class S3Op { kGet = 0, kGetRange, kHead, kPut, kMultipartPart, kMultipartControl, kList, kDelete };
-inline constexpr int kS3OpCount = 8;
-// "get", "get_range", "head", "put", "multipart_part", "multipart_control", "list", "delete".
-const char* S3OpName(S3Op op);
-
-// HTTP statuses kept apart in the error counters (label `status`); anything else is "other", a request that got
-// no HTTP answer (refused, reset, timed out) is "none".
-inline constexpr std::array<int, 12> kS3ErrorStatuses = {400, 403, 404, 409, 412, 416, 429, 500, 502, 503, 504, 0};
-inline constexpr int kS3StatusSlots = static_cast<int>(kS3ErrorStatuses.size()) + 1;  // + "other"
-const char* S3StatusLabel(int slot);
-
-struct S3OpSnapshot {
-  uint64_t requests = 0;  // attempts that got an answer or failed in transport
-  uint64_t bytes = 0;     // payload bytes received (GET, LIST) or sent (PUT, part)
-  uint64_t retries = 0;
-  std::array<uint64_t, kS3StatusSlots> errors{};  // failed attempts by status slot
-  LatencyHistogram latency;
-  S3OpSnapshot& operator+=(const S3OpSnapshot& o);
-};
-struct S3Snapshot {
-  std::array<S3OpSnapshot, kS3OpCount> ops;
-  S3Snapshot& operator+=(const S3Snapshot& o);
-  uint64_t total_requests() const;
 };
 
 // Per-client counters (see the contract).

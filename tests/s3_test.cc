@@ -134,6 +134,15 @@ TEST_P(S3Formats, GeneratesByPutTrainsAndBoto3ReadsTheObjectsBack) {
   EXPECT_EQ(OpenUploads(bucket), 0);
   const json summary = LoadJson(dir.str() + "/out/summary.json");
   EXPECT_GT(summary["dlio_ext"]["train_io"]["bytes"].get<double>(), 0) << summary["dlio_ext"].dump();
+  // The results carry the S3 requests per operation: PUTs of the generation, the listing, the reads.
+  const json& s3 = summary["dlio_ext"]["s3"];
+  EXPECT_GE(s3["put"]["requests"].get<int64_t>(), c.files) << s3.dump();
+  EXPECT_GE(s3["list"]["requests"].get<int64_t>(), 1) << s3.dump();
+  const bool ranged = c.format == "tfrecord" || c.format == "indexed_binary" || c.format == "hdf5";
+  const json& reads = s3[ranged ? "get_range" : "get"];
+  EXPECT_GT(reads["requests"].get<int64_t>(), 0) << s3.dump();
+  EXPECT_GT(reads["bytes"].get<int64_t>(), 0) << s3.dump();
+  EXPECT_GT(reads["latency_seconds"]["count"].get<int64_t>(), 0) << s3.dump();
 
   // boto3 + numpy/h5py/Pillow: the agents' objects have DLIO's layout.
   ASSERT_EQ(Tool({"download", bucket, "ds/" + c.format, dir.str() + "/down"}).exit_code, 0);

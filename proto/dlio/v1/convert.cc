@@ -53,6 +53,17 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
   }
   if (!r.trace_events.empty()) out->set_trace_events(r.trace_events);
   out->set_trace_dropped(r.trace_dropped);
+  for (int i = 0; i < kS3OpCount; ++i) {
+    const S3OpSnapshot& o = r.s3.ops[static_cast<size_t>(i)];
+    if (o.requests == 0) continue;
+    v1::S3OpResult* p = out->add_s3_ops();
+    p->set_operation(S3OpName(static_cast<S3Op>(i)));
+    p->set_requests(o.requests);
+    p->set_bytes(o.bytes);
+    p->set_retries(o.retries);
+    for (uint64_t e : o.errors) p->add_errors(e);
+    ToProto(o.latency, p->mutable_latency());
+  }
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -93,6 +104,17 @@ RankEpochResult FromProto(const v1::RankResult& r) {
   }
   out.trace_events = r.trace_events();
   out.trace_dropped = r.trace_dropped();
+  for (const v1::S3OpResult& p : r.s3_ops()) {
+    for (int i = 0; i < kS3OpCount; ++i) {
+      if (p.operation() != S3OpName(static_cast<S3Op>(i))) continue;  // unknown operations are dropped
+      S3OpSnapshot& o = out.s3.ops[static_cast<size_t>(i)];
+      o.requests = p.requests();
+      o.bytes = p.bytes();
+      o.retries = p.retries();
+      for (int k = 0; k < kS3StatusSlots && k < p.errors_size(); ++k) o.errors[static_cast<size_t>(k)] = p.errors(k);
+      o.latency = FromProto(p.latency());
+    }
+  }
   return out;
 }
 
