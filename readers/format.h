@@ -25,6 +25,9 @@
 //    faults are the I/O, see indexed_binary.h).
 //  - npz, npy, csv, images and tfrecord read through a StorageReader (storage.h: posix, odirect or io_uring, per
 //    FormatOptions::io_engine); hdf5 reads through libhdf5 and indexed_binary with pread (posix only).
+//  - Object storage (FormatOptions::s3 set, io_engine kS3): paths are object keys; every format but
+//    mmap_indexed_binary reads through the s3 StorageReader (indexed_binary too; hdf5 through our HDF5 driver,
+//    hdf5_s3.h) and Generate() PUTs its objects through FileWriter (docs/object-storage.md).
 //  - Hot path: a SampleReader/StreamReader belongs to one loader thread; it reuses its buffers (no allocation per
 //    sample once warmed up) and takes no lock of ours.
 // Errors: absl::Status whose message names the file and what is wrong.

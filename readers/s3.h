@@ -34,12 +34,12 @@
 #include <mutex>
 #include <string>
 #include <utility>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/latency_histogram.h"
 #include "common/s3_stats.h"
 
