@@ -439,9 +439,10 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
       {"chunk_dims extent", "dataset:\n  format: hdf5\n  record_length_bytes: 4096\n  num_samples_per_file: 2\n"
        "  hdf5:\n    chunk_dims: [1, 128, 128]\n", "dataset.hdf5.chunk_dims: [1, 128, 128] exceeds the dataset's "
        "maximum shape [2, 64, 64]"},
-      {"object storage", "storage:\n  storage_type: s3\n",
-       "storage.storage_type: 's3' (object storage) is not supported yet by this version"},
-      {"aistore", "storage:\n  storage_type: aistore\n", "'aistore' (object storage) is not supported yet"},
+      {"object storage without a bucket", "storage:\n  storage_type: s3\n",
+       "storage.storage_root: './' is not a bucket name"},
+      {"aistore", "storage:\n  storage_type: aistore\n",
+       "storage.storage_type: 'aistore' is a DLIO storage type not supported yet"},
   };
   for (const Case& c : cases) {
     TempDir dir;

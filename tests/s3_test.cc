@@ -123,7 +123,7 @@ TEST_P(S3Formats, GeneratesByPutTrainsAndBoto3ReadsTheObjectsBack) {
   job = std::regex_replace(job, std::regex("data_folder: data"), "data_folder: s3://" + bucket + "/ds/" + c.format);
   WriteFile(dir.str() + "/job.yaml", job);
   CommandResult r = RunJob(dir, dir.str() + "/job.yaml", {});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   // Nothing went to the local disk: no data folder under the data root.
   EXPECT_FALSE(fs::exists(dir.path() / "ds"));
   const json objects = List(bucket, "ds/" + c.format + "/train/");
@@ -183,7 +183,7 @@ TEST_F(S3, AgentsReadDlioMadeDatasetsUploadedByBoto3) {
                            "workflow.train=true", "train.epochs=1", "reader.batch_size=1",
                            "train.computation_time=0", "output.folder=null"},
                           1);
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
     const json s = LoadJson(dir.str() + "/out/summary.json");
     const json& io = s["dlio_ext"]["train_io"];
     EXPECT_GT(io["samples"].get<double>(), 0) << io.dump();
@@ -200,48 +200,32 @@ uint64_t VmHwmKib(pid_t pid) {
   return 0;
 }
 
-// A coordinator and one agent as separate processes (for the agent's RSS, its /metrics and its log).
-class Fleet {
- public:
-  Fleet(const TempDir& dir, const std::vector<std::string>& agent_extra = {}) {
-    port_ = FreePort();
-    metrics_port_ = FreePort();
-    coordinator_metrics_port_ = FreePort();
-    coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
-                                 dir.str() + "/coord-results", "--store", dir.str() + "/jobs.sqlite",
-                                 "--metrics-listen", "127.0.0.1:" + std::to_string(coordinator_metrics_port_)},
-        dir.str() + "/coordinator.log");
-    fs::create_directories(dir.path() / "root");
-    std::vector<std::string> argv = {Bin("dlio-agent"), "--coordinator", address(), "--data-root",
-                                     dir.str() + "/root", "--name", "agent-0", "--metrics-listen",
-                                     "127.0.0.1:" + std::to_string(metrics_port_), "--reconnect-window", "3"};
-    argv.insert(argv.end(), agent_extra.begin(), agent_extra.end());
-    agent_ = std::make_unique<Process>(argv, dir.str() + "/agent-0.log");
+// The harness Fleet (a coordinator with a job store and /metrics, one agent with /metrics) for the agent's RSS, its
+// scrape and its log.
+struct S3Fleet {
+  explicit S3Fleet(const TempDir& dir)
+      : metrics_port(FreePort()),
+        coordinator_metrics_port(FreePort()),
+        fleet(dir, {"--store", dir.str() + "/jobs.sqlite", "--metrics-listen",
+                    "127.0.0.1:" + std::to_string(coordinator_metrics_port)}) {
+    fleet.AddAgent("agent-0", {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)});
   }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  int metrics_port() const { return metrics_port_; }
-  int coordinator_metrics_port() const { return coordinator_metrics_port_; }
-  Process& agent() { return *agent_; }
-  Process& coordinator() { return *coordinator_; }
   CommandResult Submit(const std::string& job, const std::string& output, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {Bin("dlio-coordinator"), "submit", job, "--coordinator", address(), "--agents",
-                                     "1", "--output", output, "--wait-for-agents", "30"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return RunCommand(argv, seconds(240));
+    std::vector<std::string> args = {"submit", job, "--agents", "1", "--output", output, "--wait-for-agents", "30"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return fleet.Client(args, seconds(240));
   }
-  std::string Logs() { return "\ncoordinator:\n" + coordinator_->Log() + "\nagent:\n" + agent_->Log(); }
-
- private:
-  int port_, metrics_port_, coordinator_metrics_port_;
-  std::unique_ptr<Process> coordinator_, agent_;
+  Process& agent() { return fleet.agent(0); }
+  std::string Logs() const { return fleet.Logs(); }
+  int metrics_port, coordinator_metrics_port;
+  Fleet fleet;
 };
 
 // Checkpoints go to the bucket by multipart upload from the agent's bounded buffer and are read back with ranged
 // GETs; the agent's memory does not grow with the checkpoint; no upload is left open.
 TEST_F(S3, CheckpointsAreMultipartUploadsReadBackWithRangedGetsInBoundedMemory) {
   TempDir dir;
-  Fleet fleet(dir);
+  S3Fleet fleet(dir);
   const std::string bucket = NewBucket("ckpt");
   constexpr int64_t kModel = int64_t{400} << 20;  // 400 MiB: 7 parts of the 64 MiB buffer
   WriteFile(dir.str() + "/job.yaml", "model:\n  name: ckpt\n  model_size_bytes: " + std::to_string(kModel) +
@@ -249,7 +233,7 @@ TEST_F(S3, CheckpointsAreMultipartUploadsReadBackWithRangedGetsInBoundedMemory) 
                                          "checkpoint:\n  checkpoint_folder: s3://" + bucket +
                                          "/ckpt\n  num_checkpoints_write: 2\n  num_checkpoints_read: 2\n");
   CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   const json objects = List(bucket, "ckpt/");
   ASSERT_EQ(objects.size(), 2u) << objects.dump();
   for (const auto& [key, size] : objects.items()) EXPECT_EQ(size.get<int64_t>(), kModel) << key;
@@ -259,7 +243,7 @@ TEST_F(S3, CheckpointsAreMultipartUploadsReadBackWithRangedGetsInBoundedMemory) 
               static_cast<long long>(kModel >> 20), static_cast<double>(peak) / 1024);
   EXPECT_GT(peak, 0u);
   EXPECT_LT(peak, uint64_t{200} * 1024) << "KiB";  // the 64 MiB buffer and the process, not the 400 MiB file
-  const std::string metrics = HttpGet(fleet.metrics_port(), "/metrics");
+  const std::string metrics = HttpGet(fleet.metrics_port, "/metrics");
   EXPECT_THAT(metrics, HasSubstr("dlio_s3_requests_total{agent=\"agent-0\",operation=\"multipart_part\"}"));
   EXPECT_THAT(metrics, HasSubstr("dlio_s3_requests_total{agent=\"agent-0\",operation=\"get_range\"}"));
 }
@@ -278,7 +262,7 @@ TEST_F(S3, DlioUnet3dS3WorkloadsRunWithEndpointOverride) {
              "++workload.dataset.num_files_train=16", "++workload.dataset.record_length_bytes=262144",
              "++workload.train.epochs=1", "++workload.train.computation_time=0.01"},
             1);
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
     const json s = LoadJson(dir.str() + "/out/summary.json");
     EXPECT_GT(s["dlio_ext"]["train_io"]["bytes"].get<double>(), 0);
   }
@@ -299,7 +283,7 @@ TEST_F(S3, GatewayKilledMidEpochFailsTheJobWithinMaxAttempts) {
   ASSERT_GT(pid, 0);
   // The dataset through the main gateway, then training through the extra one.
   WriteFile(dir.str() + "/job.yaml", Workload("npz", 16, 1, 65536, 1, 0.25, 2, true, Storage(bucket)));
-  ASSERT_EQ(RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1", "train.computation_time=0"}, 1).exit_code, 0);
+  ASSERT_PRED1(JobRan, RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1", "train.computation_time=0"}, 1).exit_code);
   std::thread killer([pid] {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     ::kill(pid, SIGTERM);  // exactly the gateway this test started (SIGTERM: see ceph-rgw.sh extra-rgw)
@@ -311,7 +295,7 @@ TEST_F(S3, GatewayKilledMidEpochFailsTheJobWithinMaxAttempts) {
                         1);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   killer.join();
-  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const std::regex line("s3 (GET|HEAD) endpoint " + endpoint + " bucket '" + bucket +
                         "' object 'data/train/img_[0-9]+_of_16\\.npz': no HTTP status \\(Couldn't connect to "
                         "server\\) after 3 attempts");
@@ -328,13 +312,13 @@ TEST_F(S3, WrongCredentialsMissingBucketAndMissingObjectEachSayWhatIsWrong) {
 
   CommandResult creds = RunJob(dir, dir.str() + "/job.yaml", {"storage.storage_options.access_key_id=" + key_id,
                                                            "storage.storage_options.secret_access_key=wrong"}, 1);
-  EXPECT_NE(creds.exit_code, 0);
+  EXPECT_EQ(creds.exit_code, 1);
   EXPECT_THAT(creds.err, HasSubstr("bucket '" + bucket + "', access key id '" + key_id +
                                    "'): the credentials are not accepted"));
   EXPECT_THAT(creds.err, ::testing::Not(HasSubstr("wrong")));
 
   CommandResult nobucket = RunJob(dir, dir.str() + "/job.yaml", {"storage.storage_root=no-such-bucket-here"}, 1);
-  EXPECT_NE(nobucket.exit_code, 0);
+  EXPECT_EQ(nobucket.exit_code, 1);
   EXPECT_THAT(nobucket.err, HasSubstr("bucket 'no-such-bucket-here', access key id '" + key_id +
                                       "'): the bucket does not exist (storage.storage_root)"));
 
@@ -342,7 +326,7 @@ TEST_F(S3, WrongCredentialsMissingBucketAndMissingObjectEachSayWhatIsWrong) {
   WriteFile(dir.str() + "/ckpt.yaml", "model:\n  name: c\nworkflow:\n  train: false\n  checkpoint: true\n" +
                                           Storage(bucket) + "checkpoint:\n  num_checkpoints_read: 1\n");
   CommandResult noobject = RunJob(dir, dir.str() + "/ckpt.yaml", {}, 1);
-  EXPECT_NE(noobject.exit_code, 0);
+  EXPECT_EQ(noobject.exit_code, 1);
   EXPECT_THAT(noobject.err, HasSubstr("s3 HEAD endpoint " + Gateway().at("AWS_ENDPOINT_URL") + " bucket '" + bucket +
                                       "' object 'checkpoints/global_epoch1_step1/model_states-0.pt': HTTP 404: the "
                                       "object does not exist"));
@@ -370,12 +354,12 @@ TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
                         {"storage.storage_options.endpoint_url=" + endpoint,
                          "storage.storage_options.s3_max_attempts=2"}, 1);
   killer.join();
-  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   // The dead gateway could not be told to abort: the uploads in flight stay open (no object shows them).
   EXPECT_GT(OpenUploads(bucket), 0);
   // Objects are never half-written (an object appears whole at its PUT or completion); the next run cleans up.
   CommandResult again = RunJob(dir, dir.str() + "/job.yaml", {}, 1);
-  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  ASSERT_PRED1(JobRan, again.exit_code) << again.out << again.err;
   EXPECT_EQ(OpenUploads(bucket), 0);
   const json objects = List(bucket, "data/train/");
   ASSERT_EQ(objects.size(), 8u) << objects.dump();
@@ -390,26 +374,26 @@ TEST_F(S3, SecretNeverAppearsInLogsJobStoreResultsTraceExplainOrMetrics) {
   const std::string secret = Gateway().at("AWS_SECRET_ACCESS_KEY");
   const std::string saved = secret;
   ::unsetenv("AWS_SECRET_ACCESS_KEY");  // the agent of this test has no secret of its own
-  Fleet fleet(dir);
+  S3Fleet fleet(dir);
   ::setenv("AWS_SECRET_ACCESS_KEY", saved.c_str(), 1);
   WriteFile(dir.str() + "/job.yaml",
             Workload("npz", 4, 1, 16384, 1, 0, 1, true,
                      Storage(bucket) + "  storage_options:\n    access_key_id: " + Gateway().at("AWS_ACCESS_KEY_ID") +
                          "\n    secret_access_key: " + secret + "\n"));
   CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out", {"--trace", dir.str() + "/trace.json"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--explain"});
   EXPECT_EQ(explain.exit_code, 0) << explain.err;
   EXPECT_THAT(explain.out, HasSubstr("storage.storage_options.secret_access_key = '***'"));
-  const std::string metrics = HttpGet(fleet.metrics_port(), "/metrics");
+  const std::string metrics = HttpGet(fleet.metrics_port, "/metrics");
   EXPECT_THAT(metrics, HasSubstr("dlio_s3_requests_total"));
   std::vector<std::pair<std::string, std::string>> seen = {
       {"client output", r.out + r.err}, {"explain", explain.out + explain.err}, {"metrics", metrics},
       {"logs", fleet.Logs()}};
   fleet.agent().Signal(SIGTERM);
-  fleet.coordinator().Signal(SIGTERM);
+  fleet.fleet.coordinator().Signal(SIGTERM);
   fleet.agent().Wait(std::chrono::seconds(10));
-  fleet.coordinator().Wait(std::chrono::seconds(10));
+  fleet.fleet.coordinator().Wait(std::chrono::seconds(10));
   int files = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir.path())) {
     if (!e.is_regular_file() || e.path().filename() == "job.yaml") continue;
@@ -426,15 +410,15 @@ TEST_F(S3, SecretNeverAppearsInLogsJobStoreResultsTraceExplainOrMetrics) {
 // catalogue in docs/metrics.md matches it (the observe test's POSIX job cannot export these families).
 TEST_F(S3, MetricsScrapeHasTheS3SeriesAndPassesPromtool) {
   TempDir dir;
-  Fleet fleet(dir);
+  S3Fleet fleet(dir);
   const std::string bucket = NewBucket("metrics");
   WriteFile(dir.str() + "/job.yaml", Workload("tfrecord", 2, 8, 16384, 4, 0, 1, true, Storage(bucket)));
   std::string job = ReadFile(dir.str() + "/job.yaml");
   job = std::regex_replace(job, std::regex("pytorch"), "tensorflow");
   WriteFile(dir.str() + "/job.yaml", job);
   CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
-  const std::string metrics = HttpGet(fleet.metrics_port(), "/metrics");
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
+  const std::string metrics = HttpGet(fleet.metrics_port, "/metrics");
   for (const char* op : {"head", "get_range", "put", "list"}) {
     EXPECT_THAT(metrics, HasSubstr(std::string("dlio_s3_requests_total{agent=\"agent-0\",operation=\"") + op + "\"}"));
     EXPECT_THAT(metrics, HasSubstr(std::string("dlio_s3_request_duration_seconds_bucket{agent=\"agent-0\","
@@ -443,7 +427,7 @@ TEST_F(S3, MetricsScrapeHasTheS3SeriesAndPassesPromtool) {
   EXPECT_THAT(metrics, HasSubstr("dlio_s3_bytes_total{agent=\"agent-0\",operation=\"get_range\"}"));
   EXPECT_THAT(metrics, HasSubstr("dlio_s3_retries_total{agent=\"agent-0\",operation=\"get_range\"} 0"));
   WriteFile(dir.str() + "/metrics.txt", metrics);
-  WriteFile(dir.str() + "/coordinator.txt", HttpGet(fleet.coordinator_metrics_port(), "/metrics"));
+  WriteFile(dir.str() + "/coordinator.txt", HttpGet(fleet.coordinator_metrics_port, "/metrics"));
   CommandResult promtool = RunCommand({"bash", "-c", "promtool check metrics < " + dir.str() + "/metrics.txt"});
   EXPECT_EQ(promtool.exit_code, 0) << promtool.out << promtool.err;
   // docs/metrics.md, S3 families included, against the live scrapes (names, types, HELP texts).
