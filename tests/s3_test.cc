@@ -434,6 +434,10 @@ TEST_F(S3, MetricsScrapeHasTheS3SeriesAndPassesPromtool) {
   CommandResult catalogue = RunCommand({"node", SourceDir() + "/tests/js/check_catalogue.mjs", SourceDir() +
                                         "/docs/metrics.md", dir.str() + "/metrics.txt", dir.str() + "/coordinator.txt"});
   EXPECT_EQ(catalogue.exit_code, 0) << catalogue.out << catalogue.err;
+  CommandResult summary = RunCommand({"node", SourceDir() + "/tests/js/check_catalogue.mjs", "--summary",
+                                      SourceDir() + "/README.md", dir.str() + "/metrics.txt",
+                                      dir.str() + "/coordinator.txt"});
+  EXPECT_EQ(summary.exit_code, 0) << summary.out << summary.err;
 }
 
 // --explain shows an S3 job's bucket and the bandwidth each accelerator demands, as for files.
