@@ -46,10 +46,6 @@ stop() {
   rm -f "$dir/pids"
 }
 
-if [[ $cmd == stop ]]; then
-  stop
-  exit 0
-fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() {
   for _ in $(seq 600); do
@@ -64,6 +60,14 @@ PY
   done
   return 1
 }
+# A failed start leaves nothing running; the exit status is always the script's own ($? read first).
+starting=0
+trap 'rc=$?; if ((rc != 0 && starting)); then stop; echo "ceph-rgw: start failed; logs in $dir/log" >&2; fi; exit $rc' EXIT
+
+if [[ $cmd == stop ]]; then
+  stop
+  exit 0
+fi
 if [[ $cmd == extra-rgw ]]; then
   [[ -f $dir/pids ]] || { echo "$0: no cluster running in $dir" >&2; exit 2; }
   dir=$(cd "$dir" && pwd)
@@ -91,8 +95,7 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 mkdir -p "$dir"/{run,log,mon/ceph-a,osd/ceph-0,tmp}
 : > "$dir/pids"
-# A failed start leaves nothing running.
-trap 'rc=$?; if ((rc != 0)); then stop; echo "ceph-rgw: start failed; logs in $dir/log" >&2; fi; exit $rc' EXIT
+starting=1  # from here on, a failure stops what this start began (the EXIT trap)
 
 mon_port=$(free_port)
 rgw_port=$(free_port)
