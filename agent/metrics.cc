@@ -186,10 +186,17 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
       add_histogram(checkpoint, cp_load, with("operation", "load"));
     }
   }
+  auto stale = Family("dlio_stale_barrier_releases_total",
+                      "Barrier releases dropped because they were for another job or phase than the running one.",
+                      MetricType::Counter);
+  prometheus::ClientMetric sm;
+  sm.label = {{"agent", agent_}};
+  sm.counter.value = static_cast<double>(stale_releases_.load(std::memory_order_relaxed));
+  stale.metric.push_back(std::move(sm));
   std::vector<prometheus::MetricFamily> out = {read_bytes, read_ops, samples,       latency,          written,
                                                steps,      epoch,    au,            au_target,        batch_wait,
                                                step_time,  barrier,  checkpoint,    checkpoint_bytes, queue,
-                                               phase};
+                                               phase,      stale};
   AppendS3Families(agent_, S3Metrics::Global().Snapshot(), &out);
   return out;
 }

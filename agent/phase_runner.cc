@@ -335,7 +335,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
       for (int64_t i = 0; i < sp.files; ++i) {
         const int64_t owner = i % cmd.world;
         if (owner < cmd.first_rank || owner >= cmd.first_rank + cmd.local_ranks) continue;
-        const std::string key = S3Join(data_dir->string(), DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
+        const std::string key = S3Join(prefix, DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
                                                                            sp.subfolders, (*format)->extension()));
         for (const std::string& c : (*format)->CompanionPaths(key)) my_keys.insert(c);
         my_keys.insert(key);
@@ -343,7 +343,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
     }
     S3Client client(*s3);
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> open = client.ListMultipartUploads(
-        data_dir->string().empty() ? "" : data_dir->string() + "/");
+        prefix.empty() ? "" : prefix + "/");
     if (!open.ok()) return Annotate(open.status(), Where(cmd, cmd.first_rank));
     for (const auto& [key, id] : *open) {
       if (my_keys.count(key) == 0) continue;
