@@ -1,9 +1,8 @@
 // dlio-bench-alloc: heap allocations per sample on the steady-state read path (the agent's Loader and the format
 // readers, every engine), measured with a counting allocator.
 //
-// Method (the buffer pool of readers/storage.h is switched off, so set-up is the same in every run): the malloc
-// family is interposed (glibc's __libc_* do the work) and operator new is replaced, both
-// counting into global atomics. Each configuration runs the Loader for S steps and then for 2S steps on the same
+// Method (the buffer pool of readers/storage.h is switched off, so set-up is the same in every run): the project's
+// counting allocator (common/alloc_counter.h, every thread counted). Each configuration runs the Loader for S steps and then for 2S steps on the same
 // files; everything that does not depend on the number of samples (threads, queues, ring set-up, buffers growing
 // to the largest file, libhdf5's first-use initialisation) is the same in both runs, so
 //   allocations per sample = (A(2S) - A(S)) / (S x batch).
@@ -20,86 +19,19 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <new>
 #include <string>
 #include <vector>
 
 #include <fstream>
 
 #include "agent/loader.h"
+#include "common/alloc_counter.h"
 #include "common/epoch_plan.h"
 #include "readers/format.h"
 #include "readers/s3.h"
-
-namespace {
-std::atomic<bool> g_on{false};
-std::atomic<uint64_t> g_malloc{0};   // every malloc-family call (operator new included)
-std::atomic<uint64_t> g_ours{0};     // operator new and aligned_alloc
-thread_local int g_in_new = 0;       // inside operator new: its malloc is ours, not the library's
-
-inline void CountMalloc() {
-  if (g_on.load(std::memory_order_relaxed)) g_malloc.fetch_add(1, std::memory_order_relaxed);
-}
-inline void CountOurs() {
-  if (g_on.load(std::memory_order_relaxed)) g_ours.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-extern "C" {
-void* __libc_malloc(size_t n);
-void* __libc_calloc(size_t n, size_t m);
-void* __libc_realloc(void* p, size_t n);
-void* __libc_memalign(size_t align, size_t n);
-
-void* malloc(size_t n) noexcept {
-  if (g_in_new == 0) CountMalloc();
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t m) noexcept {
-  CountMalloc();
-  return __libc_calloc(n, m);
-}
-void* realloc(void* p, size_t n) noexcept {
-  CountMalloc();
-  return __libc_realloc(p, n);
-}
-void* memalign(size_t align, size_t n) noexcept {
-  CountMalloc();
-  return __libc_memalign(align, n);
-}
-// AlignedBuffer (readers/storage.cc) is the only caller of aligned_alloc on the read path: counted as ours.
-void* aligned_alloc(size_t align, size_t n) noexcept {
-  CountOurs();
-  return __libc_memalign(align, n);
-}
-int posix_memalign(void** out, size_t align, size_t n) noexcept {
-  CountMalloc();
-  void* p = __libc_memalign(align, n);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-}
-
-// operator new is malloc-backed here on purpose (to count it), so delete's free() matches it: GCC cannot see that.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  CountOurs();
-  ++g_in_new;
-  void* p = std::malloc(n == 0 ? 1 : n);
-  --g_in_new;
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace dlio {
 namespace {
@@ -146,21 +78,18 @@ bool RunLoader(const LoaderConfig& cfg, const PlanParams& params, int64_t steps,
   } else {
     samples = plan->RankSamples(0);
   }
-  const uint64_t m0 = g_malloc.load(), o0 = g_ours.load();
-  g_on = true;
+  testing::GlobalAllocationCounter allocs;
   {
     std::unique_ptr<Loader> loader = streaming ? Loader::StartStream(cfg, std::move(stream), steps, &cancel)
                                                : Loader::StartIndex(cfg, std::move(samples), steps, &cancel);
     for (int64_t s = 0; s < steps; ++s) {
       if (absl::Status st = loader->Next(); !st.ok()) {
-        g_on = false;
         return Fail("loader", st);
       }
     }
   }
-  g_on = false;
-  out->ours = g_ours.load() - o0;
-  out->library = g_malloc.load() - m0;
+  out->ours = allocs.counts().ours();
+  out->library = allocs.counts().library;
   return true;
 }
 

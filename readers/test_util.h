@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/alloc_counter.h"  // testing::AllocationCounter, used by the readers' tests
 #include "readers/format.h"
 
 namespace dlio::testing {
@@ -183,18 +184,3 @@ int ReadEveryDlioSample(const std::string& name, const std::string& format, Byte
 
 }  // namespace dlio::testing
 
-namespace dlio::testing {
-
-// Heap allocations made by this thread while an AllocationCounter is alive (the malloc family and operator new are
-// interposed in alloc_counter_test.cc for the whole test binary; they only count, then call glibc's allocator).
-// count(): every allocation, C libraries' (libjpeg, libpng, libhdf5) included; cxx_count(): operator new only, the
-// allocations of C++ code, ours.
-class AllocationCounter {
- public:
-  AllocationCounter();
-  ~AllocationCounter();
-  uint64_t count() const;
-  uint64_t cxx_count() const;
-};
-
-}  // namespace dlio::testing
