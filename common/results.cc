@@ -233,72 +233,83 @@ std::string NotMeasuredReason(const JobResult& job, int64_t epoch_steps, bool au
             : "samples/s: no rank measured it (fewer than 3 steps in a block, or no timed window)";
 }
 
+// One epoch (training or evaluation) reduced over its ranks, the block formula the only difference.
+struct EpochReduction {
+  EpochMetric metric;
+  Computed::EpochExtra extra;
+  IoSnapshot io;
+  std::map<int, std::optional<double>> rank_au;
+};
+
+EpochReduction ReduceEpoch(int epoch, const std::map<int, const RankEpochResult*>& ranks, const MetricWindow& w,
+                           BlockFormula formula, double record_mib) {
+  EpochReduction red;
+  EpochMetric& m = red.metric;
+  Computed::EpochExtra& x = red.extra;
+  m.epoch = epoch;
+  double au_sum = 0, tp_sum = 0;
+  bool au_all = true, tp_all = true;
+  for (const auto& [rank, r] : ranks) {
+    const RankEpochMetric rm = ComputeRankEpoch(*r, w, formula);
+    red.rank_au[rank] = rm.au_percent;
+    if (rm.au_percent) {
+      au_sum += *rm.au_percent;
+      x.au_min_rank = std::min(x.au_min_rank.value_or(*rm.au_percent), *rm.au_percent);
+      x.au_max_rank = std::max(x.au_max_rank.value_or(*rm.au_percent), *rm.au_percent);
+    }
+    au_all = au_all && rm.au_percent.has_value();
+    if (rm.samples_per_second) tp_sum += *rm.samples_per_second;
+    tp_all = tp_all && rm.samples_per_second.has_value();
+    x.timed_seconds = std::max(x.timed_seconds, rm.timed_seconds);
+    x.duration_seconds = std::max(x.duration_seconds, rm.duration_seconds);
+    m.read_bytes += r->io.bytes;
+    m.dropped_samples += r->dropped_samples;
+    red.io += r->io;
+  }
+  x.ranks = static_cast<int>(ranks.size());
+  if (au_all) {
+    m.au_percent = au_sum / static_cast<double>(ranks.size());  // DLIO: allreduce(SUM) / comm size
+    m.au_min_rank = x.au_min_rank;
+  }
+  if (tp_all) m.samples_per_second = tp_sum;
+  m.mib_per_second = Times(m.samples_per_second, record_mib);
+  // Bytes of the whole epoch (the first step's reads too) over the whole epoch: unlike DLIO's window, defined for
+  // any number of steps.
+  if (x.duration_seconds > 0) m.actual_mb_per_second = static_cast<double>(m.read_bytes) / x.duration_seconds / 1e6;
+  return red;
+}
+
+// One figure of every epoch, in order.
+std::vector<std::optional<double>> Column(const std::vector<EpochMetric>& epochs,
+                                          std::optional<double> EpochMetric::*figure) {
+  std::vector<std::optional<double>> v;
+  for (const EpochMetric& m : epochs) v.push_back(m.*figure);
+  return v;
+}
+
 Computed Compute(const JobResult& job) {
   Computed c;
   c.window = TrainWindow(job.spec, EpochSteps(job));
   FleetSummary& s = c.fleet;
+  const double record_mib = job.spec.record_length_bytes / kMiB;
   std::map<int, std::vector<std::optional<double>>> rank_au;  // per rank, its AU of each epoch
   for (const auto& [epoch, ranks] : ByEpochAndRank(job)) {
-    EpochMetric m;
-    Computed::EpochExtra x;
-    m.epoch = epoch;
-    double au_sum = 0, tp_sum = 0;
-    bool au_all = true, tp_all = true;
-    std::optional<double> au_min, au_max;
-    for (const auto& [rank, r] : ranks) {
-      const RankEpochMetric rm = ComputeRankEpoch(*r, c.window);
-      rank_au[rank].push_back(rm.au_percent);
-      if (rm.au_percent) {
-        au_sum += *rm.au_percent;
-        au_min = std::min(au_min.value_or(*rm.au_percent), *rm.au_percent);
-        au_max = std::max(au_max.value_or(*rm.au_percent), *rm.au_percent);
-      } else {
-        au_all = false;
-      }
-      if (rm.samples_per_second) {
-        tp_sum += *rm.samples_per_second;
-      } else {
-        tp_all = false;
-      }
-      x.timed_seconds = std::max(x.timed_seconds, rm.timed_seconds);
-      x.duration_seconds = std::max(x.duration_seconds, rm.duration_seconds);
-      m.read_bytes += r->io.bytes;
-      m.dropped_samples += r->dropped_samples;
-      s.io += r->io;
-    }
-    x.ranks = static_cast<int>(ranks.size());
-    x.au_min_rank = au_min;
-    x.au_max_rank = au_max;
-    if (au_all) {
-      m.au_percent = au_sum / static_cast<double>(ranks.size());  // DLIO: allreduce(SUM) / comm size
-      m.au_min_rank = au_min;
-    }
-    if (tp_all) m.samples_per_second = tp_sum;
-    m.mib_per_second = Times(m.samples_per_second, job.spec.record_length_bytes / kMiB);
-    // Bytes of the whole epoch (the first step's reads too) over the whole epoch: unlike DLIO's window, defined for
-    // any number of steps.
-    if (x.duration_seconds > 0) {
-      m.actual_mb_per_second = static_cast<double>(m.read_bytes) / x.duration_seconds / 1e6;
-    }
-    s.read_bytes += m.read_bytes;
-    s.dropped_samples = std::max(s.dropped_samples, m.dropped_samples);
-    s.epochs.push_back(m);
-    c.extra.push_back(x);
+    EpochReduction red = ReduceEpoch(epoch, ranks, c.window, ComputeTrainBlock, record_mib);
+    for (const auto& [rank, au] : red.rank_au) rank_au[rank].push_back(au);
+    s.io += red.io;
+    s.read_bytes += red.metric.read_bytes;
+    s.dropped_samples = std::max(s.dropped_samples, red.metric.dropped_samples);
+    s.epochs.push_back(red.metric);
+    c.extra.push_back(red.extra);
   }
-  std::vector<std::optional<double>> au, tp, actual;
-  for (const EpochMetric& m : s.epochs) {
-    au.push_back(m.au_percent);
-    tp.push_back(m.samples_per_second);
-    actual.push_back(m.actual_mb_per_second);
-  }
-  s.au_mean = MeanOf(au);
-  s.au_stdev = StdevOf(au);
-  s.throughput_mean = MeanOf(tp);
-  s.throughput_stdev = StdevOf(tp);
+  s.au_mean = MeanOf(Column(s.epochs, &EpochMetric::au_percent));
+  s.au_stdev = StdevOf(Column(s.epochs, &EpochMetric::au_percent));
+  s.throughput_mean = MeanOf(Column(s.epochs, &EpochMetric::samples_per_second));
+  s.throughput_stdev = StdevOf(Column(s.epochs, &EpochMetric::samples_per_second));
   // DLIO: np.mean(throughput) * record_length / 1024 / 1024 (MiB of the nominal record size).
-  s.io_mean_mib = Times(s.throughput_mean, job.spec.record_length_bytes / kMiB);
-  s.io_stdev_mib = Times(s.throughput_stdev, job.spec.record_length_bytes / kMiB);
-  s.actual_mb_mean = MeanOf(actual);
+  s.io_mean_mib = Times(s.throughput_mean, record_mib);
+  s.io_stdev_mib = Times(s.throughput_stdev, record_mib);
+  s.actual_mb_mean = MeanOf(Column(s.epochs, &EpochMetric::actual_mb_per_second));
   for (const auto& [rank, v] : rank_au) {
     if (const std::optional<double> mean = MeanOf(v)) s.au_min_rank = std::min(s.au_min_rank.value_or(*mean), *mean);
   }
@@ -308,49 +319,21 @@ Computed Compute(const JobResult& job) {
   }
   s.au_meets_expectation = s.au_mean && *s.au_mean >= job.spec.au_threshold * 100;
 
-  // Evaluation: one entry per evaluated epoch.
+  // Evaluation: one entry per evaluated epoch, the same reduction with DLIO's eval block formula.
   std::map<int, std::map<int, const RankEpochResult*>> evals;
   for (const RankEpochResult& r : job.eval) evals[r.epoch][r.rank] = &r;
   const MetricWindow ew = EvalWindow(job.spec, EvalSteps(job));
-  std::vector<std::optional<double>> eau, etp;
   for (const auto& [epoch, ranks] : evals) {
-    EpochMetric m;
-    m.epoch = epoch;
-    double au_sum = 0, tp_sum = 0;
-    bool au_all = true, tp_all = true;
-    for (const auto& [rank, r] : ranks) {
-      if (r->blocks.empty()) {
-        au_all = tp_all = false;
-        continue;
-      }
-      const BlockTimings& b = r->blocks[0];
-      const BlockMetric bm = ComputeEvalBlock(b.proc, b.compute, b.duration_s, ew);
-      if (bm.au_percent) {
-        au_sum += *bm.au_percent;
-      } else {
-        au_all = false;
-      }
-      if (bm.samples_per_second) {
-        tp_sum += *bm.samples_per_second;
-      } else {
-        tp_all = false;
-      }
-      m.read_bytes += r->io.bytes;
-      s.eval_io += r->io;
-    }
-    if (au_all) m.au_percent = au_sum / static_cast<double>(ranks.size());
-    if (tp_all) m.samples_per_second = tp_sum;
-    m.mib_per_second = Times(m.samples_per_second, job.spec.record_length_bytes / kMiB);
-    s.eval.push_back(m);
-    eau.push_back(m.au_percent);
-    etp.push_back(m.samples_per_second);
+    EpochReduction red = ReduceEpoch(epoch, ranks, ew, ComputeEvalBlock, record_mib);
+    s.eval_io += red.io;
+    s.eval.push_back(red.metric);
   }
-  s.eval_au_mean = MeanOf(eau);
-  s.eval_au_stdev = StdevOf(eau);
-  s.eval_throughput_mean = MeanOf(etp);
-  s.eval_throughput_stdev = StdevOf(etp);
-  s.eval_io_mean_mib = Times(s.eval_throughput_mean, job.spec.record_length_bytes / kMiB);
-  s.eval_io_stdev_mib = Times(s.eval_throughput_stdev, job.spec.record_length_bytes / kMiB);
+  s.eval_au_mean = MeanOf(Column(s.eval, &EpochMetric::au_percent));
+  s.eval_au_stdev = StdevOf(Column(s.eval, &EpochMetric::au_percent));
+  s.eval_throughput_mean = MeanOf(Column(s.eval, &EpochMetric::samples_per_second));
+  s.eval_throughput_stdev = StdevOf(Column(s.eval, &EpochMetric::samples_per_second));
+  s.eval_io_mean_mib = Times(s.eval_throughput_mean, record_mib);
+  s.eval_io_stdev_mib = Times(s.eval_throughput_stdev, record_mib);
   s.eval_au_meets_expectation = s.eval_au_mean && *s.eval_au_mean >= job.spec.au_threshold * 100;
   return c;
 }
@@ -415,11 +398,11 @@ BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector
   return m;
 }
 
-RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w) {
+RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w, BlockFormula formula) {
   RankEpochMetric m;
   double au_steps = 0, tp_steps = 0, au = 0, tp = 0;
   for (const BlockTimings& b : r.blocks) {
-    const BlockMetric bm = ComputeTrainBlock(b.proc, b.compute, b.duration_s, w);
+    const BlockMetric bm = formula(b.proc, b.compute, b.duration_s, w);
     const auto n = static_cast<double>(bm.steps);
     if (bm.au_percent) {
       au_steps += n;

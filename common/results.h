@@ -119,8 +119,13 @@ struct RankEpochMetric {
   double timed_seconds = 0;      // sum of the blocks' total_time
   double duration_seconds = 0;   // sum of the blocks' durations (the whole epoch, checkpoints left out)
 };
+// How a block's figures come from its timings: ComputeTrainBlock or ComputeEvalBlock (the only difference between
+// the training and the evaluation reduction).
+using BlockFormula = BlockMetric (*)(const std::vector<double>& proc, const std::vector<double>& compute,
+                                     double duration_s, const MetricWindow& w);
 // Step-weighted mean over the rank's measured blocks (nullopt when none is).
-RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w);
+RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w,
+                                 BlockFormula formula = ComputeTrainBlock);
 
 struct EpochMetric {
   int epoch = 1;
