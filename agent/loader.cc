@@ -50,23 +50,16 @@ std::unique_ptr<Loader> Loader::StartStream(const LoaderConfig& cfg, StreamAssig
   l->stream_ = true;
   l->queues_.push_back(std::make_unique<Queue>());
   l->queues_.back()->capacity = l->cfg_.prefetch;
-  const size_t n = std::min(a.thread_files.size(), static_cast<size_t>(l->cfg_.threads));
-  l->stream_files_ = std::move(a.thread_files);
-  l->stream_quota_ = std::move(a.thread_batches);
-  int live = 0;
-  for (size_t t = 0; t < n; ++t) live += l->stream_quota_[t] > 0;
-  if (live == 0) {
-    l->Finish(*l->queues_[0]);
-    return l;
-  }
+  l->stream_plan_ = std::move(a);
+  const size_t n = std::min(l->stream_plan_.threads.size(), static_cast<size_t>(l->cfg_.threads));
   auto loop = [p = l.get()](int t) {
-    if (p->stream_quota_[t] > 0) p->StreamThread(t, std::move(p->stream_files_[t]), p->stream_quota_[t]);
+    if (p->stream_plan_.threads[static_cast<size_t>(t)].records > 0) p->StreamThread(t);
   };
   if (l->cfg_.pool != nullptr) {
     l->cfg_.pool->Run(static_cast<int>(n), loop);
   } else {
     for (size_t t = 0; t < n; ++t) {
-      if (l->stream_quota_[t] > 0) l->threads_.emplace_back(loop, static_cast<int>(t));
+      if (l->stream_plan_.threads[t].records > 0) l->threads_.emplace_back(loop, static_cast<int>(t));
     }
   }
   return l;
@@ -139,39 +132,68 @@ void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
   Finish(q);
 }
 
-void Loader::StreamThread(int t, std::vector<uint32_t> files, int64_t quota) {
+bool Loader::Admit(Queue& q, int64_t claim) {
+  const int64_t batch = claim / cfg_.batch;
+  if (batch < taken_.load(std::memory_order_acquire) + q.capacity) return true;  // the usual case: no lock
+  std::unique_lock<std::mutex> lk(q.mu);
+  // Short timed waits so an external cancel (a flag we cannot be notified of) is seen within 50 ms.
+  while (batch >= taken_.load(std::memory_order_acquire) + q.capacity && !Stopped()) {
+    q.cv.wait_for(lk, std::chrono::milliseconds(50));
+  }
+  return !Stopped();
+}
+
+void Loader::StreamThread(int t) {
   RequestBulkSlices();
   Queue& q = *queues_[0];
   IoStats& stats = *stats_[t];
+  const StreamAssignment& plan = stream_plan_;
+  const ThreadStream& mine = plan.threads[static_cast<size_t>(t)];
   std::unique_ptr<StreamReader> reader = cfg_.format->NewStreamReader();
   Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
   if (!reader) return Fail(q, absl::UnimplementedError(absl::StrCat(cfg_.format->name(), ": no stream reader")));
-  int64_t in_batch = 0;
+  const int64_t per_pass = plan.PassRecords(static_cast<size_t>(t));
+  int64_t k = 0;        // record of this thread within the pass
+  size_t file = 0;      // its file being read (index into mine.files)
+  int64_t in_file = 0;  // records read from that file
   uint64_t charged = stats.bytes();
-  for (uint32_t f : files) {
-    if (quota == 0) break;
-    if (absl::Status s = reader->Open(cfg_.files[f], stats); !s.ok()) return Fail(q, s);
-    while (quota > 0) {
-      if (Stopped()) return;
-      absl::StatusOr<bool> more = reader->Next(stats);
-      if (!more.ok()) return Fail(q, more.status());
-      if (cfg_.limiter != nullptr) Throttle(stats, &charged);
-      if (!*more) break;  // the reader counted the record as a sample
+  for (int64_t i = 0; i < mine.records; ++i) {
+    if (Stopped()) return;
+    if (k == per_pass) {  // the pass is over: DLIO's repeat() starts the rank's files again
+      k = 0;
+      file = 0;
+    }
+    const std::string& path = cfg_.files[mine.files[file]];
+    if (in_file == 0) {
+      if (absl::Status s = reader->Open(path, stats); !s.ok()) return Fail(q, s);
+    }
+    const bool deliver = plan.Delivered(plan.Position(static_cast<size_t>(t), k));
+    if (deliver && !Admit(q, claimed_.fetch_add(1, std::memory_order_relaxed))) return;
+    absl::StatusOr<bool> more = deliver ? reader->Next(stats) : reader->Skip(stats);
+    if (!more.ok()) return Fail(q, more.status());
+    if (!*more) {
+      return Fail(q, absl::DataLossError(absl::StrCat(path, ": ended after ", in_file,
+                                                      " records; the plan reads dataset.num_samples_per_file = ",
+                                                      plan.samples_per_file, " from every file")));
+    }
+    if (cfg_.limiter != nullptr) Throttle(stats, &charged);
+    if (deliver) {
       Preprocess(rng);
-      if (++in_batch == cfg_.batch) {
-        in_batch = 0;
-        --quota;
-        if (!Push(q)) return;
+      // The record that completes a batch of the rank's stream hands the batch over.
+      if ((delivered_.fetch_add(1, std::memory_order_acq_rel) + 1) % cfg_.batch == 0) {
+        std::lock_guard<std::mutex> lk(q.mu);
+        ++q.ready;
+        q.cv.notify_all();
       }
     }
-    reader->Close();
+    ++k;
+    if (++in_file == plan.samples_per_file) {
+      reader->Close();
+      in_file = 0;
+      ++file;
+    }
   }
-  // The plan's quotas guarantee enough records; running short means the files are not what the plan expects.
-  if (quota > 0) {
-    return Fail(q, absl::DataLossError(absl::StrCat("loader thread ", t, ": files ended ", quota,
-                                                    " batches short of the plan (fewer records than "
-                                                    "dataset.num_samples_per_file?)")));
-  }
+  reader->Close();
 }
 
 void Loader::Throttle(const IoStats& stats, uint64_t* charged) {
@@ -197,6 +219,7 @@ absl::Status Loader::Next() {
     return absl::CancelledError("loader cancelled");
   }
   --q.ready;
+  if (stream_) taken_.fetch_add(1, std::memory_order_release);  // opens the prefetch window by one batch
   q.cv.notify_all();
   ++next_batch_;
   return absl::OkStatus();

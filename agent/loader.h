@@ -3,8 +3,12 @@
 // Index mode (pytorch-style): batch k of the rank's plan is read by thread k % T, sample after sample, like a
 // torch DataLoader worker; each thread keeps at most ceil(prefetch_size / T) finished batches ahead (torch's
 // prefetch_factor), and Next() hands batches out in order.
-// Stream mode (tfrecord, TF-style): thread t streams its files in transfer_size reads and cuts the records into
-// batches; finished batches go to one queue of prefetch_size entries, consumed in arrival order.
+// Stream mode (tfrecord, DLIO's TensorFlow pipeline; common/epoch_plan.h): thread t streams its files in
+// transfer_size reads, the records it is given (StreamAssignment), and the rank's batches are cut from all threads'
+// delivered records together, as tf.data batches its interleaved stream: a batch holds records of several files
+// and threads. Each delivered record claims a place in the rank's stream (one atomic add) and may be read only
+// while its batch is within prefetch_size batches of the step thread (tf.data's prefetch); the thread that
+// completes a batch hands it over (one mutex/condvar hand-off per batch), and Next() takes batches in order.
 // Batches are completion tokens: as in DLIO, the bytes read are not handed to the accelerator.
 //
 // Threads: the caller's WorkerPool (persistent across epochs, as torch's persistent_workers) or the Loader's own.
@@ -94,7 +98,10 @@ class Loader {
   // Charges the limiter with the bytes `stats` counted since `*charged` (and sleeps as it says, until cancelled).
   void Throttle(const IoStats& stats, uint64_t* charged);
   void IndexThread(int t, const std::vector<SampleRef>* samples);
-  void StreamThread(int t, std::vector<uint32_t> files, int64_t quota);
+  void StreamThread(int t);
+  // Stream mode: waits until stream record `claim` (0-based, in claim order) falls within the prefetch window of
+  // batches; false when cancelled.
+  bool Admit(Queue& q, int64_t claim);
 
   LoaderConfig cfg_;
   int64_t steps_;
@@ -103,8 +110,10 @@ class Loader {
   std::atomic<bool> cancel_{false};
   bool stream_ = false;
   std::vector<SampleRef> samples_;
-  std::vector<std::vector<uint32_t>> stream_files_;  // stream: per thread, its files in order
-  std::vector<int64_t> stream_quota_;                 // stream: per thread, batches to deliver
+  StreamAssignment stream_plan_;                  // stream: per thread, its files and records
+  std::atomic<int64_t> claimed_{0};               // stream: delivered records admitted so far (all threads)
+  std::atomic<int64_t> delivered_{0};             // stream: delivered records read so far (all threads)
+  std::atomic<int64_t> taken_{0};                 // stream: batches Next() has handed out
   std::vector<std::unique_ptr<Queue>> queues_;    // index: one per thread; stream: one
   std::vector<std::unique_ptr<IoStats>> stats_;   // one per thread
   std::vector<std::thread> threads_;

@@ -41,11 +41,11 @@ int64_t NowUnixUs() {
 double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
 int64_t Nanos(SteadyClock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
 
-// The format's options from the job. `data_dir` locates the tfrecord DALI index folder (DLIO:
-// <data_folder>/index/train, flat even with subfolders).
+// The format's options from the job for the files of `split` ("train" or "valid"). `data_dir` locates the
+// tfrecord DALI index folder (DLIO: <data_folder>/index/<split>, flat even with subfolders).
 // s3 jobs: `s3` is the bucket, `data_dir` null, and paths are object keys (the index folder then a key prefix).
 FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const ConfinedDir> data_dir,
-                               const std::shared_ptr<const S3Config>& s3 = nullptr) {
+                               const std::string& split, const std::shared_ptr<const S3Config>& s3 = nullptr) {
   FormatOptions o;
   o.dir = data_dir;
   o.samples_per_file = spec.num_samples_per_file;
@@ -57,14 +57,14 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const C
   o.compression = spec.compression;
   o.compression_level = spec.compression_level;
   o.transfer_size = spec.transfer_size;
-  if (spec.format == "tfrecord" && data_dir) o.tfrecord_index_dir = data_dir->path() + "/index/train";
+  if (spec.format == "tfrecord" && data_dir) o.tfrecord_index_dir = data_dir->path() + "/index/" + split;
   // The spec was validated when loaded: an unknown engine name cannot reach this point.
   if (absl::StatusOr<IoEngine> e = ParseIoEngine(spec.io_engine); e.ok()) o.io_engine = *e;
   o.read_in_memory = spec.read_type == "memory";
   if (s3) {
     o.io_engine = IoEngine::kS3;
     o.s3 = s3;
-    if (spec.format == "tfrecord") o.tfrecord_index_dir = S3Join(spec.S3DataPrefix(), "index/train");
+    if (spec.format == "tfrecord") o.tfrecord_index_dir = S3Join(spec.S3DataPrefix(), "index/" + split);
   }
   return o;
 }
@@ -192,9 +192,10 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
   // The job's first phase here: the bucket and credentials, and (when the data should be there) the first object.
   std::string first;
   if (cmd.kind == PhaseKind::kTrainEpoch || cmd.kind == PhaseKind::kEval) {
-    absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(cmd.spec.format, FormatOptionsFor(cmd.spec, {}, *c));
+    const bool eval = cmd.kind == PhaseKind::kEval;
+    absl::StatusOr<std::unique_ptr<Format>> f =
+        MakeFormat(cmd.spec.format, FormatOptionsFor(cmd.spec, {}, eval ? "valid" : "train", *c));
     if (f.ok()) {
-      const bool eval = cmd.kind == PhaseKind::kEval;
       absl::StatusOr<std::vector<std::string>> keys =
           ListDataObjects(*c, cmd.spec.S3DataPrefix(), eval ? "valid" : "train", (*f)->extension(), 1,
                           eval ? "dataset.num_files_eval" : "dataset.num_files_train");
@@ -306,18 +307,34 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
     data_dir = std::move(*d);
   }
   const ConfinedDir* data = data_dir.get();  // null for s3
-  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, data_dir, *s3));
-  if (!format.ok()) return format.status();
-
-  // DLIO generates train/ and, when evaluation files are asked for, valid/; file i of a split belongs to global
-  // rank i % world. `total` counts the files of both splits this agent writes.
+  // DLIO generates the files of train/ and, when evaluation files are asked for, of valid/; file i of a split
+  // belongs to global rank i % world. Each split has its own Format (its tfrecord index folder).
   struct Split {
     const char* name;
     int64_t files;
     int64_t subfolders;
+    std::unique_ptr<Format> format;
   };
-  const Split splits[] = {{"train", spec.num_files_train, spec.num_subfolders_train},
-                          {"valid", spec.num_files_eval, spec.num_subfolders_eval}};
+  Split splits[] = {{"train", spec.num_files_train, spec.num_subfolders_train, nullptr},
+                    {"valid", spec.num_files_eval, spec.num_subfolders_eval, nullptr}};
+  for (Split& sp : splits) {
+    absl::StatusOr<std::unique_ptr<Format>> f =
+        MakeFormat(spec.format, FormatOptionsFor(spec, data_dir, sp.name, *s3));
+    if (!f.ok()) return Annotate(f.status(), Where(cmd, cmd.first_rank));
+    sp.format = std::move(*f);
+  }
+  // DLIO's folder layout, empty folders included (its reader lists train/ and valid/ and stops on a missing one).
+  // Every agent makes them (idempotent), so a data folder local to each agent's node has them too. A bucket has
+  // no folders: a key prefix exists only through the objects under it.
+  for (const std::string& rel : objects ? std::vector<std::string>()
+                                        : DatasetFolders(spec.format, spec.num_files_train, spec.num_subfolders_train,
+                                                         spec.num_files_eval, spec.num_subfolders_eval)) {
+    if (data->MakeParents(rel + "/x") != 0) {  // mkdir -p of `rel` (the parent of rel/x), below the data folder
+      const int err = errno;
+      return absl::InternalError(absl::StrCat(Where(cmd, cmd.first_rank), ": dataset.data_folder: cannot create '",
+                                              data->path(), "/", rel, "': ", data->Explain(rel, err)));
+    }
+  }
   int64_t mine = 0;
   for (const Split& sp : splits) {
     for (int64_t i = 0; i < sp.files; ++i) {
@@ -336,8 +353,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
         const int64_t owner = i % cmd.world;
         if (owner < cmd.first_rank || owner >= cmd.first_rank + cmd.local_ranks) continue;
         const std::string key = S3Join(prefix, DataFileRelPath(sp.name, spec.file_prefix, i, sp.files,
-                                                                           sp.subfolders, (*format)->extension()));
-        for (const std::string& c : (*format)->CompanionPaths(key)) my_keys.insert(c);
+                                                                           sp.subfolders, sp.format->extension()));
+        for (const std::string& c : sp.format->CompanionPaths(key)) my_keys.insert(c);
         my_keys.insert(key);
       }
     }
@@ -415,23 +432,15 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
           const int64_t i = todo[k].second;
           const int64_t n = &sp == &splits[0] ? i : spec.num_files_train + i;
           const std::string rel =
-              DataFileRelPath(sp.name, spec.file_prefix, i, sp.files, sp.subfolders, (*format)->extension());
+              DataFileRelPath(sp.name, spec.file_prefix, i, sp.files, sp.subfolders, sp.format->extension());
           const fs::path final_path = objects ? fs::path(S3Join(prefix, rel)) : fs::path(data->path()) / rel;
-          // Idempotent; races between ranks are harmless.
-          if (!objects && data->MakeParents(final_path.string()) != 0) {
-            first_error.Set(absl::InternalError(absl::StrCat(
-                Where(cmd, rank), ": cannot create '", final_path.parent_path().string(), "': ",
-                data->Explain(final_path.parent_path().string(), errno))));
-            stop = true;
-            break;
-          }
           // Temporary name in the same folder (so rename is atomic), unique per agent process and file.
           const fs::path tmp = objects ? final_path : fs::path(final_path.string() + ".tmp-" + std::to_string(::getpid()));
           const uint64_t before = stats.Snapshot().bytes;
           // With a size spread every file has its own sample shape, hence its own Format options.
           std::unique_ptr<Format> sized;
           if (spec.record_length_bytes_stdev > 0) {
-            FormatOptions o = (*format)->options();
+            FormatOptions o = sp.format->options();
             const int64_t d = spec.SampleDimForFile(n);
             o.sample_dims = {d, d};
             absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat(spec.format, o);
@@ -442,7 +451,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Generate(const PhaseCo
             }
             sized = std::move(*f);
           }
-          const Format& fmt = sized ? *sized : **format;
+          const Format& fmt = sized ? *sized : *sp.format;
           Pending next{fmt.CompanionPaths(tmp.string()), fmt.CompanionPaths(final_path.string()), 0};
           next.from.push_back(tmp.string());
           next.to.push_back(final_path.string());
@@ -515,7 +524,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
                         : s,
                     Where(cmd, cmd.first_rank));
   }
-  absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir, *s3));
+  absl::StatusOr<std::unique_ptr<Format>> format =
+      MakeFormat(spec.format, FormatOptionsFor(spec, *data_dir, eval ? "valid" : "train", *s3));
   if (!format.ok()) return format.status();
   // DLIO's file discovery: a directory listing, or ListObjectsV2 over the bucket.
   absl::StatusOr<std::vector<std::string>> files =
@@ -593,8 +603,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       const int rank = cmd.first_rank + l;
       if (AccessModeFor(spec) == AccessMode::kStream) {
         const StreamAssignment a = plan->RankStream(rank);
-        for (const auto& tf : a.thread_files) {
-          for (uint32_t f : tf) mine[f] = 1;
+        for (const ThreadStream& ts : a.threads) {
+          for (uint32_t f : ts.files) mine[f] = 1;
         }
       } else {
         for (const SampleRef& s : plan->RankSamples(rank)) mine[s.file] = 1;

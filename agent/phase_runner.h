@@ -1,8 +1,10 @@
 // PhaseRunner: runs one phase of a job on this agent's local ranks, with no knowledge of gRPC.
 //
-// Generate: file i of the dataset belongs to global rank i % world (DLIO's round-robin); each local rank writes its
-// files through the format library, with a few worker threads (the cores shared among the local ranks, so one
-// file's fdatasync overlaps the next one's generation), under a temporary name renamed when the file is complete.
+// Generate: first DLIO's folder layout (readers/format.h DatasetFolders: train/, valid/, subfolders, the tfrecord
+//   index folders, empty ones too, so DLIO's own reader accepts the dataset); then file i of a split belongs to
+//   global rank i % world (DLIO's round-robin); each local rank writes its files through the format library, with
+//   a few worker threads (the cores shared among the local ranks, so one file's fdatasync overlaps the next one's
+//   generation), under a temporary name renamed when the file is complete.
 // Train epoch: per local rank, a Loader (read_threads x prefetch queue) feeds the step loop:
 //   wait for a batch (load) -> sleep computation_time (compute, measured) -> step barrier (local ranks, then the
 //   coordinator through `barrier`) -> record load, proc = load + compute, compute and barrier wait.

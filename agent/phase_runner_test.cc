@@ -5,11 +5,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace dlio {
 namespace {
@@ -170,6 +174,119 @@ TEST(Steps, CancelInterruptsComputeAndTheBandwidthCap) {
     stopper.join();
     EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << c.what << ": " << r.status();
     EXPECT_LT(took, 1.5) << c.what << ": the phase did not stop promptly";
+  }
+}
+
+// --- The dataset layout the generator writes, against DLIO's (../shared/reference/dlio.md §2.1-2.2) ---------------
+
+std::string TestData() {
+  const char* env = std::getenv("DLIO_TESTDATA");
+  return env != nullptr ? env : "/work/main/../shared/testdata";
+}
+
+// Every folder and file under `root`, relative to it ("train/", "train/img_0_of_4.npz", ...; folders end in '/').
+std::set<std::string> Tree(const fs::path& root) {
+  std::set<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const std::string rel = fs::relative(e.path(), root).string();
+    out.insert(e.is_directory() ? rel + "/" : rel);
+  }
+  return out;
+}
+
+// Generates `spec` (data_folder "data") on one rank into a fresh data root and returns the tree under data/.
+std::set<std::string> GeneratedTree(WorkloadSpec spec) {
+  Dir d;
+  spec.data_folder = "data";
+  spec.generate_data = true;
+  PhaseRunner runner(d.path(), "a", nullptr);
+  PhaseCommand cmd;
+  cmd.job_id = "j";
+  cmd.phase_id = "generate";
+  cmd.kind = PhaseKind::kGenerate;
+  cmd.spec = spec;
+  auto r = runner.Run(cmd, [](uint64_t) { return absl::OkStatus(); }, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return Tree(d.path() / "data");
+}
+
+// DLIO's layout, written from its rules (data_generator.py, tf_generator.py as dlio.md §2.1 and testdata's README
+// describe them), independently of the code under test: "{prefix}_{i padded to digits(N)}_of_{N}.{format}" under
+// train/ or valid/, in subfolder "{i % S padded to digits(S)}" when S > 1 (every subfolder made, empty or not),
+// train/ and valid/ always; tfrecord: index/<split>/<file>.idx per file; indexed formats: <file>.off.idx and
+// <file>.sz.idx beside each file.
+std::set<std::string> DlioLayout(const std::string& format, const std::string& prefix, int64_t train_files,
+                                 int64_t train_sub, int64_t eval_files, int64_t eval_sub) {
+  auto pad = [](int64_t v, int64_t of) {
+    std::string s = std::to_string(v);
+    return std::string(std::to_string(of).size() - s.size(), '0') + s;
+  };
+  std::set<std::string> out = {"train/", "valid/"};
+  auto split = [&](const std::string& name, int64_t files, int64_t sub) {
+    for (int64_t s = 0; sub > 1 && s < sub; ++s) out.insert(name + "/" + pad(s, sub) + "/");
+    for (int64_t i = 0; i < files; ++i) {
+      const std::string file = absl::StrCat(prefix, "_", pad(i, files), "_of_", files, ".", format);
+      const std::string dir = sub > 1 ? name + "/" + pad(i % sub, sub) + "/" : name + "/";
+      out.insert(dir + file);
+      if (format == "indexed_binary" || format == "mmap_indexed_binary") {
+        out.insert(dir + file + ".off.idx");
+        out.insert(dir + file + ".sz.idx");
+      }
+      if (format == "tfrecord") {
+        out.insert("index/");
+        out.insert("index/" + name + "/");
+        out.insert("index/" + name + "/" + file + ".idx");
+      }
+    }
+  };
+  split("train", train_files, train_sub);
+  split("valid", eval_files, eval_sub);
+  return out;
+}
+
+// Every dataset the real DLIO generated (../shared/testdata/dlio-generated): generating its workload.yaml gives the
+// same files at the same paths, plus the empty valid/ folder git could not keep.
+TEST(GenerateLayout, MatchesWhatDlioGeneratedForEveryTestdataCase) {
+  const fs::path cases = fs::path(TestData()) / "dlio-generated";
+  ASSERT_TRUE(fs::is_directory(cases)) << cases << " (set DLIO_TESTDATA)";
+  int checked = 0;
+  for (const auto& c : fs::directory_iterator(cases)) {
+    if (!fs::exists(c.path() / "workload.yaml")) continue;
+    absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile((c.path() / "workload.yaml").string(), {});
+    ASSERT_TRUE(spec.ok()) << c.path() << ": " << spec.status();
+    std::set<std::string> dlio;
+    for (const std::string& rel : Tree(c.path())) {
+      if (rel.rfind("train/", 0) == 0 || rel.rfind("valid/", 0) == 0) dlio.insert(rel);
+    }
+    dlio.insert("valid/");  // DLIO made it; git keeps no empty folder
+    EXPECT_EQ(GeneratedTree(*spec), dlio) << c.path().filename();
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
+}
+
+// The cases the testdata has no example of: subfolders in both splits, evaluation files, and tfrecord's index
+// folders (per split, flat), each against DLIO's rules.
+TEST(GenerateLayout, SubfoldersEvaluationFilesAndTfrecordIndexFollowDlio) {
+  struct Case {
+    std::string format;
+    int64_t train_files, train_sub, eval_files, eval_sub;
+  };
+  for (const Case& c : {Case{"npy", 7, 3, 0, 0}, Case{"npz", 12, 2, 3, 4}, Case{"tfrecord", 5, 0, 2, 0},
+                        Case{"tfrecord", 11, 10, 3, 2}, Case{"indexed_binary", 3, 2, 2, 0},
+                        Case{"hdf5", 2, 0, 1, 0}}) {
+    WorkloadSpec spec;
+    spec.format = c.format;
+    spec.num_files_train = c.train_files;
+    spec.num_subfolders_train = c.train_sub;
+    spec.num_files_eval = c.eval_files;
+    spec.num_subfolders_eval = c.eval_sub;
+    spec.evaluation = c.eval_files > 0;
+    spec.num_samples_per_file = 2;
+    spec.record_length_bytes = 1024;
+    EXPECT_EQ(GeneratedTree(spec), DlioLayout(c.format, spec.file_prefix, c.train_files, c.train_sub, c.eval_files,
+                                              c.eval_sub))
+        << c.format << " " << c.train_files << "/" << c.train_sub << " eval " << c.eval_files << "/" << c.eval_sub;
   }
 }
 

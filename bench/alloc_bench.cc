@@ -56,7 +56,8 @@ bool Fail(const std::string& what, const absl::Status& s) {
 }
 
 // Runs the loader for `steps` steps and returns the allocations counted while it ran (start to destruction).
-bool RunLoader(const LoaderConfig& cfg, const PlanParams& params, int64_t steps, Counts* out) {
+bool RunLoader(const LoaderConfig& cfg, PlanParams params, int64_t steps, Counts* out) {
+  if (params.mode == AccessMode::kStream) params.max_steps = steps;  // the stream plan reads `steps` batches' records
   absl::StatusOr<EpochPlan> plan = EpochPlan::Make(params, 1);
   if (!plan.ok()) return Fail("plan", plan.status());
   std::atomic<bool> cancel{false};
@@ -65,16 +66,6 @@ bool RunLoader(const LoaderConfig& cfg, const PlanParams& params, int64_t steps,
   const bool streaming = params.mode == AccessMode::kStream;
   if (streaming) {
     stream = plan->RankStream(0);
-    // Trim the quotas to `steps` batches in all, taken from the threads in turn.
-    int64_t left = steps;
-    std::vector<int64_t> q(stream.thread_batches.size(), 0);
-    for (size_t t = 0; left > 0; t = (t + 1) % q.size()) {
-      if (q[t] < stream.thread_batches[t]) {
-        ++q[t];
-        --left;
-      }
-    }
-    stream.thread_batches = q;
   } else {
     samples = plan->RankSamples(0);
   }

@@ -52,23 +52,25 @@ uint64_t PermutationSeed(const PlanParams& p, int64_t epoch, Stream what) {
 
 int64_t Threads(const PlanParams& p) { return std::max<int64_t>(1, p.read_threads); }
 
-// Stream mode: files of rank r (of P, F files) = ceil((F - r) / P); files of thread t (of T) among c = ceil((c-t)/T).
+// Stream mode: files of rank r (of P, F files) with file sharding = ceil((F - r) / P).
 int64_t FilesOfRank(int64_t files, int64_t world, int64_t rank) {
   return files / world + (rank < files % world ? 1 : 0);
 }
 
-// Batches each loader thread of a rank holding `rank_files` files can form (before trimming).
-std::vector<int64_t> ThreadQuotas(const PlanParams& p, int64_t rank_files) {
-  const int64_t t_count = Threads(p);
-  std::vector<int64_t> q(static_cast<size_t>(t_count));
-  for (int64_t t = 0; t < t_count; ++t) {
-    const int64_t files = rank_files / t_count + (t < rank_files % t_count ? 1 : 0);
-    q[static_cast<size_t>(t)] = files * p.samples_per_file / p.batch;
-  }
-  return q;
-}
+// DLIO shards files when there are at least as many as ranks, records otherwise.
+bool RecordSharding(const PlanParams& p) { return p.num_files < p.world; }
 
-int64_t Sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+// Stream mode: the records of thread t among the first n positions of a pass (n <= the pass's records). The first
+// narrow x S rounds take one record from each of the T threads, the next S rounds one from each wide thread.
+int64_t CountBelow(const StreamAssignment& a, size_t t, int64_t n) {
+  const auto threads = static_cast<int64_t>(a.threads.size());
+  const auto ti = static_cast<int64_t>(t);
+  const int64_t lo = a.narrow_files * a.samples_per_file;
+  if (n <= threads * lo) return n / threads + (ti < n % threads ? 1 : 0);
+  const int64_t n2 = n - threads * lo;
+  if (ti >= a.wide_threads) return lo;
+  return lo + n2 / a.wide_threads + (ti < n2 % a.wide_threads ? 1 : 0);
+}
 
 absl::Status Validate(const PlanParams& p) {
   if (p.num_files < 1) {
@@ -123,30 +125,24 @@ PlanParams EvalPlanParams(const WorkloadSpec& spec, int64_t world) {
 absl::StatusOr<int64_t> EpochPlan::Steps(const PlanParams& p) {
   if (absl::Status s = Validate(p); !s.ok()) return s;
   const int64_t n = p.num_files * p.samples_per_file;
-  int64_t steps = 0;
-  if (p.mode == AccessMode::kIndex) {
-    steps = n / (p.batch * p.world);
-    if (steps == 0) {
+  // DLIO's steps per epoch in both modes (main.py: samples per file x files / batch / ranks).
+  int64_t steps = n / (p.batch * p.world);
+  if (steps == 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: one step of the fleet needs batch {} x world size {} = {} samples, but the dataset has "
+        "only {} ({} {} x dataset.num_samples_per_file {})",
+        p.batch_key, p.batch, p.world, p.batch * p.world, n, p.files_key, p.num_files, p.samples_per_file));
+  }
+  if (p.mode == AccessMode::kStream && !RecordSharding(p)) {
+    // The poorest rank (the last one) must form at least one batch per pass over its files.
+    const int64_t files = FilesOfRank(p.num_files, p.world, p.world - 1);
+    if (files * p.samples_per_file < p.batch) {
       return absl::InvalidArgumentError(fmt::format(
-          "{}: one step of the fleet needs batch {} x world size {} = {} samples, but the dataset has "
-          "only {} ({} {} x dataset.num_samples_per_file {})",
-          p.batch_key, p.batch, p.world, p.batch * p.world, n, p.files_key, p.num_files, p.samples_per_file));
-    }
-  } else {
-    if (p.num_files < p.world) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: {} files for world size {}; tfrecord streams whole files, so every rank needs at "
-          "least one file",
-          p.files_key, p.num_files, p.world));
-    }
-    // The ranks hold floor(F/P) or ceil(F/P) files; the fleet does what its poorest rank can.
-    steps = Sum(ThreadQuotas(p, FilesOfRank(p.num_files, p.world, p.world - 1)));
-    if (steps == 0) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: no full batch of {} samples per loader thread: rank {} streams {} files of {} samples "
-          "over reader.read_threads {} ({} {}, world size {})",
-          p.batch_key, p.batch, p.world - 1, FilesOfRank(p.num_files, p.world, p.world - 1), p.samples_per_file, Threads(p),
-          p.files_key, p.num_files, p.world));
+          "{}: rank {} of world size {} streams {} of the {} files ({} {}), {} samples, less than one batch of {}: "
+          "DLIO's TensorFlow pipeline (files sharded over ranks, batches with drop_remainder) would give it no "
+          "batch and hang; use fewer ranks, a smaller batch or more files",
+          p.batch_key, p.world - 1, p.world, files, p.num_files, p.files_key, p.num_files,
+          files * p.samples_per_file, p.batch));
     }
   }
   if (p.max_steps > 0) {
@@ -170,6 +166,20 @@ absl::StatusOr<EpochPlan> EpochPlan::Make(const PlanParams& params, int64_t epoc
   plan.steps_ = *steps;
   const int64_t n = params.num_files * params.samples_per_file;
   plan.dropped_ = n - plan.steps_ * params.batch * params.world;
+  if (params.mode == AccessMode::kStream && !RecordSharding(params)) {
+    // Per rank: a pass delivers floor(records / B) batches of distinct samples; steps beyond that re-read them.
+    // Ranks hold ceil(F/P) files (the first F mod P of them) or floor(F/P).
+    plan.dropped_ = plan.reread_ = 0;
+    auto account = [&](int64_t files, int64_t ranks) {
+      const int64_t records = files * params.samples_per_file;
+      const int64_t unique = std::min(plan.steps_, records / params.batch) * params.batch;
+      plan.dropped_ += ranks * (records - unique);
+      plan.reread_ += ranks * (plan.steps_ * params.batch - unique);
+    };
+    const int64_t wide = params.num_files % params.world;  // ranks holding one file more than the others
+    account(params.num_files / params.world + 1, wide);
+    account(params.num_files / params.world, params.world - wide);
+  }
 
   const bool global_sample_shuffle = params.mode == AccessMode::kIndex && params.sample_shuffle != ShuffleMode::kOff;
   if (global_sample_shuffle) {
@@ -215,24 +225,55 @@ std::vector<SampleRef> EpochPlan::RankSamples(int64_t rank) const {
   return out;
 }
 
+int64_t StreamAssignment::PassRecords(size_t t) const {
+  const int64_t files = narrow_files + (static_cast<int64_t>(t) < wide_threads ? 1 : 0);
+  return files * samples_per_file;
+}
+
+int64_t StreamAssignment::Position(size_t t, int64_t k) const {
+  const auto threads = static_cast<int64_t>(this->threads.size());
+  const auto ti = static_cast<int64_t>(t);
+  const int64_t lo = narrow_files * samples_per_file;  // records of a narrow thread; wide ones have S more
+  const int64_t hi = lo + samples_per_file;
+  // Records before round k (every thread gave one per round while it had any), then those of round k before t.
+  const int64_t before = wide_threads * std::min(hi, k) + (threads - wide_threads) * std::min(lo, k);
+  return before + (k < lo ? ti : std::min(ti, wide_threads));
+}
+
 StreamAssignment EpochPlan::RankStream(int64_t rank) const {
   StreamAssignment a;
   if (params_.mode != AccessMode::kStream || rank < 0 || rank >= params_.world) return a;
   const int64_t t_count = Threads(params_);
-  a.thread_files.resize(static_cast<size_t>(t_count));
-  // The rank's files are list positions rank, rank+P, ...; its j-th file goes to thread j mod T.
-  int64_t j = 0;
-  for (int64_t pos = rank; pos < params_.num_files; pos += params_.world, ++j) {
+  const bool record_shard = RecordSharding(params_);
+  a.threads.resize(static_cast<size_t>(t_count));
+  a.samples_per_file = params_.samples_per_file;
+  // The rank's files: list positions rank, rank+P, ... (file sharding) or all of them (record sharding); its j-th
+  // file goes to thread j mod T (TF's interleave slot).
+  int64_t c = 0;
+  for (int64_t pos = record_shard ? 0 : rank; pos < params_.num_files; pos += record_shard ? 1 : params_.world, ++c) {
     const uint32_t file = file_order_.empty() ? static_cast<uint32_t>(pos) : file_order_[static_cast<size_t>(pos)];
-    a.thread_files[static_cast<size_t>(j % t_count)].push_back(file);
+    a.threads[static_cast<size_t>(c % t_count)].files.push_back(file);
   }
-  a.thread_batches = ThreadQuotas(params_, j);
-  // Every rank does the same number of steps: trim the quotas from the last thread backwards.
-  int64_t excess = Sum(a.thread_batches) - steps_;
-  for (auto it = a.thread_batches.rbegin(); it != a.thread_batches.rend() && excess > 0; ++it) {
-    const int64_t cut = std::min(excess, *it);
-    *it -= cut;
-    excess -= cut;
+  a.narrow_files = c / t_count;
+  a.wide_threads = c % t_count;
+  const int64_t pass = c * params_.samples_per_file;
+  const int64_t want = steps_ * params_.batch;  // records the rank delivers
+  int64_t passes = 1, last = 0;                 // passes read, and the positions read in the last one
+  if (record_shard) {
+    // Every rank streams every file and keeps positions rank, rank + P, ...: it reads up to its last kept one.
+    a.keep_every = params_.world;
+    a.keep_offset = rank;
+    a.deliver_limit = pass;
+    last = rank + (want - 1) * params_.world + 1;
+  } else {
+    const int64_t per_pass = pass / params_.batch;  // >= 1 (Steps() refuses less)
+    a.deliver_limit = per_pass * params_.batch;
+    const int64_t full = (steps_ - 1) / per_pass;   // passes read to their end (the remainder read and dropped)
+    passes = full + 1;
+    last = (steps_ - full * per_pass) * params_.batch;
+  }
+  for (size_t t = 0; t < a.threads.size(); ++t) {
+    a.threads[t].records = (passes - 1) * a.PassRecords(t) + CountBelow(a, t, last);
   }
   return a;
 }

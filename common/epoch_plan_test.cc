@@ -1,5 +1,6 @@
 #include "common/epoch_plan.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -97,7 +98,7 @@ TEST(EpochPlan, UnshuffledRanksTakeContiguousFileMajorSlices) {
   EXPECT_EQ(Flatten(plan.RankSamples(0)), (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}}));
   EXPECT_EQ(Flatten(plan.RankSamples(1)), (std::vector<std::pair<uint32_t, uint32_t>>{{2, 0}, {2, 1}, {3, 0}, {3, 1}}));
   EXPECT_TRUE(plan.RankSamples(2).empty());
-  EXPECT_TRUE(plan.RankStream(0).thread_files.empty());
+  EXPECT_TRUE(plan.RankStream(0).threads.empty());
 }
 
 TEST(EpochPlan, FileShuffleKeepsSamplesOfAFileTogether) {
@@ -205,12 +206,12 @@ TEST(EpochPlan, ErrorsNameTheKey) {
   absl::StatusOr<EpochPlan> p = EpochPlan::Make(Index(2, 1, 4, 6), 1);
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("reader.batch_size"));
-  p = EpochPlan::Make(Stream(5, 10, 1, 6, 1), 1);
+  p = EpochPlan::Make(Stream(5, 100, 120, 4, 8), 1);  // rank 3 holds 1 file of 100 samples: no batch of 120
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().message(),
-            "dataset.num_files_train: 5 files for world size 6; tfrecord streams whole files, so every rank needs at "
-            "least one file");
-  p = EpochPlan::Make(Stream(6, 1, 2, 6, 1), 1);  // one 1-sample file per rank: no batch of 2
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr("reader.batch_size: rank 3 of world size 4 streams 1 of the 5 files"));
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("less than one batch of 120"));
+  p = EpochPlan::Make(Stream(6, 1, 2, 6, 1), 1);  // 6 samples, one step of the fleet needs 12
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("reader.batch_size"));
   p = EpochPlan::Make(Index(0, 1, 1, 1), 1);
@@ -218,63 +219,155 @@ TEST(EpochPlan, ErrorsNameTheKey) {
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("dataset.num_files_train"));
 }
 
-// Stream mode: each file on exactly one rank and thread; quotas fit the thread's samples and sum to the same steps
-// on every rank.
-void ExpectStreamCoverage(const PlanParams& p, int64_t epoch) {
-  const EpochPlan plan = MakeOk(p, epoch);
-  std::set<uint32_t> seen;
-  int64_t consumed = 0;
-  for (int64_t r = 0; r < p.world; ++r) {
-    const StreamAssignment a = plan.RankStream(r);
-    ASSERT_EQ(a.thread_files.size(), static_cast<size_t>(std::max<int64_t>(1, p.read_threads)));
-    ASSERT_EQ(a.thread_batches.size(), a.thread_files.size());
-    int64_t steps = 0;
-    for (size_t t = 0; t < a.thread_files.size(); ++t) {
-      for (uint32_t f : a.thread_files[t]) {
-        ASSERT_LT(f, p.num_files);
-        ASSERT_TRUE(seen.insert(f).second) << "file " << f << " streamed twice";
+// --- Stream mode against DLIO's TensorFlow pipeline ----------------------------------------------------------------
+
+// A (file, record) pair of a rank's stream.
+using Rec = std::pair<uint32_t, int64_t>;
+
+// What one rank of DLIO reads and delivers in one epoch, simulated record by record from its tf_reader.py pipeline,
+// independently of EpochPlan's arithmetic:
+//   list_files(shuffle=False) -> shard(P, r) on files when files >= P -> TFRecordDataset(num_parallel_reads = T),
+//   i.e. interleave(cycle_length = T, block_length = 1) whose emptied slot takes the next file when the cycle comes
+//   back to it -> shard(P, r) on records when files < P -> batch(B, drop_remainder) -> repeat() -> `steps` batches.
+// read[t]: records interleave slot t read; delivered: the records in the rank's batches.
+struct DlioRank {
+  std::vector<int64_t> read;
+  std::multiset<Rec> delivered;
+};
+
+DlioRank SimulateDlio(int64_t files, int64_t spf, int64_t batch, int64_t world, int64_t threads, int64_t rank,
+                      int64_t steps) {
+  const int64_t t_count = std::max<int64_t>(1, threads);
+  std::vector<uint32_t> list;
+  for (int64_t f = 0; f < files; ++f) {
+    if (files < world || f % world == rank) list.push_back(static_cast<uint32_t>(f));
+  }
+  DlioRank out;
+  out.read.assign(static_cast<size_t>(t_count), 0);
+  int64_t batches = 0;
+  std::vector<Rec> pending;  // the batch being formed
+  while (batches < steps) {  // one pass (repeat() restarts the pipeline)
+    struct Slot {
+      bool open = false;
+      uint32_t file = 0;
+      int64_t next = 0;
+    };
+    std::vector<Slot> slots(static_cast<size_t>(t_count));
+    size_t next_input = 0, cycle = 0;
+    int64_t open = 0, position = 0, delivered_in_pass = 0;
+    pending.clear();
+    while ((next_input < list.size() || open > 0) && batches < steps) {
+      Slot& s = slots[cycle];
+      if (!s.open) {
+        if (next_input < list.size()) {
+          s = Slot{true, list[next_input++], 0};
+          ++open;
+        } else {
+          cycle = (cycle + 1) % slots.size();
+        }
+        continue;
       }
-      const int64_t samples = static_cast<int64_t>(a.thread_files[t].size()) * p.samples_per_file;
-      EXPECT_GE(a.thread_batches[t], 0);
-      EXPECT_LE(a.thread_batches[t] * p.batch, samples);
-      steps += a.thread_batches[t];
+      if (s.next == spf) {  // end of this file: the slot empties, the cycle moves on
+        s.open = false;
+        --open;
+        cycle = (cycle + 1) % slots.size();
+        continue;
+      }
+      const Rec rec{s.file, s.next++};
+      ++out.read[cycle];
+      cycle = (cycle + 1) % slots.size();
+      const bool mine = files >= world || position++ % world == rank;
+      if (!mine) continue;
+      pending.push_back(rec);
+      if (static_cast<int64_t>(pending.size()) == batch) {
+        out.delivered.insert(pending.begin(), pending.end());
+        pending.clear();
+        ++batches;
+        ++delivered_in_pass;
+      }
     }
-    EXPECT_EQ(steps, plan.steps()) << "rank " << r;
-    consumed += steps * p.batch;
+    if (delivered_in_pass == 0) break;  // a pass without a batch: DLIO's rank gets nothing (refused by the plan)
   }
-  EXPECT_EQ(static_cast<int64_t>(seen.size()), p.num_files);
-  EXPECT_EQ(plan.DroppedSamples(), p.num_files * p.samples_per_file - consumed);
-  EXPECT_TRUE(plan.RankSamples(0).empty());
+  return out;
 }
 
-TEST(EpochPlan, StreamModeCoversFilesWithEqualStepsOnEveryRank) {
-  for (auto [files, spf, batch, world, threads] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>{
-           {17, 8, 4, 3, 2}, {24, 5, 4, 6, 3}, {6, 10, 3, 6, 1}, {13, 7, 4, 3, 8}, {16, 4, 4, 4, 0}}) {
-    for (ShuffleMode fs : {ShuffleMode::kOff, ShuffleMode::kSeed}) {
-      PlanParams p = Stream(files, spf, batch, world, threads);
-      p.file_shuffle = fs;
-      SCOPED_TRACE(testing::Message() << files << " files x " << spf << ", batch " << batch << ", world " << world
-                                      << ", threads " << threads << ", file_shuffle " << ShuffleModeName(fs));
-      ExpectStreamCoverage(p, 1);
-      ExpectStreamCoverage(p, 2);
+// Golden counts from DLIO's formulas (dlio.md §2.4: steps per epoch = floor(nspf x files / batch / ranks), the
+// same on every rank; samples per epoch = steps x batch x ranks), and per rank the very records DLIO's pipeline
+// reads and delivers.
+TEST(EpochPlan, StreamModeReadsAndBatchesAsDlioTensorflowPipeline) {
+  struct Case {
+    int64_t files, spf, batch, world, threads;
+  };
+  const std::vector<Case> cases = {
+      {16, 100, 400, 1, 8},  // resnet50_a100 scaled to 16 x 100: each batch spans the 8 threads' files
+      {16, 100, 400, 2, 8},  {16, 100, 400, 4, 8},  // 4 files per rank: one batch from 4 threads
+      {1024, 5, 400, 8, 8},  // resnet50's files and threads, 5 samples each: a batch of 400 spans 80 files
+      {17, 8, 4, 3, 2},      // uneven files: rank 2 holds 5
+      {3, 10, 5, 2, 1},      // rank 1 holds 1 file (2 batches a pass) of 3 steps: it wraps around (repeat())
+      {5, 7, 3, 3, 2},       // wrap-around with a drop-last remainder per pass
+      {3, 10, 4, 4, 2},      // fewer files than ranks: every rank reads every file, keeps every 4th record
+      {2, 9, 2, 5, 3},       // fewer files than ranks, more threads than files
+      {7, 1, 1, 4, 4},       // cosmoflow-like: 1 sample per file, batch 1
+      {13, 7, 4, 3, 8},      {16, 4, 4, 4, 0},  {10, 3, 2, 1, 4}};
+  for (const Case& c : cases) {
+    for (int64_t cap : {int64_t{-1}, int64_t{1}}) {
+      PlanParams p = Stream(c.files, c.spf, c.batch, c.world, c.threads);
+      p.max_steps = cap;
+      SCOPED_TRACE(testing::Message() << c.files << " files x " << c.spf << ", batch " << c.batch << ", world "
+                                      << c.world << ", threads " << c.threads << ", total_training_steps " << cap);
+      const int64_t dlio_steps = c.spf * c.files / c.batch / c.world;  // DLIO's main.py
+      const EpochPlan plan = MakeOk(p);
+      EXPECT_EQ(plan.steps(), cap > 0 ? cap : dlio_steps);
+      int64_t samples = 0, reread = 0;
+      std::set<Rec> unique;
+      for (int64_t r = 0; r < c.world; ++r) {
+        const StreamAssignment a = plan.RankStream(r);
+        const DlioRank dlio = SimulateDlio(c.files, c.spf, c.batch, c.world, c.threads, r, plan.steps());
+        ASSERT_EQ(a.threads.size(), dlio.read.size());
+        std::multiset<Rec> delivered;
+        for (size_t t = 0; t < a.threads.size(); ++t) {
+          const ThreadStream& ts = a.threads[t];
+          EXPECT_EQ(ts.records, dlio.read[t]) << "rank " << r << " thread " << t;
+          // The thread's loop (agent/loader.cc): records in file order, passes restarting at its first file.
+          for (int64_t i = 0, k = 0; i < ts.records; ++i, ++k) {
+            if (k == a.PassRecords(t)) k = 0;
+            const Rec rec{ts.files[static_cast<size_t>(k / c.spf)], k % c.spf};
+            if (a.Delivered(a.Position(t, k))) delivered.insert(rec);
+          }
+        }
+        EXPECT_EQ(delivered, dlio.delivered) << "rank " << r;
+        EXPECT_EQ(static_cast<int64_t>(delivered.size()), plan.steps() * c.batch) << "rank " << r;
+        samples += static_cast<int64_t>(delivered.size());
+        reread += static_cast<int64_t>(delivered.size()) - static_cast<int64_t>(std::set<Rec>(delivered.begin(),
+                                                                                              delivered.end()).size());
+        unique.insert(delivered.begin(), delivered.end());
+      }
+      EXPECT_EQ(samples, plan.steps() * c.batch * c.world);  // samples per epoch
+      EXPECT_EQ(plan.RereadSamples(), reread);
+      EXPECT_EQ(plan.DroppedSamples(), c.files * c.spf - static_cast<int64_t>(unique.size()));
     }
   }
 }
 
-TEST(EpochPlan, StreamModeTrimsQuotasFromTheLastThread) {
-  // 17 files x 8 samples, batch 4, world 3, 2 threads: ranks 0 and 1 hold 6 files (12 batches), rank 2 holds 5
-  // (6 + 4 batches), so every rank does 10 steps and ranks 0 and 1 trim their second thread to 4.
-  const EpochPlan plan = MakeOk(Stream(17, 8, 4, 3, 2));
-  EXPECT_EQ(plan.steps(), 10);
-  EXPECT_EQ(plan.DroppedSamples(), 17 * 8 - 10 * 4 * 3);
-  const StreamAssignment a0 = plan.RankStream(0);
-  EXPECT_EQ(a0.thread_files[0], (std::vector<uint32_t>{0, 6, 12}));
-  EXPECT_EQ(a0.thread_files[1], (std::vector<uint32_t>{3, 9, 15}));
-  EXPECT_EQ(a0.thread_batches, (std::vector<int64_t>{6, 4}));
-  EXPECT_EQ(plan.RankStream(2).thread_batches, (std::vector<int64_t>{6, 4}));
-  PlanParams capped = Stream(17, 8, 4, 3, 2);
-  capped.max_steps = 5;
-  EXPECT_EQ(MakeOk(capped).RankStream(1).thread_batches, (std::vector<int64_t>{5, 0}));
+// Position() numbers the records of a pass 0, 1, 2, ... in the interleave's order: one record of each live thread
+// per round, threads in order.
+TEST(EpochPlan, StreamPositionsEnumerateTheInterleave) {
+  const EpochPlan plan = MakeOk(Stream(5, 3, 1, 1, 3));  // threads hold files {0, 3}, {1, 4}, {2}
+  const StreamAssignment a = plan.RankStream(0);
+  ASSERT_EQ(a.threads.size(), 3u);
+  EXPECT_EQ(a.threads[0].files, (std::vector<uint32_t>{0, 3}));
+  EXPECT_EQ(a.threads[2].files, (std::vector<uint32_t>{2}));
+  std::vector<int64_t> order(15, -1);
+  for (size_t t = 0; t < 3; ++t) {
+    for (int64_t k = 0; k < a.PassRecords(t); ++k) {
+      const int64_t pos = a.Position(t, k);
+      ASSERT_GE(pos, 0);
+      ASSERT_LT(pos, 15);
+      order[static_cast<size_t>(pos)] = static_cast<int64_t>(t) * 100 + k;
+    }
+  }
+  // Rounds 0-2: threads 0, 1, 2; rounds 3-5: threads 0 and 1 (thread 2's only file is done).
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 100, 200, 1, 101, 201, 2, 102, 202, 3, 103, 4, 104, 5, 105}));
 }
 
 // 10 M samples with a global shuffle: 4 bytes per sample, and only the rank's slice is materialised.

@@ -181,6 +181,23 @@ std::string DataFileRelPath(const std::string& split, const std::string& prefix,
   return absl::StrCat(split, "/", name);
 }
 
+std::vector<std::string> DatasetFolders(const std::string& format, int64_t num_files_train,
+                                        int64_t num_subfolders_train, int64_t num_files_eval,
+                                        int64_t num_subfolders_eval) {
+  std::vector<std::string> out = {"train", "valid"};
+  auto subfolders = [&](const char* split, int64_t n) {
+    for (int64_t i = 0; n > 1 && i < n; ++i) out.push_back(absl::StrCat(split, "/", Padded(i, Digits(n))));
+  };
+  subfolders("train", num_subfolders_train);
+  subfolders("valid", num_subfolders_eval);
+  if (format == "tfrecord") {
+    out.push_back("index");
+    if (num_files_train > 0) out.push_back("index/train");
+    if (num_files_eval > 0) out.push_back("index/valid");
+  }
+  return out;
+}
+
 std::vector<int64_t> Hdf5RecordDims(const std::vector<int64_t>& sample_dims, int64_t num_dset_per_record) {
   std::vector<int64_t> d = sample_dims;
   if (d.empty()) return d;

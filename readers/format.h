@@ -20,14 +20,15 @@
 //  - Accounting (the caller must not count these again): every read/write syscall on a data file (or its companion
 //    files) is one IoStats::AddOp(bytes, ns); each file a reader opens, and each file Generate() completes
 //    (companions included), is one AddFile(); each sample delivered by ReadSample()/Next() or written by Generate()
-//    is counted with AddSamples(). HDF5 does its file I/O inside the library: there one H5Dread is one op of the
-//    sample's payload bytes (see hdf5.h); mmap_indexed_binary counts one op of the sample's bytes per sample (the page
-//    faults are the I/O, see indexed_binary.h).
+//    is counted with AddSamples(). libhdf5 reads through our virtual file driver, so its reads (metadata included)
+//    are counted as the others' (see hdf5.h); mmap_indexed_binary counts one op of the sample's bytes per sample (the
+//    page faults are the I/O, see indexed_binary.h).
 //  - npz, npy, csv, images and tfrecord read through a StorageReader (storage.h: posix, odirect or io_uring, per
-//    FormatOptions::io_engine); hdf5 reads through libhdf5 and indexed_binary with pread (posix only).
+//    FormatOptions::io_engine); hdf5 through libhdf5 over a StorageReader (hdf5_vfd.h), indexed_binary with
+//    pread (posix only).
 //  - Object storage (FormatOptions::s3 set, io_engine kS3): paths are object keys; every format but
-//    mmap_indexed_binary reads through the s3 StorageReader (indexed_binary too; hdf5 through our HDF5 driver,
-//    hdf5_s3.h) and Generate() PUTs its objects through FileWriter (docs/object-storage.md).
+//    mmap_indexed_binary reads through the s3 StorageReader (indexed_binary too; hdf5 through our HDF5 driver over
+//    it, hdf5_vfd.h) and Generate() PUTs its objects through FileWriter (docs/object-storage.md).
 //  - Hot path: a SampleReader/StreamReader belongs to one loader thread; it reuses its buffers (no allocation per
 //    sample once warmed up) and takes no lock of ours.
 // Errors: absl::Status whose message names the file and what is wrong.
@@ -99,6 +100,9 @@ class StreamReader {
   virtual absl::Status Open(const std::string& path, IoStats& stats) = 0;
   // Reads the next record; returns false at the end of the file.
   virtual absl::StatusOr<bool> Next(IoStats& stats) = 0;
+  // Reads the next record without delivering it: its reads are counted, but it is no sample (DLIO's pipeline reads
+  // records it then drops: another rank's under record sharding, a pass's drop-last remainder). False at the end.
+  virtual absl::StatusOr<bool> Skip(IoStats& stats) = 0;
   // The record the last Next() returned (for tfrecord: the serialized tf.train.Example), valid until the next
   // Next()/Open()/Close().
   virtual std::string_view last_record() const = 0;
@@ -156,5 +160,14 @@ std::string DataFileName(const std::string& prefix, int64_t index, int64_t total
 // subfolder i % num_subfolders (zero-padded to the digits of num_subfolders) when num_subfolders > 1.
 std::string DataFileRelPath(const std::string& split, const std::string& prefix, int64_t index, int64_t total,
                             int64_t num_subfolders, const std::string& ext);
+
+// The folders DLIO's generator makes under the data folder (its data_generator.py and tf_generator.py), relative to
+// it, parents first: "train" and "valid" always (DLIO's main.py lists both before training and stops on a missing
+// one, even with no evaluation files), "train/<s>" for every s < num_subfolders_train when it is > 1 (empty ones
+// too) and likewise "valid/<s>", and for tfrecord "index/train" and, with evaluation files, "index/valid" (the DALI
+// index files, flat even with subfolders).
+std::vector<std::string> DatasetFolders(const std::string& format, int64_t num_files_train,
+                                        int64_t num_subfolders_train, int64_t num_files_eval,
+                                        int64_t num_subfolders_eval);
 
 }  // namespace dlio

@@ -1,9 +1,7 @@
 #include "readers/hdf5.h"
-#include "readers/hdf5_s3.h"
 
 #include <dlfcn.h>
 #include <hdf5.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
+#include "readers/hdf5_vfd.h"
 #include "readers/io_util.h"
 #include "readers/storage.h"
 
@@ -190,36 +189,25 @@ class Hdf5SampleReader final : public SampleReader {
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     SilenceHdf5();
     last_bytes_ = 0;
-    // libhdf5 opens by name: below a confined folder the file is opened here (no link followed) and libhdf5 gets
-    // /proc/self/fd/N, which names exactly that file (no path is resolved again).
-    internal::Fd confined;
-    char proc[64];
-    const char* name = path.c_str();
-    if (target_.dir && target_.engine != IoEngine::kS3) {
-      confined = internal::Fd(target_.dir->Open(path, O_RDONLY));
-      if (!confined.valid()) return internal::ErrnoError(path, "open", errno);
-      std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", confined.get());
-      name = proc;
+    // libhdf5 reads through our driver over a StorageReader (hdf5_vfd.h): the open (below the confined data folder
+    // when there is one, no link followed; a HEAD for an object) and every read happen there, and are counted there.
+    if (access_ == nullptr) {  // first use: the driver that accounts libhdf5's reads (one per reader, kept)
+      absl::StatusOr<std::unique_ptr<StorageReader>> storage = StorageReader::New(target_);
+      if (!storage.ok()) return storage.status();
+      absl::StatusOr<std::unique_ptr<Hdf5StorageAccess>> a = Hdf5StorageAccess::New(std::move(*storage));
+      if (!a.ok()) return a.status();
+      access_ = std::move(*a);
     }
-    hid_t fapl = H5P_DEFAULT;
-    if (target_.engine == IoEngine::kS3) {  // objects: our virtual file driver, ranged GETs (hdf5_s3.h)
-      if (!s3_) {
-        absl::StatusOr<std::unique_ptr<Hdf5S3Access>> a = Hdf5S3Access::New(target_.s3);
-        if (!a.ok()) return a.status();
-        s3_ = std::move(*a);
-      }
-      s3_->set_last_error("");
-      fapl = s3_->fapl();
-    }
-    Hid file(H5Fopen(name, H5F_ACC_RDONLY, fapl), H5Fclose);
-    confined.Reset();
-    if (!file.ok() && s3_ && !s3_->last_error().empty()) return absl::UnavailableError(s3_->last_error());
+    access_->set_stats(&stats);
+    access_->clear_error();
+    Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access_->fapl()), H5Fclose);
     if (!file.ok()) {
-      struct stat st;
-      if (!target_.dir && ::stat(path.c_str(), &st) != 0) return internal::ErrnoError(path, "open", errno);
+      if (!access_->last_error().ok()) {  // the storage's own error ("<path>: open: No such file ...", an S3 answer)
+        H5Eclear2(H5E_DEFAULT);
+        return access_->last_error();
+      }
       return Hdf5Error(path, "open");
     }
-    stats.AddFile();
     auto known = shape_of_.find(path);
     uint64_t total = 0;
     for (int64_t k = 0; k < datasets_; ++k) {
@@ -249,11 +237,9 @@ class Hdf5SampleReader final : public SampleReader {
         return Hdf5Error(path, "select sample");
       }
       buf_.Reserve(std::max<uint64_t>(total + sh.bytes, 1), total);  // grow only, keeping the datasets read before
-      const uint64_t t0 = internal::NowNs();
-      const herr_t rc = H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.data() + total);
-      const uint64_t t1 = internal::NowNs();
-      if (rc < 0) return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
-      stats.AddOp(sh.bytes, t1 - t0);
+      if (H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.data() + total) < 0) {
+        return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
+      }
       total += sh.bytes;
     }
     last_bytes_ = total;
@@ -314,7 +300,7 @@ class Hdf5SampleReader final : public SampleReader {
 
   const int64_t datasets_;
   const StorageTarget target_;
-  std::unique_ptr<Hdf5S3Access> s3_;  // s3: the driver's context, made at the first sample
+  std::unique_ptr<Hdf5StorageAccess> access_;  // the driver's context, made at the first sample; outlives its files
   const std::vector<std::string> names_ = [this] {
     std::vector<std::string> v;
     for (int64_t k = 0; k < datasets_; ++k) v.push_back(RecordsName(k));

@@ -22,11 +22,14 @@
 // Element type and shape come from the file, and the memory type is the file's own type (no conversion), so DLIO's
 // own files (any record shape) are read as they are.
 //
-// Accounting: HDF5 does its file I/O inside the library (metadata, chunk index, possibly several syscalls per
-// read), which we cannot see. Each H5Dread counts as ONE op of the sample's payload bytes (uncompressed, what the
-// caller gets) with the H5Dread latency, so a sample over k datasets is k ops; open/close metadata reads are not counted. Hence bytes read can differ
-// from the bytes the device served (gzip: fewer on disk; metadata: more).
-//
+// Accounting: libhdf5 reads the file through our virtual file driver (readers/hdf5_vfd.h) over a StorageReader, so
+// every read it makes (superblock, object headers, B-trees, the sieve-buffered or chunked data) is one op of the
+// bytes the read syscall returned, and every H5Fopen counts one file: bytes read are what the process read, metadata
+// included, and equal strace's sum of its reads (tests/trace_test.cc). The driver announces sec2's feature flags,
+// so libhdf5 reads as it does for h5py: a contiguous sample smaller than the 64 KiB sieve buffer is read with the
+// bytes around it (up to 64 KiB of the dataset), gzip chunks compressed. Over s3 the same driver turns the reads
+// into ranged GETs of exactly what libhdf5 asks, the object's first 64 KiB kept while the reader stays on it: bytes
+// read are the bytes the GETs returned.
 // Thread-safety: Debian's libhdf5 (1.10.8) is built thread-safe: a global lock inside the library serialises every
 // H5* call, so HDF5 readers on several loader threads do not read in parallel (h5py has the same limit through
 // its own lock). Readers keep no shared state of ours. HDF5 allocates internally on open; our buffers do not.

@@ -105,14 +105,19 @@ void RoundTrip(const Format& f, int64_t nspf, hsize_t d1, hsize_t d2) {
 
   auto r = f.NewSampleReader();
   IoStats st;
+  testing::ProcessReads reads;
   for (uint32_t i = 0; i < nspf; ++i) {
     IoSnapshot before = st.Snapshot();
+    const uint64_t read_before = reads.ReadBytes();
     auto n = r->ReadSample(path, i, st);
+    const uint64_t read_after = reads.ReadBytes();
     ASSERT_TRUE(n.ok()) << n.status();
     ASSERT_EQ(*n, d1 * d2);
     IoSnapshot after = st.Snapshot();
-    EXPECT_EQ(after.bytes - before.bytes, d1 * d2) << "one H5Dread = one op of the sample's payload";
-    EXPECT_EQ(after.ops - before.ops, 1u);
+    // Every read libhdf5 made (metadata and data) is counted, and nothing else: the process's read syscalls.
+    EXPECT_EQ(after.bytes - before.bytes, read_after - read_before) << "sample " << i;
+    EXPECT_GE(after.bytes - before.bytes, d1 * d2) << "the payload and libhdf5's metadata";
+    EXPECT_GT(after.ops - before.ops, 1u) << "superblock, object headers, data: several reads";
     EXPECT_EQ(after.files - before.files, 1u) << "on_demand: the file is opened for every sample";
     std::string_view s = r->last_sample();
     ASSERT_EQ(s.size(), d1 * d2);
@@ -178,11 +183,14 @@ void CheckDlioCase(const std::string& name, uint64_t sample_bytes) {
     ASSERT_EQ(mf.samples.size(), 3u) << path;
     for (const auto& ms : mf.samples) {
       IoStats st;
+      testing::ProcessReads reads;
+      const uint64_t read_before = reads.ReadBytes();
       auto n = r->ReadSample(path, ms.index, st);
+      const uint64_t read_after = reads.ReadBytes();
       ASSERT_TRUE(n.ok()) << n.status();
       EXPECT_EQ(*n, ms.nbytes);
       EXPECT_EQ(ms.nbytes, sample_bytes);
-      EXPECT_EQ(st.Snapshot().bytes, ms.nbytes);
+      EXPECT_EQ(st.Snapshot().bytes, read_after - read_before) << "every read of DLIO's file, metadata included";
       std::string_view s = r->last_sample();
       EXPECT_EQ(testing::ByteSum(s), ms.sum) << path << " sample " << ms.index;
       ASSERT_EQ(ms.head.size(), 4u);
@@ -212,7 +220,7 @@ TEST(Hdf5, ErrorsNameTheFile) {
   auto bad = r->ReadSample(junk, 0, st);
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(std::string(bad.status().message()).find(junk), std::string::npos);
-  EXPECT_EQ(st.Snapshot().ops, 0u);
+  EXPECT_EQ(st.Snapshot().files, 1u) << "the junk file was opened (and its first bytes read), the missing one not";
 
   auto gen = f->Generate(dir.path() + "/no/such/dir/x.hdf5", 1, st);
   EXPECT_FALSE(gen.ok());
@@ -314,8 +322,7 @@ TEST(Hdf5, SplitRecordsTypesAndFiltersRoundTrip) {
         EXPECT_EQ(*n, 2 * half);
         EXPECT_EQ(r->last_sample(), data[0].substr(i * half, half) + data[1].substr(i * half, half));
       }
-      EXPECT_EQ(st.Snapshot().ops, 6u) << "one H5Dread per dataset per sample";
-      EXPECT_EQ(st.Snapshot().bytes, 6 * half);
+      EXPECT_GE(st.Snapshot().bytes, 6 * half) << "both datasets' slices of every sample, and metadata";
       EXPECT_EQ(st.Snapshot().files, 3u);
     }
   }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -118,6 +119,29 @@ inline std::map<std::string, std::string> ManifestHeader(const std::string& case
   }
   return kv;
 }
+
+// The bytes this process's read syscalls returned so far (/proc/self/io "rchar": read, pread, readv..., the figure
+// strace adds up), as an independent check of a reader's accounting. Reading /proc/self/io is itself a read whose
+// bytes land in rchar after the value was taken; ReadBytes() takes that out, so two calls around a piece of code
+// that no other thread runs beside differ by exactly that code's read bytes.
+class ProcessReads {
+ public:
+  uint64_t ReadBytes() {
+    std::ifstream in("/proc/self/io");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    uint64_t rchar = 0;
+    const size_t at = text.find("rchar: ");
+    if (at != std::string::npos) rchar = std::stoull(text.substr(at + 7));
+    const uint64_t own = pending_;  // the previous probe's read, counted in this value
+    pending_ = text.size();
+    offset_ += own;
+    return rchar - offset_;
+  }
+
+ private:
+  uint64_t pending_ = 0;
+  uint64_t offset_ = 0;
+};
 
 inline uint64_t ByteSum(std::string_view b) {
   uint64_t s = 0;

@@ -137,6 +137,26 @@ class TfrecordStreamReader final : public StreamReader {
   }
 
   absl::StatusOr<bool> Next(IoStats& stats) override {
+    absl::StatusOr<bool> more = Advance(stats);
+    if (more.ok() && *more) stats.AddSamples(1);
+    return more;
+  }
+
+  absl::StatusOr<bool> Skip(IoStats& stats) override { return Advance(stats); }
+
+  std::string_view last_record() const override {
+    return {reinterpret_cast<const char*>(rec_), rec_len_};
+  }
+
+  void Close() override {
+    if (storage_) storage_->Close();
+    open_ = false;
+    rec_len_ = 0;
+  }
+
+ private:
+  // Reads the next record into rec_/rec_len_; false at the end of the file.
+  absl::StatusOr<bool> Advance(IoStats& stats) {
     rec_len_ = 0;
     if (!open_) return absl::FailedPreconditionError("tfrecord reader: Next() without a successful Open()");
     if (absl::Status s = Ensure(kHeaderLen, stats); !s.ok()) return s;
@@ -159,21 +179,9 @@ class TfrecordStreamReader final : public StreamReader {
     rec_len_ = static_cast<size_t>(len);
     begin_ += need;
     record_off_ += need;
-    stats.AddSamples(1);
     return true;
   }
 
-  std::string_view last_record() const override {
-    return {reinterpret_cast<const char*>(rec_), rec_len_};
-  }
-
-  void Close() override {
-    if (storage_) storage_->Close();
-    open_ = false;
-    rec_len_ = 0;
-  }
-
- private:
   absl::Status Truncated(const char* part) const {
     return absl::DataLossError(absl::StrCat(storage_->path(), ": tfrecord record at byte ", record_off_,
                                             " is truncated (", part, " ends at the end of the file)"));
@@ -296,10 +304,10 @@ class TfrecordFormat final : public Format {
     if (st.ok()) st = w.Finish(stats);
     if (st.ok() && !options_.tfrecord_index_dir.empty()) {
       std::error_code ec;
-      // Idempotent; races between ranks are harmless.
+      // Idempotent; races between ranks are harmless. Object keys need no folder.
       if (options_.dir) {
         options_.dir->MakeParents(CompanionPaths(path)[0]);
-      } else {
+      } else if (options_.io_engine != IoEngine::kS3) {
         std::filesystem::create_directories(options_.tfrecord_index_dir, ec);
       }
       internal::FileWriter iw;

@@ -20,9 +20,10 @@
 // the io_engine (storage.h; odirect rounds transfer_size up to 4 KiB; io_uring keeps kUringDepth transfers in
 // flight) into a per-reader buffer of a few transfers that only grows; records may straddle reads and may be larger
 // than transfer_size (the buffer grows to hold one whole record).
-// Next() returns one record. No CRC is verified on the hot path (TF's reader does verify both CRCs; with ISA-L
-// that would cost little, but it is left out so the reader measures I/O only); a length that runs past the end of
-// the file is reported as DataLoss. NewSampleReader()'s reader answers Unimplemented.
+// Next() returns one record (Skip() reads one without counting it as a sample). No CRC is verified on the hot path
+// (TF's reader does verify both CRCs; with ISA-L that would cost little, but it is left out so the reader measures
+// I/O only); a length that runs past the end of the file is reported as DataLoss. NewSampleReader()'s reader answers
+// Unimplemented.
 //
 // Thread-safety: a reader belongs to one thread; the Format object itself is immutable and shareable.
 #pragma once
