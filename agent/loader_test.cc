@@ -1,0 +1,143 @@
+#include "agent/loader.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/epoch_plan.h"
+#include "readers/format.h"
+
+namespace dlio {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `files` tfrecord files of `spf` 1 KiB records in a fresh folder, removed with the object.
+class Records {
+ public:
+  Records(int64_t files, int64_t spf) {
+    std::string t = "/tmp/dlio_loader_test.XXXXXX";
+    dir_ = ::mkdtemp(t.data());
+    FormatOptions o;
+    o.samples_per_file = spf;
+    o.sample_dims = {32, 32};
+    o.transfer_size = 4096;
+    format_ = *MakeFormat("tfrecord", o);
+    IoStats gen;
+    for (int64_t i = 0; i < files; ++i) {
+      paths_.push_back((dir_ / DataFileName("img", i, files, "tfrecord")).string());
+      EXPECT_TRUE(format_->Generate(paths_.back(), static_cast<uint64_t>(i), gen).ok());
+    }
+  }
+  ~Records() { fs::remove_all(dir_); }
+  LoaderConfig Config(int64_t batch, int64_t threads, int64_t prefetch) const {
+    LoaderConfig c;
+    c.format = format_.get();
+    c.files = paths_;
+    c.batch = batch;
+    c.threads = threads;
+    c.prefetch = prefetch;
+    return c;
+  }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<Format> format_;
+  std::vector<std::string> paths_;
+};
+
+PlanParams Stream(int64_t files, int64_t spf, int64_t batch, int64_t world, int64_t threads) {
+  PlanParams p;
+  p.num_files = files;
+  p.samples_per_file = spf;
+  p.batch = batch;
+  p.world = world;
+  p.read_threads = threads;
+  p.mode = AccessMode::kStream;
+  return p;
+}
+
+// Runs rank `rank`'s epoch to the end and returns what its threads read.
+IoSnapshot RunEpoch(const Records& data, const PlanParams& p, int64_t rank, int64_t prefetch = 2) {
+  absl::StatusOr<EpochPlan> plan = EpochPlan::Make(p, 1);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  std::atomic<bool> cancel{false};
+  std::unique_ptr<Loader> l = Loader::StartStream(data.Config(p.batch, p.read_threads, prefetch),
+                                                  plan->RankStream(rank), plan->steps(), &cancel);
+  for (int64_t s = 0; s < plan->steps(); ++s) EXPECT_TRUE(l->Next().ok()) << "step " << s;
+  EXPECT_EQ(l->Next().code(), absl::StatusCode::kOutOfRange);
+  const IoSnapshot io = l->Snapshot();
+  return io;
+}
+
+// 2 files of 3 records on 2 threads, batch 2: DLIO batches the interleaved stream (3 steps); batches per thread
+// would give one each (2 steps). The middle batch holds a record of each thread's file.
+TEST(StreamLoader, BatchesSpanThreadsAsDlioInterleavedStream) {
+  Records data(2, 3);
+  const PlanParams p = Stream(2, 3, 2, 1, 2);
+  ASSERT_EQ(*EpochPlan::Steps(p), 3);
+  const IoSnapshot io = RunEpoch(data, p, 0);
+  EXPECT_EQ(io.samples, 6u);
+  EXPECT_EQ(io.files, 2u);
+}
+
+// resnet50_a100's shape scaled down: 8 threads, batch 400 over 16 files of 100 records: 4 steps, every batch
+// made of 8 threads' records, every record read once.
+TEST(StreamLoader, Resnet50ShapeFormsBatchesOfFourHundredFromEightThreads) {
+  Records data(16, 100);
+  const IoSnapshot io = RunEpoch(data, Stream(16, 100, 400, 1, 8), 0);
+  EXPECT_EQ(io.samples, 1600u);
+  EXPECT_EQ(io.files, 16u);
+}
+
+// Fewer files than ranks: rank 1 of 3 reads the interleaved stream up to its last record (positions 1, 4, 7, 10:
+// 11 records of both files) and delivers only its own 4; the others are read (Skip) but are no samples.
+TEST(StreamLoader, RecordShardingReadsTheStreamAndDeliversEveryPthRecord) {
+  Records data(2, 6);
+  const PlanParams p = Stream(2, 6, 2, 3, 2);
+  ASSERT_EQ(*EpochPlan::Steps(p), 2);
+  const IoSnapshot io = RunEpoch(data, p, 1);
+  EXPECT_EQ(io.samples, 4u);
+  EXPECT_EQ(io.files, 2u);
+}
+
+// A rank with fewer files wraps around (DLIO's repeat()): 3 files x 10 records, batch 5, 2 ranks, 3 steps; rank
+// 1's single file gives 2 batches a pass, so it opens it again for the third.
+TEST(StreamLoader, ShortRankStartsANewPassAsRepeat) {
+  Records data(3, 10);
+  const IoSnapshot io = RunEpoch(data, Stream(3, 10, 5, 2, 1), 1);
+  EXPECT_EQ(io.samples, 15u);
+  EXPECT_EQ(io.files, 2u) << "the one file opened twice";
+}
+
+// Reading runs at most prefetch_size batches ahead of the step thread (tf.data's prefetch).
+TEST(StreamLoader, ReadsAtMostPrefetchBatchesAhead) {
+  Records data(4, 8);
+  const PlanParams p = Stream(4, 8, 2, 1, 2);
+  absl::StatusOr<EpochPlan> plan = EpochPlan::Make(p, 1);
+  ASSERT_TRUE(plan.ok());
+  std::atomic<bool> cancel{false};
+  std::unique_ptr<Loader> l =
+      Loader::StartStream(data.Config(2, 2, 3), plan->RankStream(0), plan->steps(), &cancel);
+  // With nobody taking batches, the threads stop after 3 batches' records (and stay stopped: 100 ms more).
+  auto settle = [&](uint64_t want) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (l->Snapshot().samples < want && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return l->Snapshot().samples;
+  };
+  EXPECT_EQ(settle(6), 6u);
+  EXPECT_EQ(l->QueueDepth(), 3);
+  ASSERT_TRUE(l->Next().ok());
+  EXPECT_EQ(settle(8), 8u) << "one batch taken, one more read";
+}
+
+}  // namespace
+}  // namespace dlio
