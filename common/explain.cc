@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "common/checkpoint_plan.h"
 #include "common/epoch_plan.h"
+#include "common/preflight.h"
 #include "common/results.h"
 #include "fmt/format.h"
 
@@ -129,6 +130,15 @@ json CheckpointSection(const WorkloadSpec& spec, const LoadDiagnostics& diag, in
   j["bytes_written"] = writes * plan->TotalBytes();
   j["bytes_read"] = reads * plan->TotalBytes();
   return j;
+}
+
+bool StepsKnown(const json& section) { return section.contains("steps_per_epoch"); }
+
+// Stream mode: samples the fleet reads twice per epoch because some ranks wrap around (common/epoch_plan.h).
+int64_t RereadOnThisFleet(const WorkloadSpec& spec, int64_t world) {
+  if (AccessModeFor(spec) != AccessMode::kStream) return 0;
+  absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(spec, world), 1);
+  return plan.ok() ? plan->RereadSamples() : 0;
 }
 
 }  // namespace
@@ -255,9 +265,21 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
   // What DLIO's metric window will not measure with this fleet's steps (the coordinator warns again at job start).
   const int64_t eval_steps = j.contains("eval") ? j["eval"].value("steps_per_epoch", int64_t{0}) : 0;
   for (const std::string& w : UnmeasuredFigureWarnings(spec, train_steps, eval_steps)) warnings.push_back(w);
+  if (spec.train && StepsKnown(j["train"])) {
+    if (const int64_t reread = RereadOnThisFleet(spec, world); reread > 0) {
+      warnings.push_back(fmt::format(
+          "tfrecord: ranks holding fewer files than the others run out of records before the epoch's last step and "
+          "read their files again from the start (DLIO's repeat()): {} samples a second time per epoch",
+          reread));
+    }
+  }
   j["warnings"] = warnings;
   j["not_supported"] = diag.not_supported;
-  j["runnable"] = diag.not_supported.empty();
+  // What the run would refuse on this fleet before starting anything (common/preflight.h).
+  const std::vector<std::string> refusals =
+      PreRunRefusals(spec, JobWorld{fleet.agents, fleet.accelerators_per_agent});
+  j["refusals"] = refusals;
+  j["runnable"] = diag.not_supported.empty() && refusals.empty();
   return j;
 }
 
@@ -269,6 +291,8 @@ std::string ExplainText(const json& p) {
   o << fmt::format("  fleet: {} agent(s) x {} accelerator(s) = world {}\n", p["agents"].get<int64_t>(),
                    p["accelerators_per_agent"].get<int64_t>(), p["world"].get<int64_t>());
   if (p.contains("fleet_note")) o << "    note: " << p["fleet_note"].get<std::string>() << "\n";
+  // What a run would refuse on this fleet before starting anything comes first.
+  for (const json& n : p["refusals"]) o << "  refused on this fleet: " << n.get<std::string>() << "\n";
   // Without training (checkpoint-only jobs) the data lines say nothing; the JSON keeps them.
   const bool trains = !(p["train"].contains("enabled") && !p["train"]["enabled"].get<bool>());
   if (trains) {
@@ -286,8 +310,8 @@ std::string ExplainText(const json& p) {
       o << fmt::format("  {}: off\n", name);
       return;
     }
-    if (s.contains("error")) {
-      o << fmt::format("  {}: cannot run: {}\n", name, s["error"].get<std::string>());
+    if (s.contains("error")) {  // one of the refusals printed first
+      o << fmt::format("  {}: cannot run on this fleet (refused above)\n", name);
       return;
     }
     o << fmt::format("  {}: {} step(s) per epoch of batch {}; per rank per epoch {} samples, {}; per agent {}", name,
@@ -371,6 +395,7 @@ std::string ExplainText(const json& p) {
   }
   for (const json& w : p["warnings"]) o << "  warning: " << w.get<std::string>() << "\n";
   for (const json& n : p["not_supported"]) o << "  a run would stop here: " << n.get<std::string>() << "\n";
+
   return o.str();
 }
 

@@ -13,7 +13,9 @@
 //  - checkpoint bytes per rank per checkpoint (common/checkpoint_plan.h) and how many checkpoints the job writes
 //    and reads, when workflow.checkpoint is on;
 //  - every key the job sets with the policy applied to it (common/workload_spec.h KeyPolicy), the warnings, and
-//    what a run would stop at (LoadOptions::plan_only).
+//    what a run would stop at (LoadOptions::plan_only);
+//  - what a run would be refused for on this fleet before anything starts (common/preflight.h PreRunRefusals):
+//    "refusals", printed first; "runnable" is false when there is any, or a key not supported yet.
 // The JSON is the single source; ExplainText() renders it for people. Units: bytes, seconds, bytes per second.
 // Thread-safety: pure functions (LocalMemoryBytes reads /proc/meminfo).
 #pragma once

@@ -98,8 +98,7 @@ namespace {
 // Shape of one sample inside each hdf5 records_k dataset: DLIO's generator divides the first sample axis by
 // num_dset_per_record and drops a leading axis of 1 (readers/format.h Hdf5RecordDims, which formats use; repeated
 // here because dlio::common does not depend on dlio::formats).
-std::vector<int64_t> Hdf5RecordDimsOf(const WorkloadSpec& s) {
-  std::vector<int64_t> d = s.SampleShape();
+std::vector<int64_t> Hdf5RecordDimsOf(const WorkloadSpec& s, std::vector<int64_t> d) {
   if (d.empty()) return d;
   if (s.hdf5_num_dset_per_record > 1) d[0] /= s.hdf5_num_dset_per_record;
   if (d[0] == 1) d.erase(d.begin());
@@ -119,7 +118,7 @@ size_t ElementBytes(const std::string& t) {
 
 std::vector<int64_t> WorkloadSpec::Hdf5ChunkDims() const {
   if (!hdf5_chunk_dims.empty() || !enable_chunking) return hdf5_chunk_dims;
-  const std::vector<int64_t> rec = Hdf5RecordDimsOf(*this);
+  const std::vector<int64_t> rec = Hdf5RecordDimsOf(*this, SampleShape());
   std::vector<int64_t> chunks = {1};
   const size_t item = std::max<size_t>(1, ElementBytes(record_element_type));
   const double elems = static_cast<double>(chunk_size) / static_cast<double>(item);
@@ -1459,51 +1458,9 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
         "dlio_ext.io_engine: {} is not available for hdf5 (libhdf5 does its own reads; use posix)", s.io_engine));
   }
   if (absl::Status st = CheckSizes(s); !st.ok()) return st;
-  if (s.format == "hdf5") {
-    const std::vector<int64_t> sample = s.SampleShape();
-    if (s.hdf5_num_dset_per_record > 1 && sample[0] % s.hdf5_num_dset_per_record != 0) {
-      return absl::InvalidArgumentError(fmt::format(
-          "dataset.hdf5.num_dset_per_record: {} does not divide the first sample dimension {} (sample shape {})",
-          s.hdf5_num_dset_per_record, sample[0], DimsText(sample)));
-    }
-    const std::vector<int64_t> rec = Hdf5RecordDimsOf(s);
-    std::vector<int64_t> shape = {s.num_samples_per_file};
-    shape.insert(shape.end(), rec.begin(), rec.end());
-    std::vector<int64_t> max_shape = shape;
-    if (!s.hdf5_max_shape.empty()) {
-      if (s.hdf5_max_shape.size() != rec.size()) {
-        return absl::InvalidArgumentError(fmt::format(
-            "dataset.hdf5.max_shape: {} must have {} entries (the dataset shape {} after its samples axis)",
-            DimsText(s.hdf5_max_shape), rec.size(), DimsText(shape)));
-      }
-      for (size_t i = 0; i < rec.size(); ++i) {
-        if (s.hdf5_max_shape[i] < rec[i]) {
-          return absl::InvalidArgumentError(fmt::format(
-              "dataset.hdf5.max_shape: {} is smaller than the dataset shape {} after its samples axis",
-              DimsText(s.hdf5_max_shape), DimsText(shape)));
-        }
-        max_shape[i + 1] = s.hdf5_max_shape[i];
-      }
-    }
-    // With a size spread every file has its own shape; the check then needs the largest, so it is left to the
-    // generator (which reports the file).
-    if (!s.hdf5_chunk_dims.empty() && s.record_length_bytes_stdev == 0) {
-      if (s.hdf5_chunk_dims.size() != shape.size()) {
-        return absl::InvalidArgumentError(fmt::format(
-            "dataset.hdf5.chunk_dims: {} must have {} entries, the rank of each records dataset {} (samples, then "
-            "the sample shape)",
-            DimsText(s.hdf5_chunk_dims), shape.size(), DimsText(shape)));
-      }
-      for (size_t i = 0; i < shape.size(); ++i) {
-        if (s.hdf5_chunk_dims[i] > max_shape[i]) {
-          return absl::InvalidArgumentError(fmt::format(
-              "dataset.hdf5.chunk_dims: {} exceeds the dataset's maximum shape {} (num_samples_per_file, then the "
-              "sample shape)",
-              DimsText(s.hdf5_chunk_dims), DimsText(max_shape)));
-        }
-      }
-    }
-  }
+  // With a size spread every file has its own shape: the preflight (common/preflight.h) checks each file's, the
+  // chunks included; here the mean shape, without the chunks.
+  if (absl::Status st = CheckSampleShape(s, s.SampleShape(), s.record_length_bytes_stdev == 0); !st.ok()) return st;
   return absl::OkStatus();
 }
 
@@ -1572,6 +1529,64 @@ absl::Status ParseOverride(const std::string& ov, std::string* path, YAML::Node*
 }
 
 }  // namespace
+
+absl::Status CheckSampleShape(const WorkloadSpec& s, const std::vector<int64_t>& sample, bool check_chunks) {
+  // libjpeg's JPEG_MAX_DIMENSION (readers/format.cc refuses larger images too).
+  constexpr int64_t kMaxImageSide = 65500;
+  if (s.format == "jpeg" || s.format == "png") {
+    for (int64_t d : sample) {
+      if (d > kMaxImageSide) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: {} images are at most {} pixels a side, a sample of shape {} is not",
+            s.record_dims.empty() ? "dataset.record_length_bytes" : "dataset.record_dims", s.format, kMaxImageSide,
+            DimsText(sample)));
+      }
+    }
+  }
+  if (s.format == "hdf5") {
+    if (s.hdf5_num_dset_per_record > 1 && sample[0] % s.hdf5_num_dset_per_record != 0) {
+      return absl::InvalidArgumentError(fmt::format(
+          "dataset.hdf5.num_dset_per_record: {} does not divide the first sample dimension {} (sample shape {})",
+          s.hdf5_num_dset_per_record, sample[0], DimsText(sample)));
+    }
+    const std::vector<int64_t> rec = Hdf5RecordDimsOf(s, sample);
+    std::vector<int64_t> shape = {s.num_samples_per_file};
+    shape.insert(shape.end(), rec.begin(), rec.end());
+    std::vector<int64_t> max_shape = shape;
+    if (!s.hdf5_max_shape.empty()) {
+      if (s.hdf5_max_shape.size() != rec.size()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "dataset.hdf5.max_shape: {} must have {} entries (the dataset shape {} after its samples axis)",
+            DimsText(s.hdf5_max_shape), rec.size(), DimsText(shape)));
+      }
+      for (size_t i = 0; i < rec.size(); ++i) {
+        if (s.hdf5_max_shape[i] < rec[i]) {
+          return absl::InvalidArgumentError(fmt::format(
+              "dataset.hdf5.max_shape: {} is smaller than the dataset shape {} after its samples axis",
+              DimsText(s.hdf5_max_shape), DimsText(shape)));
+        }
+        max_shape[i + 1] = s.hdf5_max_shape[i];
+      }
+    }
+    if (!s.hdf5_chunk_dims.empty() && check_chunks) {
+      if (s.hdf5_chunk_dims.size() != shape.size()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "dataset.hdf5.chunk_dims: {} must have {} entries, the rank of each records dataset {} (samples, then "
+            "the sample shape)",
+            DimsText(s.hdf5_chunk_dims), shape.size(), DimsText(shape)));
+      }
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (s.hdf5_chunk_dims[i] > max_shape[i]) {
+          return absl::InvalidArgumentError(fmt::format(
+              "dataset.hdf5.chunk_dims: {} exceeds the dataset's maximum shape {} (num_samples_per_file, then the "
+              "sample shape)",
+              DimsText(s.hdf5_chunk_dims), DimsText(max_shape)));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 const char* KeyPolicyName(KeyPolicy p) {
   switch (p) {

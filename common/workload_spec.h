@@ -278,6 +278,12 @@ std::map<std::string, std::string> FlattenWorkload(const WorkloadSpec& spec);
 
 const char* ShuffleModeName(ShuffleMode m);
 
+// The checks of one sample shape against the format's keys: hdf5's num_dset_per_record (it must divide the first
+// axis), max_shape and (when check_chunks) chunk_dims against the dataset that shape makes, and the image side
+// limit of jpeg and png. Loading applies it to SampleShape(); under a size spread (record_length_bytes_stdev) every
+// file has its own shape (SampleDimForFile), which the preflight (common/preflight.h) checks file by file.
+absl::Status CheckSampleShape(const WorkloadSpec& spec, const std::vector<int64_t>& sample, bool check_chunks);
+
 // Markdown reference of every DLIO key: default, policy (implemented / accepted as a label / not supported yet)
 // and notes, generated from the same key table the loader uses (docs/workload-keys.md is this text).
 std::string KeyReferenceMarkdown();

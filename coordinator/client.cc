@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "common/explain.h"
+#include "common/preflight.h"
 #include "common/results.h"
 #include "common/workload_spec.h"
 #include "coordinator/coordinator.h"
@@ -589,7 +590,26 @@ int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::
   } else {
     out << ExplainText(plan);
   }
-  return 0;
+  return plan["runnable"].get<bool>() ? 0 : kExitBadInput;
+}
+
+int CheckPreRun(const SubmitOptions& opt, const JobWorld& world, std::ostream& err) {
+  absl::StatusOr<std::string> text = ReadFile(opt.job_path);
+  if (!text.ok()) {
+    err << text.status().message() << "\n";
+    return kExitBadInput;
+  }
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return kExitBadInput;
+  }
+  const std::vector<std::string> refusals = PreRunRefusals(*spec, world);
+  for (const std::string& r : refusals) err << r << "\n";
+  if (!refusals.empty()) {
+    err << "refused before anything ran, on " << DescribeWorld(world) << " (--explain shows the plan)\n";
+  }
+  return refusals.empty() ? 0 : kExitBadInput;
 }
 
 int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel) {
@@ -597,6 +617,11 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
   // --trace FILE: the agents record events when the job says so.
   if (!opt.trace_path.empty()) opt.overrides.push_back("dlio_ext.trace=true");
   if (int rc = ValidateJob(opt, err, /*warn=*/false); rc != 0) return rc;
+  // With the fleet's shape given, the refusals that depend on it are known here already (the coordinator checks
+  // them again once it has placed the job).
+  if (opt.agents > 0 && opt.accelerators_per_agent > 0) {
+    if (int rc = CheckPreRun(opt, JobWorld{opt.agents, opt.accelerators_per_agent}, err); rc != 0) return rc;
+  }
   const std::string text = *ReadFile(opt.job_path);
   const WorkloadSpec spec = *LoadWorkload(text, opt.overrides, opt.job_path);
   const bool json_out = opt.client.json;
@@ -729,7 +754,8 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
     if (!json_out) out << "trace: " << opt.trace_path << "\n";
     doc["trace"] = opt.trace_path;
   }
-  const int status = succeeded ? ExitStatusFor(verdict) : kExitJobNotSucceeded;
+  // A job the coordinator refused at placement (its values cannot run on the fleet it got) is bad input.
+  const int status = succeeded ? ExitStatusFor(verdict) : last.refused() ? kExitBadInput : kExitJobNotSucceeded;
   doc["exit_status"] = status;
   if (json_out) {
     out << doc.dump(2) << "\n";

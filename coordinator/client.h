@@ -11,7 +11,7 @@
 //
 // Exit statuses (every verb; ExitStatus below): 0 the job ran and met its target (or had none to meet); 1 the job
 // did not succeed (failed, cancelled, interrupted), or the job or its results do not exist; 2 bad input (job file,
-// options, token or certificate files); 3 coordinator unreachable or lost; 4 refused by the coordinator (no token or
+// options, token or certificate files, or a job its values make impossible on its fleet: common/preflight.h); 3 coordinator unreachable or lost; 4 refused by the coordinator (no token or
 // a wrong one); 5 the job ran but missed its AU target (or an --mlperf result is FAIL or INVALID); 6 the job ran but
 // its AU could not be measured (too few steps per epoch, docs/results.md).
 // Every job ends with one verdict line (common/verdict.h), e.g. "verdict: AU 72.2 % (min rank 70.9 %, sd 0.8) <
@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/preflight.h"
 #include "common/verdict.h"
 #include "dlio/v1/transport.h"
 
@@ -42,7 +43,8 @@ enum ExitStatus : int {
 int ExitStatusFor(const Verdict& v);
 // The text --help and docs/cli.md give for the statuses above.
 inline constexpr const char* kExitStatusHelp =
-    "Exit status: 0 ran and met its AU target (or had none), 1 job failed/cancelled or not found, 2 bad input, "
+    "Exit status: 0 ran and met its AU target (or had none), 1 job failed/cancelled or not found, 2 bad input "
+    "(a job its fleet cannot run included), "
     "3 coordinator unreachable, 4 refused (token), 5 ran but AU below target (--mlperf: FAIL or INVALID), "
     "6 ran but AU not measured (too few steps per epoch)";
 
@@ -80,8 +82,15 @@ struct LocalFleetShape {
 // --explain: loads the job (not-supported keys are listed, not fatal; --strict still applies), derives the plan
 // (common/explain.h) and prints it (text, or one JSON document with --json). `local` set: `run`'s local fleet;
 // null: `submit`, which asks the coordinator for the attached agents (their accelerators and memory) and falls back
-// to the flags and local memory, saying so, when it cannot reach it within 2 s. 0, or 2 on bad input.
+// to the flags and local memory, saying so, when it cannot reach it within 2 s. 0 when a run of the job on that
+// fleet could start; 2 on bad input, or when the plan shows a run would be refused (a key not supported yet, or a
+// refusal of common/preflight.h, listed first).
 int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::ostream& out, std::ostream& err);
+
+// The job's refusals on a fleet of this shape (common/preflight.h), one line each to `err` and a last line naming
+// the fleet; 2 if there is any, else 0. `run` calls it with its local fleet before starting it; SubmitAndWait when
+// --agents and --accelerators-per-agent are both given, before submitting.
+int CheckPreRun(const SubmitOptions& opt, const JobWorld& world, std::ostream& err);
 
 // Validation only: loads the job file with the overrides; on error prints one line to `err` and returns 2. Keys
 // implemented where DLIO ignores or breaks them print one "warning: ..." line each to `err` (when `warn`), once per

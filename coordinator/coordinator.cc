@@ -14,6 +14,7 @@
 #include "common/checkpoint_plan.h"
 #include "common/checkpoint_schedule.h"
 #include "common/epoch_plan.h"
+#include "common/preflight.h"
 #include "common/text.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -134,6 +135,7 @@ struct Coordinator::Job {
   int completed_epoch = 0;           // the last epoch whose phases all succeeded (rec.epochs_done trails it)
   std::string spec_yaml;             // ToYaml(spec), made once: every phase order carries it
   std::unique_ptr<TraceWriter> trace;  // dlio_ext.trace: the merged trace, fed phase by phase (runner thread only)
+  bool refused = false;              // refused at placement (common/preflight.h): its final event says so
 };
 
 Coordinator::Coordinator(Options options, std::unique_ptr<JobStore> store)
@@ -662,6 +664,7 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
   JobEventData e;
   e.message = message;
   e.final = true;
+  e.refused = job.refused;
   e.phase_id = job.rec.phase_id;
   job.result.spec = job.spec;  // the same once the job started; a job that never started has only job.spec
   const FleetSummary summary = Aggregator(job.result).Summarize();
@@ -834,8 +837,14 @@ void Coordinator::RunJob(Job& job) {
     return;
   }
   if (!Place(job, lk)) return;
-  if (absl::Status s = CheckAgentThreads(job.spec, job.rec.ranks_per_agent); !s.ok()) {
-    EndJob(job, JobState::kFailed, absl::StrCat("job ", job.rec.id, ": ", s.message()), true);
+  // What the job's own values make impossible on the fleet it got (common/preflight.h) ends it here, before any
+  // phase (the "warning:" events of WarnUnmeasured below are the harmless kind).
+  const JobWorld placed{static_cast<int64_t>(job.rec.agent_names.size()), job.rec.ranks_per_agent};
+  if (const std::vector<std::string> refusals = PreRunRefusals(job.spec, placed); !refusals.empty()) {
+    job.refused = true;
+    EndJob(job, JobState::kFailed,
+           absl::StrCat("job ", job.rec.id, " refused on ", DescribeWorld(placed), ": ", absl::StrJoin(refusals, "; ")),
+           true);
     return;
   }
   // "random" shuffles get a seed drawn once here and written into the normalised spec, so every agent agrees.
@@ -860,16 +869,6 @@ void Coordinator::RunJob(Job& job) {
   WarnUnmeasured(job);
 
   bool ok = true;
-  if (job.spec.checkpoint) {
-    // The checkpoint plan depends on the world: a bad TP x PP for this fleet fails the job before any phase.
-    absl::StatusOr<CheckpointModel> model = CheckpointModelFor(job.spec);
-    absl::Status s = model.ok() ? MakeCheckpointPlan(*model, rec.world).status() : model.status();
-    if (!s.ok()) {
-      EndJob(job, JobState::kFailed, absl::StrCat("job ", rec.id, ": checkpoint plan for ", rec.world, " rank(s): ",
-                                                  s.message()), true);
-      return;
-    }
-  }
   if (job.spec.generate_data) {
     const auto t0 = std::chrono::steady_clock::now();
     ok = RunPhase(job, lk, "generate", PhaseOrder::Kind::kGenerate, 0);

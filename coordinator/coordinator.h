@@ -94,6 +94,7 @@ struct JobEventData {
   int epoch = 0, epochs_total = 0;   // progress of a training epoch (and its checkpoint and evaluation)
   std::optional<double> live_au;     // progress of a training epoch: the fleet's AU so far in the epoch, percent
   bool final = false;
+  bool refused = false;              // final event: refused at placement, before any phase (common/preflight.h)
 };
 
 // One agent's progress report of a running phase (the Progress message).

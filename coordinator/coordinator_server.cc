@@ -340,6 +340,7 @@ class Service final : public v1::Coordinator::StreamedService {
           r->set_min_gib_per_second(c.min_gib_per_second);
         }
         pe.set_final(e.final);
+        pe.set_refused(e.refused);
         if (!writer->Write(pe)) return grpc::Status::OK;
         if (e.final) return grpc::Status::OK;
       }

@@ -434,6 +434,11 @@ int main(int argc, char** argv) {
     std::cerr << "--data-root: '" << data_root << "' is not a directory\n";
     return 2;
   }
+  // What the job's values make impossible on this fleet, before any agent starts (the accelerator search's trials
+  // each have their own world: the coordinator checks every one when it places it).
+  if (!mf.find_max) {
+    if (int rc = dlio::CheckPreRun(opt, dlio::JobWorld{local_agents, accelerators}, std::cerr); rc != 0) return rc;
+  }
   dlio::LocalFleet::Options fo;
   fo.agents = local_agents;
   // The accelerator search submits each trial with --accelerators-per-agent N: the agents offer the bound.

@@ -223,13 +223,14 @@ TEST_P(DlioGenerated, TwoAgentsTrainOnDliosOwnDataset) {
   const json& io = summary["dlio_ext"]["train_io"];
   EXPECT_EQ(io["samples"].get<int64_t>(), files * nspf) << "every sample of the case read once";
   EXPECT_EQ(summary["metric"]["train_dropped_samples_per_epoch"], 0);
-  // Bytes as DLIO's reader reads them: whole files per sample (npz, npy, csv, images), the sample's payload (hdf5,
-  // one H5Dread each), exactly the sample plus each reader's one-time load of the two 8-byte-per-sample index
-  // files (indexed_binary).
+  // Bytes as DLIO's reader reads them: whole files per sample (npz, npy, csv, images), exactly the sample plus each
+  // reader's one-time load of the two 8-byte-per-sample index files (indexed_binary); for hdf5 everything libhdf5
+  // reads (its metadata, the sieve buffer around the sample: more than the payload; trace_test's Strace.* checks
+  // the exact figure against the read syscalls).
   uint64_t want = 0, index_load = 0;
   for (int64_t f = 0; f < files; ++f) {
     for (uint64_t nbytes : data.sample_nbytes[f]) {
-      want += format == "hdf5" || format == "indexed_binary" ? nbytes : data.file_sizes[f];
+      want += format == "hdf5" || format == "indexed_binary" ? nbytes : data.file_sizes[f];  // hdf5: the least
     }
     index_load = 2 * 8 * static_cast<uint64_t>(nspf);
   }
@@ -239,6 +240,8 @@ TEST_P(DlioGenerated, TwoAgentsTrainOnDliosOwnDataset) {
     ASSERT_GE(got, want + index_load);
     EXPECT_EQ((got - want) % index_load, 0u) << "whole index loads only";
     EXPECT_LE(got - want, index_load * static_cast<uint64_t>(files * nspf)) << "at most one load per sample";
+  } else if (format == "hdf5") {
+    EXPECT_GT(got, want) << "the payload and libhdf5's metadata reads";
   } else {
     EXPECT_EQ(got, want) << format;
   }

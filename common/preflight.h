@@ -1,0 +1,41 @@
+// Preflight: every refusal a job's own values cause on a given fleet, found before anything runs.
+//
+// Loading a job (common/workload_spec.h) checks each key and the keys together, without knowing the fleet. What
+// depends on the world, or only shows once the plan is worked out, used to stop a phase mid-run instead (after
+// generation, say). PreRunRefusals() computes all of it, in one place, from the spec and the fleet's shape:
+//  - the training epoch plan (common/epoch_plan.h): no step for this world (batch x ranks above the dataset),
+//    tfrecord ranks with less than one batch, total_training_steps above the steps this world gets;
+//  - the evaluation plan, when evaluations run (batch_size_eval, num_files_eval);
+//  - the checkpoint plan (common/checkpoint_plan.h), when workflow.checkpoint: TP x PP not dividing the world, a
+//    pipeline deeper than the layers, ...;
+//  - under a size spread (record_length_bytes_stdev), the shape of every file the generator would write, against
+//    the format's keys (hdf5 num_dset_per_record, chunk_dims, max_shape; the image side limit);
+//  - a relative dataset.data_folder or checkpoint.checkpoint_folder that leaves the agents' data root ("../x").
+// It is what --explain reports (common/explain.h), what `run` checks with its local fleet before starting it,
+// what `submit` checks when --agents and --accelerators-per-agent fix the world, and what the coordinator checks
+// when it has placed a job, before any phase. Each refusal is one line naming the key and what is allowed.
+// Cost: O(files) under a size spread (one hash per file), O(1) otherwise; the checkpoint plan is O(world).
+// Thread-safety: a pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/workload_spec.h"
+
+namespace dlio {
+
+struct JobWorld {
+  int64_t agents = 1;
+  int64_t ranks_per_agent = 1;
+  int64_t world() const { return agents * ranks_per_agent; }
+};
+
+// Empty when the job can run on this fleet; otherwise one line per refusal, in the order a run would meet them.
+std::vector<std::string> PreRunRefusals(const WorkloadSpec& spec, const JobWorld& world);
+
+// "world size 8 (2 agent(s) x 4 accelerator(s))": how refusals name the fleet.
+std::string DescribeWorld(const JobWorld& world);
+
+}  // namespace dlio
