@@ -45,8 +45,9 @@ void AddPlanOptions(CLI::App* sub, dlio::SubmitOptions* o) {
   sub->add_flag("--strict", o->strict,
                 "Refuse keys where DLIO behaves differently (each 'warning:' line becomes an error, exit 2)");
   sub->add_flag("--explain", o->explain,
-                "Print the derived plan (steps, bytes per rank, demand per accelerator, dataset vs RAM, checkpoint "
-                "bytes per rank, policy of every key set) and exit; runs and writes nothing (with --json: JSON)");
+                "Print the derived plan (what this fleet would refuse first, then steps, bytes per rank, demand per "
+                "accelerator, dataset vs RAM, checkpoint bytes per rank, policy of every key set) and exit, 2 if a "
+                "run would be refused; runs and writes nothing (with --json: JSON)");
 }
 
 void AddOverrideOptions(CLI::App* sub, std::vector<std::string>* trailing, std::vector<std::string>* set) {
