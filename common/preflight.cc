@@ -1,6 +1,5 @@
 #include "common/preflight.h"
 
-#include <filesystem>
 #include <set>
 
 #include "common/checkpoint_plan.h"
@@ -9,17 +8,6 @@
 
 namespace dlio {
 namespace {
-
-// A relative path whose normal form starts with ".." resolves outside whatever data root it is taken under
-// (agent/paths.h ResolveUnderRoot would refuse it on every agent); absolute paths depend on the agent's root.
-void CheckInsideRoot(const std::string& path, const char* key, std::vector<std::string>* out) {
-  const std::filesystem::path p = std::filesystem::path(path).lexically_normal();
-  if (p.is_relative() && !p.empty() && *p.begin() == "..") {
-    out->push_back(fmt::format("{}: '{}' leads outside the agents' data root (every path of a job lies under each "
-                               "agent's --data-root)",
-                               key, path));
-  }
-}
 
 // Under a size spread every generated file has its own sample shape: check each distinct one (the generator would
 // stop at the first file whose shape the format refuses).
@@ -50,7 +38,7 @@ std::string DescribeWorld(const JobWorld& w) {
 std::vector<std::string> PreRunRefusals(const WorkloadSpec& spec, const JobWorld& world) {
   std::vector<std::string> out;
   const int64_t ranks = world.world();
-  CheckInsideRoot(spec.data_folder, "dataset.data_folder", &out);
+  if (absl::Status s = CheckAgentThreads(spec, world.ranks_per_agent); !s.ok()) out.push_back(std::string(s.message()));
   CheckFileShapes(spec, &out);
   if (spec.train) {
     if (absl::StatusOr<int64_t> s = EpochPlan::Steps(TrainPlanParams(spec, ranks)); !s.ok()) {
@@ -63,7 +51,6 @@ std::vector<std::string> PreRunRefusals(const WorkloadSpec& spec, const JobWorld
     }
   }
   if (spec.checkpoint) {
-    CheckInsideRoot(spec.checkpoint_folder, "checkpoint.checkpoint_folder", &out);
     absl::StatusOr<CheckpointModel> model = CheckpointModelFor(spec);
     absl::Status s = model.ok() ? MakeCheckpointPlan(*model, ranks).status() : model.status();
     if (!s.ok()) out.push_back(fmt::format("{} ({})", std::string(s.message()), DescribeWorld(world)));

@@ -8,9 +8,11 @@
 //  - the evaluation plan, when evaluations run (batch_size_eval, num_files_eval);
 //  - the checkpoint plan (common/checkpoint_plan.h), when workflow.checkpoint: TP x PP not dividing the world, a
 //    pipeline deeper than the layers, ...;
+//  - the loader threads an agent would run (reader.read_threads x ranks per agent, common/workload_spec.h
+//    CheckAgentThreads, which the agent applies again);
 //  - under a size spread (record_length_bytes_stdev), the shape of every file the generator would write, against
-//    the format's keys (hdf5 num_dset_per_record, chunk_dims, max_shape; the image side limit);
-//  - a relative dataset.data_folder or checkpoint.checkpoint_folder that leaves the agents' data root ("../x").
+//    the format's keys (hdf5 num_dset_per_record, chunk_dims, max_shape; the image side limit).
+// (A relative folder that climbs out of any data root is refused when the job is loaded already.)
 // It is what --explain reports (common/explain.h), what `run` checks with its local fleet before starting it,
 // what `submit` checks when --agents and --accelerators-per-agent fix the world, and what the coordinator checks
 // when it has placed a job, before any phase. Each refusal is one line naming the key and what is allowed.

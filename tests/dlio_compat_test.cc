@@ -7,6 +7,7 @@
 //    coordinator refuses the job once placed, before any phase (exit 2, nothing written under the data root).
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,14 +48,19 @@ TEST(Resnet50, A100ScaledTo16FilesOf100SamplesRunsWithBatchesOf400) {
   }
 }
 
-// One refusal: a job (tests/harness.h Workload plus overrides) that world 4 (2 agents x 2 accelerators) cannot run,
-// and the line naming why.
+// One refusal: a job (tests/harness.h Workload plus overrides) that its fleet (2 agents x 2 accelerators unless
+// said otherwise) cannot run, and the line naming why.
 struct Refusal {
   std::string name;
   std::string format;
   int files, spf, batch;
   std::vector<std::string> sets;
   std::string expect;
+  int agents = 2, accelerators = 2;
+  std::string World() const {
+    return "world size " + std::to_string(agents * accelerators) + " (" + std::to_string(agents) + " agent(s) x " +
+           std::to_string(accelerators) + " accelerator(s))";
+  }
 };
 
 // A tiny transformer for the checkpoint plan's refusals.
@@ -86,11 +92,8 @@ std::vector<Refusal> AllRefusals() {
       {"PipelineDeeperThanTheLayers", "npz", 8, 1, 1,
        Transformer({"model.num_layers=2", "model.parallelism.pipeline=4"}),
        "model.num_layers: must be at least model.parallelism.pipeline (4)"},
-      {"DataFolderOutsideTheDataRoot", "npz", 8, 1, 1, {"dataset.data_folder=../elsewhere"},
-       "dataset.data_folder: '../elsewhere' leads outside the agents' data root"},
-      {"CheckpointFolderOutsideTheDataRoot", "npz", 8, 1, 1,
-       {"workflow.checkpoint=True", "checkpoint.checkpoint_folder=x/../../ck"},
-       "checkpoint.checkpoint_folder: 'x/../../ck' leads outside the agents' data root"},
+      {"LoaderThreadsOfAnAgentAboveTheLimit", "npz", 64, 1, 1, {"reader.read_threads=256"},
+       "reader.read_threads: 256 loader threads x 17 ranks on one agent is 4352 threads", 1, 17},
       {"Hdf5FileShapeNotSplitOverItsDatasets", "hdf5", 64, 1, 1,
        {"dataset.record_length_bytes_stdev=2000", "dataset.hdf5.num_dset_per_record=2"},
        "dataset.hdf5.num_dset_per_record: 2 does not divide the first sample dimension"},
@@ -126,7 +129,9 @@ TEST_P(Refusals, ExplainReportsItFirstAndRunAndSubmitRefuseBeforeAnythingStarts)
 
   // --explain: the refusal is the first thing after the fleet, and the plan is not runnable.
   CommandResult explain = RunCommand(
-      With({Bin("dlio-coordinator"), "run", job, "--explain", "--local-agents", "2", "--accelerators", "2"}, c),
+      With({Bin("dlio-coordinator"), "run", job, "--explain", "--local-agents", std::to_string(c.agents),
+            "--accelerators", std::to_string(c.accelerators)},
+           c),
       seconds(30), dir.str());
   EXPECT_EQ(explain.exit_code, 2) << Dump(explain);
   std::istringstream lines(explain.out);
@@ -137,7 +142,8 @@ TEST_P(Refusals, ExplainReportsItFirstAndRunAndSubmitRefuseBeforeAnythingStarts)
   EXPECT_EQ(v[2].rfind("  refused on this fleet: ", 0), 0u) << explain.out;
   EXPECT_NE(explain.out.find("refused on this fleet: " + c.expect), std::string::npos) << explain.out;
   CommandResult json_plan = RunCommand(With({Bin("dlio-coordinator"), "run", job, "--explain", "--json",
-                                             "--local-agents", "2", "--accelerators", "2"},
+                                             "--local-agents", std::to_string(c.agents), "--accelerators",
+                                             std::to_string(c.accelerators)},
                                             c),
                                        seconds(30), dir.str());
   const json p = json::parse(json_plan.out);
@@ -146,23 +152,21 @@ TEST_P(Refusals, ExplainReportsItFirstAndRunAndSubmitRefuseBeforeAnythingStarts)
   EXPECT_NE(p["refusals"][0].get<std::string>().find(c.expect), std::string::npos) << p["refusals"];
 
   // run: refused before its agents start; nothing written.
-  CommandResult run = RunCommand(With({Bin("dlio-coordinator"), "run", job, "--local-agents", "2", "--accelerators",
-                                       "2", "--data-root", dir.str() + "/root", "--results-dir",
-                                       dir.str() + "/results"},
+  CommandResult run = RunCommand(With({Bin("dlio-coordinator"), "run", job, "--local-agents", std::to_string(c.agents),
+                                       "--accelerators", std::to_string(c.accelerators), "--data-root",
+                                       dir.str() + "/root", "--results-dir", dir.str() + "/results"},
                                       c),
                                  seconds(60), dir.str());
   EXPECT_EQ(run.exit_code, 2) << Dump(run);
   EXPECT_NE(run.err.find(c.expect), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("refused before anything ran, on world size 4 (2 agent(s) x 2 accelerator(s))"),
-            std::string::npos)
-      << run.err;
+  EXPECT_NE(run.err.find("refused before anything ran, on " + c.World()), std::string::npos) << run.err;
   EXPECT_TRUE(fs::is_empty(dir.path() / "root")) << "the refused run wrote into the data root";
   EXPECT_FALSE(fs::exists(dir.path() / "results")) << "the local fleet was started";
 
   // submit with the fleet's shape: refused before connecting (no coordinator listens on that port).
   CommandResult submit = RunCommand(
       With({Bin("dlio-coordinator"), "submit", job, "--coordinator", "127.0.0.1:" + std::to_string(FreePort()),
-            "--agents", "2", "--accelerators-per-agent", "2"},
+            "--agents", std::to_string(c.agents), "--accelerators-per-agent", std::to_string(c.accelerators)},
            c),
       seconds(30), dir.str());
   EXPECT_EQ(submit.exit_code, 2) << Dump(submit);
@@ -171,22 +175,29 @@ TEST_P(Refusals, ExplainReportsItFirstAndRunAndSubmitRefuseBeforeAnythingStarts)
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Refusals, ::testing::ValuesIn(AllRefusals()), RefusalName);
 
-// The coordinator, which alone knows the fleet when the client does not: each job is refused once placed on 2
-// agents x 2 accelerators, before any phase: exit 2, the message names the world and the key, nothing is written.
+// The coordinator, which alone knows the fleet when the client does not: each job is refused once placed (on
+// 2 agents x 2 accelerators, or the case's own fleet), before any phase: exit 2, the message names the world and the
+// key, nothing is written.
 TEST(RefusalsAtPlacement, CoordinatorRefusesEveryKindBeforeAnyPhase) {
-  TempDir dir;
-  Fleet fleet(dir, 2, 2);
-  ASSERT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 2; }, std::chrono::seconds(30))) << fleet.Logs();
-  for (const Refusal& c : AllRefusals()) {
-    SCOPED_TRACE(c.name);
-    const std::string job = WriteJob(dir, c);
-    CommandResult r = fleet.Client(With({"submit", job, "--wait-for-agents", "30"}, c));
-    EXPECT_EQ(r.exit_code, 2) << Dump(r);
-    EXPECT_NE(r.err.find("refused on world size 4 (2 agent(s) x 2 accelerator(s)): "), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
-    EXPECT_EQ(r.out.find("phase "), std::string::npos) << "a phase started:\n" << r.out;
+  std::map<std::pair<int, int>, std::vector<Refusal>> by_fleet;
+  for (const Refusal& c : AllRefusals()) by_fleet[{c.agents, c.accelerators}].push_back(c);
+  for (const auto& [shape, cases] : by_fleet) {
+    TempDir dir;
+    Fleet fleet(dir, shape.first, shape.second);
+    ASSERT_TRUE(Eventually([&] { return fleet.AttachedAgents() == static_cast<size_t>(shape.first); },
+                           std::chrono::seconds(30)))
+        << fleet.Logs();
+    for (const Refusal& c : cases) {
+      SCOPED_TRACE(c.name);
+      const std::string job = WriteJob(dir, c);
+      CommandResult r = fleet.Client(With({"submit", job, "--wait-for-agents", "30"}, c));
+      EXPECT_EQ(r.exit_code, 2) << Dump(r);
+      EXPECT_NE(r.err.find("refused on " + c.World() + ": "), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("phase "), std::string::npos) << "a phase started:\n" << r.out;
+    }
+    EXPECT_TRUE(fs::is_empty(dir.path() / "root")) << "a refused job wrote into the data root";
   }
-  EXPECT_TRUE(fs::is_empty(dir.path() / "root")) << "a refused job wrote into the data root";
 }
 
 }  // namespace
