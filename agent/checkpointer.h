@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "common/checkpoint_plan.h"
 #include "common/confined_dir.h"
+#include "common/s3_limits.h"
 #include "readers/s3.h"
 
 namespace dlio {
@@ -43,7 +44,7 @@ struct CheckpointIo {
 
 class Checkpointer {
  public:
-  static constexpr size_t kDefaultBufferBytes = size_t{64} << 20;
+  static constexpr size_t kDefaultBufferBytes = kCheckpointBufferBytes;  // common/s3_limits.h
 
   // Object storage: `s3` set, `folder` null and `s3_prefix` the key prefix of the checkpoints in the bucket.
   Checkpointer(std::shared_ptr<const ConfinedDir> folder, bool fsync, uint64_t seed,

@@ -12,7 +12,12 @@
 //    CheckAgentThreads, which the agent applies again);
 //  - under a size spread (record_length_bytes_stdev), the shape of every file the generator would write, against
 //    the format's keys (hdf5 num_dset_per_record, chunk_dims, max_shape; the image side limit).
-// (A relative folder that climbs out of any data root is refused when the job is loaded already.)
+//  - object storage (storage.storage_type s3): a data file the generator would write, or a checkpoint file, larger
+//    than the object a multipart upload can make (10,000 parts of 8 MiB, resp. of the 64 MiB checkpoint buffer:
+//    common/s3_limits.h).
+// (Refused when the job is loaded already, earlier still: a relative folder that climbs out of any data root, and
+// the storage keys against the rest of the job: mmap_indexed_binary, an io_engine or a cache eviction over s3,
+// common/workload_spec.h CheckFormatReadsObjects.)
 // It is what --explain reports (common/explain.h), what `run` checks with its local fleet before starting it,
 // what `submit` checks when --agents and --accelerators-per-agent fix the world, and what the coordinator checks
 // when it has placed a job, before any phase. Each refusal is one line naming the key and what is allowed.

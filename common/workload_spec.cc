@@ -105,7 +105,8 @@ std::vector<int64_t> Hdf5RecordDimsOf(const WorkloadSpec& s, std::vector<int64_t
   return d;
 }
 
-// Bytes per element of a numpy type name this version knows (0 = unknown).
+}  // namespace
+
 size_t ElementBytes(const std::string& t) {
   static const std::map<std::string, size_t> sizes = {
       {"uint8", 1}, {"int8", 1},   {"uint16", 2}, {"int16", 2},   {"uint32", 4},  {"int32", 4},
@@ -114,7 +115,14 @@ size_t ElementBytes(const std::string& t) {
   return it == sizes.end() ? 0 : it->second;
 }
 
-}  // namespace
+absl::Status CheckFormatReadsObjects(const std::string& format) {
+  if (format == "mmap_indexed_binary") {
+    return absl::InvalidArgumentError(
+        "dataset.format: mmap_indexed_binary maps a local file and cannot read objects (storage.storage_type: s3; "
+        "use indexed_binary: one ranged GET per sample)");
+  }
+  return absl::OkStatus();
+}
 
 std::vector<int64_t> WorkloadSpec::Hdf5ChunkDims() const {
   if (!hdf5_chunk_dims.empty() || !enable_chunking) return hdf5_chunk_dims;
@@ -627,11 +635,7 @@ absl::Status CheckStorage(WorkloadSpec& s) {
     return absl::InvalidArgumentError(fmt::format(
         "storage.storage_options.endpoint_url: '{}' must start with http:// or https://", s.s3_endpoint_url));
   }
-  if (s.format == "mmap_indexed_binary") {
-    return absl::InvalidArgumentError(
-        "dataset.format: mmap_indexed_binary maps a local file and cannot read objects (storage.storage_type: s3; "
-        "use indexed_binary: one ranged GET per sample)");
-  }
+  if (absl::Status f = CheckFormatReadsObjects(s.format); !f.ok()) return f;
   if (s.io_engine != "posix") {
     return absl::InvalidArgumentError(fmt::format(
         "dlio_ext.io_engine: {} reads local files; with storage.storage_type: s3 objects are read over HTTP (leave "

@@ -284,6 +284,14 @@ const char* ShuffleModeName(ShuffleMode m);
 // file has its own shape (SampleDimForFile), which the preflight (common/preflight.h) checks file by file.
 absl::Status CheckSampleShape(const WorkloadSpec& spec, const std::vector<int64_t>& sample, bool check_chunks);
 
+// Bytes per element of a numpy type name this version knows (dataset.record_element_type; 0 = unknown).
+size_t ElementBytes(const std::string& numpy_name);
+
+// Object storage (storage.storage_type s3): refuses a format that cannot read objects (mmap_indexed_binary maps a
+// local file), naming dataset.format and the alternative. Loading applies it to an s3 job; the format library
+// applies the same rule to its options (readers/format.cc), so the refusal is this one line wherever it is met.
+absl::Status CheckFormatReadsObjects(const std::string& format);
+
 // Markdown reference of every DLIO key: default, policy (implemented / accepted as a label / not supported yet)
 // and notes, generated from the same key table the loader uses (docs/workload-keys.md is this text).
 std::string KeyReferenceMarkdown();

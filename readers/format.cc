@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/workload_spec.h"
 #include "readers/csv.h"
 #include "readers/dtype.h"
 #include "readers/hdf5.h"
@@ -110,10 +111,7 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
   static const std::set<std::string> kEngineFormats = {"npz", "npy", "csv", "jpeg", "png", "tfrecord"};
   if (o.io_engine == IoEngine::kS3) {
     if (!o.s3) return bad("storage.storage_type: s3 without a bucket configuration");
-    if (name == "mmap_indexed_binary") {
-      return bad("dataset.format: mmap_indexed_binary maps a local file and cannot read objects "
-                 "(storage.storage_type: s3; use indexed_binary: one ranged GET per sample)");
-    }
+    if (absl::Status s = CheckFormatReadsObjects(name); !s.ok()) return s;
   } else if (o.io_engine != IoEngine::kPosix && kEngineFormats.count(name) == 0) {
     return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine), " is not available for ", name,
                name == "hdf5"        ? " (libhdf5 does its own reads; use posix)"

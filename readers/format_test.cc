@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "common/workload_spec.h"
 #include "readers/io_util.h"
 #include "readers/npz.h"
+#include "readers/s3.h"
 #include "readers/test_util.h"
 #include "readers/tfrecord.h"
 
@@ -101,6 +103,18 @@ TEST(MakeFormat, RejectsOptionsItCannotHonour) {
   o.sample_dims = {4, 4, 4};
   EXPECT_TRUE(rejected("png", o)) << "images are 2-D";
   EXPECT_FALSE(rejected("csv", o));
+}
+
+// The refusal of a format that cannot read objects is one rule: the format library gives the line loading gives.
+TEST(MakeFormat, RefusesMmapIndexedBinaryOverObjectsWithTheLoadersLine) {
+  FormatOptions o = Small();
+  o.io_engine = IoEngine::kS3;
+  o.s3 = std::make_shared<S3Config>();
+  absl::StatusOr<std::unique_ptr<Format>> f = MakeFormat("mmap_indexed_binary", o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status(), CheckFormatReadsObjects("mmap_indexed_binary"));
+  EXPECT_FALSE(CheckFormatReadsObjects("mmap_indexed_binary").ok());
+  EXPECT_TRUE(MakeFormat("indexed_binary", o).ok());
 }
 
 TEST(Hdf5RecordDims, SplitsTheFirstAxisAndDropsALeadingOne) {

@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/latency_histogram.h"
+#include "common/s3_limits.h"
 #include "common/s3_stats.h"
 
 typedef void CURL;
@@ -128,14 +129,7 @@ struct S3ListPage {
   std::string next_token;  // empty = last page
 };
 
-// Multipart upload sizes. Objects up to kS3MultipartThreshold go in one PUT; larger ones in parts of
-// kS3PartBytes (the last one smaller). 8 MiB for both is boto3's TransferConfig default; S3's own limits are parts
-// of at least 5 MiB (except the last) and at most 10,000 parts, so 8 MiB parts reach ~78 GiB objects; the
-// checkpoint writer uses larger parts for larger files (see agent/checkpointer.h).
-inline constexpr size_t kS3MultipartThreshold = size_t{8} << 20;
-inline constexpr size_t kS3PartBytes = size_t{8} << 20;
-inline constexpr size_t kS3MinPartBytes = size_t{5} << 20;
-inline constexpr int kS3MaxParts = 10000;
+// Multipart upload sizes (kS3PartBytes, kS3MaxParts, ...): common/s3_limits.h.
 
 class S3Client {
  public:

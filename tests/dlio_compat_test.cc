@@ -97,6 +97,15 @@ std::vector<Refusal> AllRefusals() {
       {"Hdf5FileShapeNotSplitOverItsDatasets", "hdf5", 64, 1, 1,
        {"dataset.record_length_bytes_stdev=2000", "dataset.hdf5.num_dset_per_record=2"},
        "dataset.hdf5.num_dset_per_record: 2 does not divide the first sample dimension"},
+      {"S3DataObjectAboveTheMultipartLimit", "npz", 8, 1000, 1,
+       {"storage.storage_type=s3", "storage.storage_root=refused-bucket", "dataset.record_length_bytes=104857600"},
+       "dataset.num_samples_per_file: a data file would be 1000 samples x 104857600 bytes = 104857600000 bytes, more "
+       "than the 83886080000 bytes an object takes in 10000 parts of 8388608 bytes"},
+      {"S3CheckpointObjectAboveTheMultipartLimit", "npz", 8, 1, 1,
+       {"storage.storage_type=s3", "storage.storage_root=refused-bucket", "workflow.checkpoint=True",
+        "checkpoint.checkpoint_folder=ck", "model.model_size_bytes=700000000000"},
+       "checkpoint: rank 0's file model_states-0.pt would be 700000000000 bytes, more than the 671088640000 bytes an "
+       "object takes in 10000 parts of 67108864 bytes"},
       {"Hdf5ChunksLargerThanAFilesSamples", "hdf5", 64, 1, 1,
        {"dataset.record_length_bytes_stdev=1500", "dataset.hdf5.chunk_dims=[1,60,60]"},
        "dataset.hdf5.chunk_dims: [1, 60, 60] exceeds the dataset's maximum shape"},

@@ -445,6 +445,9 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
        "maximum shape [2, 64, 64]"},
       {"object storage without a bucket", "storage:\n  storage_type: s3\n",
        "storage.storage_root: './' is not a bucket name"},
+      {"a local mapping over objects",
+       "storage:\n  storage_type: s3\n  storage_root: bkt-one\ndataset:\n  format: mmap_indexed_binary\n",
+       "dataset.format: mmap_indexed_binary maps a local file and cannot read objects"},
       {"aistore", "storage:\n  storage_type: aistore\n",
        "storage.storage_type: 'aistore' is a DLIO storage type not supported yet"},
   };
