@@ -273,10 +273,29 @@ SessionEnd AgentServer::Impl::Session() {
     const auto ports = exposer->GetListeningPorts();
     if (!ports.empty()) hello->set_metrics_endpoint(AdvertisedMetricsEndpoint(opt.metrics_listen, ports.front()));
   }
-  struct sysinfo si {};
-  if (sysinfo(&si) == 0) hello->set_host_memory_bytes(static_cast<uint64_t>(si.totalram) * si.mem_unit);
   hello->set_host_cpu_count(static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))));
   const HostProvenance prov = CollectHostProvenance(opt.data_root);
+  // The DRAM this host node has: declared, else a container's cgroup limit, else MemTotal (MLPerf's datasize and the
+  // potential-caching check use it).
+  struct sysinfo si {};
+  const uint64_t total = sysinfo(&si) == 0 ? static_cast<uint64_t>(si.totalram) * si.mem_unit : prov.memory_bytes;
+  if (opt.host_memory_bytes > 0) {
+    hello->set_host_memory_bytes(opt.host_memory_bytes);
+    hello->set_host_memory_source("--host-memory");
+  } else if (prov.cgroup_memory_limit_bytes > 0) {
+    hello->set_host_memory_bytes(prov.cgroup_memory_limit_bytes);
+    hello->set_host_memory_source("cgroup");
+  } else {
+    hello->set_host_memory_bytes(total);
+    hello->set_host_memory_source("meminfo");
+  }
+  for (const NicInfo& n : prov.nics) {
+    v1::NicInfo* nic = hello->add_nics();
+    nic->set_name(n.name);
+    nic->set_speed_mbps(n.speed_mbps);
+    nic->set_mtu(n.mtu);
+    nic->set_state(n.state);
+  }
   hello->set_kernel(prov.kernel);
   hello->set_cpu_model(prov.cpu_model);
   hello->set_data_root_fs(prov.data_root_fs);

@@ -40,6 +40,7 @@ class AgentServer {
     Transport transport;                     // token and TLS material (LoadTransport); empty = plaintext
     // Object storage: KEY=VALUE file of AWS_* settings (agent/object_store.h); "" = the environment only.
     std::string s3_credentials_file;
+    uint64_t host_memory_bytes = 0;          // --host-memory: DRAM of this host node; 0 = MemTotal or cgroup limit
   };
 
   static absl::StatusOr<std::unique_ptr<AgentServer>> Start(Options options);

@@ -87,10 +87,12 @@ absl::StatusOr<CheckpointIo> Checkpointer::SaveObjects(const std::string& dir_na
     absl::Status s;
     if (static_cast<uint64_t>(f.bytes) <= buffer_.size()) {  // one PUT straight from the buffer
       s = writer_->client().Put(key, reinterpret_cast<const uint8_t*>(buffer_.data()), static_cast<size_t>(f.bytes));
+      if (s.ok() && limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(f.bytes));
     } else {  // multipart: every part is the buffer itself
       for (int64_t left = f.bytes; s.ok() && left > 0;) {
         const size_t part = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buffer_.size())));
         s = writer_->AppendPart(buffer_.data(), part, stats);
+        if (s.ok() && limiter_ != nullptr) limiter_->Acquire(part);
         left -= static_cast<int64_t>(part);
       }
       if (s.ok()) s = writer_->Finish(stats);
@@ -128,6 +130,7 @@ absl::StatusOr<CheckpointIo> Checkpointer::LoadObjects(const std::string& dir_na
       if (*got == 0) {
         return absl::DataLossError(absl::StrCat("checkpoint: s3 object '", key, "' ended at byte ", off));
       }
+      if (limiter_ != nullptr) limiter_->Acquire(*got);
       off += *got;
     }
     io.files += 1;
@@ -176,6 +179,7 @@ absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, con
         return s;
       }
       left -= n;
+      if (limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(n));
     }
     if (fsync_ && ::fsync(fd) != 0) {
       absl::Status s = Errno("fsync", tmp);
@@ -239,6 +243,7 @@ absl::StatusOr<CheckpointIo> Checkpointer::Load(const std::string& dir_name, con
       }
       if (n == 0) break;
       got += n;
+      if (limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(n));
     }
     ::close(fd);
     if (got != f.bytes) {

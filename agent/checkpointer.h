@@ -17,7 +17,10 @@
 // multipart completion is answered). Loads: a HEAD (the size must be the planned one), then ranged GETs of the
 // buffer's size into the buffer.
 // Names: dir_name and file names must be single path components (no '/', not "." or "..").
-// Thread-safety: one Checkpointer per thread.
+// Rate: with a limiter (dlio_ext.checkpoint_bandwidth_limit, shared by the agent's ranks), every chunk written or read
+// (for objects: a PUT, a multipart part, a ranged GET) is charged to it after the call, which sleeps while the agent
+// runs ahead of the cap; the time counts in the save or load as the device's would.
+// Thread-safety: one Checkpointer per thread (the limiter is shared and thread-safe).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/bandwidth_limiter.h"
 #include "common/checkpoint_plan.h"
 #include "common/confined_dir.h"
 #include "common/s3_limits.h"
@@ -61,6 +65,9 @@ class Checkpointer {
   // drops its cached pages (posix_fadvise DONTNEED), so the load reads the storage, not the page cache.
   absl::Status Evict(const std::string& dir_name, const std::vector<CheckpointFile>& files);
 
+  // The agent's checkpoint-bandwidth cap, or null (uncapped). Not owned; must outlive the saves and loads.
+  void set_limiter(BandwidthLimiter* limiter) { limiter_ = limiter; }
+
   // Bytes currently held by the buffer (for tests and the memory bound).
   size_t buffer_size() const { return buffer_.size(); }
 
@@ -78,6 +85,7 @@ class Checkpointer {
   std::string s3_prefix_;
   std::unique_ptr<S3ObjectWriter> writer_;  // s3: made at the first save (one connection, reused)
   std::unique_ptr<S3Client> reader_;        // s3: made at the first load
+  BandwidthLimiter* limiter_ = nullptr;
 };
 
 }  // namespace dlio

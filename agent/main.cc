@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
                  "Name expected in the coordinator's certificate (default: the host of --coordinator)");
   app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error, critical or off")
       ->default_val("info");
+  app.add_option("--host-memory", opt.host_memory_bytes,
+                 "DRAM of this host node in bytes (KB/MB/GB: powers of 1000, KiB/MiB/GiB: of 1024), reported instead "
+                 "of MemTotal or the cgroup limit: for a VM or container whose limit the agent cannot see, and "
+                 "scaled-down MLPerf rehearsals. MLPerf's datasize uses it; results record it as declared")
+      ->transform(CLI::AsSizeValue(true));
   app.add_option("--protocol-version", opt.protocol_version,
                  "Protocol version to announce (testing only; default: this build's)")
       ->group("");  // hidden

@@ -208,6 +208,16 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
   return s3_config_;
 }
 
+namespace {
+// dlio_ext.checkpoint_bandwidth_limit: one limiter for every rank of this agent, for one phase; null when uncapped.
+std::unique_ptr<BandwidthLimiter> CheckpointLimiter(const WorkloadSpec& spec) {
+  if (spec.checkpoint_bandwidth_limit <= 0) return nullptr;
+  BandwidthLimiter::Options lo;
+  lo.bytes_per_second = static_cast<double>(spec.checkpoint_bandwidth_limit);
+  return std::make_unique<BandwidthLimiter>(lo);
+}
+}  // namespace
+
 absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                               const std::atomic<bool>* cancel) {
   progress_.done = 0;
@@ -557,6 +567,8 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
   cfg.preprocess = spec.preprocess_time;
   cfg.seed = static_cast<uint64_t>(spec.seed) ^ (static_cast<uint64_t>(cmd.epoch) << 32);
   cfg.cancel = cancel;
+  // dlio_ext.checkpoint_bandwidth_limit, for step-based checkpoints inside this phase.
+  const std::unique_ptr<BandwidthLimiter> ckpt_limiter = CheckpointLimiter(spec);
   // dlio_ext.read_bandwidth_limit: one limiter for every rank of this agent, living as long as this phase.
   std::unique_ptr<BandwidthLimiter> limiter;
   if (spec.read_bandwidth_limit > 0) {
@@ -679,6 +691,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
       if (ckpt) {
         ckpt_io = std::make_unique<Checkpointer>(ckpt->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank),
                                                  Checkpointer::kDefaultBufferBytes, ckpt->s3, ckpt->s3_prefix);
+        ckpt_io->set_limiter(ckpt_limiter.get());
       }
       double window_compute = 0;
       SteadyClock::time_point window_start = block_start;
@@ -813,6 +826,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
   absl::StatusOr<CheckpointSetup> setup = MakeCheckpointSetup(spec, cmd.world, root_, *s3);
   if (!setup.ok()) return Annotate(setup.status(), Where(cmd, cmd.first_rank));
   progress_.total = 1;
+  const std::unique_ptr<BandwidthLimiter> ckpt_limiter = CheckpointLimiter(spec);
   StepBarrier local_barrier(cmd.local_ranks, barrier);
   FirstError first_error;
   std::vector<RankEpochResult> results(cmd.local_ranks);
@@ -838,6 +852,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
       if (s.ok()) {
         Checkpointer io(setup->folder, spec.checkpoint_fsync, CheckpointSeed(spec, rank),
                         Checkpointer::kDefaultBufferBytes, setup->s3, setup->s3_prefix);
+        io.set_limiter(ckpt_limiter.get());
         const int64_t ck0 = TraceNowNs();
         absl::StatusOr<RankCheckpointResult> c =
             TakeCheckpoint(spec, *setup, io, rank, cmd.world, cmd.local_ranks, cmd.checkpoint_load,

@@ -1,11 +1,13 @@
 // MLPerf Storage rules (v2.0, ../shared/reference/dlio.md §4.3) as pure functions: the training workloads' baselines
-// and AU thresholds, the `datasize` calculation, the CLOSED/OPEN/INVALID classification of a job's overrides, the
-// 5-run verdict (AU threshold and replication), and the provenance recorded in results (tool version and commit,
-// the normalised job's sha256, each host's kernel, CPU, memory and data-root file-system type).
+// and AU thresholds, the checkpointing workloads (llama3 8B..1T: process counts, write/read counts), the `datasize`
+// calculation, the CLOSED/OPEN/INVALID classification of a job's overrides, the 5-run verdict (AU threshold and
+// replication), and the provenance recorded in results (tool version and commit, the normalised job's sha256, each
+// host's kernel, CPU, memory, NICs and data-root file-system type).
 //
 // Contract: everything here is a pure function of its inputs except CollectHostProvenance() (reads uname(2),
-// /proc/cpuinfo, /proc/meminfo and statfs(2) of the data root). No network, no threads. The reference workloads
-// are compiled in (MlperfReferences()).
+// /proc/cpuinfo, /proc/meminfo, the cgroup memory limit, /sys/class/net and statfs(2) of the data root) and
+// LoadMlperfReferences() (reads a folder). No network, no threads. The shipped reference workloads are compiled in
+// (MlperfReferences()).
 // Thread-safety: all functions may be called concurrently.
 // Usage:
 //   const MlperfWorkload* w = FindMlperfWorkload("unet3d");
@@ -42,6 +44,22 @@ const std::vector<MlperfWorkload>& MlperfWorkloads();
 // Matches a workload name or a model.name that starts with it ("unet3d", "unet3d_h100", "resnet50_a100"); null if
 // none.
 const MlperfWorkload* FindMlperfWorkload(std::string_view name);
+
+// An MLPerf Storage v2.0 checkpointing workload (Submission_guidelines.md §2.2, Table 2): write 10 checkpoints, clear
+// the cache, read 10, five times; per checkpoint the duration is the maximum over ranks and the throughput the
+// minimum over ranks, and the result is the mean over the five runs.
+struct MlperfCheckpointWorkload {
+  std::string name;             // "llama3-8b": mlpstorage's model name, the results tree's <model> folder
+  std::string reference_stem;   // "llama3_8b": the reference file configs/workloads/llama3_8b.yaml
+  int64_t closed_processes = 8; // CLOSED runs exactly TP x PP x DP of Table 2 ranks (8, 64, 512, 1024)
+  int64_t tp_pp = 1;            // OPEN may run any multiple of TP x PP
+};
+inline constexpr int64_t kMlperfCheckpointMinPerHost = 4;  // Table 3: --ppn "minimal 4" (CLOSED and OPEN)
+inline constexpr int kMlperfCheckpoints = 10;              // checkpoints written, then read, per run
+const std::vector<MlperfCheckpointWorkload>& MlperfCheckpointWorkloads();
+// Matches "llama3-8b", "llama3_8b", and a model.name of the llama_8b family ("llama_8b", "llama_8b_zero3"): lower
+// case, "llama3" read as "llama", '-' as '_', then the size must follow "llama_" and end the name or a '_' part.
+const MlperfCheckpointWorkload* FindMlperfCheckpointWorkload(std::string_view name);
 
 struct DatasizeInput {
   int64_t accelerators_per_host = 1;  // simulated accelerators (ranks) per host; every host runs the same number
@@ -84,6 +102,12 @@ struct Classification {
   std::vector<std::string> problems;           // job-level INVALID reasons (too few files, no checkpoint for unet3d)
 };
 
+// The write/read split and the cache clearing of an MLPerf checkpointing run as overrides of its workload: the write
+// job reads nothing, the read job writes nothing and evicts the files' pages before each load
+// (dlio_ext.checkpoint_evict_cache), as §2.2.2 asks ("write, clear the cache, read").
+std::vector<std::string> CheckpointWriteOverrides();
+std::vector<std::string> CheckpointReadOverrides();
+
 // Canonical dotted key and value of an override in any accepted form ("++workload.data_reader.read_threads=8" ->
 // {"reader.read_threads", "8"}); false if it has no '='.
 bool SplitOverride(const std::string& ov, std::string* key, std::string* value);
@@ -103,14 +127,20 @@ Classification ClassifyOverrides(const MlperfWorkload& w, const std::vector<std:
                                  bool workflow_checkpoint = true);
 
 // The reference workload files runs are judged against: configs/workloads/<workload>_<accelerator>.yaml as this
-// version ships them (embedded at build time), for the accelerators MLPerf Storage v2.0 lists (a100, h100).
+// version ships them (embedded at build time), for the accelerators MLPerf Storage v2.0 lists (a100, h100), and
+// configs/workloads/llama3_<size>.yaml for the checkpointing workloads (Table 2's parallelism; no accelerator).
 struct MlperfReference {
-  std::string workload;     // "unet3d"
-  std::string accelerator;  // "a100", "h100"
+  std::string workload;     // "unet3d", "llama3-8b"
+  std::string accelerator;  // "a100", "h100"; empty for checkpointing
   std::string file;         // "configs/workloads/unet3d_h100.yaml"
   std::string yaml;         // its text
 };
 const std::vector<MlperfReference>& MlperfReferences();
+// A reference set read from a folder instead (`--mlperf-references DIR`): the files named as the shipped ones
+// (unet3d_h100.yaml, llama3_8b.yaml, ...); other names are ignored, a folder with none of them is an error. For
+// scaled-down rehearsals of the whole workflow: everything judged against such a set says so, and a tree made with
+// one passes `mlperf check` only when the check is given the same folder.
+absl::StatusOr<std::vector<MlperfReference>> LoadMlperfReferences(const std::string& dir);
 
 // What ran, judged: the effective workload (the file as it is, plus its overrides) against the reference of its
 // workload, key by key over the normalised keys (ToYaml), so an edited file is OPEN or INVALID exactly as the same
@@ -120,9 +150,22 @@ struct WorkloadClassification {
   Classification classification;  // one OverrideVerdict per differing key ("key=value" of the effective workload)
   const MlperfReference* reference = nullptr;
 };
+// `refs`: the reference set (null: the shipped MlperfReferences()).
 absl::StatusOr<WorkloadClassification> ClassifyWorkload(const MlperfWorkload& w, const WorkloadSpec& effective,
                                                         std::string_view accelerator, std::string_view job_path,
-                                                        int64_t required_files = 0);
+                                                        int64_t required_files = 0,
+                                                        const std::vector<MlperfReference>* refs = nullptr);
+
+// A checkpointing run judged against its reference, key by key (Table 3): CLOSED may change
+// checkpoint.checkpoint_folder, storage.storage_root/storage_type and where results go, set one of
+// checkpoint.num_checkpoints_write/read to 0 (the write/read split) and dlio_ext.checkpoint_evict_cache=true (the
+// cache clearing); anything else is INVALID. Job-level, when `world` > 0: CLOSED runs exactly
+// w.closed_processes ranks; another multiple of TP x PP is OPEN; anything else INVALID; and with `hosts` > 0 every
+// host runs the same number of ranks, at least kMlperfCheckpointMinPerHost.
+absl::StatusOr<WorkloadClassification> ClassifyCheckpointWorkload(const MlperfCheckpointWorkload& w,
+                                                                  const WorkloadSpec& effective, int64_t world,
+                                                                  int64_t hosts,
+                                                                  const std::vector<MlperfReference>* refs = nullptr);
 
 // The verdict over the timed runs of a result (after the warm-up).
 // A run's figures; nullopt when the run's metric window left them unmeasured (common/results.h).
@@ -144,15 +187,38 @@ inline constexpr double kReplicationTolerance = 0.05;  // "the runs must replica
 inline constexpr int kMlperfRuns = 5;
 RunsVerdict JudgeRuns(const std::vector<RunFigures>& runs, double au_threshold);
 
+// The replication check of one figure over the runs (throughput of training runs; write and read GiB/s of
+// checkpointing runs): the mean, max |x - mean| / mean, and whether that is within kReplicationTolerance. A figure
+// some run did not measure (or a mean of 0) leaves all three unmeasured.
+struct ReplicationVerdict {
+  std::optional<double> mean;
+  std::optional<double> max_deviation;
+  bool replicates = false;
+};
+ReplicationVerdict JudgeReplication(const std::vector<std::optional<double>>& values);
+
 // Provenance.
 std::string ToolVersion();  // project version from CMake ("0.1.0")
 std::string ToolCommit();   // git commit at configure time ("unknown" outside a git checkout), "+dirty" if modified
 std::string Sha256Hex(std::string_view data);
 
+// A network interface as /sys/class/net shows it (loopback and virtual bridges left out).
+struct NicInfo {
+  std::string name;          // "eth0"
+  int64_t speed_mbps = -1;   // /sys/class/net/<nic>/speed; -1 when the driver does not say (virtual NICs)
+  int64_t mtu = 0;
+  std::string state;         // operstate: "up", "down", "unknown"
+};
+
 struct HostProvenance {
   std::string kernel;        // uname: "Linux 6.1.0-18-amd64 #1 SMP ... x86_64"
   std::string cpu_model;     // /proc/cpuinfo "model name" (first), else "unknown"
   uint64_t memory_bytes = 0; // /proc/meminfo MemTotal
+  // The memory limit of this process's cgroup (v2 memory.max, v1 memory.limit_in_bytes) when one is set below
+  // MemTotal: a container's DRAM, which MLPerf counts as the host node's ("the maximum DRAM available to any host
+  // node"); 0 = none.
+  uint64_t cgroup_memory_limit_bytes = 0;
+  std::vector<NicInfo> nics;
   std::string data_root_fs;  // statfs(data_root).f_type as a name ("ext4", "xfs", "tmpfs", "nfs", "0x..." if unknown)
   // DLIO's host_cpuinfo: the "key: value" lines of the last processor block of /proc/cpuinfo ("processor" left
   // out, as DLIO shows it); host_meminfo: every /proc/meminfo line, the value as written ("24684084 kB").

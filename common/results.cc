@@ -552,6 +552,17 @@ void AddCheckpointSummary(const std::vector<CheckpointMetric>& ckpts, nlohmann::
   (*metric)["checkpoint_size_GB"] = static_cast<double>(ckpts.front().bytes) / static_cast<double>(uint64_t{1} << 30);
 }
 
+static nlohmann::json NicsJson(const std::vector<NicInfo>& nics) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const NicInfo& n : nics) {
+    j.push_back({{"name", n.name},
+                 {"speed_mbps", n.speed_mbps >= 0 ? nlohmann::json(n.speed_mbps) : nlohmann::json(nullptr)},
+                 {"mtu", n.mtu},
+                 {"state", n.state}});
+  }
+  return j;
+}
+
 // dlio_ext.provenance: what produced these figures (docs/results.md, docs/mlperf.md).
 static nlohmann::json ProvenanceJson(const JobResult& job) {
   const std::string yaml = ToYaml(job.spec);
@@ -563,6 +574,8 @@ static nlohmann::json ProvenanceJson(const JobResult& job) {
                      {"cpu_model", a.cpu_model},
                      {"cpu_count", a.cpu_count},
                      {"memory_bytes", static_cast<uint64_t>(a.memory_gb * 1024.0 * 1024.0 * 1024.0 + 0.5)},
+                     {"memory_source", a.memory_source},
+                     {"nics", NicsJson(a.nics)},
                      {"data_root_fs", a.data_root_fs}});
   }
   return {{"tool", "dlio-cpp"},
@@ -819,7 +832,8 @@ nlohmann::json Aggregator::RankPerEpochStatsJson(int rank) const {
           {"start", FormatTimestamp(c.start_unix_us)},
           {"end", FormatTimestamp(c.end_unix_us)},
           {"duration", c.duration_s},
-          {"throughput", c.duration_s > 0 ? gib / c.duration_s : 0.0}};
+          {"throughput", c.duration_s > 0 ? gib / c.duration_s : 0.0},
+          {"bytes", c.bytes}};  // ours: this rank's own share (per-host and per-rank MLPerf figures)
     }
   }
   return j;

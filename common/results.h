@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/io_stats.h"
+#include "common/mlperf.h"
 #include "common/s3_stats.h"
 #include "common/workload_spec.h"
 #include "nlohmann/json.hpp"
@@ -175,6 +176,8 @@ struct AgentInfo {
   // DLIO's host_cpuinfo / host_meminfo / host_processor_name of the agent's host (empty from older agents).
   std::map<std::string, std::string> cpuinfo, meminfo;
   std::string processor_name;
+  std::vector<NicInfo> nics;   // the host's NICs (empty from older agents)
+  std::string memory_source;   // where memory_gb came from: "meminfo", "cgroup", "--host-memory"; empty if unknown
 };
 
 struct JobResult {
@@ -229,7 +232,8 @@ class Aggregator {
   nlohmann::json SummaryJson() const;
   nlohmann::json RankOutputJson(int rank) const;
   // Each rank's checkpoints appear as DLIO's "save_ckptN"/"load_ckptN" {start, end, duration (s, a number),
-  // throughput (the checkpoint's GiB over all ranks / this rank's duration)} under their epoch.
+  // throughput (the checkpoint's GiB over all ranks / this rank's duration), and ours: bytes (this rank's own share)}
+  // under their epoch.
   nlohmann::json RankPerEpochStatsJson(int rank) const;
 
  private:

@@ -167,7 +167,7 @@ bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {
     return std::tie(s.checkpoint, s.checkpoint_folder, s.checkpoint_after_epoch, s.epochs_between_checkpoints,
                     s.steps_between_checkpoints, s.checkpoint_fsync, s.time_between_checkpoints,
                     s.num_checkpoints_write, s.num_checkpoints_read, s.recovery_rank_shift, s.checkpoint_rank_sync,
-                    s.checkpoint_evict_cache);
+                    s.checkpoint_evict_cache, s.checkpoint_bandwidth_limit);
   };
   return tie(a) == tie(b) && tie_ckpt(a) == tie_ckpt(b) && tie_storage(a) == tie_storage(b);
 }
@@ -1059,27 +1059,35 @@ std::vector<KeyInfo> BuildKeys() {
         return ParseChoice(n, p, {"posix", "odirect", "io_uring", "mmap"}, {}, "I/O engine", &s.io_engine);
       },
       [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
-  v.push_back(Custom(
-      "dlio_ext.read_bandwidth_limit", KeyStatus::kImplemented,
-      "per-agent cap on the bytes the agent's loader threads read per second (0 = none): a number of bytes/s or "
-      "one with a unit (KB, MB, GB powers of 1000; KiB, MiB, GiB powers of 1024; optional /s), e.g. 200MiB/s. "
-      "Shared by every rank of the agent (docs/mlperf.md); emulates a slower device",
-      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        if (!n.IsScalar()) return MustBe(p, "a rate in bytes per second (e.g. 200MiB/s)", n);
-        absl::StatusOr<double> r = ParseByteRate(n.Scalar());
-        if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", r.status().message()));
-        if (*r > kMaxBandwidth) {
-          return MustBe(p, fmt::format("a rate of at most {} bytes/s (1 PB/s)", FormatDouble(kMaxBandwidth)), n);
-        }
-        s.read_bandwidth_limit = static_cast<int64_t>(*r);
-        return absl::OkStatus();
-      },
-      [](const WorkloadSpec& s) { return std::to_string(s.read_bandwidth_limit); }));
+  // A per-agent byte-rate cap (common/bandwidth_limiter.h): a number of bytes/s or one with a unit.
+  auto rate_key = [](const char* path, int64_t WorkloadSpec::*field, std::string note) {
+    return Custom(
+        path, KeyStatus::kImplemented,
+        note + " (0 = none): a number of bytes/s or one with a unit (KB, MB, GB powers of 1000; KiB, MiB, GiB "
+               "powers of 1024; optional /s), e.g. 200MiB/s. Shared by every rank of the agent (docs/mlperf.md); "
+               "emulates a slower device",
+        [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+          if (!n.IsScalar()) return MustBe(p, "a rate in bytes per second (e.g. 200MiB/s)", n);
+          absl::StatusOr<double> r = ParseByteRate(n.Scalar());
+          if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", r.status().message()));
+          if (*r > kMaxBandwidth) {
+            return MustBe(p, fmt::format("a rate of at most {} bytes/s (1 PB/s)", FormatDouble(kMaxBandwidth)), n);
+          }
+          s.*field = static_cast<int64_t>(*r);
+          return absl::OkStatus();
+        },
+        [field](const WorkloadSpec& s) { return std::to_string(s.*field); });
+  };
+  v.push_back(rate_key("dlio_ext.read_bandwidth_limit", &WorkloadSpec::read_bandwidth_limit,
+                       "per-agent cap on the bytes the agent's loader threads read per second"));
 
   v.push_back(BoolKey("dlio_ext.checkpoint_evict_cache", &WorkloadSpec::checkpoint_evict_cache,
                       "before each checkpoint load, flush and evict the files' pages from the page cache "
                       "(posix_fadvise DONTNEED), so loads read the storage, as MLPerf's rules require between "
                       "write and read"));
+  v.push_back(rate_key("dlio_ext.checkpoint_bandwidth_limit", &WorkloadSpec::checkpoint_bandwidth_limit,
+                       "per-agent cap on the bytes the agent's ranks write and read per second in checkpoint saves "
+                       "and loads (makes small checkpoint rehearsals repeatable)"));
   v.push_back(BoolKey("dlio_ext.trace", &WorkloadSpec::trace,
                       "record open, read, wait, compute and barrier events per rank and loader thread into a Chrome "
                       "trace (trace.json in the results; `--trace FILE` sets it); off costs one branch per event"));

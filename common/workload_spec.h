@@ -161,6 +161,7 @@ struct WorkloadSpec {
   bool checkpoint_rank_sync = false;         // checkpoint.rank_sync: barrier after each save or load, timed
   // dlio_ext (our keys, never in DLIO's sections)
   bool checkpoint_evict_cache = false;       // dlio_ext.checkpoint_evict_cache: drop the files' pages before loads
+  int64_t checkpoint_bandwidth_limit = 0;    // dlio_ext.checkpoint_bandwidth_limit: bytes/s per agent, 0 = no cap
 
   // output
   std::string output_folder;                 // empty = not set in the job

@@ -54,6 +54,12 @@ AgentInfo AgentInfoFromHello(const v1::Hello& hello) {
   info.cpuinfo.insert(hello.cpuinfo().begin(), hello.cpuinfo().end());
   info.meminfo.insert(hello.meminfo().begin(), hello.meminfo().end());
   info.processor_name = hello.processor_name();
+  // A host has a handful of NICs; a Hello listing more is cut at 256 (the system description lists them all).
+  for (int i = 0; i < hello.nics_size() && i < 256; ++i) {
+    const v1::NicInfo& n = hello.nics(i);
+    info.nics.push_back({n.name(), n.speed_mbps(), n.mtu(), n.state()});
+  }
+  info.memory_source = hello.host_memory_source();
   info.ranks = static_cast<int>(hello.accelerators());
   return info;
 }

@@ -505,35 +505,16 @@ int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
   return 0;
 }
 
-int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::string> text = ReadFile(opt.job_path);
-  if (!text.ok()) {
-    err << text.status().message() << "\n";
-    return 2;
-  }
-  LoadOptions lo;
-  lo.strict = opt.strict;
-  lo.plan_only = true;
-  LoadDiagnostics diag;
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, lo, &diag);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return 2;
-  }
-  if (absl::Status s = CheckPlacementOptions(opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s,
-                                             opt.barrier_timeout_s);
-      !s.ok()) {
-    err << s.message() << "\n";
-    return 2;
-  }
+ExplainFleet DescribeFleet(const SubmitOptions& opt, const LocalFleetShape* local) {
   ExplainFleet fleet;
   const uint64_t local_ram = LocalMemoryBytes();
   if (local != nullptr) {
     fleet.agents = local->agents;
     fleet.accelerators_per_agent = local->accelerators;
     // `run`'s agents share this one machine: its RAM counts once.
-    if (local_ram > 0) fleet.nodes = {{"localhost", local_ram, local->agents}};
-    fleet.memory_source = "local /proc/meminfo";
+    const uint64_t ram = local->host_memory_bytes > 0 ? local->host_memory_bytes : local_ram;
+    if (ram > 0) fleet.nodes = {{"localhost", ram, local->agents}};
+    fleet.memory_source = local->host_memory_bytes > 0 ? "--host-memory" : "local /proc/meminfo";
   } else {
     // The attached agents, if the coordinator answers soon; explaining must not hang on an absent coordinator.
     ClientOptions quick = opt.client;
@@ -584,6 +565,31 @@ int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::
       fleet.fleet_note = "no agent attached; 0 in --agents/--accelerators-per-agent taken as 1";
     }
   }
+  return fleet;
+}
+
+int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::string> text = ReadFile(opt.job_path);
+  if (!text.ok()) {
+    err << text.status().message() << "\n";
+    return 2;
+  }
+  LoadOptions lo;
+  lo.strict = opt.strict;
+  lo.plan_only = true;
+  LoadDiagnostics diag;
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, lo, &diag);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return 2;
+  }
+  if (absl::Status s = CheckPlacementOptions(opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s,
+                                             opt.barrier_timeout_s);
+      !s.ok()) {
+    err << s.message() << "\n";
+    return 2;
+  }
+  const ExplainFleet fleet = DescribeFleet(opt, local);
   const json plan = dlio::ExplainJob(*spec, diag, fleet, opt.job_path);
   if (opt.client.json) {
     out << plan.dump(2) << "\n";

@@ -20,10 +20,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "common/explain.h"
 #include "common/preflight.h"
 #include "common/verdict.h"
 #include "dlio/v1/transport.h"
@@ -77,7 +79,15 @@ struct SubmitOptions {
 struct LocalFleetShape {
   int agents = 1;
   int accelerators = 1;
+  uint64_t host_memory_bytes = 0;  // run --host-memory: what the agents report; 0 = /proc/meminfo
 };
+
+// The fleet a job would run on, for --explain and the MLPerf datagen mode. `local` set: `run`'s local agents on this
+// machine (its RAM once, from /proc/meminfo, or `local->host_memory_bytes` when the agents declare it); null: the
+// agents attached to the coordinator of `opt.client` (their accelerators and reported memory, grouped by node), with
+// --agents/--accelerators-per-agent and the local memory as the fallback, saying so, when it does not answer within
+// 2 s.
+ExplainFleet DescribeFleet(const SubmitOptions& opt, const LocalFleetShape* local);
 
 // --explain: loads the job (not-supported keys are listed, not fatal; --strict still applies), derives the plan
 // (common/explain.h) and prints it (text, or one JSON document with --json). `local` set: `run`'s local fleet;

@@ -93,6 +93,10 @@ absl::StatusOr<std::unique_ptr<LocalFleet>> LocalFleet::Start(Options options) {
                                      "--reconnect-window", "5",
                                      // The client prints progress; agents only speak up about problems.
                                      "--log-level", "warn"};
+    if (options.host_memory_bytes > 0) {
+      args.push_back("--host-memory");
+      args.push_back(std::to_string(options.host_memory_bytes));
+    }
     absl::StatusOr<pid_t> pid = SpawnAgent(args);
     if (!pid.ok()) return pid.status();
     std::lock_guard<std::mutex> lk(fleet->mu_);

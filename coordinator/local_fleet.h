@@ -14,6 +14,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +38,8 @@ class LocalFleet {
     // How long the agents get to attach. 30 s: process start-up takes ~0.1 s; this only bounds a broken
     // installation or a badly overloaded machine.
     int attach_timeout_s = 30;
+    // DRAM each agent reports for this host (dlio-agent --host-memory); 0 = what the agents read.
+    uint64_t host_memory_bytes = 0;
   };
   static absl::StatusOr<std::unique_ptr<LocalFleet>> Start(Options options);
   ~LocalFleet();

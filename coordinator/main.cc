@@ -20,6 +20,7 @@
 #include "coordinator/coordinator_server.h"
 #include "coordinator/local_fleet.h"
 #include "coordinator/mlperf_cli.h"
+#include "coordinator/mlperf_submission.h"
 #include "coordinator/report.h"
 #include "spdlog/spdlog.h"
 
@@ -85,6 +86,7 @@ void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
 // MLPerf mode options shared by submit and run (docs/mlperf.md).
 struct MlperfFlags {
   bool mlperf = false;
+  bool datagen = false;
   bool find_max = false;
   dlio::MlperfRunOptions run;
   dlio::FindMaxOptions find;
@@ -98,8 +100,16 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
       ->default_val(5)
       ->check(CLI::Range(1, 100).description(""));
   sub->add_option("--mlperf-results-dir", f->run.results_dir,
-                  "Root of --mlperf's results layout (<dir>/training/<model>/run/<datetime>/)")
+                  "Root of the MLPerf results tree of --mlperf and --mlperf-datagen (<dir>/training/<model>/run/"
+                  "<datetime>/, <dir>/checkpointing/<model>/<datetime>/; docs/mlperf.md)")
       ->default_val("mlperf-results");
+  sub->add_flag("--mlperf-datagen", f->datagen,
+                "MLPerf's datagen step: generate datasize's count of files for the attached agents (their nodes and "
+                "memory) into the dataset, recorded under <mlperf-results-dir>/training/<model>/datagen/; --mlperf "
+                "then reads that count");
+  sub->add_option("--mlperf-references", f->run.references_dir,
+                  "Judge runs against the reference workloads in DIR (named as the shipped ones, e.g. "
+                  "unet3d_h100.yaml, llama3_8b.yaml) instead of the shipped MLPerf v2.0 set: scaled-down rehearsals");
   sub->add_flag("--find-max-accelerators", f->find_max,
                 "Search (real runs, exponential then binary) for the largest accelerators per agent that keeps AU at "
                 "or above the workload's threshold; prints every trial and the maximum");
@@ -108,6 +118,8 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
       ->default_val(16)
       ->check(CLI::Range(1, 4096).description(""));
   sub->get_option("--mlperf")->excludes(sub->get_option("--find-max-accelerators"));
+  sub->get_option("--mlperf-datagen")->excludes(sub->get_option("--mlperf"));
+  sub->get_option("--mlperf-datagen")->excludes(sub->get_option("--find-max-accelerators"));
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -130,7 +142,8 @@ int main(int argc, char** argv) {
                "  results  print or fetch a job's result files\n"
                "  run      the embedded default: a coordinator plus local agent processes on this machine\n"
                "  report   write a self-contained HTML report of a result folder (two: side by side)\n"
-               "  mlperf   MLPerf Storage helpers: datasize, classify (run/submit --mlperf for the 5-run mode)\n") +
+               "  mlperf   MLPerf Storage helpers: datasize, classify, report, check (run/submit --mlperf-datagen and\n"
+               "           --mlperf for the data generation and the 5-run mode)\n") +
                    dlio::kExitStatusHelp,
                "dlio-coordinator"};
   app.require_subcommand(1);
@@ -250,6 +263,11 @@ int main(int argc, char** argv) {
   run->add_option("--output", ropt.output_dir, "Also write the result files into DIR (default: the job's "
                                                "output.folder, if set)");
   run->add_option("--metrics-listen", run_metrics, "Serve the embedded coordinator's /metrics on HOST:PORT");
+  uint64_t run_host_memory = 0;
+  run->add_option("--host-memory", run_host_memory,
+                  "DRAM the local agents report for this host (dlio-agent --host-memory; KB/MB/GB: powers of 1000, "
+                  "KiB/MiB/GiB: of 1024); default: what they read")
+      ->transform(CLI::AsSizeValue(true));
   run->add_flag("--json", ropt.client.json, "Print one JSON document on stdout (for scripts) instead of text");
   AddPlanOptions(run, &ropt);
   MlperfFlags r_mlperf;
@@ -260,7 +278,8 @@ int main(int argc, char** argv) {
   AddOverrideOptions(run, &r_trailing, &r_set);
 
   // mlperf datasize | classify
-  CLI::App* mlperf = app.add_subcommand("mlperf", "MLPerf Storage helpers: datasize and CLOSED/OPEN classification");
+  CLI::App* mlperf = app.add_subcommand(
+      "mlperf", "MLPerf Storage helpers: datasize, CLOSED/OPEN classification, the submission report and its check");
   mlperf->require_subcommand(1);
   dlio::DatasizeCliOptions dsopt;
   std::vector<std::string> ds_trailing, ds_set;
@@ -291,8 +310,25 @@ int main(int argc, char** argv) {
       ->default_val(0);
   classify->add_option("--hosts", clopt.hosts, "Number of hosts")->default_val(1);
   classify->add_option("--host-memory-gib", clopt.host_memory_gib, "RAM of one host in GiB")->default_val(0);
+  classify->add_option("--mlperf-references", clopt.references_dir,
+                       "Judge against the reference workloads in DIR instead of the shipped ones");
   classify->add_flag("--json", clopt.json, "Print one JSON document on stdout");
   AddOverrideOptions(classify, &cl_trailing, &cl_set);
+  dlio::SubmissionOptions subopt;
+  CLI::App* mreport = mlperf->add_subcommand(
+      "report", "Turn a results tree into a submission: results.csv, one score per workload (the 5-run mean and the "
+                "replication check) in mlperf_storage_report.json, and a pre-filled system_description.yaml");
+  CLI::App* mcheck = mlperf->add_subcommand(
+      "check", "Validate a results tree before submission: required files, the class of every run, the 5-run, "
+               "datasize, AU, checkpoint and cache rules, the system description; one line per failure naming the "
+               "file and the rule (exit 5 when refused)");
+  for (CLI::App* sub : {mreport, mcheck}) {
+    sub->add_option("results", subopt.root, "The results tree (--mlperf-results-dir of run/submit --mlperf)")
+        ->required();
+    sub->add_option("--mlperf-references", subopt.references_dir,
+                    "Judge against the reference workloads in DIR instead of the shipped ones");
+    sub->add_flag("--json", subopt.json, "Print one JSON document on stdout");
+  }
 
   // report
   CLI::App* report = app.add_subcommand("report", "Write a self-contained HTML report of a result folder, or compare two");
@@ -317,6 +353,8 @@ int main(int argc, char** argv) {
     for (auto* v : {&ds_trailing, &ds_set}) dsopt.overrides.insert(dsopt.overrides.end(), v->begin(), v->end());
     return dlio::MlperfDatasize(dsopt, std::cout, std::cerr);
   }
+  if (*mreport) return dlio::MlperfReport(subopt, std::cout, std::cerr);
+  if (*mcheck) return dlio::MlperfCheck(subopt, std::cout, std::cerr);
   if (*classify) {
     for (auto* v : {&cl_trailing, &cl_set}) clopt.overrides.insert(clopt.overrides.end(), v->begin(), v->end());
     return dlio::MlperfClassify(clopt, std::cout, std::cerr);
@@ -404,7 +442,7 @@ int main(int argc, char** argv) {
       std::cerr << (local_agents < 1 ? "--local-agents" : "--accelerators") << ": must be >= 1\n";
       return 2;
     }
-    const dlio::LocalFleetShape shape{local_agents, accelerators};
+    const dlio::LocalFleetShape shape{local_agents, accelerators, run_host_memory};
     return dlio::ExplainJobPlan(opt, *run ? &shape : nullptr, std::cout, std::cerr);
   }
   // Bad input is reported before anything starts or is written.
@@ -421,6 +459,7 @@ int main(int argc, char** argv) {
   // One job, the 5-run MLPerf mode, or the accelerator search: all go through SubmitAndWait.
   auto drive = [&](const dlio::SubmitOptions& o) {
     if (mf.mlperf) return dlio::RunMlperf(o, mf.run, std::cout, std::cerr, &g_cancel);
+    if (mf.datagen) return dlio::RunMlperfDatagen(o, mf.run, std::cout, std::cerr, &g_cancel);
     if (mf.find_max) return dlio::FindMaxAccelerators(o, mf.find, std::cout, std::cerr, &g_cancel);
     return dlio::SubmitAndWait(o, std::cout, std::cerr, &g_cancel);
   };
@@ -448,6 +487,7 @@ int main(int argc, char** argv) {
   fo.results_dir = run_results;
   fo.metrics_listen = run_metrics;
   fo.attach_timeout_s = run_wait;
+  fo.host_memory_bytes = run_host_memory;
   // The client's progress lines are the user interface of `run`; the embedded coordinator logs only problems.
   spdlog::set_level(spdlog::level::warn);
   auto fleet = dlio::LocalFleet::Start(fo);

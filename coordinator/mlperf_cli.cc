@@ -7,9 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/mlperf.h"
 #include "common/results.h"
+#include "common/explain.h"
 #include "common/workload_spec.h"
+#include "coordinator/mlperf_submission.h"
 #include "nlohmann/json.hpp"
 
 namespace dlio {
@@ -64,6 +67,10 @@ std::optional<double> OptNum(const json& j, const char* key) {
 }
 
 std::string Pct(const std::optional<double>& v) { return v ? absl::StrFormat("%.2f %%", *v) : "not measured"; }
+std::string Gib(const std::optional<double>& v) {
+  return v ? absl::StrFormat("%.3f GiB/s", *v) : "GiB/s not measured";
+}
+std::string Secs(const std::optional<double>& v) { return v ? absl::StrFormat("%.3f s", *v) : "n/m"; }
 std::string Rate(const std::optional<double>& v) {
   return v ? absl::StrFormat("%.2f samples/s", *v) : "samples/s not measured";
 }
@@ -86,8 +93,9 @@ RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& 
       r.au = OptNum(doc["mean"], "au_percent");
       r.samples_per_second = OptNum(doc["mean"], "samples_per_second");
     }
-    // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same.
-    r.ok = doc.value("state", "") == "succeeded" && doc.contains("mean");
+    // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same; a job that
+    // trains nothing (data generation, checkpointing) has no "mean".
+    r.ok = doc.value("state", "") == "succeeded";
   } catch (const std::exception&) {
     r.ok = false;
   }
@@ -103,50 +111,103 @@ RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& 
   return r;
 }
 
-std::string DateTimeStamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm {};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
-  return buf;
-}
-
-json ClassificationJson(const WorkloadClassification& wc) {
-  const Classification& c = wc.classification;
-  json keys = json::array();
-  for (const OverrideVerdict& v : c.keys) {
-    keys.push_back({{"key", v.key}, {"value", v.value}, {"class", MlperfClassName(v.cls)}, {"reason", v.reason}});
-  }
-  return {{"class", MlperfClassName(c.overall)},
-          {"reference", wc.reference != nullptr ? json(wc.reference->file) : json(nullptr)},
-          {"differences", keys},
-          {"problems", c.problems}};
-}
-
-void PrintClassification(const WorkloadClassification& wc, std::ostream& out) {
-  const Classification& c = wc.classification;
-  out << "classification: " << MlperfClassName(c.overall);
-  if (wc.reference != nullptr) {
-    out << " (the effective workload against " << wc.reference->file << " as shipped: " << c.keys.size()
-        << " key(s) differ)";
+// Prints a ClassifyRun() JSON: the class, the reference, one line per differing key and per job-level problem.
+void PrintClassification(const json& c, std::ostream& out) {
+  if (!c.is_object()) return;
+  out << "classification: " << c.value("class", "");
+  if (c.value("reference", json(nullptr)).is_string()) {
+    out << " (the effective workload against " << c["reference"].get<std::string>() << ": "
+        << c.value("differences", json::array()).size() << " key(s) differ)";
   }
   out << "\n";
-  for (const OverrideVerdict& v : c.keys) {
-    out << absl::StrFormat("  %-8s %s=%s: %s\n", MlperfClassName(v.cls), v.key, v.value, v.reason);
+  for (const json& d : c.value("differences", json::array())) {
+    out << absl::StrFormat("  %-8s %s=%s: %s\n", d.value("class", ""), d.value("key", ""), d.value("value", ""),
+                           d.value("reason", ""));
   }
-  for (const std::string& p : c.problems) out << "  INVALID  " << p << "\n";
+  for (const json& p : c.value("problems", json::array())) out << "  problem  " << p.get<std::string>() << "\n";
 }
 
-// Required files for the hosts a result ran on (summary.json: num_hosts, num_accelerators, host_memory_GB[]), or 0.
-int64_t RequiredFilesFromSummary(const json& s, const MlperfWorkload& w) {
-  if (!s.is_object() || !s.contains("host_memory_GB") || !s["host_memory_GB"].is_array()) return 0;
-  const int64_t hosts = std::max<int64_t>(1, s.value("num_hosts", 1));
-  const int64_t acc = std::max<int64_t>(1, s.value("num_accelerators", 1));
-  double mem = 0;
-  for (const auto& m : s["host_memory_GB"]) mem += m.get<double>();
-  const double per_host = mem / static_cast<double>(std::max<size_t>(1, s["host_memory_GB"].size()));
-  return ComputeDatasize({acc / hosts, hosts, per_host}, w).num_files_train;
+// Whether the user set `key` (canonical dotted form) among the overrides.
+bool Overrides(const std::vector<std::string>& overrides, const std::string& key) {
+  for (const std::string& o : overrides) {
+    std::string k, v;
+    if (SplitOverride(o, &k, &v) && k == key) return true;
+  }
+  return false;
+}
+
+// A run's folder: the job's result files fetched into it, then ours (dlio_config/, the metadata).
+struct FolderRun {
+  RunOutcome outcome;
+  json classification;
+  int rc = 0;  // non-zero: stop with this status
+};
+FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string>& extra, const fs::path& dir,
+                        RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
+                        const std::atomic<bool>* cancel) {
+  FolderRun f;
+  f.outcome = SubmitOne(base, extra, 0, dir.string(), err, cancel);
+  RunOutcome& r = f.outcome;
+  if (!r.ok) {
+    err << "MLPerf mode: " << meta.role << (meta.index > 0 ? absl::StrCat(" ", meta.index) : "") << " did not succeed"
+        << (r.job_id.empty() ? "" : " (job " + r.job_id + ")") << "; stopping\n";
+    f.rc = r.rc != 0 ? r.rc : 1;
+    return f;
+  }
+  std::vector<std::string> all = base.overrides;
+  all.insert(all.end(), extra.begin(), extra.end());
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, all);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    f.rc = kExitBadInput;
+    return f;
+  }
+  if (meta.command != "datagen") {
+    absl::StatusOr<json> c = ClassifyRun(*spec, r.summary, "", refs.get());
+    if (!c.ok()) {
+      err << "MLPerf mode: " << c.status().message() << "\n";
+      f.rc = kExitBadInput;
+      return f;
+    }
+    f.classification = *c;
+    if (c->is_object()) meta.accelerator = c->value("accelerator", "");
+  }
+  meta.job_id = r.job_id;
+  meta.overrides = all;
+  meta.classification = f.classification;
+  meta.references = refs.label;
+  if (absl::Status s = WriteRunFolderFiles(dir, *spec, meta, r.summary); !s.ok()) {
+    err << s.message() << "\n";
+    f.rc = 1;
+  }
+  return f;
+}
+
+// num_files_train (and subfolders) of the newest data generation of `model` under the results root, when the user
+// set neither: the runs read what datagen wrote.
+std::vector<std::string> DatagenOverrides(const fs::path& root, const std::string& model,
+                                          const std::vector<std::string>& overrides, std::string* from) {
+  if (Overrides(overrides, "dataset.num_files_train")) return {};
+  std::error_code ec;
+  fs::path newest;
+  for (auto it = fs::directory_iterator(root / kMlperfTraining / model / "datagen", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (fs::exists(it->path() / "summary.json", ec) && it->path() > newest) newest = it->path();
+  }
+  if (newest.empty()) return {};
+  json s;
+  try {
+    s = LoadJsonFile((newest / "summary.json").string());
+  } catch (const std::exception&) {
+    return {};
+  }
+  *from = newest.string();
+  std::vector<std::string> o = {absl::StrCat("dataset.num_files_train=", s.value("num_files_train", 0))};
+  absl::StatusOr<WorkloadSpec> g = LoadWorkloadFile((newest / "dlio_config" / "config.yaml").string(), {});
+  if (g.ok() && g->num_subfolders_train > 0 && !Overrides(overrides, "dataset.num_subfolders_train")) {
+    o.push_back(absl::StrCat("dataset.num_subfolders_train=", g->num_subfolders_train));
+  }
+  return o;
 }
 
 }  // namespace
@@ -224,177 +285,395 @@ int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostrea
     err << spec.status().message() << "\n";
     return kExitBadInput;
   }
-  const MlperfWorkload* w = PickWorkload(opt.workload, spec->model_name, err);
-  if (w == nullptr) return kExitBadInput;
-  int64_t required = 0;
-  if (opt.accelerators > 0 && opt.host_memory_gib > 0) {
-    required = ComputeDatasize({opt.accelerators, std::max<int64_t>(1, opt.hosts), opt.host_memory_gib}, *w)
-                   .num_files_train;
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  if (!refs.ok()) {
+    err << refs.status().message() << "\n";
+    return kExitBadInput;
   }
-  absl::StatusOr<WorkloadClassification> c =
-      ClassifyWorkload(*w, *spec, opt.accelerator_type, opt.job_path, required);
+  const int64_t hosts = std::max<int64_t>(1, opt.hosts);
+  absl::StatusOr<WorkloadClassification> c;
+  std::string workload;
+  int64_t required = 0;
+  const MlperfCheckpointWorkload* cw =
+      FindMlperfCheckpointWorkload(!opt.workload.empty() ? opt.workload : spec->model_name);
+  if (cw != nullptr) {
+    workload = cw->name;
+    c = ClassifyCheckpointWorkload(*cw, *spec, opt.accelerators * hosts, opt.accelerators > 0 ? hosts : 0,
+                                   refs->get());
+  } else {
+    const MlperfWorkload* w = PickWorkload(opt.workload, spec->model_name, err);
+    if (w == nullptr) return kExitBadInput;
+    workload = w->name;
+    if (opt.accelerators > 0 && opt.host_memory_gib > 0) {
+      required = ComputeDatasize({opt.accelerators, hosts, opt.host_memory_gib}, *w).num_files_train;
+    }
+    c = ClassifyWorkload(*w, *spec, opt.accelerator_type, opt.job_path, required, refs->get());
+  }
   if (!c.ok()) {
     err << c.status().message() << "\n";
     return kExitBadInput;
   }
+  json j = ClassificationJson(*c);
   if (opt.json) {
-    json j = ClassificationJson(*c);
-    j["workload"] = w->name;
+    j["workload"] = workload;
+    j["references"] = refs->label;
     if (required > 0) j["required_num_files_train"] = required;
     out << j.dump(2) << "\n";
   } else {
-    out << "workload: " << w->name << (required > 0 ? absl::StrCat(" (datasize requires ", required, " files)") : "")
-        << "\n";
-    PrintClassification(*c, out);
+    out << "workload: " << workload
+        << (required > 0 ? absl::StrCat(" (datasize requires ", required, " files)") : "") << "\n";
+    PrintClassification(j, out);
   }
   return c->classification.overall == MlperfClass::kInvalid ? kExitBelowTarget : kExitOk;
 }
+
+namespace {
+
+// The runs of one --mlperf set, in order: training: a warm-up and the timed runs; checkpointing: per run a write job
+// and a read job (§2.2.2: write, clear the cache, read).
+struct PlannedRun {
+  std::string role;
+  int index = 0;
+  std::vector<std::string> extra;
+};
+std::vector<PlannedRun> PlanRuns(bool checkpointing, const MlperfRunOptions& opt) {
+  std::vector<PlannedRun> plan;
+  if (checkpointing) {
+    for (int k = 1; k <= opt.runs; ++k) {
+      plan.push_back({"write", k, CheckpointWriteOverrides()});
+      plan.push_back({"read", k, CheckpointReadOverrides()});
+    }
+    return plan;
+  }
+  if (opt.warmup) plan.push_back({"warmup", 0, {}});
+  for (int k = 1; k <= opt.runs; ++k) plan.push_back({"run", k, {}});
+  return plan;
+}
+
+std::string Verdict(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "NOT_MEASURED";
+}
+
+// The verdict of a set from its score (ScoreMlperfSet): written as <type>/<model>/mlperf_result_<set>.json (runs,
+// means, verdicts, classification; the fields `dlio-coordinator report` renders), printed, and the exit status.
+int FinishMlperfSet(const json& score, const fs::path& model_dir, double threshold, bool mlperf_workload, bool text,
+                    std::ostream& out, std::ostream& err) {
+  const bool ckpt = score.value("benchmark_type", "") == kMlperfCheckpointing;
+  const std::string set = score.value("set", "");
+  const json sc = score.value("score", json::object());
+  json runs = json::array();
+  json first_class;
+  for (const json& r : score.value("runs", json::array())) {
+    json e = r;
+    const std::string role = r.value("role", "");
+    const int k = r.value("run", 0);
+    e["run"] = role == "warmup" ? std::string("warmup") : ckpt ? absl::StrCat("run-", k, " ", role)
+                                                              : absl::StrCat("run-", k);
+    e["warmup"] = role == "warmup";
+    // Relative to the result file's folder, <type>/<model>/.
+    e["dir"] = fs::path(r.value("dir", ""))
+                   .lexically_relative(fs::path(score.value("benchmark_type", "")) / score.value("model", ""))
+                   .string();
+    if (!ckpt) {
+      const json au = r.value("au_percentage", json(nullptr));
+      e["au_verdict"] = !au.is_number() ? "NOT_MEASURED" : au.get<double>() >= threshold * 100 ? "PASS" : "FAIL";
+    }
+    runs.push_back(e);
+  }
+  const json classification = score.value("division", json(nullptr));
+  json result = {{"benchmark_type", score.value("benchmark_type", "")},
+                 {"model", score.value("model", "")},
+                 {"run_datetime", set},
+                 {"runs", runs},
+                 {"score", sc},
+                 {"replication", score.value("replication", json::array())},
+                 {"replication_tolerance", kReplicationTolerance},
+                 {"tool", "dlio-cpp"},
+                 {"version", ToolVersion()},
+                 {"git_commit", ToolCommit()}};
+  std::vector<std::string> rep_verdicts;
+  bool rep_fail = false, rep_nm = false;
+  for (const json& r : score.value("replication", json::array())) {
+    const std::string v = Verdict(r, "verdict");
+    rep_fail |= v == "FAIL";
+    rep_nm |= v == "NOT_MEASURED";
+    rep_verdicts.push_back(ckpt ? absl::StrCat(r.value("figure", "").substr(0, r.value("figure", "").find('_')), " ",
+                                               v)
+                                : v);
+  }
+  const std::string division = score.value("division", json(nullptr)).is_string() ? score["division"].get<std::string>()
+                                                                                 : "";
+  const bool invalid = division == "INVALID";
+  int status = rep_fail || invalid ? kExitBelowTarget : rep_nm ? kExitNotMeasured : kExitOk;
+  std::string au_verdict;
+  if (!ckpt) {
+    const json au = score.value("au", json::object());
+    au_verdict = Verdict(au, "verdict");
+    const json rep = score.value("replication", json::array()).empty() ? json::object() : score["replication"][0];
+    result["mean_au_percentage"] = sc.value("au_percentage", json(nullptr));
+    result["mean_throughput_samples_per_second"] = sc.value("throughput_samples_per_second", json(nullptr));
+    result["au_threshold_percentage"] = threshold * 100;
+    result["au_verdict"] = au_verdict;
+    result["au_meets_threshold"] = au_verdict == "PASS";
+    result["au_failed_runs"] = au.value("failed_runs", 0);
+    result["replication_max_deviation"] = rep.value("max_deviation", json(nullptr));
+    result["replicates"] = Verdict(rep, "verdict") == "PASS";
+    result["replication_verdict"] = Verdict(rep, "verdict");
+    if (au_verdict == "FAIL") status = kExitBelowTarget;
+    if (au_verdict == "NOT_MEASURED" && status == kExitOk) status = kExitNotMeasured;
+  }
+  // The classification of the set's first timed run, under the set's division.
+  for (const json& r : score.value("runs", json::array())) {
+    if (r.value("role", "") == "warmup") continue;
+    first_class = r.value("classification", json(nullptr));
+    break;
+  }
+  if (first_class.is_object()) {
+    first_class["class"] = division;
+    result["classification"] = first_class;
+    result["required_num_files_train"] = first_class.value("required_num_files_train", 0);
+  } else {
+    result["classification"] = mlperf_workload || ckpt ? json(classification) : json("not an MLPerf workload");
+  }
+  result["exit_status"] = status;
+  std::error_code ec;
+  fs::create_directories(model_dir, ec);
+  const fs::path file = model_dir / absl::StrCat("mlperf_result_", set, ".json");
+  if (absl::Status s = WriteFileAtomic(file.string(), result.dump(2) + "\n"); !s.ok()) {
+    err << s.message() << "\n";
+    return 1;
+  }
+  if (!text) {
+    json doc = result;
+    doc["results_dir"] = model_dir.string();
+    doc["result_file"] = file.string();
+    out << doc.dump(2) << "\n";
+    return status;
+  }
+  const int timed = score.value("timed_runs", 0);
+  if (ckpt) {
+    out << absl::StrFormat("mean of %d runs: write %s (%s per checkpoint), read %s (%s per checkpoint)\n", timed,
+                           Gib(OptNum(sc, "write_GiB_per_second")), Secs(OptNum(sc, "write_duration_seconds")),
+                           Gib(OptNum(sc, "read_GiB_per_second")), Secs(OptNum(sc, "read_duration_seconds")));
+  } else {
+    const json rep = score.value("replication", json::array()).empty() ? json::object() : score["replication"][0];
+    out << absl::StrFormat("mean of %d runs: AU %s, throughput %s\n", timed, Pct(OptNum(sc, "au_percentage")),
+                           Rate(OptNum(sc, "throughput_samples_per_second")));
+    out << absl::StrFormat("AU threshold %.0f %%: %s (%d of %d runs below)\n", threshold * 100, au_verdict,
+                           result.value("au_failed_runs", 0), timed);
+    const std::optional<double> dev = OptNum(rep, "max_deviation");
+    out << absl::StrFormat("replication (every run within %.0f %% of the mean): %s", kReplicationTolerance * 100,
+                           Verdict(rep, "verdict"))
+        << (dev ? absl::StrFormat(" (max deviation %.2f %%)", *dev * 100)
+                : std::string(" (a run's samples/s was not measured)"))
+        << "\n";
+  }
+  if (ckpt) {
+    for (const json& r : score.value("replication", json::array())) {
+      const std::optional<double> dev = OptNum(r, "max_deviation");
+      out << "replication of " << r.value("figure", "") << " (within 5 % of the mean): " << Verdict(r, "verdict")
+          << (dev ? absl::StrFormat(" (max deviation %.2f %%)", *dev * 100) : std::string()) << "\n";
+    }
+  }
+  if (first_class.is_object()) {
+    const int64_t required = first_class.value("required_num_files_train", int64_t{0});
+    if (required > 0) out << "datasize for these hosts: " << required << " files\n";
+    PrintClassification(first_class, out);
+  }
+  out << "results: " << file.string() << "\n";
+  out << "verdict: MLPerf " << score.value("model", "") << ": "
+      << (ckpt ? absl::StrCat("replication ", absl::StrJoin(rep_verdicts, ", "))
+               : absl::StrCat("AU ", au_verdict, ", replication ", rep_verdicts.empty() ? "NOT_MEASURED"
+                                                                                         : rep_verdicts[0]))
+      << ", " << (division.empty() ? "not an MLPerf workload" : division) << "\n";
+  return status;
+}
+
+}  // namespace
 
 int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
               const std::atomic<bool>* cancel) {
   absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
   if (!spec.ok()) {
     err << spec.status().message() << "\n";
-    return 2;
+    return kExitBadInput;
   }
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  if (!refs.ok()) {
+    err << refs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  const std::string type = BenchmarkTypeOf(*spec);
+  const bool ckpt = type == kMlperfCheckpointing;
+  const std::string model = MlperfModelName(*spec);
   const MlperfWorkload* w = FindMlperfWorkload(spec->model_name);
   const double threshold = w != nullptr ? w->au_threshold : spec->au_threshold;
-  const std::string model = w != nullptr ? w->name : spec->model_name;
-  const std::string stamp = DateTimeStamp();
-  const fs::path root = fs::path(opt.results_dir) / "training" / model / "run" / stamp;
+  const fs::path root(opt.results_dir);
+  const fs::path model_dir = root / type / model;
+  const fs::path parent = ckpt ? model_dir : model_dir / "run";
+  SubmitOptions run_base = base;
+  std::string datagen_from;
+  if (!ckpt) {
+    for (const std::string& o : DatagenOverrides(root, model, base.overrides, &datagen_from)) {
+      run_base.overrides.push_back(o);
+    }
+  }
   const bool text = !base.client.json;
   if (text) {
-    out << "MLPerf mode: " << (opt.warmup ? "a warm-up run, then " : "") << opt.runs << " runs of "
-        << base.job_path << " (" << model << ", AU threshold " << threshold * 100 << " %"
-        << (w == nullptr ? ", from metric.au: not an MLPerf workload" : "") << "); results in " << root.string()
-        << "\n"
-        << std::flush;
+    out << "MLPerf mode: " << (ckpt ? "" : opt.warmup ? "a warm-up run, then " : "") << opt.runs << " run(s) of "
+        << base.job_path << " (" << model << ", "
+        << (ckpt ? absl::StrCat("checkpointing: each run writes, clears the cache, reads")
+                 : absl::StrCat("AU threshold ", threshold * 100, " %",
+                                w == nullptr ? ", from metric.au: not an MLPerf workload" : ""))
+        << "); results in " << parent.string() << "\n";
+    if (!datagen_from.empty()) out << "dataset: as generated in " << datagen_from << "\n";
+    if (refs->use_custom) out << "references: " << refs->label << " (not the shipped MLPerf set)\n";
+    out << std::flush;
   }
 
-  json runs = json::array();
-  std::vector<RunFigures> figures;
-  json first_summary;
-  const int first = opt.warmup ? 0 : 1;
-  for (int k = first; k <= opt.runs; ++k) {
+  std::string set;
+  const std::vector<PlannedRun> plan = PlanRuns(ckpt, opt);
+  for (size_t i = 0; i < plan.size(); ++i) {
     if (cancel != nullptr && *cancel) return 130;
-    const std::string label = k == 0 ? "warmup" : absl::StrCat("run-", k);
-    const int64_t seed = spec->seed + k;
-    std::vector<std::string> extra = {absl::StrCat("train.seed=", seed)};
-    // Generate (when asked) in the first submission only: the runs measure reading.
-    if (spec->generate_data && k != first) extra.push_back("workflow.generate_data=False");
-    const fs::path dir = root / label;
-    RunOutcome r = SubmitOne(base, extra, 0, dir.string(), err, cancel);
-    if (!r.ok) {
-      err << "MLPerf mode: " << label << " did not succeed" << (r.job_id.empty() ? "" : " (job " + r.job_id + ")")
-          << "; stopping\n";
-      return r.rc != 0 ? r.rc : 1;
-    }
-    if (first_summary.is_null()) first_summary = r.summary;
-    // MLPerf's per-run files beside ours: dlio_config/ (the normalised job and the overrides) and the metadata.
-    std::vector<std::string> all = base.overrides;
-    all.insert(all.end(), extra.begin(), extra.end());
-    absl::StatusOr<WorkloadSpec> run_spec = LoadWorkloadFile(base.job_path, all);
-    std::error_code ec;
-    fs::create_directories(dir / "dlio_config", ec);
-    if (run_spec.ok()) (void)WriteFileAtomic((dir / "dlio_config" / "config.yaml").string(), ToYaml(*run_spec));
-    std::string ov_yaml;
-    for (const std::string& o : all) ov_yaml += "- " + o + "\n";
-    (void)WriteFileAtomic((dir / "dlio_config" / "overrides.yaml").string(), ov_yaml.empty() ? "[]\n" : ov_yaml);
-    const json meta = {{"benchmark_type", "training"},
-                       {"model", model},
-                       {"command", "run"},
-                       {"run_datetime", stamp},
-                       {"run", label},
-                       {"warmup", k == 0},
-                       {"seed", seed},
-                       {"job_id", r.job_id},
-                       {"overrides", all},
-                       {"au_percentage", Num(r.au)},
-                       {"throughput_samples_per_second", Num(r.samples_per_second)},
-                       {"au_threshold_percentage", threshold * 100},
-                       {"tool", "dlio-cpp"},
-                       {"version", ToolVersion()},
-                       {"git_commit", ToolCommit()}};
-    (void)WriteFileAtomic((dir / absl::StrCat(model, "_", stamp, "_metadata.json")).string(), meta.dump(2) + "\n");
-    const bool run_pass = r.au && *r.au >= threshold * 100;
-    runs.push_back({{"run", label},
-                    {"seed", seed},
-                    {"job_id", r.job_id},
-                    {"au_percentage", Num(r.au)},
-                    {"throughput_samples_per_second", Num(r.samples_per_second)},
-                    {"au_verdict", !r.au ? "NOT_MEASURED" : run_pass ? "PASS" : "FAIL"},
-                    {"warmup", k == 0}});
-    if (k > 0) figures.push_back({r.au, r.samples_per_second});
-    if (text) {
-      out << absl::StrFormat("%-8s seed %d: AU %s, %s (job %s): %s\n", label, seed, Pct(r.au),
-                             Rate(r.samples_per_second), r.job_id,
-                             k == 0 ? "warm-up, not judged" : !r.au ? "NOT_MEASURED" : run_pass ? "PASS" : "FAIL")
+    const PlannedRun& p = plan[i];
+    const int64_t seed = spec->seed + p.index;
+    std::vector<std::string> extra = p.extra;
+    if (!ckpt) extra.push_back(absl::StrCat("train.seed=", seed));
+    // Generate (when the job asks) in the first submission only: the runs measure reading.
+    if (spec->generate_data && i > 0) extra.push_back("workflow.generate_data=False");
+    const std::string stamp = NextRunStamp(parent);
+    if (set.empty()) set = stamp;
+    RunFolderMeta meta;
+    meta.benchmark_type = type;
+    meta.model = model;
+    meta.command = "run";
+    meta.datetime = stamp;
+    meta.set = set;
+    meta.role = p.role;
+    meta.index = p.index;
+    meta.seed = ckpt ? spec->seed : seed;
+    const FolderRun f = RunIntoFolder(run_base, extra, parent / stamp, meta, *refs, err, cancel);
+    if (f.rc != 0) return f.rc;
+    if (!text) continue;
+    const MlperfFigures fig = FiguresOfSummary(f.outcome.summary);
+    if (ckpt) {
+      const bool read = p.role == "read";
+      out << absl::StrFormat("run-%d %-5s: %s, %s per checkpoint, %d checkpoint(s) (job %s)\n", p.index, p.role,
+                             Gib(read ? fig.read_gib_per_second : fig.write_gib_per_second),
+                             Secs(read ? fig.read_duration_s : fig.write_duration_s), read ? fig.reads : fig.writes,
+                             f.outcome.job_id)
+          << std::flush;
+    } else {
+      const std::string label = p.index == 0 ? "warmup" : absl::StrCat("run-", p.index);
+      const bool pass = fig.au_percent && *fig.au_percent >= threshold * 100;
+      out << absl::StrFormat("%-8s seed %d: AU %s, %s (job %s): %s\n", label, seed, Pct(fig.au_percent),
+                             Rate(fig.samples_per_second), f.outcome.job_id,
+                             p.index == 0 ? "warm-up, not judged" : !fig.au_percent ? "NOT_MEASURED" : pass ? "PASS"
+                                                                                                          : "FAIL")
           << std::flush;
     }
   }
 
-  const RunsVerdict v = JudgeRuns(figures, threshold);
-  const int64_t required = w != nullptr ? RequiredFilesFromSummary(first_summary, *w) : 0;
-  std::optional<WorkloadClassification> c;
-  if (w != nullptr) {
-    absl::StatusOr<WorkloadClassification> wc = ClassifyWorkload(*w, *spec, "", base.job_path, required);
-    if (wc.ok()) c = *wc;
-  }
-  const std::string au_verdict = !v.au_mean ? "NOT_MEASURED" : v.au_pass ? "PASS" : "FAIL";
-  const std::string replication = !v.max_deviation ? "NOT_MEASURED" : v.replicates ? "PASS" : "FAIL";
-  const bool invalid = c && c->classification.overall == MlperfClass::kInvalid;
-  const int status = (v.au_mean && !v.au_pass) || (v.max_deviation && !v.replicates) || invalid ? kExitBelowTarget
-                     : !v.au_mean || !v.max_deviation                                            ? kExitNotMeasured
-                                                                                                 : kExitOk;
-  const json result = {
-      {"model", model},
-      {"run_datetime", stamp},
-      {"runs", runs},
-      {"mean_au_percentage", Num(v.au_mean)},
-      {"mean_throughput_samples_per_second", Num(v.throughput_mean)},
-      {"au_threshold_percentage", threshold * 100},
-      {"au_meets_threshold", v.au_pass},
-      {"au_verdict", au_verdict},
-      {"au_failed_runs", v.au_failed_runs},
-      {"replication_max_deviation", Num(v.max_deviation)},
-      {"replication_tolerance", kReplicationTolerance},
-      {"replicates", v.replicates},
-      {"replication_verdict", replication},
-      {"required_num_files_train", required},
-      {"classification", c ? ClassificationJson(*c) : json("not an MLPerf workload")},
-      {"exit_status", status},
-      {"tool", "dlio-cpp"},
-      {"version", ToolVersion()},
-      {"git_commit", ToolCommit()}};
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (absl::Status s = WriteFileAtomic((root / "mlperf_result.json").string(), result.dump(2) + "\n"); !s.ok()) {
-    err << s.message() << "\n";
+  absl::StatusOr<json> score = ScoreMlperfSet(root.string(), type, model, set, refs->get());
+  if (!score.ok()) {
+    err << score.status().message() << "\n";
     return 1;
   }
+  return FinishMlperfSet(*score, model_dir, threshold, w != nullptr, text, out, err);
+}
+
+int RunMlperfDatagen(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
+                     const std::atomic<bool>* cancel) {
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return kExitBadInput;
+  }
+  if (BenchmarkTypeOf(*spec) == kMlperfCheckpointing) {
+    err << "--mlperf-datagen: " << MlperfModelName(*spec) << " is a checkpointing workload: it reads no dataset\n";
+    return kExitBadInput;
+  }
+  // datasize for the fleet the runs will use: its nodes, their memory, the accelerators per node.
+  const ExplainFleet fleet = DescribeFleet(base, nullptr);
+  const int64_t hosts = std::max<size_t>(1, fleet.nodes.size());
+  double memory = 0;
+  for (const ExplainNode& n : fleet.nodes) memory += static_cast<double>(n.memory_bytes);
+  if (!(memory > 0)) {
+    err << "--mlperf-datagen: the agents reported no memory (" << fleet.memory_source << "): datasize cannot be "
+        << "computed; set dataset.num_files_train\n";
+    if (!Overrides(base.overrides, "dataset.num_files_train")) return kExitBadInput;
+  }
+  const MlperfWorkload* known = FindMlperfWorkload(spec->model_name);
+  MlperfWorkload w = known != nullptr ? *known : MlperfWorkload{};
+  w.name = MlperfModelName(*spec);
+  w.batch_size = spec->batch_size;
+  w.record_length_bytes = spec->record_length_bytes;
+  w.num_samples_per_file = spec->num_samples_per_file;
+  const int64_t acc_per_host = std::max<int64_t>(1, fleet.agents * fleet.accelerators_per_agent / hosts);
+  const DatasizeResult d =
+      ComputeDatasize({acc_per_host, hosts, memory / static_cast<double>(hosts) / (1024.0 * 1024.0 * 1024.0)}, w);
+  std::vector<std::string> extra = {"workflow.generate_data=True", "workflow.train=False",
+                                    "workflow.checkpoint=False", "workflow.evaluation=False"};
+  int64_t files = spec->num_files_train;
+  if (!Overrides(base.overrides, "dataset.num_files_train")) {
+    files = d.num_files_train;
+    extra.push_back(absl::StrCat("dataset.num_files_train=", files));
+    if (d.num_subfolders_train > 0 && !Overrides(base.overrides, "dataset.num_subfolders_train")) {
+      extra.push_back(absl::StrCat("dataset.num_subfolders_train=", d.num_subfolders_train));
+    }
+  }
+  const bool text = !base.client.json;
+  if (text) {
+    out << absl::StrFormat("MLPerf datagen for %s: %d host(s) (%s), %d accelerators per host, %s of RAM in all\n",
+                           w.name, hosts, fleet.memory_source, acc_per_host, Human(memory));
+    out << absl::StrFormat("datasize: %d files (set by the %s rule: %d for 5x the RAM, %d for 500 steps)\n",
+                           d.num_files_train, d.binding == "memory" ? "5x RAM" : "500-step", d.files_for_memory,
+                           d.files_for_steps);
+    if (files != d.num_files_train) {
+      out << "generating " << files << " files as dataset.num_files_train says"
+          << (files < d.num_files_train ? ": below datasize, runs on them are INVALID" : "") << "\n";
+    }
+    out << std::flush;
+  }
+  const std::string model = MlperfModelName(*spec);
+  const fs::path parent = fs::path(opt.results_dir) / kMlperfTraining / model / "datagen";
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  if (!refs.ok()) {
+    err << refs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  RunFolderMeta meta;
+  meta.benchmark_type = kMlperfTraining;
+  meta.model = model;
+  meta.command = "datagen";
+  meta.datetime = NextRunStamp(parent);
+  meta.set = meta.datetime;
+  meta.role = "datagen";
+  meta.seed = spec->seed;
+  const FolderRun f = RunIntoFolder(base, extra, parent / meta.datetime, meta, *refs, err, cancel);
+  if (f.rc != 0) return f.rc;
+  const json gen = f.outcome.summary.value("dlio_ext", json::object()).value("generate", json::object());
   if (!text) {
-    json doc = result;
-    doc["results_dir"] = root.string();
-    out << doc.dump(2) << "\n";
-    return status;
+    out << json{{"model", model},
+                {"datasize", {{"num_files_train", d.num_files_train},
+                              {"num_subfolders_train", d.num_subfolders_train},
+                              {"binding", d.binding},
+                              {"files_for_memory", d.files_for_memory},
+                              {"files_for_steps", d.files_for_steps}}},
+                {"num_files_train", files},
+                {"job_id", f.outcome.job_id},
+                {"results_dir", (parent / meta.datetime).string()},
+                {"generate", gen}}
+               .dump(2)
+        << "\n";
+    return kExitOk;
   }
-  out << absl::StrFormat("mean of %d runs: AU %s, throughput %s\n", figures.size(), Pct(v.au_mean),
-                         Rate(v.throughput_mean));
-  out << absl::StrFormat("AU threshold %.0f %%: %s (%d of %d runs below)\n", threshold * 100, au_verdict,
-                         v.au_failed_runs, figures.size());
-  out << absl::StrFormat("replication (every run within %.0f %% of the mean): %s", kReplicationTolerance * 100,
-                         replication)
-      << (v.max_deviation ? absl::StrFormat(" (max deviation %.2f %%)", *v.max_deviation * 100)
-                          : std::string(" (a run's samples/s was not measured)"))
-      << "\n";
-  if (c) {
-    if (required > 0) out << "datasize for these hosts: " << required << " files\n";
-    PrintClassification(*c, out);
-  }
-  out << "results: " << root.string() << "\n";
-  out << "verdict: MLPerf " << model << ": AU " << au_verdict << ", replication " << replication << ", "
-      << (c ? MlperfClassName(c->classification.overall) : "not an MLPerf workload") << "\n";
-  return status;
+  out << absl::StrFormat("generated %d files (%s in %.1f s, job %s) into %s\n", files,
+                         Human(gen.value("io", json::object()).value("bytes", 0.0)), gen.value("seconds", 0.0),
+                         f.outcome.job_id, (parent / meta.datetime).string());
+  out << "next: the same command with --mlperf instead of --mlperf-datagen (the runs read " << files
+      << " files from this generation)\n";
+  return kExitOk;
 }
 
 int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, std::ostream& out, std::ostream& err,

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/results.h"
@@ -202,30 +203,36 @@ absl::StatusOr<json> LoadJob(const fs::path& dir, const std::string& tag) {
   return job;
 }
 
-// An --mlperf result folder (<dir>/training/<model>/run/<datetime>/ with mlperf_result.json and one folder per run):
-// the aggregate and every run. `dir` may also be a root holding such folders: the newest is taken.
+// An --mlperf set: <dir>/<type>/<model>/mlperf_result_<set>.json and the run folders it names (runs[].dir, relative
+// to it). `dir` may be the file, its folder, or any root above it: the newest set found is taken (by its name, which
+// holds the set's datetime).
 absl::StatusOr<json> LoadMlperf(const fs::path& dir) {
-  fs::path root = dir;
+  auto is_result = [](const fs::path& p) {
+    const std::string n = p.filename().string();
+    return absl::StartsWith(n, "mlperf_result") && absl::EndsWith(n, ".json");
+  };
   std::error_code ec;
-  if (!fs::exists(dir / "mlperf_result.json", ec)) {
-    fs::path newest;
+  fs::path file;
+  if (fs::is_regular_file(dir, ec) && is_result(dir)) {
+    file = dir;
+  } else {
     for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
-      if (it->path().filename() == "mlperf_result.json" && (newest.empty() || it->path() > newest)) newest = it->path();
+      if (is_result(it->path()) && (file.empty() || it->path().filename() > file.filename())) file = it->path();
     }
-    if (newest.empty()) {
-      return absl::NotFoundError(absl::StrCat(dir.string(), ": neither summary.json (a job's result folder) nor ",
-                                              "mlperf_result.json (an --mlperf result folder) found"));
-    }
-    root = newest.parent_path();
   }
-  absl::StatusOr<json> result = ReadJson(root / "mlperf_result.json");
+  if (file.empty()) {
+    return absl::NotFoundError(absl::StrCat(dir.string(), ": neither summary.json (a job's result folder) nor ",
+                                            "mlperf_result_<set>.json (an --mlperf result) found"));
+  }
+  const fs::path root = file.parent_path();
+  absl::StatusOr<json> result = ReadJson(file);
   if (!result.ok()) return result.status();
   json m = {{"kind", "mlperf"}, {"tag", "mlperf"}, {"dir", root.string()}, {"result", *result}};
   json runs = json::array();
   for (const json& r : result->value("runs", json::array())) {
     json run = r;
-    const fs::path run_dir = root / r.value("run", "");
+    const fs::path run_dir = root / r.value("dir", r.value("run", ""));
     if (fs::exists(run_dir / "summary.json", ec)) {
       absl::StatusOr<json> job = LoadJob(run_dir, r.value("run", ""));
       if (job.ok()) run["job"] = *job;
@@ -273,6 +280,39 @@ constexpr const char* kPageScript = R"js(
     const cls = status === 'PASS' || status === 'CLOSED' ? 'pass' : status === 'FAIL' || status === 'INVALID' ? 'fail' : 'other';
     return el('p', text, 'verdict ' + cls);
   };
+
+  if (jobs[0].kind === 'mlperf' && jobs[0].result.benchmark_type === 'checkpointing') {
+    // A checkpointing set: per run a write job and a read job; the score is the mean of the runs' MLPerf figures.
+    const m = jobs[0], r = m.result, sc = r.score || {};
+    const reps = r.replication || [];
+    const cls = r.classification && r.classification.class ? r.classification.class : 'not classified';
+    const ok = reps.every(x => x.verdict === 'PASS') && cls !== 'INVALID';
+    main.appendChild(verdictBox('MLPerf ' + r.model + ': replication ' + reps.map(x => x.figure + ' ' + x.verdict)
+                                .join(', ') + ', ' + cls, ok ? 'PASS' : 'FAIL'));
+    const agg = section('Mean of the runs (per checkpoint: duration the maximum over ranks, throughput the minimum)');
+    agg.appendChild(table('summary', ['', 'value'], [
+      ['write (GiB/s)', fmt(sc.write_GiB_per_second, 3)], ['write duration (s)', fmt(sc.write_duration_seconds, 3)],
+      ['read (GiB/s)', fmt(sc.read_GiB_per_second, 3)], ['read duration (s)', fmt(sc.read_duration_seconds, 3)],
+      ['classification', cls]].concat(reps.map(x => ['replication of ' + x.figure, x.verdict + ' (max deviation ' +
+        fmt(isNum(x.max_deviation) ? 100 * x.max_deviation : null, 2) + ' %)']))));
+    const runs = section('Runs');
+    runs.appendChild(table('runs', ['run', 'job', 'GiB/s', 's per checkpoint', 'checkpoints', 'class'],
+      m.runs.map(x => [x.run, x.job_id, fmt(x.GiB_per_second, 3), fmt(x.duration_seconds, 3), x.checkpoints,
+                       x.class])));
+    const charts = el('div', undefined, 'charts'); main.appendChild(charts);
+    const labels = [...new Set(m.runs.map(x => 'run-' + x.run.split(' ')[0].replace('run-', '')))];
+    const by = role => labels.map(l => (m.runs.find(x => x.run === l + ' ' + role) || {}).GiB_per_second);
+    new Chart(canvas(charts, 'chart-mlperf-checkpoint'), {
+      type: 'bar',
+      data: { labels, datasets: [{ label: 'write GiB/s', data: by('write'), backgroundColor: colors[0] },
+                                 { label: 'read GiB/s', data: by('read'), backgroundColor: colors[1] }] },
+      options: { plugins: { title: { display: true, text: 'Checkpoint throughput per run (MLPerf: minimum over ranks)' } },
+                 scales: { y: { beginAtZero: true } } } });
+    const first = m.runs.find(x => x.job);
+    if (first) environment(section('Environment (' + first.run + ')'), [first.job]);
+    document.body.dataset.chartsDrawn = String(Object.keys(Chart.instances).length);
+    return;
+  }
 
   if (jobs[0].kind === 'mlperf') {
     const m = jobs[0], r = m.result;

@@ -30,8 +30,9 @@ std::string TestDataDir() {
   return d ? d : SourceDir() + "/../shared/testdata";
 }
 
-TempDir::TempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "dlio-test-XXXXXX").string();
+TempDir::TempDir() : TempDir(fs::temp_directory_path()) {}
+TempDir::TempDir(const fs::path& base) {
+  std::string tmpl = (base / "dlio-test-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   path_ = tmpl;
 }

@@ -22,10 +22,11 @@ std::string Bin(const std::string& name);
 std::string SourceDir();
 std::string TestDataDir();
 
-// A fresh empty directory under /tmp, removed by the destructor.
+// A fresh empty directory under /tmp (or under `base`), removed by the destructor.
 class TempDir {
  public:
   TempDir();
+  explicit TempDir(const std::filesystem::path& base);
   ~TempDir();
   const std::filesystem::path& path() const { return path_; }
   std::string str() const { return path_.string(); }

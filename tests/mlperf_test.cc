@@ -3,7 +3,13 @@
 // (RUN_SERIAL in tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <functional>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -39,31 +45,46 @@ TEST(MlperfMode, FiveRunsPrintTheMeanAndTheReplicationVerdictAndWriteTheLayout) 
       << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("AU threshold 90 %: (PASS|FAIL)"))) << r.out;
 
-  // Layout: <dir>/training/<model>/run/<datetime>/{warmup,run-1..5}/ + mlperf_result.json.
-  const fs::path model_dir = dir.path() / "mlperf" / "training" / "test" / "run";
-  ASSERT_TRUE(fs::is_directory(model_dir));
-  fs::path root;
-  for (const auto& e : fs::directory_iterator(model_dir)) root = e.path();
-  const nlohmann::json res = LoadJson((root / "mlperf_result.json").string());
+  // Layout: one folder per run, <dir>/training/<model>/run/<datetime>/, and the set's verdict beside them,
+  // <dir>/training/<model>/mlperf_result_<set>.json.
+  const fs::path model_dir = dir.path() / "mlperf" / "training" / "test";
+  ASSERT_TRUE(fs::is_directory(model_dir / "run"));
+  fs::path result_file;
+  for (const auto& e : fs::directory_iterator(model_dir)) {
+    if (e.path().filename().string().rfind("mlperf_result_", 0) == 0) result_file = e.path();
+  }
+  ASSERT_FALSE(result_file.empty());
+  const nlohmann::json res = LoadJson(result_file.string());
   ASSERT_EQ(res["runs"].size(), 6u);
   EXPECT_GT(res["mean_throughput_samples_per_second"].get<double>(), 0);
   std::set<std::string> jobs;
-  for (const std::string run : {"warmup", "run-1", "run-2", "run-3", "run-4", "run-5"}) {
-    const fs::path d = root / run;
+  std::map<int, fs::path> by_index;  // run index (0 = warm-up) -> folder
+  for (const nlohmann::json& run : res["runs"]) {
+    const fs::path d = model_dir / run["dir"].get<std::string>();
     ASSERT_TRUE(fs::exists(d / "summary.json")) << d;
     EXPECT_TRUE(fs::exists(d / "dlio_config" / "config.yaml")) << d;
-    bool meta = false;
-    for (const auto& e : fs::directory_iterator(d)) meta |= e.path().string().find("_metadata.json") != std::string::npos;
-    EXPECT_TRUE(meta) << d;
+    EXPECT_TRUE(fs::exists(d / "dlio_config" / "overrides.yaml")) << d;
+    fs::path meta;
+    for (const auto& e : fs::directory_iterator(d)) {
+      if (e.path().string().find("_metadata.json") != std::string::npos) meta = e.path();
+    }
+    ASSERT_FALSE(meta.empty()) << d;
+    const nlohmann::json m = LoadJson(meta.string());
+    EXPECT_EQ(m["benchmark_type"], "training");
+    EXPECT_EQ(m["command"], "run");
+    EXPECT_EQ(m["run_datetime"], d.filename().string());
+    by_index[m["dlio_cpp"]["run"].get<int>()] = d;
     const nlohmann::json s = LoadJson((d / "summary.json").string());
     jobs.insert(s["dlio_ext"]["job_id"].get<std::string>());
   }
   EXPECT_EQ(jobs.size(), 6u);
+  ASSERT_EQ(by_index.size(), 6u);
+  const fs::path run1 = by_index[1];
   // The seed changed per run, and the normalised job says so.
-  EXPECT_NE(ReadFile((root / "run-3" / "dlio_config" / "config.yaml").string()).find("seed: 126"), std::string::npos);
+  EXPECT_NE(ReadFile((by_index[3] / "dlio_config" / "config.yaml").string()).find("seed: 126"), std::string::npos);
 
   // Provenance in summary.json.
-  const nlohmann::json p = LoadJson((root / "run-1" / "summary.json").string())["dlio_ext"]["provenance"];
+  const nlohmann::json p = LoadJson((run1 / "summary.json").string())["dlio_ext"]["provenance"];
   EXPECT_FALSE(p["version"].get<std::string>().empty());
   EXPECT_FALSE(p["git_commit"].get<std::string>().empty());
   EXPECT_EQ(p["job_sha256"].get<std::string>().size(), 64u);
@@ -125,6 +146,217 @@ TEST(MlperfMode, FindMaxAcceleratorsListsEveryTrialAndReportsAMaximumBetweenTwoA
   const auto trials =
       std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), trial_line), std::sregex_iterator());
   EXPECT_GE(trials, 5);
+}
+
+// ---- The whole MLPerf workflow, scaled down: datagen, the runs, report, check ----------------------------------
+
+fs::path MetadataFile(const fs::path& run_dir) {
+  for (const auto& e : fs::directory_iterator(run_dir)) {
+    if (e.path().filename().string().find("_metadata.json") != std::string::npos) return e.path();
+  }
+  return {};
+}
+
+// YYYYMMDD_HHMMSS moved on by `seconds`.
+std::string StampPlus(const std::string& stamp, int seconds) {
+  std::tm tm{};
+  strptime(stamp.c_str(), "%Y%m%d_%H%M%S", &tm);
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm) + seconds;
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
+  return buf;
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// Constructs timed run `index` of a set from a real run folder `src` (the 5-run rule is checked on a constructed
+// tree, so the test runs one timed run per workload): a copy under the next free second, with its own run index,
+// job id and (training) seed in the metadata, summary.json and config.yaml, as the 5-run mode writes them.
+void CloneRun(const fs::path& src, int index) {
+  const fs::path parent = src.parent_path();
+  std::string last;
+  for (const auto& e : fs::directory_iterator(parent)) {
+    if (e.is_directory()) last = std::max(last, e.path().filename().string());
+  }
+  const std::string stamp = StampPlus(last, 1);
+  const fs::path dst = parent / stamp;
+  fs::copy(src, dst, fs::copy_options::recursive);
+  const fs::path meta_file = MetadataFile(dst);
+  nlohmann::json meta = LoadJson(meta_file.string());
+  fs::remove(meta_file);
+  const std::string old_stamp = meta["run_datetime"];
+  const std::string job = meta["dlio_cpp"]["job_id"].get<std::string>() + "-clone" + std::to_string(index);
+  const bool training = meta["benchmark_type"] == "training";
+  const int64_t old_seed = meta["dlio_cpp"]["seed"], seed = old_seed + index - meta["dlio_cpp"]["run"].get<int>();
+  meta["run_datetime"] = stamp;
+  meta["dlio_cpp"]["run"] = index;
+  meta["dlio_cpp"]["job_id"] = job;
+  nlohmann::json summary = LoadJson((dst / "summary.json").string());
+  summary["dlio_ext"]["job_id"] = job;
+  if (training) {
+    meta["dlio_cpp"]["seed"] = seed;
+    const std::string from = "  seed: " + std::to_string(old_seed) + "\n", to = "  seed: " + std::to_string(seed) + "\n";
+    std::string& yaml = summary["dlio_ext"]["provenance"]["job_yaml"].get_ref<std::string&>();
+    yaml = Replace(yaml, from, to);
+    const fs::path cfg = dst / "dlio_config" / "config.yaml";
+    WriteFile(cfg.string(), Replace(ReadFile(cfg.string()), "  " + from, "  " + to));
+  }
+  WriteFile((dst / "summary.json").string(), summary.dump(2));
+  const std::string name = meta_file.filename().string();
+  WriteFile((dst / Replace(name, old_stamp, stamp)).string(), meta.dump(2));
+}
+
+// The folder of the run with this role and index in `parent`.
+fs::path RunFolder(const fs::path& parent, const std::string& role, int index) {
+  for (const auto& e : fs::directory_iterator(parent)) {
+    if (!e.is_directory()) continue;
+    const fs::path m = MetadataFile(e.path());
+    if (m.empty()) continue;
+    const nlohmann::json j = LoadJson(m.string())["dlio_cpp"];
+    if (j["role"] == role && j["run"] == index) return e.path();
+  }
+  return {};
+}
+
+CommandResult Check(const fs::path& tree, const std::string& refs) {
+  return RunCommand({Bin("dlio-coordinator"), "mlperf", "check", tree.string(), "--mlperf-references", refs},
+                    seconds(60));
+}
+
+TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
+  TempDir dir;
+  // Checkpoints on tmpfs when there is one: no fsync jitter in the per-checkpoint figures.
+  std::error_code ec;
+  TempDir shm(fs::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm")
+                                                                                : fs::temp_directory_path());
+  fs::create_directories(dir.path() / "root");
+  const std::string refs = SourceDir() + "/tests/fixtures/mlperf-scaled";
+  const fs::path tree = dir.path() / "mlperf";
+  auto run = [&](const std::string& workload, const std::vector<std::string>& extra, const std::string& root) {
+    std::vector<std::string> argv = {Bin("dlio-coordinator"), "run", refs + "/" + workload, "--data-root", root,
+                                     "--results-dir", dir.str() + "/results", "--mlperf-results-dir", tree.string(),
+                                     "--mlperf-references", refs};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv, seconds(180), dir.str());
+  };
+  // unet3d: the agents declare 512 kB of RAM, so datasize's count is the 500-step rule's: 1,000 files.
+  const std::vector<std::string> unet = {"--local-agents", "1", "--accelerators", "2", "--host-memory", "512kB"};
+  std::vector<std::string> a = unet;
+  a.push_back("--mlperf-datagen");
+  CommandResult r = run("unet3d_h100.yaml", a, dir.str() + "/root");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("datasize: 1000 files (set by the 500-step rule"), std::string::npos) << r.out;
+  a = unet;
+  a.insert(a.end(), {"--mlperf", "--mlperf-runs", "1"});
+  r = run("unet3d_h100.yaml", a, dir.str() + "/root");
+  std::cout << r.out;
+  // The AU of a loaded machine decides 0 or 5; CLOSED against the scaled reference either way.
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 5) << r.out << r.err;
+  EXPECT_NE(r.out.find("dataset: as generated in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", CLOSED\n"), std::string::npos) << r.out;
+  // llama3-8b: 8 ranks on one host, a write job then a read job that clears the cache.
+  r = run("llama3_8b.yaml", {"--local-agents", "2", "--accelerators", "4", "--mlperf", "--mlperf-runs", "1"},
+          shm.str());
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("run-1 write: [0-9.]+ GiB/s, [0-9.]+ s per checkpoint, 10 ")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("run-1 read : [0-9.]+ GiB/s, [0-9.]+ s per checkpoint, 10 ")))
+      << r.out;
+  EXPECT_NE(r.out.find("verdict: MLPerf llama3-8b: replication write PASS, read PASS, CLOSED"), std::string::npos)
+      << r.out;
+
+  // The 5-run rule on a constructed tree: runs 2..5 from run 1.
+  const fs::path unet_runs = tree / "training" / "unet3d" / "run", llama = tree / "checkpointing" / "llama3-8b";
+  for (int k = 2; k <= 5; ++k) {
+    CloneRun(RunFolder(unet_runs, "run", 1), k);
+    CloneRun(RunFolder(llama, "write", 1), k);
+    CloneRun(RunFolder(llama, "read", 1), k);
+  }
+  r = RunCommand({Bin("dlio-coordinator"), "mlperf", "report", tree.string(), "--mlperf-references", refs}, seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::cout << r.out;
+  const nlohmann::json report = LoadJson((tree / "mlperf_storage_report.json").string());
+  ASSERT_EQ(report["workloads"].size(), 2u);
+  for (const nlohmann::json& w : report["workloads"]) {
+    EXPECT_EQ(w["division"], "CLOSED") << w.dump();
+    EXPECT_EQ(w["timed_runs"], 5) << w.dump();
+    for (const nlohmann::json& rep : w["replication"]) EXPECT_EQ(rep["verdict"], "PASS") << w.dump();
+  }
+  const nlohmann::json& ck = report["workloads"][0]["benchmark_type"] == "checkpointing" ? report["workloads"][0]
+                                                                                         : report["workloads"][1];
+  EXPECT_GT(ck["score"]["write_GiB_per_second"].get<double>(), 0);
+  EXPECT_GT(ck["score"]["read_GiB_per_second"].get<double>(), 0);
+  EXPECT_EQ(ck["write"]["per_rank"].size(), 8u);
+  EXPECT_EQ(ck["read"]["per_host"].size(), 1u);
+  // results.csv: a header and one row per run folder (datagen, warm-up and 5 runs; 5 writes and 5 reads).
+  const std::string csv = ReadFile((tree / "results.csv").string());
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 7 + 10) << csv;
+  // The pre-filled system description: the host as the agents reported it, the rest marked for the submitter.
+  const std::string sd_path = (tree / "system_description.yaml").string();
+  std::string sd = ReadFile(sd_path);
+  EXPECT_NE(sd.find("cpu_model:"), std::string::npos) << sd;
+  EXPECT_NE(sd.find("memory_source: \"--host-memory\""), std::string::npos) << sd;
+  EXPECT_NE(sd.find("nics:"), std::string::npos) << sd;
+  r = Check(tree, refs);
+  EXPECT_EQ(r.exit_code, 5) << r.out;
+  EXPECT_NE(r.out.find("system_description.yaml: system description: System.submitter is not filled in"),
+            std::string::npos)
+      << r.out;
+  WriteFile(sd_path, std::regex_replace(sd, std::regex("\"FILL IN[^\"]*\""), "\"rehearsal\""));
+  r = Check(tree, refs);
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("check: ACCEPTED"), std::string::npos) << r.out;
+  // Against the shipped references the scaled runs are INVALID.
+  r = RunCommand({Bin("dlio-coordinator"), "mlperf", "check", tree.string()}, seconds(60));
+  EXPECT_EQ(r.exit_code, 5) << r.out;
+  EXPECT_NE(r.out.find(": class: INVALID: "), std::string::npos) << r.out;
+
+  // Each broken rule is refused, naming the file and the rule.
+  auto broken = [&](const std::string& name, const std::function<void(const fs::path&)>& edit) {
+    const fs::path copy = dir.path() / name;
+    fs::copy(tree, copy, fs::copy_options::recursive);
+    edit(copy);
+    CommandResult c = Check(copy, refs);
+    EXPECT_EQ(c.exit_code, 5) << name << "\n" << c.out << c.err;
+    return c.out;
+  };
+  auto rel = [](const fs::path& copy, const fs::path& p) { return p.lexically_relative(copy).string(); };
+  std::string run3, run2, run4;
+  std::string out = broken("one-run-removed", [&](const fs::path& t) {
+    fs::remove_all(RunFolder(t / "training" / "unet3d" / "run", "run", 3));
+  });
+  EXPECT_NE(out.find("training/unet3d/run: 5-run rule: set "), std::string::npos) << out;
+  EXPECT_NE(out.find("4 timed runs, 5 required (missing run 3)"), std::string::npos) << out;
+  out = broken("one-run-open", [&](const fs::path& t) {
+    const fs::path cfg = RunFolder(t / "training" / "unet3d" / "run", "run", 2) / "dlio_config" / "config.yaml";
+    run2 = rel(t, cfg);
+    WriteFile(cfg.string(), Replace(ReadFile(cfg.string()), "framework: \"pytorch\"", "framework: \"tensorflow\""));
+  });
+  EXPECT_NE(out.find(run2 + ": class: OPEN, but "), std::string::npos) << out;
+  EXPECT_NE(out.find(run2 + ": integrity: differs from the job that ran"), std::string::npos) << out;
+  out = broken("below-datasize", [&](const fs::path& t) {
+    const fs::path s = RunFolder(t / "training" / "unet3d" / "run", "run", 4) / "summary.json";
+    run4 = rel(t, s);
+    nlohmann::json j = LoadJson(s.string());
+    j["host_memory_GB"] = {1.0};  // 5 GiB of dataset needed: 1,310,720 files of 4 KiB
+    WriteFile(s.string(), j.dump(2));
+  });
+  EXPECT_NE(out.find(run4 + ": datasize rule: num_files_train 1000 is below the 1310720 files"), std::string::npos)
+      << out;
+  out = broken("one-read-removed", [&](const fs::path& t) {
+    fs::remove_all(RunFolder(t / "checkpointing" / "llama3-8b", "read", 2));
+  });
+  EXPECT_NE(out.find("checkpointing/llama3-8b: 5-run rule: set "), std::string::npos) << out;
+  EXPECT_NE(out.find("(missing run 2)"), std::string::npos) << out;
 }
 
 }  // namespace

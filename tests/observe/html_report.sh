@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `dlio-coordinator report`: two real jobs (embedded fleet, 2 local agents; A with an evaluation after each epoch)
-# -> a report of one and a comparison of both, and an --mlperf result folder -> its report; each loaded in headless
-# Chromium (Debian's, via playwright-core): no console error, no network request, every chart drawn with data (4
-# for a job: AU vs target, bytes/s needed vs delivered, samples/s, read-latency CDF; 2 for --mlperf), a per-rank
-# (or per-run) table. The per-rank figures are the training steps' (evaluation left out), the comparison lists the
+# -> a report of one and a comparison of both, and --mlperf results (training and checkpointing) -> their reports;
+# each loaded in headless Chromium (Debian's, via playwright-core): no console error, no network request, every chart
+# drawn with data (4 for a job: AU vs target, bytes/s needed vs delivered, samples/s, read-latency CDF; 2 for a
+# training --mlperf set, 1 for a checkpointing one), a per-rank (or per-run) table. The per-rank figures are the training steps' (evaluation left out), the comparison lists the
 # keys that differ, the verdict is shown. Bad input is refused with one line.
 # shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -49,6 +49,13 @@ job_ran "$BIN/dlio-coordinator" run "$WORK/job.yaml" --local-agents 1 --data-roo
   --mlperf --mlperf-runs 2 --mlperf-results-dir "$WORK/mlperf" --set workflow.generate_data=false > "$WORK/mlperf.log" 2>&1
 "$BIN/dlio-coordinator" report "$WORK/mlperf" -o "$WORK/mlperf.html"
 REPORT_TABLE=table.runs node "$SRC/tests/js/check_report.mjs" "$WORK/mlperf.html" 2
+# A checkpointing --mlperf set (the scaled llama3-8b rehearsal, one run: a write job and a read job): its runs and a
+# chart of write and read GiB/s.
+job_ran "$BIN/dlio-coordinator" run "$SRC/tests/fixtures/mlperf-scaled/llama3_8b.yaml" --local-agents 2 --accelerators 4 \
+  --data-root "$WORK/root" --results-dir "$WORK/results" --mlperf --mlperf-runs 1 --mlperf-results-dir "$WORK/ckpt" \
+  --mlperf-references "$SRC/tests/fixtures/mlperf-scaled" > "$WORK/ckpt.log" 2>&1
+"$BIN/dlio-coordinator" report "$WORK/ckpt" -o "$WORK/ckpt.html"
+REPORT_TABLE=table.runs node "$SRC/tests/js/check_report.mjs" "$WORK/ckpt.html" 1
 if "$BIN/dlio-coordinator" report "$WORK/missing" -o "$WORK/x.html" 2> "$WORK/err.txt"; then exit 1; fi
 [[ $(wc -l < "$WORK/err.txt") == 1 ]] && grep -q missing "$WORK/err.txt" && [[ ! -e $WORK/x.html ]]
 echo "report checks passed"
