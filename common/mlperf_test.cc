@@ -1,7 +1,12 @@
 #include "common/mlperf.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
 
 namespace dlio {
 namespace {
@@ -164,6 +169,111 @@ TEST(MlperfClassifyWorkload, AnEditedFileIsJudgedAsTheSameOverrideWouldBe) {
   EXPECT_EQ(c->classification.keys.size(), 2u);
 }
 
+TEST(MlperfCheckpointing, WorkloadsOfTable2AndTheirNames) {
+  EXPECT_EQ(FindMlperfCheckpointWorkload("llama3-8b")->closed_processes, 8);
+  EXPECT_EQ(FindMlperfCheckpointWorkload("llama3_70b")->closed_processes, 64);
+  EXPECT_EQ(FindMlperfCheckpointWorkload("llama_405b")->tp_pp, 8 * 32);
+  EXPECT_EQ(FindMlperfCheckpointWorkload("LLAMA3-1T")->closed_processes, 1024);
+  EXPECT_EQ(FindMlperfCheckpointWorkload("llama_8b_zero3")->name, "llama3-8b");  // DLIO's file: same model
+  EXPECT_EQ(FindMlperfCheckpointWorkload("llama_80b"), nullptr);
+  EXPECT_EQ(FindMlperfCheckpointWorkload("unet3d"), nullptr);
+  int llama = 0;
+  for (const MlperfReference& r : MlperfReferences()) llama += absl::StartsWith(r.workload, "llama3-") ? 1 : 0;
+  EXPECT_EQ(llama, 4);
+}
+
+// The shipped llama3-8b reference, loaded with `overrides`.
+WorkloadSpec Llama8b(const std::vector<std::string>& overrides = {}) {
+  for (const MlperfReference& r : MlperfReferences()) {
+    if (r.workload != "llama3-8b") continue;
+    absl::StatusOr<WorkloadSpec> s = LoadWorkload(r.yaml, overrides, r.file);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *s : WorkloadSpec{};
+  }
+  ADD_FAILURE() << "no llama3-8b reference";
+  return {};
+}
+
+MlperfClass CheckpointClass(const WorkloadSpec& spec, int64_t world, int64_t hosts, std::string* why = nullptr) {
+  absl::StatusOr<WorkloadClassification> c =
+      ClassifyCheckpointWorkload(*FindMlperfCheckpointWorkload("llama3-8b"), spec, world, hosts);
+  EXPECT_TRUE(c.ok()) << c.status();
+  if (why != nullptr && c.ok()) {
+    for (const OverrideVerdict& v : c->classification.keys) *why += v.key + ": " + v.reason + "; ";
+    for (const std::string& p : c->classification.problems) *why += p + "; ";
+  }
+  return c.ok() ? c->classification.overall : MlperfClass::kInvalid;
+}
+
+TEST(MlperfCheckpointing, ProcessCountsDecideClosedOpenInvalid) {
+  const WorkloadSpec ref = Llama8b();
+  EXPECT_EQ(CheckpointClass(ref, 8, 1), MlperfClass::kClosed);
+  EXPECT_EQ(CheckpointClass(ref, 8, 2), MlperfClass::kClosed);   // 4 per host: Table 3's minimum
+  std::string why;
+  EXPECT_EQ(CheckpointClass(ref, 16, 2, &why), MlperfClass::kOpen) << why;  // a multiple of TP x PP = 1
+  why.clear();
+  EXPECT_EQ(CheckpointClass(ref, 8, 4, &why), MlperfClass::kInvalid);  // 2 per host
+  EXPECT_NE(why.find("at least 4"), std::string::npos) << why;
+  why.clear();
+  EXPECT_EQ(CheckpointClass(ref, 9, 2, &why), MlperfClass::kInvalid);  // unequal hosts
+  EXPECT_NE(why.find("same number"), std::string::npos) << why;
+  // 70B: TP x PP = 8, so 12 ranks are no multiple.
+  absl::StatusOr<WorkloadClassification> c = ClassifyCheckpointWorkload(
+      *FindMlperfCheckpointWorkload("llama3-70b"), ref, 12, 2);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->classification.overall, MlperfClass::kInvalid);
+}
+
+TEST(MlperfCheckpointing, TheWriteReadSplitAndCacheClearingAreClosedOtherChangesInvalid) {
+  std::string why;
+  EXPECT_EQ(CheckpointClass(Llama8b(CheckpointWriteOverrides()), 8, 1, &why), MlperfClass::kClosed) << why;
+  why.clear();
+  EXPECT_EQ(CheckpointClass(Llama8b(CheckpointReadOverrides()), 8, 1, &why), MlperfClass::kClosed) << why;
+  EXPECT_EQ(CheckpointClass(Llama8b({"checkpoint.checkpoint_folder=/mnt/ckpt"}), 8, 1), MlperfClass::kClosed);
+  why.clear();
+  EXPECT_EQ(CheckpointClass(Llama8b({"checkpoint.num_checkpoints_write=5"}), 8, 1, &why), MlperfClass::kInvalid);
+  EXPECT_NE(why.find("writes and reads 10"), std::string::npos) << why;
+  EXPECT_EQ(CheckpointClass(Llama8b({"checkpoint.time_between_checkpoints=0"}), 8, 1), MlperfClass::kInvalid);
+  EXPECT_EQ(CheckpointClass(Llama8b({"checkpoint.fsync=False"}), 8, 1), MlperfClass::kInvalid);
+  EXPECT_EQ(CheckpointClass(Llama8b({"dlio_ext.checkpoint_bandwidth_limit=1GB"}), 8, 1), MlperfClass::kInvalid);
+}
+
+TEST(MlperfReferencesDir, FilesNamedAsTheShippedOnesReplaceTheSet) {
+  const std::string dir = ::testing::TempDir() + "/mlperf-refs-test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/unet3d_h100.yaml") << "model: {name: unet3d}\n";
+  std::ofstream(dir + "/notes.yaml") << "x: 1\n";
+  absl::StatusOr<std::vector<MlperfReference>> refs = LoadMlperfReferences(dir);
+  ASSERT_TRUE(refs.ok()) << refs.status();
+  ASSERT_EQ(refs->size(), 1u);
+  EXPECT_EQ((*refs)[0].workload, "unet3d");
+  EXPECT_EQ((*refs)[0].accelerator, "h100");
+  // Judged against the folder's set: its unet3d_h100 is the reference; a100 has none there.
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload("model: {name: unet3d}\n", {}, "x");
+  ASSERT_TRUE(spec.ok());
+  absl::StatusOr<WorkloadClassification> c =
+      ClassifyWorkload(*FindMlperfWorkload("unet3d"), *spec, "", "", 0, &*refs);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->reference, &(*refs)[0]);
+  EXPECT_FALSE(ClassifyWorkload(*FindMlperfWorkload("unet3d"), *spec, "a100", "", 0, &*refs).ok());
+  std::filesystem::remove(dir + "/unet3d_h100.yaml");
+  EXPECT_FALSE(LoadMlperfReferences(dir).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(MlperfRuns, ReplicationOfOneFigure) {
+  ReplicationVerdict v = JudgeReplication({1.0, 1.04, 0.96});
+  EXPECT_NEAR(v.mean.value_or(0), 1.0, 1e-12);
+  EXPECT_NEAR(v.max_deviation.value_or(1), 0.04, 1e-12);
+  EXPECT_TRUE(v.replicates);
+  v = JudgeReplication({1.0, 1.2});
+  EXPECT_FALSE(v.replicates);
+  v = JudgeReplication({1.0, std::nullopt});
+  EXPECT_FALSE(v.mean.has_value());
+  EXPECT_FALSE(v.max_deviation.has_value());
+  EXPECT_FALSE(JudgeReplication({}).mean.has_value());
+}
+
 TEST(MlperfProvenance, Sha256AndHost) {
   EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   const HostProvenance p = CollectHostProvenance("/");
@@ -174,6 +284,11 @@ TEST(MlperfProvenance, Sha256AndHost) {
   EXPECT_EQ(FsTypeName(0x12345678), "0x12345678");
   EXPECT_FALSE(ToolVersion().empty());
   EXPECT_FALSE(ToolCommit().empty());
+  for (const NicInfo& n : p.nics) {
+    EXPECT_NE(n.name, "lo");
+    EXPECT_FALSE(n.state.empty()) << n.name;
+  }
+  EXPECT_TRUE(p.cgroup_memory_limit_bytes == 0 || p.cgroup_memory_limit_bytes < p.memory_bytes);
 }
 
 }  // namespace
