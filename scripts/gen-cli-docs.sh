@@ -12,6 +12,7 @@ reference() {
   for cmd in "dlio-coordinator" "dlio-coordinator serve" "dlio-coordinator submit" "dlio-coordinator status" \
              "dlio-coordinator list" "dlio-coordinator cancel" "dlio-coordinator results" "dlio-coordinator run" \
              "dlio-coordinator report" "dlio-coordinator mlperf datasize" "dlio-coordinator mlperf classify" \
+             "dlio-coordinator mlperf report" "dlio-coordinator mlperf check" \
              "dlio-agent"; do
     echo
     echo "### $cmd"
