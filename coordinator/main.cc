@@ -118,8 +118,6 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
       ->default_val(16)
       ->check(CLI::Range(1, 4096).description(""));
   sub->get_option("--mlperf")->excludes(sub->get_option("--find-max-accelerators"));
-  sub->get_option("--mlperf-datagen")->excludes(sub->get_option("--mlperf"));
-  sub->get_option("--mlperf-datagen")->excludes(sub->get_option("--find-max-accelerators"));
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -142,8 +140,8 @@ int main(int argc, char** argv) {
                "  results  print or fetch a job's result files\n"
                "  run      the embedded default: a coordinator plus local agent processes on this machine\n"
                "  report   write a self-contained HTML report of a result folder (two: side by side)\n"
-               "  mlperf   MLPerf Storage helpers: datasize, classify, report, check (run/submit --mlperf-datagen and\n"
-               "           --mlperf for the data generation and the 5-run mode)\n") +
+               "  mlperf   MLPerf Storage helpers: datasize, classify, report, check (the data generation and the\n"
+               "           5-run mode are run/submit --mlperf-datagen and --mlperf)\n") +
                    dlio::kExitStatusHelp,
                "dlio-coordinator"};
   app.require_subcommand(1);
@@ -456,6 +454,10 @@ int main(int argc, char** argv) {
   });
 
   MlperfFlags& mf = *submit ? s_mlperf : r_mlperf;
+  if (mf.datagen && (mf.mlperf || mf.find_max)) {
+    std::cerr << "--mlperf-datagen: runs alone (not with --mlperf or --find-max-accelerators)\n";
+    return 2;
+  }
   // One job, the 5-run MLPerf mode, or the accelerator search: all go through SubmitAndWait.
   auto drive = [&](const dlio::SubmitOptions& o) {
     if (mf.mlperf) return dlio::RunMlperf(o, mf.run, std::cout, std::cerr, &g_cancel);
