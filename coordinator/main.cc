@@ -265,7 +265,8 @@ int main(int argc, char** argv) {
   run->add_option("--host-memory", run_host_memory,
                   "DRAM the local agents report for this host (dlio-agent --host-memory; KB/MB/GB: powers of 1000, "
                   "KiB/MiB/GiB: of 1024); default: what they read")
-      ->transform(CLI::AsSizeValue(true));
+      ->transform(CLI::AsSizeValue(true).description(""))
+      ->type_name("BYTES");
   run->add_flag("--json", ropt.client.json, "Print one JSON document on stdout (for scripts) instead of text");
   AddPlanOptions(run, &ropt);
   MlperfFlags r_mlperf;
