@@ -38,5 +38,7 @@ RUN echo /usr/local/lib/dlio > /etc/ld.so.conf.d/dlio.conf && ldconfig \
  && dlio-coordinator --help >/dev/null && dlio-agent --help >/dev/null
 # 7543 gRPC (coordinator), 9100 coordinator /metrics, 9464 agent /metrics (the chart's defaults).
 EXPOSE 7543 9100 9464
+# Non-root (the chart's podSecurityContext runs as 65532 too; the restricted Pod Security profile requires it).
+USER 65532:65532
 ENTRYPOINT []
 CMD ["dlio-coordinator", "--help"]

@@ -33,6 +33,67 @@ app.kubernetes.io/component: {{ .component }}
 {{ include "dlio.fullname" . }}-coordinator:{{ .Values.coordinator.port }}
 {{- end -}}
 
+{{/* The pod-level pieces every pod shares: the pod securityContext and the image pull secrets. */}}
+{{- define "dlio.podCommon" -}}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Scheduling of one component: (dict "v" .Values.<component>) -> nodeSelector, tolerations, affinity. */}}
+{{- define "dlio.scheduling" -}}
+{{- with .v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .v.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The client side of the transport (agents, the submit Job): token, and TLS trusting the Secret's CA. */}}
+{{- define "dlio.clientArgs" -}}
+- --token-file=/etc/dlio/token/token
+{{- if .Values.tls.enabled }}
+- --tls-ca=/etc/dlio/tls/ca.crt
+- --tls-server-name={{ include "dlio.fullname" . }}-coordinator
+{{- end }}
+{{- end -}}
+
+{{/* Volumes and mounts of the transport secrets, and the writable /tmp of a read-only root file system. */}}
+{{- define "dlio.secretMounts" -}}
+- name: token
+  mountPath: /etc/dlio/token
+  readOnly: true
+{{- if .Values.tls.enabled }}
+- name: tls
+  mountPath: /etc/dlio/tls
+  readOnly: true
+{{- end }}
+- name: tmp
+  mountPath: /tmp
+{{- end -}}
+{{- define "dlio.secretVolumes" -}}
+- name: token
+  secret:
+    secretName: {{ include "dlio.tokenSecret" . }}
+{{- if .Values.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ required "tls.existingSecret is required when tls.enabled is true" .Values.tls.existingSecret }}
+{{- end }}
+- name: tmp
+  emptyDir: {}
+{{- end -}}
+
 {{/* The agent pod template, shared by the StatefulSet and the DaemonSet. */}}
 {{- define "dlio.agentPod" -}}
 metadata:
@@ -40,10 +101,7 @@ metadata:
     {{- include "dlio.labels" . | nindent 4 }}
     app.kubernetes.io/component: agent
 spec:
-  {{- with .Values.imagePullSecrets }}
-  imagePullSecrets:
-    {{- toYaml . | nindent 4 }}
-  {{- end }}
+  {{- include "dlio.podCommon" . | nindent 2 }}
   containers:
     - name: agent
       image: {{ include "dlio.image" . }}
@@ -59,7 +117,7 @@ spec:
         - --metrics-listen=0.0.0.0:{{ .Values.agents.metricsPort }}
         - --reconnect-window={{ .Values.agents.reconnectWindowSeconds }}
         - --log-level={{ .Values.agents.logLevel }}
-        - --token-file=/etc/dlio/token/token
+        {{- include "dlio.clientArgs" . | nindent 8 }}
       env:
         - name: POD_NAME
           valueFrom:
@@ -78,27 +136,26 @@ spec:
           path: /metrics
           port: metrics
         periodSeconds: 10
+      securityContext:
+        {{- toYaml .Values.securityContext | nindent 8 }}
       resources:
         {{- toYaml .Values.agents.resources | nindent 8 }}
       volumeMounts:
         - name: data
           mountPath: /data
-        - name: token
-          mountPath: /etc/dlio/token
-          readOnly: true
+        {{- include "dlio.secretMounts" . | nindent 8 }}
   volumes:
     - name: data
-      {{- if eq .Values.data.type "persistentVolumeClaim" }}
-      persistentVolumeClaim:
-        claimName: {{ required "data.claimName is required when data.type is persistentVolumeClaim" .Values.data.claimName }}
-      {{- else }}
+      {{- if eq .Values.data.type "hostPath" }}
+      # Opt-in: refused where the baseline or restricted Pod Security profile is enforced (helm/README.md).
       hostPath:
         path: {{ .Values.data.hostPath }}
         type: DirectoryOrCreate
+      {{- else }}
+      persistentVolumeClaim:
+        claimName: {{ required "data.claimName is required when data.type is persistentVolumeClaim" .Values.data.claimName }}
       {{- end }}
-    - name: token
-      secret:
-        secretName: {{ include "dlio.tokenSecret" . }}
+    {{- include "dlio.secretVolumes" . | nindent 4 }}
   {{- with .Values.agents.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
@@ -107,8 +164,17 @@ spec:
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with .Values.agents.affinity }}
+  {{- if .Values.agents.affinity }}
   affinity:
-    {{- toYaml . | nindent 4 }}
+    {{- toYaml .Values.agents.affinity | nindent 4 }}
+  {{- else if .Values.agents.onePerNode }}
+  # One agent per node: no two agent pods of this release on the same kubernetes.io/hostname.
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- include "dlio.selector" (dict "root" . "component" "agent") | nindent 14 }}
   {{- end }}
 {{- end -}}
