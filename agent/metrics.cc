@@ -113,6 +113,11 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   auto queue = Family("dlio_prefetch_queue_depth", "Finished batches waiting in the rank's prefetch queue.",
                       MetricType::Gauge);
   auto phase = Family("dlio_phase", "Phase the rank is in (label phase); always 1.", MetricType::Gauge);
+  auto steps_done = Family("dlio_steps_completed",
+                           "Training steps completed, stamped with the agent's time of the last one.", MetricType::Gauge);
+  auto demand = Family("dlio_read_demand_bytes_per_second",
+                       "Read bandwidth the rank needs to keep AU at 100 % while it trains (0 in other phases).",
+                       MetricType::Gauge);
 
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& [job_id, job] : jobs_) {
@@ -176,6 +181,15 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
       add(au_target, labels, rm->au_target_ratio.load());
       add(queue, labels, static_cast<double>(depth));
       add(phase, with("phase", RankPhaseName(static_cast<RankPhase>(rm->phase.load()))), 1);
+      // The agent's own step time, not the scrape's: Prometheus compares ranks of different scrapes correctly.
+      if (const int64_t ts = rm->last_step_unix_ms.load(); ts > 0) {
+        add(steps_done, labels, static_cast<double>(rm->steps.load()));
+        steps_done.metric.back().timestamp_ms = ts;
+      }
+      // Once the rank trained with a bounded demand: that demand while it trains, 0 in any other phase.
+      if (const double d = rm->demand_bytes_per_second.load(); d > 0) {
+        add(demand, labels, rm->phase.load() == static_cast<int>(RankPhase::kTrain) ? d : 0.0);
+      }
       LatencyHistogram reads = io.latency;
       reads += ev.latency;
       add_histogram(latency, reads, labels);
@@ -193,10 +207,10 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   sm.label = {{"agent", agent_}};
   sm.counter.value = static_cast<double>(stale_releases_.load(std::memory_order_relaxed));
   stale.metric.push_back(std::move(sm));
-  std::vector<prometheus::MetricFamily> out = {read_bytes, read_ops, samples,       latency,          written,
-                                               steps,      epoch,    au,            au_target,        batch_wait,
-                                               step_time,  barrier,  checkpoint,    checkpoint_bytes, queue,
-                                               phase,      stale};
+  std::vector<prometheus::MetricFamily> out = {read_bytes, read_ops,   samples,          latency, written, steps,
+                                               epoch,      au,         au_target,        batch_wait, step_time,
+                                               barrier,    checkpoint, checkpoint_bytes, queue,   phase, steps_done,
+                                               demand,     stale};
   AppendS3Families(agent_, S3Metrics::Global().Snapshot(), &out);
   return out;
 }

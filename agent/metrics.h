@@ -59,6 +59,11 @@ struct RankMetrics {
   std::atomic<double> au_ratio{0};
   std::atomic<double> au_target_ratio{0};           // the job's metric.au (DLIO's expectation), 0..1
   std::atomic<uint64_t> steps{0};
+  // Wall-clock time (unix ms) the last training step ended: the timestamp dlio_steps_completed carries, so ranks are
+  // compared at their own step times, not at their (skewed) scrape times. 0 = no step yet.
+  std::atomic<int64_t> last_step_unix_ms{0};
+  // Bytes/s this rank reads at 100 % AU in training (common/explain.h), 0 when unbounded or not yet trained.
+  std::atomic<double> demand_bytes_per_second{0};
   std::atomic<int> epoch{0};
   std::atomic<int> phase{static_cast<int>(RankPhase::kIdle)};
 

@@ -20,6 +20,7 @@
 #include "common/sleep.h"
 #include "agent/step_barrier.h"
 #include "common/checkpoint_plan.h"
+#include "common/explain.h"
 #include "common/checkpoint_schedule.h"
 #include "common/epoch_plan.h"
 #include "readers/format.h"
@@ -682,6 +683,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
         rm->AttachLoader(loader.get(), eval);
         rm->epoch = cmd.epoch;
         rm->au_target_ratio = spec.au_threshold;
+        rm->demand_bytes_per_second = DemandBytesPerSecondPerAccelerator(spec).value_or(0);
         rm->SetPhase(eval ? RankPhase::kEval : RankPhase::kTrain);
       }
       // Every barrier of the phase gets the next number, the same sequence on every rank of the fleet.
@@ -753,7 +755,10 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Steps(const PhaseComma
           rm->RecordStep(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
                          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t3 - t0).count()),
                          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t3 - t2).count()));
-          if (!eval) rm->steps += 1;
+          if (!eval) {
+            rm->steps += 1;
+            rm->last_step_unix_ms = NowUnixUs() / 1000;
+          }
         }
         progress_.samples += static_cast<uint64_t>(spec.batch_size);
         uint64_t slowest = rank_steps[0];

@@ -154,6 +154,12 @@ uint64_t LocalMemoryBytes() {
   return 0;
 }
 
+std::optional<double> DemandBytesPerSecondPerAccelerator(const WorkloadSpec& spec) {
+  const double compute = spec.computation_time.Mean();
+  if (!(compute > 0)) return std::nullopt;
+  return static_cast<double>(spec.batch_size) * spec.record_length_bytes / compute;
+}
+
 json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const ExplainFleet& fleet,
                 const std::string& source) {
   const int64_t world = std::max<int64_t>(1, fleet.agents * fleet.accelerators_per_agent);
@@ -200,11 +206,11 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
     const double compute = spec.computation_time.Mean();
     d["bytes_per_step_per_accelerator"] = std::llround(step_bytes);
     d["computation_time_s"] = compute;
-    if (compute > 0) {
-      d["bytes_per_second_per_accelerator"] = step_bytes / compute;
+    if (const std::optional<double> demand = DemandBytesPerSecondPerAccelerator(spec)) {
+      d["bytes_per_second_per_accelerator"] = *demand;
       d["samples_per_second_per_accelerator"] = static_cast<double>(spec.batch_size) / compute;
-      d["bytes_per_second_per_agent"] = step_bytes / compute * static_cast<double>(fleet.accelerators_per_agent);
-      d["bytes_per_second_fleet"] = step_bytes / compute * static_cast<double>(world);
+      d["bytes_per_second_per_agent"] = *demand * static_cast<double>(fleet.accelerators_per_agent);
+      d["bytes_per_second_fleet"] = *demand * static_cast<double>(world);
     } else {
       d["note"] = "computation_time is 0: the accelerators demand as fast as storage delivers";
     }

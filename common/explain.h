@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct ExplainFleet {
   // How the fleet size was found, when it is an assumption (printed as a note).
   std::string fleet_note;
 };
+
+// The bytes per second one accelerator reads at 100 % AU in training: batch_size x record_length_bytes / the mean
+// computation_time (dlio.md §3's "demand"); nullopt when the computation time is 0 (the demand is unbounded).
+std::optional<double> DemandBytesPerSecondPerAccelerator(const WorkloadSpec& spec);
 
 // `source` names the job file in the output.
 nlohmann::json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const ExplainFleet& fleet,

@@ -6,7 +6,9 @@
 #  - every target is up, and each /metrics scrape passes `promtool check metrics`;
 #  - dashboards/prometheus.yml (with its two EDIT lines replaced) passes `promtool check config`;
 #  - every PromQL expression of every dashboard panel and of dashboards/rules.yml returns data through the HTTP API,
-#    except those empty by design, which tests/js/promql_check.mjs lists with the reason.
+#    except those empty by design, which tests/js/promql_check.mjs lists with the reason;
+#  - the read demand exported is --explain's, and the steps-behind panel (agents' step timestamps) stays within one
+#    step for this lockstep fleet.
 # shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need prometheus promtool node curl
@@ -111,6 +113,24 @@ done
 
 node "$SRC/tests/js/promql_check.mjs" "http://127.0.0.1:$prom_port" "$WORK/done" \
   "$SRC"/dashboards/*.json "$SRC/dashboards/rules.yml"
+
+# The new panels' figures, not just their presence:
+#  - "needed": the fleet's demand while it trained is what --explain computes for these 4 ranks;
+#  - "steps behind the fastest rank", compared at the agents' own step times, stays within one step for
+#    this lockstep fleet (every second of the run, through a subquery; at scrape times it is printed beside).
+q() { curl -s "127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(max(float(x["value"][1]) for x in r) if r else "none")'; }
+"$BIN/dlio-coordinator" submit "$WORK/job.yaml" --explain --json --coordinator "127.0.0.1:$grpc_port" > "$WORK/explain.json"
+want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["demand"]["bytes_per_second_fleet"])' "$WORK/explain.json")
+needed=$(q 'max_over_time(sum(dlio_read_demand_bytes_per_second{job_id!=""})[10m:1s])')
+echo "needed at 100 % AU: $needed B/s as exported, $want B/s as --explain computes"
+python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-6 * b)' "$needed" "$want"
+behind=$(q 'max_over_time(max(job_id_agent_rank:dlio_steps_behind_fastest:estimate)[10m:1s])')
+naive=$(q 'max_over_time((max by (job_id) (dlio_steps_total) - on (job_id) group_right min by (job_id, agent) (dlio_steps_total))[10m:1s])')
+echo "most steps any rank was behind the fastest: $behind (at the agents' step times); $naive (at scrape times)"
+python3 -c 'import sys; sys.exit(not (0 <= float(sys.argv[1]) <= 1))' "$behind"
 # Ran to the end: 0, or 5/6 (below the AU target, AU not measured; not this test's subject).
 [[ $(cat "$WORK/submit.rc") =~ ^[056]$ ]] || { cat "$WORK/submit.log"; exit 1; }
 [[ $(cat "$WORK/submit-ckpt.rc") =~ ^[056]$ ]] || { cat "$WORK/submit-ckpt.log"; exit 1; }
