@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # A real Slurm on this host (Debian's slurmctld + 4 slurmd emulating nodes n1..n4, auth/none; ecosystem.md §5)
-# runs `sbatch -N 4 slurm/dlio.sbatch JOB.yaml OUTPUT_DIR` end to end: the result lists 4 agents on 4 distinct
-# node names (num_hosts 4), and the script tore down everything it started.
+# runs `sbatch -N 4 slurm/dlio.sbatch JOB.yaml OUTPUT_DIR` end to end, three times:
+#  1. with the defaults: exclusive nodes, a token generated for the job (mode 600), the coordinator listening on the
+#     first node's address (not every interface) with its job store under OUTPUT_DIR; the result lists 4 agents on 4
+#     distinct node names (num_hosts 4);
+#  2. with TLS (a CA and a certificate for 127.0.0.1 made here) and the MLPerf mode (--mlperf --mlperf-runs 1): the
+#     coordinator serves TLS and the MLPerf results tree lands in OUTPUT_DIR/mlperf;
+#  3. with --find-max-accelerators --max-accelerators 2: the agents offer 2 ranks and the search reports 2;
+# and after each the script tore down everything it started.
 # shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need slurmctld slurmd sbatch scontrol sinfo
@@ -67,15 +73,30 @@ sinfo
 
 mkdir -p "$WORK/data"
 workload 64 0.01 2 > "$WORK/job.yaml"
-start_s=$SECONDS
+
+# sbatch NAME [ENV=VALUE...] -- [SCRIPT ARGS...]: runs the script on the 4 nodes into $WORK/NAME, waits, prints its log.
 # metric.au=0 (an override, passed on by the script): the job's AU on this loaded machine is not this test's subject;
 # the script's exit status is the job's, so any measured AU exits 0 and anything else fails the test.
-DLIO_BIN_DIR=$BIN DLIO_DATA_ROOT=$WORK/data \
-  sbatch --wait -N 4 -o "$WORK/sbatch.log" -D "$WORK" "$SRC/slurm/dlio.sbatch" "$WORK/job.yaml" "$WORK/out" \
-  ++workload.metric.au=0 || { echo "sbatch failed"; cat "$WORK/sbatch.log"; for f in "$WORK"/out/slurm/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
-echo "sbatch --wait returned after $((SECONDS - start_s)) s"
-cat "$WORK/sbatch.log"
+run_sbatch() {
+  local name=$1; shift
+  local env=()
+  while [[ $1 != -- ]]; do env+=("$1"); shift; done
+  shift
+  local start_s=$SECONDS
+  env DLIO_BIN_DIR="$BIN" DLIO_DATA_ROOT="$WORK/data" "${env[@]}" \
+    sbatch --wait -N 4 -o "$WORK/$name.log" -D "$WORK" "$SRC/slurm/dlio.sbatch" "$WORK/job.yaml" "$WORK/$name" \
+    ++workload.metric.au=0 "$@" \
+    || { echo "sbatch $name failed"; cat "$WORK/$name.log"; for f in "$WORK/$name"/slurm/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
+  echo "sbatch $name returned after $((SECONDS - start_s)) s"
+  cat "$WORK/$name.log"
+  # Torn down: no process of this run is left (the agents exited after losing the coordinator).
+  sleep 1
+  if pgrep -f -- "--data-root $WORK/data" > /dev/null; then echo "agents left running" >&2; pgrep -af -- "--data-root $WORK/data"; exit 1; fi
+  if pgrep -f -- "--targets-file $WORK/$name/slurm" > /dev/null; then echo "coordinator left running" >&2; exit 1; fi
+}
 
+# 1. Defaults.
+run_sbatch out --
 python3 - "$WORK/out/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -88,9 +109,29 @@ assert len(set(nodes)) == 4, nodes
 assert s["num_hosts"] == 4 and s["num_accelerators"] == 4
 assert s["metric"]["train_au_percentage"] and len(s["metric"]["train_au_percentage"]) == 2
 PY
-ls "$WORK/out/slurm"
-# Torn down: no process of this run is left (the agents exited after losing the coordinator).
-sleep 1
-if pgrep -f -- "--data-root $WORK/data" > /dev/null; then echo "agents left running" >&2; pgrep -af -- "--data-root $WORK/data"; exit 1; fi
-if pgrep -f -- "--targets-file $WORK/out/slurm" > /dev/null; then echo "coordinator left running" >&2; exit 1; fi
-echo "slurm run passed"
+ls -l "$WORK/out/slurm"
+[[ $(stat -c %a "$WORK/out/slurm/token") == 600 && -s $WORK/out/slurm/token ]] || { echo "no private token" >&2; exit 1; }
+grep -q 'coordinator listening on 127.0.0.1:0 ' "$WORK/out/slurm/coordinator.log" \
+  || { echo "the coordinator did not listen on the first node's address" >&2; cat "$WORK/out/slurm/coordinator.log"; exit 1; }
+if grep -q 'without --token-file' "$WORK/out/slurm/coordinator.log"; then echo "served without a token" >&2; exit 1; fi
+[[ -s $WORK/out/slurm/jobs.db ]] || { echo "no job store under OUTPUT_DIR" >&2; exit 1; }
+grep -q '4 node(s), 1 accelerator(s) and 2 CPU(s) each' "$WORK/out.log"   # --exclusive: the nodes' 2 CPUs each
+
+# 2. TLS and the MLPerf mode.
+(cd "$WORK" && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dlio-test-ca \
+  && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost \
+  && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > san.ext \
+  && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext) \
+  > "$WORK/openssl.log" 2>&1
+run_sbatch out-tls DLIO_TLS_CERT="$WORK/server.pem" DLIO_TLS_KEY="$WORK/server.key" DLIO_TLS_CA="$WORK/ca.pem" -- \
+  --mlperf --mlperf-runs 1
+grep -q 'coordinator listening on 127.0.0.1:0 (port [0-9]*), TLS' "$WORK/out-tls/slurm/coordinator.log" \
+  || { echo "the coordinator did not serve TLS" >&2; cat "$WORK/out-tls/slurm/coordinator.log"; exit 1; }
+grep -q 'verdict: MLPerf observe: AU PASS, replication PASS' "$WORK/out-tls.log"
+ls "$WORK"/out-tls/mlperf/training/observe/mlperf_result_*.json
+[[ $(find "$WORK/out-tls/mlperf/training/observe/run" -name summary.json | wc -l) == 2 ]]   # the warm-up and run 1
+
+# 3. The accelerator search from the same script: the agents offer the bound, 2 ranks each.
+run_sbatch out-search -- --find-max-accelerators --max-accelerators 2
+grep -q 'maximum accelerators per agent with AU >= 0 %: 2' "$WORK/out-search.log"
+echo "slurm runs passed"
