@@ -22,7 +22,7 @@ check() {  # check NAME [minihelm args...]: render, validate values and manifest
   mh --values-json "$@" "$chart" > "$WORK/$name.values.json"
   echo "== $name: $(grep -c '^# Source:' "$WORK/$name.yaml") templates rendered"
   node "$SRC/tests/js/validate_chart.mjs" "$chart/values.schema.json" "$WORK/$name.values.json" "$WORK/$name.yaml"
-  node "$SRC/tests/js/check_pod_security.mjs" restricted "$WORK/$name.yaml"
+  node "$SRC/tests/js/check_pod_security.mjs" --read-only-root restricted "$WORK/$name.yaml"
 }
 
 check default
@@ -38,6 +38,11 @@ grep -q 'topologyKey: kubernetes.io/hostname' "$WORK/default.yaml"  # one agent 
 grep -q -- '--store=/results/jobs.db' "$WORK/default.yaml"          # the job store on the coordinator's PVC
 grep -q 'claimName: dlio-results' "$WORK/default.yaml"
 grep -A2 'requests:' "$WORK/default.yaml" | grep -q 'cpu:'
+# The dataset and the results stay writable under the read-only root file system.
+for mount in /data /results; do
+  lines=$(grep -A1 "mountPath: $mount\$" "$WORK/default.yaml")
+  [[ -n $lines && $lines != *"readOnly: true"* ]] || { echo "$mount not mounted, or read-only: $lines" >&2; exit 1; }
+done
 
 # An admin's values file: resources, nodeSelector, tolerations, affinity, TLS, claims; still restricted.
 check admin -f "$SRC/tests/observe/fixtures/helm-admin.yaml"
@@ -65,9 +70,10 @@ done
 grep -q 'Volume Types: volume "data" is of type hostPath' "$WORK/hostpath-restricted.err"
 # The profile checker bites on each restricted control the chart sets.
 for edit in 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/' 's/runAsNonRoot: true/runAsNonRoot: false/' \
-            's/type: RuntimeDefault/type: Unconfined/' 's/- ALL/- NET_ADMIN/'; do
+            's/type: RuntimeDefault/type: Unconfined/' 's/- ALL/- NET_ADMIN/' \
+            's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/'; do
   sed "$edit" "$WORK/default.yaml" > "$WORK/weakened.yaml"
-  if node "$SRC/tests/js/check_pod_security.mjs" restricted "$WORK/weakened.yaml" 2> /dev/null; then
+  if node "$SRC/tests/js/check_pod_security.mjs" --read-only-root restricted "$WORK/weakened.yaml" 2> /dev/null; then
     echo "the restricted checker accepted: $edit" >&2; exit 1
   fi
 done
