@@ -1,7 +1,8 @@
 // Validates Grafana dashboard JSON files against a JSON Schema generated from Grafana's own TypeScript types
 // (npm @grafana/schema, the classic dashboard model: raw/dashboard/x/types.gen.d.ts, type Dashboard) with
 // ts-json-schema-generator, using ajv. Also checks what the schema cannot: every panel has a datasource, every
-// query target has an expression, ids are unique, and the datasource, job_id and agent variables exist.
+// query target has an expression, ids are unique, the datasource, job_id and agent variables exist, and a
+// "Config from query results" transformation reads a query of its panel and a field that query returns.
 //   node tests/js/validate_dashboards.mjs DASHBOARD.json...   (exit 1 on any failure)
 import { createGenerator } from 'ts-json-schema-generator';
 import Ajv from 'ajv';
@@ -40,6 +41,18 @@ for (const file of process.argv.slice(2)) {
     for (const t of p.targets ?? []) {
       ++queries;
       if (!t.expr) problems.push(`panel "${p.title}" ${t.refId}: empty expr`);
+    }
+    // "Config from query results" (thresholds from a metric, e.g. the AU target): the config query exists and each
+    // mapped field is one it returns (its legendFormat), else Grafana silently keeps the static thresholds.
+    for (const tr of p.transformations ?? []) {
+      if (tr.id !== 'configFromData') continue;
+      const config = (p.targets ?? []).find((t) => t.refId === tr.options?.configRefId);
+      if (!config) problems.push(`panel "${p.title}": configFromData reads query ${tr.options?.configRefId}, not in the panel`);
+      for (const m of tr.options?.mappings ?? []) {
+        if (config && m.fieldName !== config.legendFormat) {
+          problems.push(`panel "${p.title}": configFromData maps field "${m.fieldName}", query ${config.refId} returns "${config.legendFormat}"`);
+        }
+      }
     }
   }
   console.log(`${file}: schemaVersion ${d.schemaVersion}, ${d.panels?.length ?? 0} panels, ${queries} queries, ` +
