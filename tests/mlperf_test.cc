@@ -203,8 +203,8 @@ TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
   CommandResult r = run("unet3d_h100.yaml", a, dir.str() + "/root");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("datasize: 1000 files (set by the 500-step rule"), std::string::npos) << r.out;
-  // A warm-up and the 5 timed runs (--mlperf-runs defaults to 5): 500 steps of 5 ms each, compute-bound, so they
-  // replicate (max deviation ~2 % at a load of 5 on 2 cores).
+  // A warm-up and the 5 timed runs (--mlperf-runs defaults to 5): 500 steps of 10 ms each, compute-bound, so they
+  // replicate (the fixture says why 10 ms).
   a = unet;
   a.push_back("--mlperf");
   r = run("unet3d_h100.yaml", a, dir.str() + "/root");
