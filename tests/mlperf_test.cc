@@ -175,6 +175,39 @@ fs::path RunFolder(const fs::path& parent, const std::string& role, int index) {
   return {};
 }
 
+// Every path in `dir` and one level below (a workload's folder: its run folders, its run/ folder's, its verdicts).
+std::set<fs::path> Entries(const fs::path& dir) {
+  std::set<fs::path> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    out.insert(it->path());
+    if (it.depth() >= 1) it.disable_recursion_pending();
+  }
+  return out;
+}
+
+// The 5-run mode, again when the machine's load decided its verdict, at most 3 times. On a machine shared with other
+// work the runs' throughput can differ by more than 5 %, or a run's AU drop below the threshold: the tool then rightly
+// says FAIL. A submitter discards such a set and runs another; so does this test (the set's folders and its verdict
+// file are removed, so the tree holds one set). Any other outcome (a CLOSED/OPEN/INVALID change, an error) is final.
+CommandResult RunMlperfSet(const std::function<CommandResult()>& run, const fs::path& workload_dir) {
+  CommandResult r;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    const std::set<fs::path> before = Entries(workload_dir);
+    r = run();
+    std::smatch verdict;
+    const std::regex measured_fail("verdict: MLPerf [^\n]*FAIL[^\n]*, CLOSED\n");
+    if (r.exit_code != 5 || !std::regex_search(r.out, verdict, measured_fail)) return r;
+    std::cout << r.out << "attempt " << attempt << " of 3: " << verdict.str()
+              << "  (a measured figure on this machine's load; the set is discarded)\n";
+    for (const fs::path& p : Entries(workload_dir)) {
+      if (before.count(p) == 0) fs::remove_all(p);
+    }
+  }
+  return r;
+}
+
 CommandResult Check(const fs::path& tree, const std::string& refs) {
   return RunCommand({Bin("dlio-coordinator"), "mlperf", "check", tree.string(), "--mlperf-references", refs},
                     seconds(60));
@@ -207,14 +240,16 @@ TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
   // replicate (the fixture says why 10 ms).
   a = unet;
   a.push_back("--mlperf");
-  r = run("unet3d_h100.yaml", a, dir.str() + "/root");
+  const fs::path unet_dir = tree / "training" / "unet3d", llama_dir = tree / "checkpointing" / "llama3-8b";
+  r = RunMlperfSet([&] { return run("unet3d_h100.yaml", a, dir.str() + "/root"); }, unet_dir);
   std::cout << r.out;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("dataset: as generated in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("run-5    seed 128: AU "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("verdict: MLPerf unet3d: AU PASS, replication PASS, CLOSED\n"), std::string::npos) << r.out;
   // llama3-8b: 8 ranks on one host, 5 runs of a write job then a read job that clears the cache.
-  r = run("llama3_8b.yaml", {"--local-agents", "2", "--accelerators", "4", "--mlperf"}, shm.str());
+  const std::vector<std::string> llama = {"--local-agents", "2", "--accelerators", "4", "--mlperf"};
+  r = RunMlperfSet([&] { return run("llama3_8b.yaml", llama, shm.str()); }, llama_dir);
   std::cout << r.out;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   for (int k = 1; k <= 5; ++k) {
