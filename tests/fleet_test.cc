@@ -206,7 +206,13 @@ TEST(Store, QueuedJobsSurviveACoordinatorKillAndRunLater) {
   EXPECT_EQ(list["jobs"][1]["state"], "queued");
   fleet.AddAgent("late-agent");
   for (const std::string& id : ids) {
-    EXPECT_TRUE(Eventually([&] { return fleet.Status(id)["state"] == "succeeded"; }, seconds(60)))
+    // Status() is not an object while the client cannot reach the coordinator (it was restarting): keep polling.
+    EXPECT_TRUE(Eventually(
+        [&] {
+          const json s = fleet.Status(id);
+          return s.is_object() && s.value("state", "") == "succeeded";
+        },
+        seconds(60)))
         << id << fleet.Logs();
   }
 }

@@ -91,7 +91,7 @@ class Fleet {
   Process& agent(size_t i) { return *agents_.at(i); }
   // A client verb with this fleet's address and client options.
   CommandResult Client(std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(120)) const;
-  // The same with --json, parsed (discarded JSON when the output is not JSON).
+  // The client's --json output, or null when it printed no JSON (e.g. the coordinator could not be reached).
   nlohmann::json ClientJson(std::vector<std::string> args) const;
   nlohmann::json Status(const std::string& job) const { return ClientJson({"status", job}); }
   size_t AttachedAgents() const;
