@@ -93,10 +93,24 @@ class PhaseRunner {
   void set_s3_defaults(S3AgentDefaults d) { s3_defaults_ = std::move(d); }
 
  private:
+  // The rooms of a phase (agent/phase_runner.cc): each phase has a set-up (what its ranks share, made once), then
+  // runs its per-rank work on every local rank through ForEachLocalRank (phase_runner.cc).
+  struct GenerateSetup;  // generate: the data folder, the two splits' formats, this agent's share of the files
+  class FileWriter;      // generate: one worker thread of one rank writing its files
+  struct StepsSetup;     // train/eval: the plan, the file list, the loader configuration, step checkpoints
+  class RankSteps;       // train/eval: one rank's step loop
+  class FirstError;      // the first error of a phase's threads
+
   absl::StatusOr<std::vector<RankEpochResult>> Generate(const PhaseCommand& cmd, const std::atomic<bool>* cancel);
+  absl::StatusOr<std::unique_ptr<GenerateSetup>> SetUpGenerate(const PhaseCommand& cmd);
+  void GenerateRank(const PhaseCommand& cmd, const GenerateSetup& setup, int rank, RankEpochResult& r,
+                    std::atomic<bool>& stop, FirstError& first_error, const std::atomic<bool>* cancel);
   // A training epoch, or an evaluation when cmd.kind is kEval (then `barrier` is not used).
   absl::StatusOr<std::vector<RankEpochResult>> Steps(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                      const std::atomic<bool>* cancel);
+  absl::StatusOr<std::unique_ptr<StepsSetup>> SetUpSteps(const PhaseCommand& cmd, const std::atomic<bool>* cancel);
+  // The job's loader threads (pools_) and trace buffers (trace_) for this phase's local ranks.
+  void PrepareLoaderThreads(const PhaseCommand& cmd);
   // A checkpoint phase (see above).
   absl::StatusOr<std::vector<RankEpochResult>> CheckpointPhase(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                                const std::atomic<bool>* cancel);

@@ -177,6 +177,42 @@ TEST(Steps, CancelInterruptsComputeAndTheBandwidthCap) {
   }
 }
 
+// One batch size per phase, the epoch plan's: an evaluation's loader, its progress and its steps all use
+// batch_size_eval, a training epoch's batch_size (the eval progress once added batch_size per step).
+TEST(Steps, LoaderAndProgressTakeTheBatchOfThePlan) {
+  Dir d;
+  PhaseRunner runner(d.path(), "a", nullptr);
+  PhaseCommand cmd;
+  cmd.job_id = "j";
+  cmd.spec.format = "npy";
+  cmd.spec.num_files_train = 4;
+  cmd.spec.num_files_eval = 4;
+  cmd.spec.num_samples_per_file = 3;
+  cmd.spec.record_length_bytes = 64;
+  cmd.spec.batch_size = 1;
+  cmd.spec.batch_size_eval = 4;
+  cmd.spec.data_folder = "data";
+  auto none = [](uint64_t) { return absl::OkStatus(); };
+  cmd.phase_id = "generate";
+  cmd.kind = PhaseKind::kGenerate;
+  ASSERT_TRUE(runner.Run(cmd, none, nullptr).ok());
+  cmd.epoch = 1;
+  for (const bool eval : {false, true}) {
+    cmd.phase_id = eval ? "eval-1" : "train-epoch-1";
+    cmd.kind = eval ? PhaseKind::kEval : PhaseKind::kTrainEpoch;
+    const int64_t batch = eval ? cmd.spec.batch_size_eval : cmd.spec.batch_size;
+    auto r = runner.Run(cmd, none, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const int64_t steps = 12 / batch;  // 4 files x 3 samples, one rank
+    EXPECT_EQ(runner.progress().total.load(), static_cast<uint64_t>(steps)) << cmd.phase_id;
+    EXPECT_EQ(runner.progress().samples.load(), static_cast<uint64_t>(steps * batch)) << cmd.phase_id;
+    ASSERT_EQ(r->size(), 1u);
+    EXPECT_EQ((*r)[0].io.samples, static_cast<uint64_t>(steps * batch)) << cmd.phase_id;
+    ASSERT_FALSE((*r)[0].blocks.empty());
+    EXPECT_EQ((*r)[0].blocks[0].proc.size(), static_cast<size_t>(steps)) << cmd.phase_id;
+  }
+}
+
 // --- The dataset layout the generator writes, against DLIO's (../shared/reference/dlio.md §2.1-2.2) ---------------
 
 std::string TestData() {
