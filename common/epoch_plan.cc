@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "common/format_traits.h"
 #include "common/random.h"
 #include "fmt/format.h"
 
@@ -93,7 +94,8 @@ absl::Status Validate(const PlanParams& p) {
 }  // namespace
 
 AccessMode AccessModeFor(const WorkloadSpec& spec) {
-  return spec.format == "tfrecord" ? AccessMode::kStream : AccessMode::kIndex;
+  const FormatTraits* f = FindFormatTraits(spec.format);
+  return f != nullptr && f->streams ? AccessMode::kStream : AccessMode::kIndex;
 }
 
 PlanParams TrainPlanParams(const WorkloadSpec& spec, int64_t world) {

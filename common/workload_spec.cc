@@ -27,6 +27,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/bandwidth_limiter.h"
+#include "common/format_traits.h"
 #include "common/nearest.h"
 #include "common/sleep.h"
 #include "common/text.h"
@@ -116,10 +117,10 @@ size_t ElementBytes(const std::string& t) {
 }
 
 absl::Status CheckFormatReadsObjects(const std::string& format) {
-  if (format == "mmap_indexed_binary") {
-    return absl::InvalidArgumentError(
-        "dataset.format: mmap_indexed_binary maps a local file and cannot read objects (storage.storage_type: s3; "
-        "use indexed_binary: one ranged GET per sample)");
+  if (const FormatTraits* t = FindFormatTraits(format); t != nullptr && !t->reads_objects) {
+    return absl::InvalidArgumentError(fmt::format(
+        "dataset.format: {} maps a local file and cannot read objects (storage.storage_type: s3; use "
+        "indexed_binary: one ranged GET per sample)", format));
   }
   return absl::OkStatus();
 }
@@ -487,8 +488,6 @@ KeyInfo NotYet(std::string path, std::string dlio_default, Gate gate, std::strin
   return k;
 }
 
-const std::vector<std::string> kFormats = {"npz", "hdf5", "tfrecord", "csv", "npy", "jpeg", "png", "indexed_binary",
-                                           "mmap_indexed_binary", "synthetic"};
 const std::vector<std::string> kDlioOnlyFormats = {"hdf5_opt"};
 const std::vector<std::string> kElementTypes = {"uint8",  "int8",  "uint16",  "int16",   "uint32", "int32",
                                                 "uint64", "int64", "float16", "float32", "float64"};
@@ -532,11 +531,10 @@ void AddStorageKeys(std::vector<KeyInfo>& v) {
         return "parallel_fs reads and writes data_folder through POSIX here, as local_fs; DLIO's StorageFactory "
                "raises an error for parallel_fs";
       }
-      if (n.Scalar() == "s3" && s.format != "npz" && s.format != "npy") {
+      const FormatTraits* f = FindFormatTraits(s.format);
+      if (n.Scalar() == "s3" && f != nullptr && !f->dlio_s3) {
         return fmt::format("s3 with {} files works here ({}); DLIO allows only npz and npy over s3", s.format,
-                           s.format == "tfrecord" || s.format == "indexed_binary" || s.format == "hdf5"
-                               ? "ranged GETs"
-                               : "whole-object GETs");
+                           f->ranged_gets ? "ranged GETs" : "whole-object GETs");
       }
       return "";
     };
@@ -756,7 +754,7 @@ std::vector<KeyInfo> BuildKeys() {
       "no reads); hdf5_opt has no generator in DLIO either. mmap_indexed_binary warns: our reads touch every page "
       "of a sample, DLIO's only slice a memmap view",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseChoice(n, p, kFormats, kDlioOnlyFormats, "format", &s.format);
+        return ParseChoice(n, p, FormatNames(), kDlioOnlyFormats, "format", &s.format);
       },
       [](const WorkloadSpec& s) { return Quote(s.format); }));
   v.push_back(IntKey("dataset.num_files_train", &WorkloadSpec::num_files_train, 1, kMaxFiles, "training files"));

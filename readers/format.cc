@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/format_traits.h"
 #include "common/workload_spec.h"
 #include "readers/csv.h"
 #include "readers/dtype.h"
@@ -90,7 +91,8 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
     return bad("dataset.record_element_type: '", o.element_type, "' is not one of ", internal::DTypeNames());
   }
   if (o.transfer_size < 1) return bad("reader.transfer_size: must be >= 1, got ", o.transfer_size);
-  if (name == "jpeg" || name == "png") {
+  const FormatTraits* traits = FindFormatTraits(name);
+  if (traits != nullptr && traits->image) {
     if (t->itemsize != 1 || t->kind != 'u') {
       return bad("dataset.record_element_type: ", name, " images are uint8 (DLIO forces it), got ", o.element_type);
     }
@@ -108,11 +110,10 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
   if (name == "npz" && o.compression != "none" && o.compression != "zip") {
     return bad("dataset.compression: '", o.compression, "' is not supported for npz (allowed: none, zip)");
   }
-  static const std::set<std::string> kEngineFormats = {"npz", "npy", "csv", "jpeg", "png", "tfrecord"};
   if (o.io_engine == IoEngine::kS3) {
     if (!o.s3) return bad("storage.storage_type: s3 without a bucket configuration");
     if (absl::Status s = CheckFormatReadsObjects(name); !s.ok()) return s;
-  } else if (o.io_engine != IoEngine::kPosix && kEngineFormats.count(name) == 0) {
+  } else if (o.io_engine != IoEngine::kPosix && (traits == nullptr || !traits->io_engines)) {
     return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine), " is not available for ", name,
                name == "hdf5"        ? " (libhdf5 does its own reads; use posix)"
                : name == "synthetic" ? " (it reads nothing; use posix)"
@@ -132,26 +133,29 @@ std::string Padded(int64_t v, size_t width) {
 
 }  // namespace
 
-const std::vector<std::string>& FormatNames() {
-  static const std::vector<std::string> names = {"tfrecord", "hdf5",           "csv",
-                                                 "npz",      "npy",            "jpeg",
-                                                 "png",      "indexed_binary", "mmap_indexed_binary",
-                                                 "synthetic"};
-  return names;
+// The factory of every format of the registry (common/format_traits.h); format_test checks they are the same set.
+using FormatFactory = std::unique_ptr<Format> (*)(const FormatOptions&);
+const std::vector<std::pair<std::string, FormatFactory>>& FormatFactories() {
+  static const std::vector<std::pair<std::string, FormatFactory>> factories = {
+      {"npz", NewNpzFormat},
+      {"npy", NewNpyFormat},
+      {"hdf5", NewHdf5Format},
+      {"tfrecord", NewTfrecordFormat},
+      {"csv", NewCsvFormat},
+      {"jpeg", NewJpegFormat},
+      {"png", NewPngFormat},
+      {"indexed_binary", NewIndexedBinaryFormat},
+      {"mmap_indexed_binary", NewMmapIndexedBinaryFormat},
+      {"synthetic", NewSyntheticFormat},
+  };
+  return factories;
 }
 
 absl::StatusOr<std::unique_ptr<Format>> MakeFormat(const std::string& name, const FormatOptions& options) {
-  std::unique_ptr<Format> (*make)(const FormatOptions&) = nullptr;
-  if (name == "npz") make = NewNpzFormat;
-  if (name == "npy") make = NewNpyFormat;
-  if (name == "hdf5") make = NewHdf5Format;
-  if (name == "tfrecord") make = NewTfrecordFormat;
-  if (name == "csv") make = NewCsvFormat;
-  if (name == "jpeg") make = NewJpegFormat;
-  if (name == "png") make = NewPngFormat;
-  if (name == "indexed_binary") make = NewIndexedBinaryFormat;
-  if (name == "mmap_indexed_binary") make = NewMmapIndexedBinaryFormat;
-  if (name == "synthetic") make = NewSyntheticFormat;
+  FormatFactory make = nullptr;
+  for (const auto& [n, f] : FormatFactories()) {
+    if (n == name && FindFormatTraits(name) != nullptr) make = f;
+  }
   if (make == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("dataset.format: unknown format '", name, "' (allowed: ",
                                                    absl::StrJoin(FormatNames(), ", "), ")"));
@@ -188,7 +192,7 @@ std::vector<std::string> DatasetFolders(const std::string& format, int64_t num_f
   };
   subfolders("train", num_subfolders_train);
   subfolders("valid", num_subfolders_eval);
-  if (format == "tfrecord") {
+  if (const FormatTraits* t = FindFormatTraits(format); t != nullptr && t->streams) {  // tfrecord's index folders
     out.push_back("index");
     if (num_files_train > 0) out.push_back("index/train");
     if (num_files_eval > 0) out.push_back("index/valid");

@@ -38,11 +38,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/confined_dir.h"
+#include "common/format_traits.h"
 #include "common/io_stats.h"
 #include "readers/storage.h"
 
@@ -135,8 +137,9 @@ class Format {
 // Waits until a file Generate() wrote is on the storage (fdatasync). Errors name the file.
 absl::Status SyncGeneratedFile(const std::string& path, const ConfinedDir* dir = nullptr);
 
-// The format names MakeFormat() knows, in DLIO's order of its docs.
-const std::vector<std::string>& FormatNames();
+// The format names MakeFormat() knows: common/format_traits.h FormatNames(), the one registry.
+// The factory of each (name, make), the same names as the registry's (format_test checks it).
+const std::vector<std::pair<std::string, std::unique_ptr<Format> (*)(const FormatOptions&)>>& FormatFactories();
 
 // Unknown names: InvalidArgument naming the allowed ones. Also InvalidArgument for options the format cannot honour
 // (samples_per_file < 1, empty or non-positive sample_dims, an unknown element type, images that are not 2-D uint8,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,27 @@ TEST(MakeFormat, UnknownNameListsAllowed) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(f.status().message(),
-            "dataset.format: unknown format 'x' (allowed: tfrecord, hdf5, csv, npz, npy, jpeg, png, indexed_binary, "
+            "dataset.format: unknown format 'x' (allowed: npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, "
             "mmap_indexed_binary, synthetic)");
+}
+
+// The format library makes exactly the formats of the registry (common/format_traits.h), and each behaves as its
+// row says: streaming, io engines other than posix, images.
+TEST(MakeFormat, FactoriesAndBehaviourFollowTheRegistry) {
+  std::set<std::string> factories;
+  for (const auto& [name, make] : FormatFactories()) factories.insert(name);
+  EXPECT_EQ(factories, std::set<std::string>(FormatNames().begin(), FormatNames().end()));
+  for (const FormatTraits& t : Formats()) {
+    auto f = MakeFormat(t.name, Small());
+    ASSERT_TRUE(f.ok()) << t.name << ": " << f.status();
+    EXPECT_EQ((*f)->streaming(), t.streams) << t.name;
+    FormatOptions o = Small();
+    o.io_engine = IoEngine::kODirect;
+    EXPECT_EQ(MakeFormat(t.name, o).ok(), t.io_engines) << t.name;
+    o = Small();
+    o.sample_dims = {8, 8, 3};  // images are 2-D
+    EXPECT_EQ(MakeFormat(t.name, o).ok(), !t.image) << t.name;
+  }
 }
 
 TEST(MakeFormat, RejectsOptionsItCannotHonour) {
