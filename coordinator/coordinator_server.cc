@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/prometheus_histogram.h"
+#include "common/prometheus_family.h"
 #include "common/text.h"
 #include "coordinator/agent_dispatch.h"
 #include "coordinator/targets_file.h"
@@ -445,47 +445,24 @@ class CoordinatorMetrics : public prometheus::Collectable {
   explicit CoordinatorMetrics(const Coordinator* core) : core_(core) {}
   std::vector<prometheus::MetricFamily> Collect() const override {
     const Coordinator::Counts c = core_->GetCounts();
-    prometheus::MetricFamily agents;
-    agents.name = "dlio_coordinator_agents";
-    agents.help = "Agents attached to the coordinator.";
-    agents.type = prometheus::MetricType::Gauge;
-    prometheus::ClientMetric m;
-    m.gauge.value = static_cast<double>(c.agents);
-    agents.metric.push_back(m);
-    prometheus::MetricFamily jobs;
-    jobs.name = "dlio_coordinator_jobs";
-    jobs.help = "Jobs known to the coordinator, by state.";
-    jobs.type = prometheus::MetricType::Gauge;
-    for (const auto& [state, n] : c.jobs) {
-      prometheus::ClientMetric j;
-      j.label = {{"state", JobStateName(state)}};
-      j.gauge.value = static_cast<double>(n);
-      jobs.metric.push_back(j);
-    }
-    prometheus::MetricFamily expired;
-    expired.name = "dlio_coordinator_leases_expired_total";
-    expired.help = "Agents dropped because their lease expired (no heartbeat within the lease).";
-    expired.type = prometheus::MetricType::Counter;
-    prometheus::ClientMetric e;
-    e.counter.value = static_cast<double>(c.leases_expired);
-    expired.metric.push_back(e);
-    prometheus::MetricFamily barrier;
-    barrier.name = "dlio_coordinator_barrier_wait_seconds";
-    barrier.help = "Time from the first to the last agent arriving at a step barrier.";
-    barrier.type = prometheus::MetricType::Histogram;
-    for (const auto& [job_id, h] : c.barrier_wait) {
-      prometheus::ClientMetric b;
-      b.label = {{"job_id", job_id}};
-      b.histogram = ToPrometheusHistogram(h);
-      barrier.metric.push_back(b);
-    }
-    prometheus::MetricFamily stale;
-    stale.name = "dlio_coordinator_stale_barrier_arrivals_total";
-    stale.help = "Barrier arrivals dropped because they were for another job, phase or step than the running barrier.";
-    stale.type = prometheus::MetricType::Counter;
-    prometheus::ClientMetric sa;
-    sa.counter.value = static_cast<double>(c.stale_arrivals);
-    stale.metric.push_back(sa);
+    using prometheus::MetricType;
+    auto agents = MetricFamily("dlio_coordinator_agents", "Agents attached to the coordinator.", MetricType::Gauge);
+    AddSample(agents, {}, static_cast<double>(c.agents));
+    auto jobs = MetricFamily("dlio_coordinator_jobs", "Jobs known to the coordinator, by state.", MetricType::Gauge);
+    for (const auto& [state, n] : c.jobs) AddSample(jobs, {{"state", JobStateName(state)}}, static_cast<double>(n));
+    auto expired = MetricFamily("dlio_coordinator_leases_expired_total",
+                                "Agents dropped because their lease expired (no heartbeat within the lease).",
+                                MetricType::Counter);
+    AddSample(expired, {}, static_cast<double>(c.leases_expired));
+    auto barrier = MetricFamily("dlio_coordinator_barrier_wait_seconds",
+                                "Time from the first to the last agent arriving at a step barrier.",
+                                MetricType::Histogram);
+    for (const auto& [job_id, h] : c.barrier_wait) AddHistogram(barrier, {{"job_id", job_id}}, h);
+    auto stale = MetricFamily(
+        "dlio_coordinator_stale_barrier_arrivals_total",
+        "Barrier arrivals dropped because they were for another job, phase or step than the running barrier.",
+        MetricType::Counter);
+    AddSample(stale, {}, static_cast<double>(c.stale_arrivals));
     return {agents, jobs, expired, barrier, stale};
   }
 
