@@ -9,11 +9,15 @@ check=0
 [[ "${1:-}" == "--check" ]] && check=1
 
 reference() {
-  for cmd in "dlio-coordinator" "dlio-coordinator serve" "dlio-coordinator submit" "dlio-coordinator status" \
-             "dlio-coordinator list" "dlio-coordinator cancel" "dlio-coordinator results" "dlio-coordinator run" \
-             "dlio-coordinator report" "dlio-coordinator mlperf datasize" "dlio-coordinator mlperf classify" \
-             "dlio-coordinator mlperf report" "dlio-coordinator mlperf check" \
-             "dlio-agent"; do
+  # The coordinator's verbs come from its table of verbs (coordinator/main.cc kVerbs); a group of verbs (mlperf) is
+  # documented through its children.
+  local list verbs=() v
+  list=$($bin/dlio-coordinator --list-verbs)
+  while IFS= read -r v; do
+    verbs+=("dlio-coordinator $v")
+  done < <(awk '{ n[NR] = $0 } END { for (i = 1; i <= NR; i++) if (index(n[i + 1], n[i] " ") != 1) print n[i] }' \
+             <<< "$list")
+  for cmd in "dlio-coordinator" "${verbs[@]}" "dlio-agent"; do
     echo
     echo "### $cmd"
     echo
