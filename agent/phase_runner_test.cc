@@ -135,25 +135,39 @@ TEST(CheckpointPhase, SavesThePlannedFileAndShiftedLoadsReadAnotherRanksFiles) {
       << escaped.status();
 }
 
+// A one-agent, one-rank npy job with its data folder "data".
+PhaseCommand NpyJob(int64_t train_files, int64_t eval_files, int64_t samples_per_file, double record_bytes) {
+  PhaseCommand cmd;
+  cmd.job_id = "j";
+  cmd.spec.format = "npy";
+  cmd.spec.num_files_train = train_files;
+  cmd.spec.num_files_eval = eval_files;
+  cmd.spec.num_samples_per_file = samples_per_file;
+  cmd.spec.record_length_bytes = record_bytes;
+  cmd.spec.data_folder = "data";
+  return cmd;
+}
+
+// Runs cmd's generate phase; cmd is left at epoch 1, ready for a training phase.
+bool Generated(PhaseRunner& runner, PhaseCommand& cmd) {
+  cmd.phase_id = "generate";
+  cmd.kind = PhaseKind::kGenerate;
+  auto r = runner.Run(cmd, [](uint64_t) { return absl::OkStatus(); }, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status();
+  cmd.kind = PhaseKind::kTrainEpoch;
+  cmd.epoch = 1;
+  return r.ok();
+}
+
 // D5 of issue 13: a cancel stops a rank inside a long emulated compute step and a reader held back by the bandwidth
 // cap, well within the coordinator's 2 s stop grace (before, a 20 s compute step ran out and a 1 MiB/s cap on 4 MiB
 // samples held the phase for minutes).
 TEST(Steps, CancelInterruptsComputeAndTheBandwidthCap) {
   Dir d;
   PhaseRunner runner(d.path(), "a", nullptr);
-  PhaseCommand cmd;
-  cmd.job_id = "j";
-  cmd.spec.format = "npy";
-  cmd.spec.num_files_train = 2;
-  cmd.spec.num_samples_per_file = 1;
-  cmd.spec.record_length_bytes = 4 << 20;
-  cmd.spec.data_folder = "data";
+  PhaseCommand cmd = NpyJob(2, 0, 1, 4 << 20);
+  ASSERT_TRUE(Generated(runner, cmd));
   auto none = [](uint64_t) { return absl::OkStatus(); };
-  cmd.phase_id = "generate";
-  cmd.kind = PhaseKind::kGenerate;
-  ASSERT_TRUE(runner.Run(cmd, none, nullptr).ok());
-  cmd.kind = PhaseKind::kTrainEpoch;
-  cmd.epoch = 1;
   struct Case {
     const char* what;
     double compute;
@@ -182,21 +196,11 @@ TEST(Steps, CancelInterruptsComputeAndTheBandwidthCap) {
 TEST(Steps, LoaderAndProgressTakeTheBatchOfThePlan) {
   Dir d;
   PhaseRunner runner(d.path(), "a", nullptr);
-  PhaseCommand cmd;
-  cmd.job_id = "j";
-  cmd.spec.format = "npy";
-  cmd.spec.num_files_train = 4;
-  cmd.spec.num_files_eval = 4;
-  cmd.spec.num_samples_per_file = 3;
-  cmd.spec.record_length_bytes = 64;
+  PhaseCommand cmd = NpyJob(4, 4, 3, 64);
   cmd.spec.batch_size = 1;
   cmd.spec.batch_size_eval = 4;
-  cmd.spec.data_folder = "data";
+  ASSERT_TRUE(Generated(runner, cmd));
   auto none = [](uint64_t) { return absl::OkStatus(); };
-  cmd.phase_id = "generate";
-  cmd.kind = PhaseKind::kGenerate;
-  ASSERT_TRUE(runner.Run(cmd, none, nullptr).ok());
-  cmd.epoch = 1;
   for (const bool eval : {false, true}) {
     cmd.phase_id = eval ? "eval-1" : "train-epoch-1";
     cmd.kind = eval ? PhaseKind::kEval : PhaseKind::kTrainEpoch;
