@@ -618,23 +618,11 @@ int CheckPreRun(const SubmitOptions& opt, const JobWorld& world, std::ostream& e
   return refusals.empty() ? 0 : kExitBadInput;
 }
 
-int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel) {
-  SubmitOptions opt = options;
-  // --trace FILE: the agents record events when the job says so.
-  if (!opt.trace_path.empty()) opt.overrides.push_back("dlio_ext.trace=true");
-  if (int rc = ValidateJob(opt, err, /*warn=*/false); rc != 0) return rc;
-  // With the fleet's shape given, the refusals that depend on it are known here already (the coordinator checks
-  // them again once it has placed the job).
-  if (opt.agents > 0 && opt.accelerators_per_agent > 0) {
-    if (int rc = CheckPreRun(opt, JobWorld{opt.agents, opt.accelerators_per_agent}, err); rc != 0) return rc;
-  }
-  const std::string text = *ReadFile(opt.job_path);
-  const WorkloadSpec spec = *LoadWorkload(text, opt.overrides, opt.job_path);
-  const bool json_out = opt.client.json;
+namespace {
 
-  Connection c;
-  if (int rc = c.Open(opt.client, err); rc != 0) return rc;
-
+// Sends the job to the coordinator; its id in *job_id, or the exit status of a failed call.
+int SubmitJob(Connection& c, const SubmitOptions& opt, const std::string& text, std::string* job_id,
+              std::ostream& err) {
   v1::SubmitRequest req;
   req.set_workload_yaml(text);
   for (const auto& o : opt.overrides) req.add_overrides(o);
@@ -644,25 +632,28 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
   req.set_wait_for_agents_s(static_cast<uint32_t>(std::max(0, opt.wait_for_agents_s)));
   req.set_barrier_timeout_s(std::max(0.0, opt.barrier_timeout_s));
   v1::SubmitResponse resp;
-  {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx);
-    grpc::Status s = c.stub->Submit(&ctx, req, &resp);
-    if (!s.ok()) return c.Fail(s, err);
-  }
-  const std::string job_id = resp.job_id();
-  if (opt.detach) {
-    if (json_out) {
-      out << json{{"job_id", job_id}, {"state", "queued"}}.dump() << "\n";
-    } else {
-      out << job_id << "\n";
-    }
-    return 0;
-  }
-  ProgressView view(out, !json_out && isatty(STDOUT_FILENO));
-  if (!json_out) out << "job " << job_id << " submitted to " << opt.client.coordinator << "\n" << std::flush;
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  grpc::Status s = c.stub->Submit(&ctx, req, &resp);
+  if (!s.ok()) return c.Fail(s, err);
+  *job_id = resp.job_id();
+  return 0;
+}
 
-  // Watch in this thread; a helper thread turns a signal into a Cancel RPC.
+// How watching a job ended.
+struct WatchEnd {
+  int status = 0;                    // non-zero: the exit status (the coordinator was lost, or refused the token)
+  v1::JobEvent last;                 // the final event (status 0)
+  bool cancelled_by_signal = false;  // `cancel` was set: the job was cancelled on the coordinator
+};
+
+// Follows the job until its final event, showing progress (text mode); a helper thread turns a signal (`cancel`)
+// into a Cancel RPC.
+WatchEnd WatchJob(Connection& c, const SubmitOptions& opt, const std::string& job_id, std::ostream& out,
+                  std::ostream& err, const std::atomic<bool>* cancel) {
+  const bool json_out = opt.client.json;
+  ProgressView view(out, !json_out && isatty(STDOUT_FILENO));
+  WatchEnd end;
   std::atomic<bool> finished{false}, cancelled_by_signal{false};
   std::thread canceller([&] {
     while (!finished) {
@@ -688,11 +679,11 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
   v1::WatchRequest wreq;
   wreq.set_job_id(job_id);
   auto reader = c.stub->Watch(&wctx, wreq);
-  v1::JobEvent e, last;
+  v1::JobEvent e;
   bool got_final = false;
   while (reader->Read(&e)) {
     if (e.final()) {
-      last = e;
+      end.last = e;
       got_final = true;
       break;
     }
@@ -701,50 +692,66 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
   view.Clear();
   finished = true;
   canceller.join();
+  end.cancelled_by_signal = cancelled_by_signal;
   const grpc::Status ws = got_final ? grpc::Status::OK : reader->Finish();
   if (got_final) wctx.TryCancel();
   if (!got_final) {
-    if (!ws.ok() && ws.error_code() == grpc::StatusCode::UNAUTHENTICATED) return c.Fail(ws, err);
+    if (!ws.ok() && ws.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      end.status = c.Fail(ws, err);
+      return end;
+    }
     err << "lost the coordinator at " << opt.client.coordinator << " while watching job " << job_id
         << (ws.ok() ? std::string() : absl::StrCat(" (", ws.error_message(), ")")) << "; it may still run: "
         << "dlio-coordinator status " << job_id << "\n";
-    return 3;
+    end.status = 3;
   }
+  return end;
+}
+
+// The final event: its message, epoch table and checkpoints printed (text) or put into `doc` (JSON).
+void ReportFinal(const WatchEnd& end, const std::string& job_id, bool json_out, std::ostream& out, std::ostream& err,
+                 json& doc) {
+  const v1::JobEvent& last = end.last;
   const bool succeeded = last.state() == v1::JOB_STATE_SUCCEEDED;
-  const Verdict verdict = FromProto(last.verdict());
   std::vector<EpochMetric> rows;
   for (const v1::EpochRow& r : last.epochs()) rows.push_back(FromProto(r));
   const EpochMetric mean = FromProto(last.mean());
-  json doc = {{"job_id", job_id}, {"state", StateName(last.state())}, {"message", last.message()}};
-  doc["verdict"] = VerdictJson(verdict);
   if (!json_out) {
     if (succeeded) {
       out << last.message() << "\n";
     } else {
       err << "dlio-coordinator: " << last.message() << "\n";
-      if (cancelled_by_signal) err << "job " << job_id << " was cancelled because this command was interrupted\n";
+      if (end.cancelled_by_signal) {
+        err << "job " << job_id << " was cancelled because this command was interrupted\n";
+      }
     }
     if (!rows.empty()) {
       if (!succeeded) out << "results of the completed epoch(s):";
       PrintTable(rows, &mean, out);
     }
     if (last.checkpoints_size() > 0) PrintCheckpoints(last.checkpoints(), out);
-  } else {
-    json epochs = json::array();
-    for (const EpochMetric& r : rows) epochs.push_back(RowJson(r, true));
-    doc["epochs"] = epochs;
-    if (!rows.empty()) doc["mean"] = RowJson(mean, false);
-    if (last.checkpoints_size() > 0) {
-      json ck = json::array();
-      for (const v1::CheckpointRow& r : last.checkpoints()) ck.push_back(CheckpointRowJson(r));
-      doc["checkpoints"] = ck;
-    }
-    if (cancelled_by_signal) doc["cancelled_by_signal"] = true;
+    return;
   }
+  json epochs = json::array();
+  for (const EpochMetric& r : rows) epochs.push_back(RowJson(r, true));
+  doc["epochs"] = epochs;
+  if (!rows.empty()) doc["mean"] = RowJson(mean, false);
+  if (last.checkpoints_size() > 0) {
+    json ck = json::array();
+    for (const v1::CheckpointRow& r : last.checkpoints()) ck.push_back(CheckpointRowJson(r));
+    doc["checkpoints"] = ck;
+  }
+  if (end.cancelled_by_signal) doc["cancelled_by_signal"] = true;
+}
 
-  // Result files: fetched when there are any (a failed job keeps its completed epochs).
+// Result files (fetched when there are any: a failed job keeps its completed epochs) and the trace; 1 when a fetch
+// failed.
+int FetchJobFiles(Connection& c, const SubmitOptions& opt, const WorkloadSpec& spec, const std::string& job_id,
+                  const v1::JobEvent& last, std::ostream& out, std::ostream& err, json& doc) {
+  const bool json_out = opt.client.json;
   const std::string output = !opt.output_dir.empty() ? opt.output_dir : spec.output_folder;
-  const bool has_results = succeeded || last.epochs_size() > 0 || last.checkpoints_size() > 0;
+  const bool has_results = last.state() == v1::JOB_STATE_SUCCEEDED || last.epochs_size() > 0 ||
+                           last.checkpoints_size() > 0;
   if (has_results && !output.empty()) {
     const int n = WriteResults(c, job_id, output, err, nullptr, nullptr, false);
     if (n < 0) return 1;
@@ -760,6 +767,47 @@ int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream&
     if (!json_out) out << "trace: " << opt.trace_path << "\n";
     doc["trace"] = opt.trace_path;
   }
+  return 0;
+}
+
+}  // namespace
+
+int SubmitAndWait(const SubmitOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel) {
+  SubmitOptions opt = options;
+  // --trace FILE: the agents record events when the job says so.
+  if (!opt.trace_path.empty()) opt.overrides.push_back("dlio_ext.trace=true");
+  if (int rc = ValidateJob(opt, err, /*warn=*/false); rc != 0) return rc;
+  // With the fleet's shape given, the refusals that depend on it are known here already (the coordinator checks
+  // them again once it has placed the job).
+  if (opt.agents > 0 && opt.accelerators_per_agent > 0) {
+    if (int rc = CheckPreRun(opt, JobWorld{opt.agents, opt.accelerators_per_agent}, err); rc != 0) return rc;
+  }
+  const std::string text = *ReadFile(opt.job_path);
+  const WorkloadSpec spec = *LoadWorkload(text, opt.overrides, opt.job_path);
+  const bool json_out = opt.client.json;
+
+  Connection c;
+  if (int rc = c.Open(opt.client, err); rc != 0) return rc;
+  std::string job_id;
+  if (int rc = SubmitJob(c, opt, text, &job_id, err); rc != 0) return rc;
+  if (opt.detach) {
+    if (json_out) {
+      out << json{{"job_id", job_id}, {"state", "queued"}}.dump() << "\n";
+    } else {
+      out << job_id << "\n";
+    }
+    return 0;
+  }
+  if (!json_out) out << "job " << job_id << " submitted to " << opt.client.coordinator << "\n" << std::flush;
+  const WatchEnd end = WatchJob(c, opt, job_id, out, err, cancel);
+  if (end.status != 0) return end.status;
+  const v1::JobEvent& last = end.last;
+  const bool succeeded = last.state() == v1::JOB_STATE_SUCCEEDED;
+  const Verdict verdict = FromProto(last.verdict());
+  json doc = {{"job_id", job_id}, {"state", StateName(last.state())}, {"message", last.message()}};
+  doc["verdict"] = VerdictJson(verdict);
+  ReportFinal(end, job_id, json_out, out, err, doc);
+  if (int rc = FetchJobFiles(c, opt, spec, job_id, last, out, err, doc); rc != 0) return rc;
   // A job the coordinator refused at placement (its values cannot run on the fleet it got) is bad input.
   const int status = succeeded ? ExitStatusFor(verdict) : last.refused() ? kExitBadInput : kExitJobNotSucceeded;
   doc["exit_status"] = status;
