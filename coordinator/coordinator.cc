@@ -832,11 +832,17 @@ bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
 
 void Coordinator::RunJob(Job& job) {
   std::unique_lock<std::mutex> lk(mu_);
+  if (!StartJob(job, lk)) return;
+  const bool ok = RunPhases(job, lk);
+  FinishJob(job, lk, ok);
+}
+
+bool Coordinator::StartJob(Job& job, std::unique_lock<std::mutex>& lk) {
   if (job.cancel_requested) {
     EndJob(job, JobState::kCancelled, absl::StrCat("job ", job.rec.id, " cancelled before it started"), false);
-    return;
+    return false;
   }
-  if (!Place(job, lk)) return;
+  if (!Place(job, lk)) return false;
   // What the job's own values make impossible on the fleet it got (common/preflight.h) ends it here, before any
   // phase (the "warning:" events of WarnUnmeasured below are the harmless kind).
   const JobWorld placed{static_cast<int64_t>(job.rec.agent_names.size()), job.rec.ranks_per_agent};
@@ -845,7 +851,7 @@ void Coordinator::RunJob(Job& job) {
     EndJob(job, JobState::kFailed,
            absl::StrCat("job ", job.rec.id, " refused on ", DescribeWorld(placed), ": ", absl::StrJoin(refusals, "; ")),
            true);
-    return;
+    return false;
   }
   // "random" shuffles get a seed drawn once here and written into the normalised spec, so every agent agrees.
   if (job.spec.file_shuffle == ShuffleMode::kRandom || job.spec.sample_shuffle == ShuffleMode::kRandom) {
@@ -867,7 +873,11 @@ void Coordinator::RunJob(Job& job) {
     Emit(job, std::move(e));
   }
   WarnUnmeasured(job);
+  return true;
+}
 
+bool Coordinator::RunPhases(Job& job, std::unique_lock<std::mutex>& lk) {
+  JobRecord& rec = job.rec;
   bool ok = true;
   if (job.spec.generate_data) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -904,6 +914,11 @@ void Coordinator::RunJob(Job& job) {
     if (!ok) break;
     ok = checkpoint_phase(op.load, op.index, op.epoch, op.step);
   }
+  return ok;
+}
+
+void Coordinator::FinishJob(Job& job, std::unique_lock<std::mutex>& lk, bool ok) {
+  JobRecord& rec = job.rec;
   job.phase.reset();
   if (job.completed_epoch > rec.epochs_done) {  // the last epoch: the final WriteResults below writes its files
     rec.epochs_done = job.completed_epoch;
@@ -955,26 +970,42 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   job.phase = std::make_unique<Phase>();
   Phase& p = *job.phase;
   p.id = phase_id;
-  const bool generate = kind == PhaseOrder::Kind::kGenerate;
-  p.generate = generate;
+  p.generate = kind == PhaseOrder::Kind::kGenerate;
   p.train = kind == PhaseOrder::Kind::kTrainEpoch;
   p.epoch = epoch;
   p.last_advance = options_.now();
   job.rec.phase_id = phase_id;
   job.done = job.total = 0;
   if (job.spec_yaml.empty()) job.spec_yaml = ToYaml(job.spec);
-  const std::string& yaml = job.spec_yaml;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::chrono::milliseconds barrier_timeout =
-      job.rec.barrier_timeout_s > 0
-          ? std::chrono::milliseconds(static_cast<int64_t>(job.rec.barrier_timeout_s * 1000))
-          : options_.barrier_timeout;
   {
     JobEventData e;
     e.phase_id = phase_id;
     e.message = absl::StrCat("phase ", phase_id, " started");
     Emit(job, std::move(e));
   }
+  SendPhaseOrders(job, kind, epoch, ckpt);
+  // With the orders out, the bookkeeping of the previous phases overlaps this one: the last completed epoch's
+  // result files, then the store (which then names this phase, for a restart).
+  RecordCompletedEpoch(job, lk);
+  WaitForPhase(job, lk, kind);
+  if (!p.error.empty() || job.cancel_requested || stopping_) {
+    StopPhase(job, lk);
+    return false;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CollectPhaseResults(job, lk, kind);
+  JobEventData e;
+  e.phase_id = phase_id;
+  e.message = absl::StrCat("phase ", phase_id, " done in ", absl::StrFormat("%.2f", secs), " s");
+  Emit(job, std::move(e));
+  return true;
+}
+
+void Coordinator::SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, const PhaseOrder& ckpt) {
+  Phase& p = *job.phase;
+  const std::string& phase_id = p.id;
+  const std::string& yaml = job.spec_yaml;
   for (size_t i = 0; i < job.rec.agent_names.size(); ++i) {
     const std::string& name = job.rec.agent_names[i];
     auto it = agents_.find(name);
@@ -1001,10 +1032,15 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     p.pending.insert(name);
     it->second.link->RunPhase(o);
   }
-  // With the orders out, the bookkeeping of the previous phases overlaps this one: the last completed epoch's
-  // result files, then the store (which then names this phase, for a restart).
-  RecordCompletedEpoch(job, lk);
+}
 
+void Coordinator::WaitForPhase(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind) {
+  Phase& p = *job.phase;
+  const std::string& phase_id = p.id;
+  const std::chrono::milliseconds barrier_timeout =
+      job.rec.barrier_timeout_s > 0
+          ? std::chrono::milliseconds(static_cast<int64_t>(job.rec.barrier_timeout_s * 1000))
+          : options_.barrier_timeout;
   Clock::time_point last_emit = options_.now();
   while (p.error.empty() && !job.cancel_requested && !stopping_ && !p.pending.empty()) {
     // 200 ms: how late a barrier timeout may be noticed; events themselves wake this loop at once.
@@ -1030,41 +1066,48 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
     last_emit = now;
     EmitProgress(job);
   }
+}
 
-  if (!p.error.empty() || job.cancel_requested || stopping_) {
-    uint64_t total = 0, done = 0;
-    for (const auto& [agent, v] : p.progress) total = std::max(total, v.total), done = std::max(done, v.done);
-    const uint64_t step = job.rec.agent_names.size() > 1 ? p.barrier_step : done;  // single agent: no barrier here
-    const std::string where =
-        generate ? std::string() : absl::StrCat(" after step ", step, total ? absl::StrCat(" of ", total) : "");
-    if (!p.error.empty()) {
-      job.end_state = JobState::kFailed;
-      job.end_message = p.error;
-    } else if (job.cancel_requested) {
-      job.end_state = JobState::kCancelled;
-      job.end_message = absl::StrCat("job ", job.rec.id, " cancelled during phase ", phase_id, where);
-    } else {
-      job.end_state = JobState::kInterrupted;
-      job.end_message = absl::StrCat("job ", job.rec.id, " interrupted: the coordinator is shutting down (phase ",
-                                     phase_id, where, ")");
-    }
-    // Every agent of the job is told to stop (a repeat is harmless), then gets stop_grace to confirm.
-    const auto stop_start = std::chrono::steady_clock::now();
-    for (const std::string& name : job.rec.agent_names) {
-      auto it = agents_.find(name);
-      if (it != agents_.end()) it->second.link->Cancel(job.rec.id, job.end_message);
-    }
-    cv_.wait_for(lk, options_.stop_grace, [&] { return p.pending.empty(); });
-    if (!p.pending.empty()) {
-      job.end_message += absl::StrCat("; agent(s) ", NameList({p.pending.begin(), p.pending.end()}),
-                                      " did not confirm the stop within ", SecsText(options_.stop_grace));
-    } else if (job.end_state != JobState::kFailed) {
-      job.end_message += absl::StrFormat("; every agent stopped within %.2f s",
-                                         Secs(std::chrono::steady_clock::now() - stop_start));
-    }
-    return false;
+void Coordinator::StopPhase(Job& job, std::unique_lock<std::mutex>& lk) {
+  Phase& p = *job.phase;
+  const std::string& phase_id = p.id;
+  const bool generate = p.generate;
+  uint64_t total = 0, done = 0;
+  for (const auto& [agent, v] : p.progress) total = std::max(total, v.total), done = std::max(done, v.done);
+  const uint64_t step = job.rec.agent_names.size() > 1 ? p.barrier_step : done;  // single agent: no barrier here
+  const std::string where =
+      generate ? std::string() : absl::StrCat(" after step ", step, total ? absl::StrCat(" of ", total) : "");
+  if (!p.error.empty()) {
+    job.end_state = JobState::kFailed;
+    job.end_message = p.error;
+  } else if (job.cancel_requested) {
+    job.end_state = JobState::kCancelled;
+    job.end_message = absl::StrCat("job ", job.rec.id, " cancelled during phase ", phase_id, where);
+  } else {
+    job.end_state = JobState::kInterrupted;
+    job.end_message = absl::StrCat("job ", job.rec.id, " interrupted: the coordinator is shutting down (phase ",
+                                   phase_id, where, ")");
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Every agent of the job is told to stop (a repeat is harmless), then gets stop_grace to confirm.
+  const auto stop_start = std::chrono::steady_clock::now();
+  for (const std::string& name : job.rec.agent_names) {
+    auto it = agents_.find(name);
+    if (it != agents_.end()) it->second.link->Cancel(job.rec.id, job.end_message);
+  }
+  cv_.wait_for(lk, options_.stop_grace, [&] { return p.pending.empty(); });
+  if (!p.pending.empty()) {
+    job.end_message += absl::StrCat("; agent(s) ", NameList({p.pending.begin(), p.pending.end()}),
+                                    " did not confirm the stop within ", SecsText(options_.stop_grace));
+  } else if (job.end_state != JobState::kFailed) {
+    job.end_message += absl::StrFormat("; every agent stopped within %.2f s",
+                                       Secs(std::chrono::steady_clock::now() - stop_start));
+  }
+}
+
+void Coordinator::CollectPhaseResults(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind) {
+  Phase& p = *job.phase;
+  const std::string& phase_id = p.id;
+  const bool generate = p.generate;
   if (job.spec.trace && !generate) {
     // Every PhaseDone is in (pending is empty), so p.results is ours while the lock is released for the file.
     absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
@@ -1095,11 +1138,6 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
       for (RankEpochResult& r : p.results) into.push_back(std::move(r));
     }
   }
-  JobEventData e;
-  e.phase_id = phase_id;
-  e.message = absl::StrCat("phase ", phase_id, " done in ", absl::StrFormat("%.2f", secs), " s");
-  Emit(job, std::move(e));
-  return true;
 }
 
 void Coordinator::EmitProgress(Job& job) {

@@ -235,11 +235,27 @@ class Coordinator {
   explicit Coordinator(Options options, std::unique_ptr<JobStore> store);
   void RunnerLoop();
   void WatchdogLoop();
+  // A job from its start to its end, in three steps: StartJob (placement, the pre-run refusals, the running
+  // record), RunPhases (generate, epochs with their evaluations and checkpoints, checkpoint-only phases) and
+  // FinishJob (trace, result files, the end state).
   void RunJob(Job& job);
+  bool StartJob(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool RunPhases(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishJob(Job& job, std::unique_lock<std::mutex>& lk, bool ok) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Place(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of kTrainEpoch).
+  // One phase on every agent of the job: the orders out (SendPhaseOrders), the wait for every PhaseDone
+  // (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
+  // CollectPhaseResults. `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of
+  // kTrainEpoch).
   bool RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind,
                 int epoch, const PhaseOrder& ckpt = PhaseOrder()) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, const PhaseOrder& ckpt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WaitForPhase(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopPhase(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CollectPhaseResults(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
