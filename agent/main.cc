@@ -14,83 +14,86 @@
 #include "common/signals.h"
 #include "spdlog/spdlog.h"
 
-int main(int argc, char** argv) {
-  dlio::RequestShortSlices();  // before any thread exists: gRPC's and the step threads inherit it (scheduling.h)
-  CLI::App app{"dlio-agent: emulates deep-learning training I/O on this node for a dlio-coordinator.\n"
-               "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
-               "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",
-               "dlio-agent"};
-  app.get_formatter()->column_width(52);
+namespace {
+
+// The agent's command line.
+struct AgentFlags {
   dlio::AgentServer::Options opt;
   double reconnect_window_s = 30;
-  app.add_option("--coordinator", opt.coordinator, "Coordinator address HOST:PORT")->required();
-  app.add_option("--data-root", opt.data_root,
-                 "Directory every data path is confined to; relative dataset.data_folder paths resolve under it, "
-                 "absolute ones must lie inside it")
-      ->required();
   std::string name, node_name;
   dlio::TransportFiles tls;
-  app.add_option("--name", name,
-                 "Agent name, unique in the fleet (default: SLURMD_NODENAME[-SLURM_LOCALID], else POD_NAME, else the "
-                 "host name)");
-  app.add_option("--node-name", node_name,
-                 "Node this agent runs on; num_hosts counts distinct ones (default: SLURMD_NODENAME, else NODE_NAME, "
-                 "else the host name)");
-  app.add_option("--accelerators", opt.accelerators, "Number of emulated accelerators (local ranks) on this node")
+  std::string log_level = "info";
+};
+
+void AddAgentOptions(CLI::App* app, AgentFlags* f) {
+  app->add_option("--coordinator", f->opt.coordinator, "Coordinator address HOST:PORT")->required();
+  app->add_option("--data-root", f->opt.data_root,
+                  "Directory every data path is confined to; relative dataset.data_folder paths resolve under it, "
+                  "absolute ones must lie inside it")
+      ->required();
+  app->add_option("--name", f->name,
+                  "Agent name, unique in the fleet (default: SLURMD_NODENAME[-SLURM_LOCALID], else POD_NAME, else the "
+                  "host name)");
+  app->add_option("--node-name", f->node_name,
+                  "Node this agent runs on; num_hosts counts distinct ones (default: SLURMD_NODENAME, else NODE_NAME, "
+                  "else the host name)");
+  app->add_option("--accelerators", f->opt.accelerators, "Number of emulated accelerators (local ranks) on this node")
       ->default_val(1)
       ->check(CLI::Range(1, 4096));
-  app.add_option("--metrics-listen", opt.metrics_listen,
-                 "Serve Prometheus /metrics on HOST:PORT (port 0 picks a free port); empty = no endpoint");
-  app.add_option("--reconnect-window", reconnect_window_s,
-                 "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then exit cleanly")
+  app->add_option("--metrics-listen", f->opt.metrics_listen,
+                  "Serve Prometheus /metrics on HOST:PORT (port 0 picks a free port); empty = no endpoint");
+  app->add_option("--reconnect-window", f->reconnect_window_s,
+                  "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then exit cleanly")
       ->default_val(30)
       ->check(CLI::Range(0.0, 86400.0));
-  app.add_option("--s3-credentials", opt.s3_credentials_file,
-                 "Object storage: file of KEY=VALUE lines (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, "
-                 "AWS_REGION) used where an s3 job's storage_options leave them out; default: the AWS_* environment");
-  std::string log_level = "info";
-  app.add_option("--token-file", tls.token_file, "File holding the coordinator's token (sent when attaching)");
-  app.add_option("--tls-ca", tls.tls_ca, "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
-  app.add_option("--tls-cert", tls.tls_cert, "Client certificate (PEM) for a mutual-TLS coordinator");
-  app.add_option("--tls-key", tls.tls_key, "Private key (PEM) of --tls-cert");
-  app.add_option("--tls-server-name", tls.tls_server_name,
-                 "Name expected in the coordinator's certificate (default: the host of --coordinator)");
-  app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error, critical or off")
+  app->add_option("--s3-credentials", f->opt.s3_credentials_file,
+                  "Object storage: file of KEY=VALUE lines (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                  "AWS_ENDPOINT_URL, AWS_REGION) used where an s3 job's storage_options leave them out; default: the AWS_* environment");
+  app->add_option("--token-file", f->tls.token_file, "File holding the coordinator's token (sent when attaching)");
+  app->add_option("--tls-ca", f->tls.tls_ca,
+                  "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
+  app->add_option("--tls-cert", f->tls.tls_cert, "Client certificate (PEM) for a mutual-TLS coordinator");
+  app->add_option("--tls-key", f->tls.tls_key, "Private key (PEM) of --tls-cert");
+  app->add_option("--tls-server-name", f->tls.tls_server_name,
+                  "Name expected in the coordinator's certificate (default: the host of --coordinator)");
+  app->add_option("--log-level", f->log_level, "Log level: trace, debug, info, warn, error, critical or off")
       ->default_val("info");
-  app.add_option("--host-memory", opt.host_memory_bytes,
-                 "DRAM of this host node in bytes (KB/MB/GB: powers of 1000, KiB/MiB/GiB: of 1024), reported instead "
-                 "of MemTotal or the cgroup limit: for a VM or container whose limit the agent cannot see, and "
-                 "scaled-down MLPerf rehearsals. MLPerf's datasize uses it; results record it as declared")
+  app->add_option("--host-memory", f->opt.host_memory_bytes,
+                  "DRAM of this host node in bytes (KB/MB/GB: powers of 1000, KiB/MiB/GiB: of 1024), reported instead "
+                  "of MemTotal or the cgroup limit: for a VM or container whose limit the agent cannot see, and "
+                  "scaled-down MLPerf rehearsals. MLPerf's datasize uses it; results record it as declared")
       ->transform(CLI::AsSizeValue(true).description(""))
       ->type_name("BYTES");
-  app.add_option("--protocol-version", opt.protocol_version,
-                 "Protocol version to announce (testing only; default: this build's)")
+  app->add_option("--protocol-version", f->opt.protocol_version,
+                  "Protocol version to announce (testing only; default: this build's)")
       ->group("");  // hidden
-  if (std::optional<int> rc = dlio::ParseCommandLine(app, argc, argv, std::cerr)) return *rc;
+}
 
-  const auto level = spdlog::level::from_str(log_level);
-  if (level == spdlog::level::off && log_level != "off") {
-    std::cerr << "--log-level: '" << log_level << "' is not one of trace, debug, info, warn, error, critical, off\n";
+// Logging, identity and transport from the flags, then the agent until it is told to stop.
+int RunAgent(AgentFlags& f) {
+  const auto level = spdlog::level::from_str(f.log_level);
+  if (level == spdlog::level::off && f.log_level != "off") {
+    std::cerr << "--log-level: '" << f.log_level << "' is not one of trace, debug, info, warn, error, critical, off\n";
     return 2;
   }
   spdlog::set_level(level);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  opt.hostname = host;
-  const dlio::AgentIdentity id = dlio::ResolveIdentity(name, node_name, [](const char* k) { return std::getenv(k); },
-                                                       opt.hostname);
-  opt.name = id.name;
-  opt.node_name = id.node;
-  spdlog::info("agent name '{}' (from {}), node '{}'", opt.name, id.name_source, opt.node_name);
-  absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(tls, /*server=*/false);
+  f.opt.hostname = host;
+  const dlio::AgentIdentity id =
+      dlio::ResolveIdentity(f.name, f.node_name, [](const char* k) { return std::getenv(k); }, f.opt.hostname);
+  f.opt.name = id.name;
+  f.opt.node_name = id.node;
+  spdlog::info("agent name '{}' (from {}), node '{}'", f.opt.name, id.name_source, f.opt.node_name);
+  absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(f.tls, /*server=*/false);
   if (!transport.ok()) {
     std::cerr << "dlio-agent: " << transport.status().message() << "\n";
     return 2;
   }
-  opt.transport = *transport;
-  opt.reconnect_window = std::chrono::milliseconds(static_cast<int64_t>(reconnect_window_s * 1000));
+  f.opt.transport = *transport;
+  f.opt.reconnect_window = std::chrono::milliseconds(static_cast<int64_t>(f.reconnect_window_s * 1000));
 
-  auto server = dlio::AgentServer::Start(opt);
+  auto server = dlio::AgentServer::Start(f.opt);
   if (!server.ok()) {
     std::cerr << "dlio-agent: " << server.status().message() << "\n";
     return 2;
@@ -104,4 +107,19 @@ int main(int argc, char** argv) {
     return 3;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dlio::RequestShortSlices();  // before any thread exists: gRPC's and the step threads inherit it (scheduling.h)
+  CLI::App app{"dlio-agent: emulates deep-learning training I/O on this node for a dlio-coordinator.\n"
+               "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
+               "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",
+               "dlio-agent"};
+  app.get_formatter()->column_width(52);
+  AgentFlags flags;
+  AddAgentOptions(&app, &flags);
+  if (std::optional<int> rc = dlio::ParseCommandLine(app, argc, argv, std::cerr)) return *rc;
+  return RunAgent(flags);
 }

@@ -160,8 +160,10 @@ class ServeVerb : public Verb {
     serve->add_option("--listen", listen_,
                       "Address HOST:PORT to serve gRPC on (default 127.0.0.1:7543; 0.0.0.0:7543 with --token-file; "
                       "port 0 picks a free port)");
-    serve->add_option("--metrics-listen", o_.metrics_listen, "Serve the coordinator's Prometheus /metrics on HOST:PORT");
-    serve->add_option("--results-dir", o_.results_dir, "Folder the coordinator writes result files to (<dir>/<job-id>/)")
+    serve->add_option("--metrics-listen", o_.metrics_listen,
+                      "Serve the coordinator's Prometheus /metrics on HOST:PORT");
+    serve->add_option("--results-dir", o_.results_dir,
+                      "Folder the coordinator writes result files to (<dir>/<job-id>/)")
         ->default_val("results");
     serve->add_option("--targets-file", o_.targets_file,
                       "Keep a Prometheus file_sd JSON file of the attached agents' /metrics endpoints at PATH");
