@@ -731,7 +731,7 @@ void Coordinator::RunnerLoop() {
   }
 }
 
-bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
+void Coordinator::WaitForRestartedAgents(Job& job, std::unique_lock<std::mutex>& lk) {
   JobRecord& rec = job.rec;
   // Just restarted: the agents of the previous session reconnect within a few seconds; placing now would find
   // none (or a part) of them.
@@ -752,6 +752,32 @@ bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
                  [&] { return all_back() || job.cancel_requested || stopping_; });
     restart_grace_until_ = Clock::time_point();  // once: later jobs place at once
   }
+}
+
+void Coordinator::FailUnplaced(Job& job, size_t eligible) {
+  JobRecord& rec = job.rec;
+  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
+  const int want_accel = rec.accelerators_per_agent;
+  std::vector<std::string> offered;
+  for (const auto& [name, a] : agents_) offered.push_back(absl::StrCat(name, ": ", a.info.ranks));
+  const std::string need =
+      want_agents > 0 ? absl::StrCat(want_agents, " agent(s)") : std::string("at least 1 agent");
+  const std::string accel = want_accel > 0 ? absl::StrCat(" with at least ", want_accel, " accelerator(s) each")
+                                           : std::string();
+  const std::string have =
+      agents_.empty() ? std::string("none attached")
+                      : absl::StrCat(agents_.size(), " attached (accelerators: ", NameList(offered), ")",
+                                     want_accel > 0 ? absl::StrCat(", ", eligible, " of them eligible") : "");
+  EndJob(job, JobState::kFailed,
+         absl::StrCat("job ", rec.id, " needs ", need, accel, "; ", have,
+                      rec.wait_for_agents_s > 0 ? absl::StrCat(" after waiting ", rec.wait_for_agents_s, " s")
+                                                : std::string(" (use --wait-for-agents SECONDS to wait for them)")),
+         true);
+}
+
+bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
+  JobRecord& rec = job.rec;
+  WaitForRestartedAgents(job, lk);
   const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
   const int want_accel = rec.accelerators_per_agent;
   auto eligible = [&] {
@@ -780,21 +806,7 @@ bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
   }
   const std::vector<const Agent*> ok = eligible();
   if (!enough()) {
-    std::vector<std::string> offered;
-    for (const auto& [name, a] : agents_) offered.push_back(absl::StrCat(name, ": ", a.info.ranks));
-    const std::string need =
-        want_agents > 0 ? absl::StrCat(want_agents, " agent(s)") : std::string("at least 1 agent");
-    const std::string accel = want_accel > 0 ? absl::StrCat(" with at least ", want_accel, " accelerator(s) each")
-                                             : std::string();
-    const std::string have =
-        agents_.empty() ? std::string("none attached")
-                        : absl::StrCat(agents_.size(), " attached (accelerators: ", NameList(offered), ")",
-                                       want_accel > 0 ? absl::StrCat(", ", ok.size(), " of them eligible") : "");
-    EndJob(job, JobState::kFailed,
-           absl::StrCat("job ", rec.id, " needs ", need, accel, "; ", have,
-                        rec.wait_for_agents_s > 0 ? absl::StrCat(" after waiting ", rec.wait_for_agents_s, " s")
-                                                  : std::string(" (use --wait-for-agents SECONDS to wait for them)")),
-           true);
+    FailUnplaced(job, ok.size());
     return false;
   }
   std::vector<const Agent*> chosen = ok;

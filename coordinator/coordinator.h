@@ -243,6 +243,10 @@ class Coordinator {
   bool RunPhases(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishJob(Job& job, std::unique_lock<std::mutex>& lk, bool ok) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Place(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Just restarted: waits (once, up to restart_grace) for the previous session's agents to reattach.
+  void WaitForRestartedAgents(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a job too few agents (`eligible` of them) could take, saying what it needs and what is attached.
+  void FailUnplaced(Job& job, size_t eligible) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One phase on every agent of the job: the orders out (SendPhaseOrders), the wait for every PhaseDone
   // (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
   // CollectPhaseResults. `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of
