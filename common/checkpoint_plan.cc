@@ -104,18 +104,10 @@ std::string CheckpointDirName(int64_t epoch, int64_t step) {
   return absl::StrCat("global_epoch", epoch, "_step", step);
 }
 
-absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int64_t world) {
-  if (world <= 0) return Invalid("world", "must be positive");
-  CheckpointPlan plan;
-  plan.ranks.resize(static_cast<size_t>(world));
-  if (!m.transformer) {
-    if (m.model_size_bytes < 0) return Invalid("model.model_size_bytes", "must not be negative");
-    if (m.model_size_bytes > 0) {
-      plan.ranks[0].files.push_back({"model_states-0.pt", m.model_size_bytes});
-      plan.ranks[0].model_bytes = m.model_size_bytes;
-    }
-    return plan;
-  }
+namespace {
+
+// The parallelism and shape of a transformer model on `world` ranks, checked (one line naming the key).
+absl::Status CheckTransformer(const CheckpointModel& m, int64_t world) {
   if (m.tensor <= 0) return Invalid("model.parallelism.tensor", "must be positive");
   if (m.pipeline <= 0) return Invalid("model.parallelism.pipeline", "must be positive");
   if (m.zero_stage < 0 || m.zero_stage > 3) return Invalid("model.parallelism.zero_stage", "must be 0, 1, 2 or 3");
@@ -142,6 +134,25 @@ absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int6
   if (m.model_dtype_bytes <= 0 || m.optimizer_dtype_bytes <= 0) {
     return Invalid("model.model_datatype", "element sizes must be positive");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int64_t world) {
+  if (world <= 0) return Invalid("world", "must be positive");
+  CheckpointPlan plan;
+  plan.ranks.resize(static_cast<size_t>(world));
+  if (!m.transformer) {
+    if (m.model_size_bytes < 0) return Invalid("model.model_size_bytes", "must not be negative");
+    if (m.model_size_bytes > 0) {
+      plan.ranks[0].files.push_back({"model_states-0.pt", m.model_size_bytes});
+      plan.ranks[0].model_bytes = m.model_size_bytes;
+    }
+    return plan;
+  }
+  if (absl::Status s = CheckTransformer(m, world); !s.ok()) return s;
+  const int64_t mp_size = m.tensor * m.pipeline;
   const int64_t dp_size = world / mp_size;
   const int64_t n = TransformerParameters(m);
   plan.parameters = n;
