@@ -62,6 +62,56 @@ double Poisson(Xoshiro256& rng, double lam) {
 
 std::string Num(double v) { return fmt::format("{}", v); }
 
+// The parameters of a distribution map (and its `type`), read with their ranges checked; errors name `key`.
+struct DistributionParams {
+  const std::string& key;
+  std::map<std::string, double> p;
+  std::string type;
+
+  absl::Status Read(const YAML::Node& n) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) return Bad(key, "distribution parameters must be names");
+      const std::string k = it->first.Scalar();
+      if (k == "type") {
+        type = it->second.IsScalar() ? it->second.Scalar() : "";
+        continue;
+      }
+      double v;
+      if (!Number(it->second, &v)) return Bad(key, fmt::format("{} must be a number", EscapeText(k, 64)));
+      // Seconds, or a gamma shape: a day at most keeps every draw and mean within what a sleep can take.
+      if (std::abs(v) > kMaxSleepSeconds) {
+        return Bad(key, fmt::format("{} must be in [-86400, 86400], got {}", EscapeText(k, 64), Num(v)));
+      }
+      p[k] = v;
+    }
+    return absl::OkStatus();
+  }
+  // Exactly the parameters `names`.
+  absl::Status Need(std::initializer_list<const char*> names) const {
+    for (const auto& [k, v] : p) {
+      bool known = false;
+      for (const char* nm : names) known |= k == nm;
+      if (!known) {
+        return Bad(key, fmt::format("unknown parameter '{}' for {} (allowed: {})", EscapeText(k, 64),
+                                    type.empty() ? "a mean/stdev distribution" : type,
+                                    fmt::join(names.begin(), names.end(), ", ")));
+      }
+    }
+    for (const char* nm : names) {
+      if (!p.count(nm)) return Bad(key, fmt::format("{} needs {}", type.empty() ? "the distribution" : type, nm));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status NonNegative(const char* nm) {
+    if (p[nm] < 0) return Bad(key, fmt::format("{} must be a number >= 0, got {}", nm, Num(p[nm])));
+    return absl::OkStatus();
+  }
+  absl::Status Positive(const char* nm) {
+    if (!(p[nm] > 0)) return Bad(key, fmt::format("{} must be a number > 0, got {}", nm, Num(p[nm])));
+    return absl::OkStatus();
+  }
+};
+
 }  // namespace
 
 absl::StatusOr<Distribution> Distribution::Parse(const YAML::Node& n, const std::string& key) {
@@ -76,86 +126,54 @@ absl::StatusOr<Distribution> Distribution::Parse(const YAML::Node& n, const std:
     return Bad(key, "must be a number of seconds or a distribution such as {mean: 0.1, stdev: 0.01} or "
                     "{type: uniform, min: 0.1, max: 0.2}");
   }
-  std::map<std::string, double> p;
-  std::string type;
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    if (!it->first.IsScalar()) return Bad(key, "distribution parameters must be names");
-    const std::string k = it->first.Scalar();
-    if (k == "type") {
-      type = it->second.IsScalar() ? it->second.Scalar() : "";
-      continue;
-    }
-    double v;
-    if (!Number(it->second, &v)) return Bad(key, fmt::format("{} must be a number", EscapeText(k, 64)));
-    // Seconds, or a gamma shape: a day at most keeps every draw and mean within what a sleep can take.
-    if (std::abs(v) > kMaxSleepSeconds) {
-      return Bad(key, fmt::format("{} must be in [-86400, 86400], got {}", EscapeText(k, 64), Num(v)));
-    }
-    p[k] = v;
-  }
-  auto need = [&](std::initializer_list<const char*> names) -> absl::Status {
-    for (const auto& [k, v] : p) {
-      bool known = false;
-      for (const char* nm : names) known |= k == nm;
-      if (!known) {
-        return Bad(key, fmt::format("unknown parameter '{}' for {} (allowed: {})", EscapeText(k, 64),
-                                    type.empty() ? "a mean/stdev distribution" : type,
-                                    fmt::join(names.begin(), names.end(), ", ")));
-      }
-    }
-    for (const char* nm : names) {
-      if (!p.count(nm)) return Bad(key, fmt::format("{} needs {}", type.empty() ? "the distribution" : type, nm));
-    }
-    return absl::OkStatus();
-  };
-  auto non_negative = [&](const char* nm) -> absl::Status {
-    if (p[nm] < 0) return Bad(key, fmt::format("{} must be a number >= 0, got {}", nm, Num(p[nm])));
-    return absl::OkStatus();
-  };
-  auto positive = [&](const char* nm) -> absl::Status {
-    if (!(p[nm] > 0)) return Bad(key, fmt::format("{} must be a number > 0, got {}", nm, Num(p[nm])));
-    return absl::OkStatus();
-  };
+  DistributionParams params{key, {}, ""};
+  if (absl::Status r = params.Read(n); !r.ok()) return r;
+  std::map<std::string, double>& p = params.p;
+  const std::string& type = params.type;
   absl::Status s;
   if (type.empty()) {
     if (!p.count("mean")) return Bad(key, "a distribution without `type` needs `mean` (and optionally `stdev`)");
     if (p.count("stdev")) {
-      if (!(s = need({"mean", "stdev"})).ok() || !(s = non_negative("stdev")).ok()) return s;
+      if (!(s = params.Need({"mean", "stdev"})).ok() || !(s = params.NonNegative("stdev")).ok()) return s;
       d.kind = p["stdev"] > 0 ? Kind::kNormal : Kind::kConstant;
       d.a = p["mean"];
       d.b = p["stdev"];
       if (d.kind == Kind::kConstant) d.b = 0;
     } else {
-      if (!(s = need({"mean"})).ok()) return s;
+      if (!(s = params.Need({"mean"})).ok()) return s;
       d.a = p["mean"];
     }
     if (d.a < 0) return Bad(key, fmt::format("mean must be a number >= 0, got {}", Num(d.a)));
     return d;
   }
   if (type == "normal") {
-    if (!(s = need({"mean", "stdev"})).ok() || !(s = non_negative("stdev")).ok() || !(s = non_negative("mean")).ok()) {
+    if (!(s = params.Need({"mean", "stdev"})).ok() || !(s = params.NonNegative("stdev")).ok() ||
+        !(s = params.NonNegative("mean")).ok()) {
       return s;
     }
     d.kind = Kind::kNormal;
     d.a = p["mean"];
     d.b = p["stdev"];
   } else if (type == "uniform") {
-    if (!(s = need({"min", "max"})).ok() || !(s = non_negative("min")).ok()) return s;
+    if (!(s = params.Need({"min", "max"})).ok() || !(s = params.NonNegative("min")).ok()) return s;
     if (p["min"] > p["max"]) return Bad(key, fmt::format("min {} is above max {}", Num(p["min"]), Num(p["max"])));
     d.kind = Kind::kUniform;
     d.a = p["min"];
     d.b = p["max"];
   } else if (type == "gamma") {
-    if (!(s = need({"shape", "scale"})).ok() || !(s = positive("shape")).ok() || !(s = positive("scale")).ok()) return s;
+    if (!(s = params.Need({"shape", "scale"})).ok() || !(s = params.Positive("shape")).ok() ||
+        !(s = params.Positive("scale")).ok()) {
+      return s;
+    }
     d.kind = Kind::kGamma;
     d.a = p["shape"];
     d.b = p["scale"];
   } else if (type == "exponential") {
-    if (!(s = need({"scale"})).ok() || !(s = positive("scale")).ok()) return s;
+    if (!(s = params.Need({"scale"})).ok() || !(s = params.Positive("scale")).ok()) return s;
     d.kind = Kind::kExponential;
     d.a = p["scale"];
   } else if (type == "poisson") {
-    if (!(s = need({"lam"})).ok() || !(s = non_negative("lam")).ok()) return s;
+    if (!(s = params.Need({"lam"})).ok() || !(s = params.NonNegative("lam")).ok()) return s;
     d.kind = Kind::kPoisson;
     d.a = p["lam"];
   } else {
