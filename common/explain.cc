@@ -160,6 +160,70 @@ std::optional<double> DemandBytesPerSecondPerAccelerator(const WorkloadSpec& spe
   return static_cast<double>(spec.batch_size) * spec.record_length_bytes / compute;
 }
 
+namespace {
+
+// Demand at 100 % AU: bytes and samples per second per accelerator, agent and fleet.
+json DemandSection(const WorkloadSpec& spec, const ExplainFleet& fleet, int64_t world) {
+  json d;
+  const double step_bytes = static_cast<double>(spec.batch_size) * spec.record_length_bytes;
+  const double compute = spec.computation_time.Mean();
+  d["bytes_per_step_per_accelerator"] = std::llround(step_bytes);
+  d["computation_time_s"] = compute;
+  if (const std::optional<double> demand = DemandBytesPerSecondPerAccelerator(spec)) {
+    d["bytes_per_second_per_accelerator"] = *demand;
+    d["samples_per_second_per_accelerator"] = static_cast<double>(spec.batch_size) / compute;
+    d["bytes_per_second_per_agent"] = *demand * static_cast<double>(fleet.accelerators_per_agent);
+    d["bytes_per_second_fleet"] = *demand * static_cast<double>(world);
+  } else {
+    d["note"] = "computation_time is 0: the accelerators demand as fast as storage delivers";
+  }
+  return d;
+}
+
+// The dataset against the nodes' RAM (DLIO's potential_caching, MLPerf's 5x rule); `train` is the train section.
+json MemorySection(const WorkloadSpec& spec, const ExplainFleet& fleet, const json& train) {
+  json m;
+  const double train_bytes =
+      static_cast<double>(spec.num_files_train * spec.num_samples_per_file) * spec.record_length_bytes;
+  const double eval_bytes =
+      static_cast<double>(spec.num_files_eval * spec.num_samples_per_file) * spec.record_length_bytes;
+  m["dataset_bytes_train"] = std::llround(train_bytes);
+  m["dataset_bytes_eval"] = std::llround(eval_bytes);
+  if (!fleet.nodes.empty()) {
+    uint64_t total = 0, least = UINT64_MAX;
+    for (const ExplainNode& n : fleet.nodes) {
+      total += n.memory_bytes;
+      least = std::min(least, n.memory_bytes);
+    }
+    m["nodes"] = fleet.nodes.size();
+    m["node_memory_bytes"] = least;
+    m["fleet_memory_bytes"] = total;
+    m["memory_source"] = fleet.memory_source;
+    const json& t = train;
+    const double per_agent = t.contains("bytes_per_agent_per_epoch")
+                                 ? t["bytes_per_agent_per_epoch"].get<double>()
+                                 : train_bytes / static_cast<double>(std::max<int64_t>(1, fleet.agents));
+    // DLIO's rule (summary.json potential_caching, per host): a node's share of the data fits in its RAM.
+    bool caching = false;
+    double node_share = 0;
+    for (const ExplainNode& n : fleet.nodes) {
+      const double share = per_agent * static_cast<double>(n.agents);
+      node_share = std::max(node_share, share);
+      caching = caching || share <= static_cast<double>(n.memory_bytes);
+    }
+    m["bytes_per_node_per_epoch"] = std::llround(node_share);
+    m["potential_caching"] = spec.train && caching;
+    m["whole_dataset_fits_in_node_ram"] = train_bytes <= static_cast<double>(least);
+    // MLPerf Storage: the dataset must be at least 5x the fleet's RAM (each node once).
+    m["mlperf_5x_ram_rule_met"] = train_bytes >= 5.0 * static_cast<double>(total);
+  } else {
+    m["memory_source"] = "unknown";
+  }
+  return m;
+}
+
+}  // namespace
+
 json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const ExplainFleet& fleet,
                 const std::string& source) {
   const int64_t world = std::max<int64_t>(1, fleet.agents * fleet.accelerators_per_agent);
@@ -199,66 +263,8 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
     j["eval"] = e;
   }
 
-  // Demand at 100 % AU.
-  {
-    json d;
-    const double step_bytes = static_cast<double>(spec.batch_size) * spec.record_length_bytes;
-    const double compute = spec.computation_time.Mean();
-    d["bytes_per_step_per_accelerator"] = std::llround(step_bytes);
-    d["computation_time_s"] = compute;
-    if (const std::optional<double> demand = DemandBytesPerSecondPerAccelerator(spec)) {
-      d["bytes_per_second_per_accelerator"] = *demand;
-      d["samples_per_second_per_accelerator"] = static_cast<double>(spec.batch_size) / compute;
-      d["bytes_per_second_per_agent"] = *demand * static_cast<double>(fleet.accelerators_per_agent);
-      d["bytes_per_second_fleet"] = *demand * static_cast<double>(world);
-    } else {
-      d["note"] = "computation_time is 0: the accelerators demand as fast as storage delivers";
-    }
-    j["demand"] = d;
-  }
-
-  // Dataset against RAM.
-  {
-    json m;
-    const double train_bytes =
-        static_cast<double>(spec.num_files_train * spec.num_samples_per_file) * spec.record_length_bytes;
-    const double eval_bytes =
-        static_cast<double>(spec.num_files_eval * spec.num_samples_per_file) * spec.record_length_bytes;
-    m["dataset_bytes_train"] = std::llround(train_bytes);
-    m["dataset_bytes_eval"] = std::llround(eval_bytes);
-    if (!fleet.nodes.empty()) {
-      uint64_t total = 0, least = UINT64_MAX;
-      for (const ExplainNode& n : fleet.nodes) {
-        total += n.memory_bytes;
-        least = std::min(least, n.memory_bytes);
-      }
-      m["nodes"] = fleet.nodes.size();
-      m["node_memory_bytes"] = least;
-      m["fleet_memory_bytes"] = total;
-      m["memory_source"] = fleet.memory_source;
-      const json& t = j["train"];
-      const double per_agent = t.contains("bytes_per_agent_per_epoch")
-                                   ? t["bytes_per_agent_per_epoch"].get<double>()
-                                   : train_bytes / static_cast<double>(std::max<int64_t>(1, fleet.agents));
-      // DLIO's rule (summary.json potential_caching, per host): a node's share of the data fits in its RAM.
-      bool caching = false;
-      double node_share = 0;
-      for (const ExplainNode& n : fleet.nodes) {
-        const double share = per_agent * static_cast<double>(n.agents);
-        node_share = std::max(node_share, share);
-        caching = caching || share <= static_cast<double>(n.memory_bytes);
-      }
-      m["bytes_per_node_per_epoch"] = std::llround(node_share);
-      m["potential_caching"] = spec.train && caching;
-      m["whole_dataset_fits_in_node_ram"] = train_bytes <= static_cast<double>(least);
-      // MLPerf Storage: the dataset must be at least 5x the fleet's RAM (each node once).
-      m["mlperf_5x_ram_rule_met"] = train_bytes >= 5.0 * static_cast<double>(total);
-    } else {
-      m["memory_source"] = "unknown";
-    }
-    j["memory"] = m;
-  }
-
+  j["demand"] = DemandSection(spec, fleet, world);
+  j["memory"] = MemorySection(spec, fleet, j["train"]);
   j["checkpoint"] = CheckpointSection(spec, diag, world, train_steps);
 
   json keys = json::array();
@@ -289,10 +295,76 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
   return j;
 }
 
-std::string ExplainText(const json& p) {
-  std::ostringstream o;
+namespace {
+
+// ExplainText's demand and dataset lines (jobs that train).
+void DemandAndMemoryText(const json& p, std::ostream& o) {
   // Binary and decimal: DLIO's "MB/s" are MiB/s, MLPerf's tables use GB/s.
   auto rate = [](double bps) { return fmt::format("{}/s ({:.3g} GB/s)", Human(bps), bps / 1e9); };
+  const json& d = p["demand"];
+  const json& m = p["memory"];
+  o << fmt::format("  demand per accelerator at 100% AU: {} per step / {} s compute",
+                   Human(d["bytes_per_step_per_accelerator"].get<double>()), d["computation_time_s"].get<double>());
+  if (d.contains("bytes_per_second_per_accelerator")) {
+    o << fmt::format(" = {} ({:.1f} samples/s); per agent {}; fleet {}\n",
+                     rate(d["bytes_per_second_per_accelerator"].get<double>()),
+                     d["samples_per_second_per_accelerator"].get<double>(),
+                     rate(d["bytes_per_second_per_agent"].get<double>()),
+                     rate(d["bytes_per_second_fleet"].get<double>()));
+  } else {
+    o << "\n    note: " << d["note"].get<std::string>() << "\n";
+  }
+
+  o << fmt::format("  dataset: train {}", Human(m["dataset_bytes_train"].get<double>()));
+  if (m["dataset_bytes_eval"].get<int64_t>() > 0) o << ", eval " << Human(m["dataset_bytes_eval"].get<double>());
+  if (m.contains("node_memory_bytes")) {
+    o << fmt::format("; {} node(s), RAM {} each at least, {} in all ({})\n", m["nodes"].get<int64_t>(),
+                     Human(m["node_memory_bytes"].get<double>()), Human(m["fleet_memory_bytes"].get<double>()),
+                     m["memory_source"].get<std::string>());
+    // Objects are read over the network: there is no client page cache to warn about.
+    if (m["potential_caching"].get<bool>() && !p.contains("storage")) {
+      o << fmt::format(
+          "  warning: potential caching: a node's share of an epoch ({}) fits in its RAM, so reads "
+          "after the first epoch may come from the page cache (DLIO's potential_caching)\n",
+          Human(m["bytes_per_node_per_epoch"].get<double>()));
+    }
+    if (!m["mlperf_5x_ram_rule_met"].get<bool>()) {
+      o << fmt::format("    note: MLPerf Storage wants a dataset of at least 5x the fleet's RAM ({})\n",
+                       Human(5.0 * m["fleet_memory_bytes"].get<double>()));
+    }
+  } else {
+    o << "; node RAM unknown\n";
+  }
+}
+
+// ExplainText's checkpoint lines.
+void CheckpointText(const json& p, std::ostream& o) {
+  const json& c = p["checkpoint"];
+  if (!c["enabled"].get<bool>()) {
+    o << "  checkpoint: off\n";
+  } else if (c.contains("error")) {
+    o << "  checkpoint: cannot size: " << c["error"].get<std::string>() << "\n";
+  } else {
+    o << fmt::format(
+        "  checkpoint: {} per checkpoint over {} writing rank(s){}; {}; {} written, {} read\n",
+        Human(c["bytes_per_checkpoint"].get<double>()), c["writing_ranks"].get<int64_t>(),
+        c["parameters"].get<int64_t>() > 0 ? fmt::format(" ({} parameters)", c["parameters"].get<int64_t>()) : "",
+        c["schedule"].get<std::string>(), Human(c["bytes_written"].get<double>()),
+        Human(c["bytes_read"].get<double>()));
+    const json& br = c["bytes_per_rank"];
+    const size_t shown = std::min<size_t>(br.size(), 16);
+    for (size_t r = 0; r < shown; ++r) {
+      o << fmt::format("    rank {}: {} ({} bytes, {} file(s))\n", r, Human(br[r].get<double>()), br[r].get<int64_t>(),
+                       c["files_per_rank"][r].get<int64_t>());
+    }
+    if (br.size() > shown) o << fmt::format("    ... {} more ranks (--json lists all)\n", br.size() - shown);
+  }
+}
+
+}  // namespace
+
+std::string ExplainText(const json& p) {
+  std::ostringstream o;
   o << fmt::format("plan for {} (nothing runs, nothing is written)\n", p["job"].get<std::string>());
   o << fmt::format("  fleet: {} agent(s) x {} accelerator(s) = world {}\n", p["agents"].get<int64_t>(),
                    p["accelerators_per_agent"].get<int64_t>(), p["world"].get<int64_t>());
@@ -331,63 +403,9 @@ std::string ExplainText(const json& p) {
   steps("train", p["train"]);
   if (p.contains("eval")) steps("eval", p["eval"]);
 
-  const json& d = p["demand"];
-  const json& m = p["memory"];
-  if (trains) {
-    o << fmt::format("  demand per accelerator at 100% AU: {} per step / {} s compute",
-                     Human(d["bytes_per_step_per_accelerator"].get<double>()), d["computation_time_s"].get<double>());
-    if (d.contains("bytes_per_second_per_accelerator")) {
-      o << fmt::format(" = {} ({:.1f} samples/s); per agent {}; fleet {}\n",
-                       rate(d["bytes_per_second_per_accelerator"].get<double>()),
-                       d["samples_per_second_per_accelerator"].get<double>(),
-                       rate(d["bytes_per_second_per_agent"].get<double>()),
-                       rate(d["bytes_per_second_fleet"].get<double>()));
-    } else {
-      o << "\n    note: " << d["note"].get<std::string>() << "\n";
-    }
+  if (trains) DemandAndMemoryText(p, o);
 
-    o << fmt::format("  dataset: train {}", Human(m["dataset_bytes_train"].get<double>()));
-    if (m["dataset_bytes_eval"].get<int64_t>() > 0) o << ", eval " << Human(m["dataset_bytes_eval"].get<double>());
-    if (m.contains("node_memory_bytes")) {
-      o << fmt::format("; {} node(s), RAM {} each at least, {} in all ({})\n", m["nodes"].get<int64_t>(),
-                       Human(m["node_memory_bytes"].get<double>()), Human(m["fleet_memory_bytes"].get<double>()),
-                       m["memory_source"].get<std::string>());
-      // Objects are read over the network: there is no client page cache to warn about.
-      if (m["potential_caching"].get<bool>() && !p.contains("storage")) {
-        o << fmt::format(
-            "  warning: potential caching: a node's share of an epoch ({}) fits in its RAM, so reads "
-            "after the first epoch may come from the page cache (DLIO's potential_caching)\n",
-            Human(m["bytes_per_node_per_epoch"].get<double>()));
-      }
-      if (!m["mlperf_5x_ram_rule_met"].get<bool>()) {
-        o << fmt::format("    note: MLPerf Storage wants a dataset of at least 5x the fleet's RAM ({})\n",
-                         Human(5.0 * m["fleet_memory_bytes"].get<double>()));
-      }
-    } else {
-      o << "; node RAM unknown\n";
-    }
-  }  // trains
-
-  const json& c = p["checkpoint"];
-  if (!c["enabled"].get<bool>()) {
-    o << "  checkpoint: off\n";
-  } else if (c.contains("error")) {
-    o << "  checkpoint: cannot size: " << c["error"].get<std::string>() << "\n";
-  } else {
-    o << fmt::format(
-        "  checkpoint: {} per checkpoint over {} writing rank(s){}; {}; {} written, {} read\n",
-        Human(c["bytes_per_checkpoint"].get<double>()), c["writing_ranks"].get<int64_t>(),
-        c["parameters"].get<int64_t>() > 0 ? fmt::format(" ({} parameters)", c["parameters"].get<int64_t>()) : "",
-        c["schedule"].get<std::string>(), Human(c["bytes_written"].get<double>()),
-        Human(c["bytes_read"].get<double>()));
-    const json& br = c["bytes_per_rank"];
-    const size_t shown = std::min<size_t>(br.size(), 16);
-    for (size_t r = 0; r < shown; ++r) {
-      o << fmt::format("    rank {}: {} ({} bytes, {} file(s))\n", r, Human(br[r].get<double>()), br[r].get<int64_t>(),
-                       c["files_per_rank"][r].get<int64_t>());
-    }
-    if (br.size() > shown) o << fmt::format("    ... {} more ranks (--json lists all)\n", br.size() - shown);
-  }
+  CheckpointText(p, o);
 
   o << "  keys set by the job (policy):\n";
   for (const json& k : p["keys"]) {
