@@ -586,6 +586,96 @@ static nlohmann::json ProvenanceJson(const JobResult& job) {
           {"agents", hosts}};
 }
 
+namespace {
+
+// summary.json's dlio_ext.s3: per operation, every phase of the job (docs/object-storage.md, docs/metrics.md).
+nlohmann::json S3Json(const S3Snapshot& snapshot) {
+  nlohmann::json s3 = nlohmann::json::object();
+  for (int i = 0; i < kS3OpCount; ++i) {
+    const S3OpSnapshot& o = snapshot.ops[static_cast<size_t>(i)];
+    if (o.requests == 0) continue;
+    nlohmann::json errors = nlohmann::json::object();
+    for (int k = 0; k < kS3StatusSlots; ++k) {
+      if (o.errors[static_cast<size_t>(k)] > 0) errors[S3StatusLabel(k)] = o.errors[static_cast<size_t>(k)];
+    }
+    s3[S3OpName(static_cast<S3Op>(i))] = {{"requests", o.requests},
+                                          {"bytes", o.bytes},
+                                          {"retries", o.retries},
+                                          {"errors_by_status", errors},
+                                          {"latency_seconds", LatencyJson(o.latency)}};
+  }
+  return s3;
+}
+
+// summary.json's training figures: DLIO's metric keys, then ours per epoch.
+void AddTrainSummary(const Computed& c, nlohmann::json* j, nlohmann::json* metric, nlohmann::json* ext) {
+  const FleetSummary& s = c.fleet;
+  (*j)["epochs"] = s.epochs.size();
+  nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
+  for (const EpochMetric& m : s.epochs) {
+    au.push_back(Num(m.au_percent));
+    tp.push_back(Num(m.samples_per_second));
+  }
+  (*metric)["train_au_percentage"] = au;
+  (*metric)["train_au_mean_percentage"] = Num(s.au_mean);
+  (*metric)["train_au_stdev_percentage"] = Num(s.au_stdev);
+  (*metric)["train_au_meet_expectation"] = !s.au_mean ? "not measured" : s.au_meets_expectation ? "success" : "fail";
+  (*metric)["train_throughput_samples_per_second"] = tp;
+  (*metric)["train_throughput_mean_samples_per_second"] = Num(s.throughput_mean);
+  (*metric)["train_throughput_stdev_samples_per_second"] = Num(s.throughput_stdev);
+  (*metric)["train_io_mean_MB_per_second"] = Num(s.io_mean_mib);
+  (*metric)["train_io_stdev_MB_per_second"] = Num(s.io_stdev_mib);
+  (*metric)["train_read_bytes"] = s.read_bytes;
+  (*metric)["train_io_actual_mean_MB_per_second"] = Num(s.actual_mb_mean);
+  (*metric)["train_dropped_samples_per_epoch"] = s.dropped_samples;
+
+  (*ext)["epoch_steps"] = c.window.epoch_steps;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (size_t i = 0; i < s.epochs.size(); ++i) {
+    const EpochMetric& m = s.epochs[i];
+    const Computed::EpochExtra& x = c.extra[i];
+    epochs.push_back({{"epoch", m.epoch},
+                      {"ranks", x.ranks},
+                      {"au_percentage", Num(m.au_percent)},
+                      {"au_min_rank_percentage", Num(x.au_min_rank)},
+                      {"au_max_rank_percentage", Num(x.au_max_rank)},
+                      {"throughput_samples_per_second", Num(m.samples_per_second)},
+                      {"io_MiB_per_second", Num(m.mib_per_second)},
+                      {"timed_seconds", x.timed_seconds},
+                      {"read_bytes", m.read_bytes},
+                      {"io_actual_MB_per_second", Num(m.actual_mb_per_second)},
+                      {"dropped_samples", m.dropped_samples}});
+  }
+  (*ext)["train_epochs"] = epochs;
+  (*ext)["train_io"] = IoJson(s.io);
+  (*ext)["train_read_latency_seconds"] = LatencyJson(s.io.latency);
+  (*ext)["train_read_latency_histogram"] = HistogramJson(s.io.latency);
+}
+
+// summary.json's evaluation figures.
+void AddEvalSummary(const FleetSummary& s, nlohmann::json* metric, nlohmann::json* ext) {
+  nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
+  for (const EpochMetric& m : s.eval) {
+    au.push_back(Num(m.au_percent));
+    tp.push_back(Num(m.samples_per_second));
+  }
+  (*metric)["eval_au_percentage"] = au;
+  (*metric)["eval_au_mean_percentage"] = Num(s.eval_au_mean);
+  (*metric)["eval_au_meet_expectation"] =
+      !s.eval_au_mean ? "not measured" : s.eval_au_meets_expectation ? "success" : "fail";
+  (*metric)["eval_au_stdev_percentage"] = Num(s.eval_au_stdev);
+  (*metric)["eval_throughput_samples_per_second"] = tp;
+  (*metric)["eval_throughput_mean_samples_per_second"] = Num(s.eval_throughput_mean);
+  (*metric)["eval_throughput_stdev_samples_per_second"] = Num(s.eval_throughput_stdev);
+  (*metric)["eval_io_mean_MB_per_second"] = Num(s.eval_io_mean_mib);
+  (*metric)["eval_io_stdev_MB_per_second"] = Num(s.eval_io_stdev_mib);
+  (*metric)["eval_read_bytes"] = s.eval_io.bytes;
+  (*ext)["eval_io"] = IoJson(s.eval_io);
+  (*ext)["eval_read_latency_seconds"] = LatencyJson(s.eval_io.latency);
+}
+
+}  // namespace
+
 nlohmann::json Aggregator::SummaryJson() const {
   const Computed c = Compute(job_);
   const FleetSummary& s = c.fleet;
@@ -638,86 +728,9 @@ nlohmann::json Aggregator::SummaryJson() const {
                        {"MB_per_second", secs > 0 ? static_cast<double>(g.bytes) / secs / 1e6 : 0.0},
                        {"write_latency_seconds", LatencyJson(g.latency)}};
   }
-  if (job_.s3.total_requests() > 0) {
-    // Object storage: per operation, every phase of the job (docs/object-storage.md, docs/metrics.md).
-    nlohmann::json s3 = nlohmann::json::object();
-    for (int i = 0; i < kS3OpCount; ++i) {
-      const S3OpSnapshot& o = job_.s3.ops[static_cast<size_t>(i)];
-      if (o.requests == 0) continue;
-      nlohmann::json errors = nlohmann::json::object();
-      for (int k = 0; k < kS3StatusSlots; ++k) {
-        if (o.errors[static_cast<size_t>(k)] > 0) errors[S3StatusLabel(k)] = o.errors[static_cast<size_t>(k)];
-      }
-      s3[S3OpName(static_cast<S3Op>(i))] = {{"requests", o.requests},
-                                            {"bytes", o.bytes},
-                                            {"retries", o.retries},
-                                            {"errors_by_status", errors},
-                                            {"latency_seconds", LatencyJson(o.latency)}};
-    }
-    ext["s3"] = s3;
-  }
-  if (job_.spec.train) {
-    j["epochs"] = s.epochs.size();
-    nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
-    for (const EpochMetric& m : s.epochs) {
-      au.push_back(Num(m.au_percent));
-      tp.push_back(Num(m.samples_per_second));
-    }
-    metric["train_au_percentage"] = au;
-    metric["train_au_mean_percentage"] = Num(s.au_mean);
-    metric["train_au_stdev_percentage"] = Num(s.au_stdev);
-    metric["train_au_meet_expectation"] = !s.au_mean ? "not measured" : s.au_meets_expectation ? "success" : "fail";
-    metric["train_throughput_samples_per_second"] = tp;
-    metric["train_throughput_mean_samples_per_second"] = Num(s.throughput_mean);
-    metric["train_throughput_stdev_samples_per_second"] = Num(s.throughput_stdev);
-    metric["train_io_mean_MB_per_second"] = Num(s.io_mean_mib);
-    metric["train_io_stdev_MB_per_second"] = Num(s.io_stdev_mib);
-    metric["train_read_bytes"] = s.read_bytes;
-    metric["train_io_actual_mean_MB_per_second"] = Num(s.actual_mb_mean);
-    metric["train_dropped_samples_per_epoch"] = s.dropped_samples;
-
-    ext["epoch_steps"] = c.window.epoch_steps;
-    nlohmann::json epochs = nlohmann::json::array();
-    for (size_t i = 0; i < s.epochs.size(); ++i) {
-      const EpochMetric& m = s.epochs[i];
-      const Computed::EpochExtra& x = c.extra[i];
-      epochs.push_back({{"epoch", m.epoch},
-                        {"ranks", x.ranks},
-                        {"au_percentage", Num(m.au_percent)},
-                        {"au_min_rank_percentage", Num(x.au_min_rank)},
-                        {"au_max_rank_percentage", Num(x.au_max_rank)},
-                        {"throughput_samples_per_second", Num(m.samples_per_second)},
-                        {"io_MiB_per_second", Num(m.mib_per_second)},
-                        {"timed_seconds", x.timed_seconds},
-                        {"read_bytes", m.read_bytes},
-                        {"io_actual_MB_per_second", Num(m.actual_mb_per_second)},
-                        {"dropped_samples", m.dropped_samples}});
-    }
-    ext["train_epochs"] = epochs;
-    ext["train_io"] = IoJson(s.io);
-    ext["train_read_latency_seconds"] = LatencyJson(s.io.latency);
-    ext["train_read_latency_histogram"] = HistogramJson(s.io.latency);
-  }
-  if (!s.eval.empty()) {
-    nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
-    for (const EpochMetric& m : s.eval) {
-      au.push_back(Num(m.au_percent));
-      tp.push_back(Num(m.samples_per_second));
-    }
-    metric["eval_au_percentage"] = au;
-    metric["eval_au_mean_percentage"] = Num(s.eval_au_mean);
-    metric["eval_au_meet_expectation"] =
-        !s.eval_au_mean ? "not measured" : s.eval_au_meets_expectation ? "success" : "fail";
-    metric["eval_au_stdev_percentage"] = Num(s.eval_au_stdev);
-    metric["eval_throughput_samples_per_second"] = tp;
-    metric["eval_throughput_mean_samples_per_second"] = Num(s.eval_throughput_mean);
-    metric["eval_throughput_stdev_samples_per_second"] = Num(s.eval_throughput_stdev);
-    metric["eval_io_mean_MB_per_second"] = Num(s.eval_io_mean_mib);
-    metric["eval_io_stdev_MB_per_second"] = Num(s.eval_io_stdev_mib);
-    metric["eval_read_bytes"] = s.eval_io.bytes;
-    ext["eval_io"] = IoJson(s.eval_io);
-    ext["eval_read_latency_seconds"] = LatencyJson(s.eval_io.latency);
-  }
+  if (job_.s3.total_requests() > 0) ext["s3"] = S3Json(job_.s3);
+  if (job_.spec.train) AddTrainSummary(c, &j, &metric, &ext);
+  if (!s.eval.empty()) AddEvalSummary(s, &metric, &ext);
   const std::vector<CheckpointMetric> checkpoints = ComputeCheckpoints(job_.checkpoints);
   AddCheckpointSummary(checkpoints, &metric);
   if (!checkpoints.empty()) {
