@@ -1674,58 +1674,37 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
 
 namespace {
 
-absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
-                                                   const std::vector<std::string>& overrides,
-                                                   const std::string& source, const LoadOptions& options,
-                                                   LoadDiagnostics* diag_out) {
-  LoadDiagnostics local_diag;
-  LoadDiagnostics& diag = diag_out != nullptr ? *diag_out : local_diag;
-  // plan_only: a "not supported yet" error is noted and the load goes on (the key keeps its default).
-  auto tolerate = [&](const absl::Status& s) {
-    if (!options.plan_only || s.code() != absl::StatusCode::kUnimplemented) return false;
-    diag.not_supported.emplace_back(s.message());
-    return true;
-  };
-  absl::StatusOr<YAML::Node> doc = ParseYaml(yaml_text, source);
-  if (!doc.ok()) return doc.status();
-  YAML::Node root = *doc;
-  if (!root.IsNull() && !root.IsMap()) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: a workload must be a YAML mapping of DLIO keys, got {}", source, Describe(root)));
+namespace {
+
+// Hydra form: the workload under `workload:`, possibly beside Hydra's own `hydra:` and `defaults:`; *root becomes
+// the workload itself.
+absl::Status UnwrapHydra(YAML::Node* root_ptr) {
+  YAML::Node& root = *root_ptr;
+  if (!root.IsMap()) return absl::OkStatus();
+  bool wrapped = false;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == "workload") wrapped = true;
   }
-  // Hydra form: the workload under `workload:`, possibly beside Hydra's own `hydra:` and `defaults:`.
-  if (root.IsMap()) {
-    bool wrapped = false;
+  if (wrapped) {
+    YAML::Node inner;
     for (auto it = root.begin(); it != root.end(); ++it) {
-      if (it->first.IsScalar() && it->first.Scalar() == "workload") wrapped = true;
-    }
-    if (wrapped) {
-      YAML::Node inner;
-      for (auto it = root.begin(); it != root.end(); ++it) {
-        const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
-        if (k == "workload") {
-          inner = it->second;
-        } else if (k != "hydra" && k != "defaults") {
-          return absl::InvalidArgumentError(fmt::format(
-              "{}: unexpected top-level key beside workload: (only hydra and defaults may sit beside it)", k));
-        }
+      const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+      if (k == "workload") {
+        inner = it->second;
+      } else if (k != "hydra" && k != "defaults") {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: unexpected top-level key beside workload: (only hydra and defaults may sit beside it)", k));
       }
-      if (!inner.IsNull() && !inner.IsMap()) return MustBe("workload", "a mapping of DLIO keys", inner);
-      root = inner;
     }
+    if (!inner.IsNull() && !inner.IsMap()) return MustBe("workload", "a mapping of DLIO keys", inner);
+    root = inner;
   }
+  return absl::OkStatus();
+}
 
-  LeafSet leaves;
-  if (root.IsMap()) {
-    if (absl::Status s = Walk(root, "", "", false, &leaves); !s.ok()) return s;
-  }
-  if (leaves.leaves().empty() && overrides.empty()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: the workload is empty (no DLIO key is set); a job file sets at least its dataset, e.g. dataset: "
-        "{{format: npz, num_files_train: 8}} (docs/workload-keys.md)",
-        source));
-  }
-
+// The command line's overrides (DLIO's ++workload.a.b=v or a.b=v) over the file's keys.
+absl::Status ApplyOverrides(const std::vector<std::string>& overrides, LeafSet* leaves_ptr) {
+  LeafSet& leaves = *leaves_ptr;
   for (const std::string& ov : overrides) {
     std::string key;
     YAML::Node value;
@@ -1745,56 +1724,12 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
     }
   }
 
-  Gates gates;
-  if (absl::Status s = ReadGates(leaves, &gates); !s.ok()) return s;
-  WorkloadSpec spec;
-  // workflow.* first, so a job that needs an unsupported feature says so before anything about its details.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const Leaf& leaf : leaves.leaves()) {
-      if (absl::StartsWith(leaf.path, "workflow.") != (pass == 0)) continue;
-      if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok() && !tolerate(s)) return s;
-    }
-  }
-  for (const Leaf& leaf : leaves.leaves()) {
-    const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
-    // A secret's value is never shown (--explain lists the keys a job sets).
-    const bool secret = leaf.path == "storage.storage_options.secret_access_key" && !leaf.node.IsNull();
-    diag.keys.push_back(KeyUse{leaf.path, secret ? "'***'" : FlowText(leaf.node), k.status, k.note});
-  }
-  // model.model_size (or checkpoint.model_size) is the model size unless model_size_bytes is given.
-  if (leaves.Find("model.model_size_bytes") == nullptr) {
-    for (const char* alias : {"checkpoint.model_size", "model.model_size"}) {
-      if (const Leaf* l = leaves.Find(alias)) ParseInt(l->node, &spec.model_size_bytes);
-    }
-  }
-  // reader.odirect (DLIO's key) is dlio_ext.io_engine: odirect; both given and different is a contradiction.
-  if (spec.odirect) {
-    const Leaf* engine = leaves.Find("dlio_ext.io_engine");
-    if (engine != nullptr && spec.io_engine != "odirect") {
-      return absl::InvalidArgumentError(fmt::format("{}: true contradicts {}: {} (give one of them)",
-                                                    leaves.Find("reader.odirect")->shown, engine->shown,
-                                                    spec.io_engine));
-    }
-    spec.io_engine = "odirect";
-  }
-  // DLIO's derivations: images are uint8 (DLIO resets the type with a warning), and with record_dims the record
-  // length is their byte size (derive_configurations on main).
-  std::vector<WorkloadWarning> notes;
-  if ((spec.format == "jpeg" || spec.format == "png") && spec.record_element_type != "uint8") {
-    notes.push_back({"dataset.record_element_type",
-                     fmt::format("dataset.record_element_type: {} images are uint8; {} is replaced by uint8 (DLIO "
-                                 "does the same)",
-                                 spec.format, spec.record_element_type),
-                     false});
-    spec.record_element_type = "uint8";
-  }
-  if (absl::Status s = CheckWhole(spec); !s.ok() && !tolerate(s)) return s;
-  if (absl::Status s = CheckStorage(spec); !s.ok() && !tolerate(s)) return s;
-  if (!spec.record_dims.empty()) {
-    double bytes = static_cast<double>(ElementBytes(spec.record_element_type));
-    for (int64_t d : spec.record_dims) bytes *= static_cast<double>(d);
-    spec.record_length_bytes = bytes;
-  }
+  return absl::OkStatus();
+}
+
+// Notes on values this version implements where DLIO ignores them (one warning each).
+void AddValueNotes(const WorkloadSpec& spec, std::vector<WorkloadWarning>* notes_ptr) {
+  std::vector<WorkloadWarning>& notes = *notes_ptr;
   if (spec.enable_chunking && spec.format == "hdf5") {
     notes.push_back({"dataset.enable_chunking",
         spec.hdf5_chunk_dims.empty()
@@ -1816,7 +1751,13 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
                      "reader only slices a memmap view and reads almost nothing, so its bytes read are not "
                      "comparable"});
   }
-  // The "DLIO differs" lines of the keys the job sets (their features on), then the value notes above; one per key.
+}
+
+// The "DLIO differs" lines of the keys the job sets (their features on), then the value notes; one per key, into
+// diag.warnings (or, with --strict, the first of them as the error).
+absl::Status CollectWarnings(const LeafSet& leaves, const Gates& gates, const WorkloadSpec& spec,
+                             const std::vector<WorkloadWarning>& notes, const LoadOptions& options,
+                             LoadDiagnostics& diag) {
   std::vector<WorkloadWarning> all;
   for (const Leaf& leaf : leaves.leaves()) {
     const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
@@ -1834,6 +1775,108 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
     }
     diag.warnings.push_back(std::move(w));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+namespace {
+
+// The keys that stand for others: model.model_size (or checkpoint.model_size) and reader.odirect.
+absl::Status ApplyAliases(const LeafSet& leaves, WorkloadSpec* spec_ptr) {
+  WorkloadSpec& spec = *spec_ptr;
+  // model.model_size (or checkpoint.model_size) is the model size unless model_size_bytes is given.
+  if (leaves.Find("model.model_size_bytes") == nullptr) {
+    for (const char* alias : {"checkpoint.model_size", "model.model_size"}) {
+      if (const Leaf* l = leaves.Find(alias)) ParseInt(l->node, &spec.model_size_bytes);
+    }
+  }
+  // reader.odirect (DLIO's key) is dlio_ext.io_engine: odirect; both given and different is a contradiction.
+  if (spec.odirect) {
+    const Leaf* engine = leaves.Find("dlio_ext.io_engine");
+    if (engine != nullptr && spec.io_engine != "odirect") {
+      return absl::InvalidArgumentError(fmt::format("{}: true contradicts {}: {} (give one of them)",
+                                                    leaves.Find("reader.odirect")->shown, engine->shown,
+                                                    spec.io_engine));
+    }
+    spec.io_engine = "odirect";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
+                                                   const std::vector<std::string>& overrides,
+                                                   const std::string& source, const LoadOptions& options,
+                                                   LoadDiagnostics* diag_out) {
+  LoadDiagnostics local_diag;
+  LoadDiagnostics& diag = diag_out != nullptr ? *diag_out : local_diag;
+  // plan_only: a "not supported yet" error is noted and the load goes on (the key keeps its default).
+  auto tolerate = [&](const absl::Status& s) {
+    if (!options.plan_only || s.code() != absl::StatusCode::kUnimplemented) return false;
+    diag.not_supported.emplace_back(s.message());
+    return true;
+  };
+  absl::StatusOr<YAML::Node> doc = ParseYaml(yaml_text, source);
+  if (!doc.ok()) return doc.status();
+  YAML::Node root = *doc;
+  if (!root.IsNull() && !root.IsMap()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: a workload must be a YAML mapping of DLIO keys, got {}", source, Describe(root)));
+  }
+  if (absl::Status s = UnwrapHydra(&root); !s.ok()) return s;
+
+  LeafSet leaves;
+  if (root.IsMap()) {
+    if (absl::Status s = Walk(root, "", "", false, &leaves); !s.ok()) return s;
+  }
+  if (leaves.leaves().empty() && overrides.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: the workload is empty (no DLIO key is set); a job file sets at least its dataset, e.g. dataset: "
+        "{{format: npz, num_files_train: 8}} (docs/workload-keys.md)",
+        source));
+  }
+
+  if (absl::Status s = ApplyOverrides(overrides, &leaves); !s.ok()) return s;
+
+  Gates gates;
+  if (absl::Status s = ReadGates(leaves, &gates); !s.ok()) return s;
+  WorkloadSpec spec;
+  // workflow.* first, so a job that needs an unsupported feature says so before anything about its details.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Leaf& leaf : leaves.leaves()) {
+      if (absl::StartsWith(leaf.path, "workflow.") != (pass == 0)) continue;
+      if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok() && !tolerate(s)) return s;
+    }
+  }
+  for (const Leaf& leaf : leaves.leaves()) {
+    const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
+    // A secret's value is never shown (--explain lists the keys a job sets).
+    const bool secret = leaf.path == "storage.storage_options.secret_access_key" && !leaf.node.IsNull();
+    diag.keys.push_back(KeyUse{leaf.path, secret ? "'***'" : FlowText(leaf.node), k.status, k.note});
+  }
+  if (absl::Status s = ApplyAliases(leaves, &spec); !s.ok()) return s;
+  // DLIO's derivations: images are uint8 (DLIO resets the type with a warning), and with record_dims the record
+  // length is their byte size (derive_configurations on main).
+  std::vector<WorkloadWarning> notes;
+  if ((spec.format == "jpeg" || spec.format == "png") && spec.record_element_type != "uint8") {
+    notes.push_back({"dataset.record_element_type",
+                     fmt::format("dataset.record_element_type: {} images are uint8; {} is replaced by uint8 (DLIO "
+                                 "does the same)",
+                                 spec.format, spec.record_element_type),
+                     false});
+    spec.record_element_type = "uint8";
+  }
+  if (absl::Status s = CheckWhole(spec); !s.ok() && !tolerate(s)) return s;
+  if (absl::Status s = CheckStorage(spec); !s.ok() && !tolerate(s)) return s;
+  if (!spec.record_dims.empty()) {
+    double bytes = static_cast<double>(ElementBytes(spec.record_element_type));
+    for (int64_t d : spec.record_dims) bytes *= static_cast<double>(d);
+    spec.record_length_bytes = bytes;
+  }
+  AddValueNotes(spec, &notes);
+  if (absl::Status s = CollectWarnings(leaves, gates, spec, notes, options, diag); !s.ok()) return s;
   return spec;
 }
 
