@@ -39,6 +39,10 @@ struct CommandResult {
   int exit_code = -1;       // -1 when killed by the timeout
   std::string out, err;
 };
+// "exit N", then stdout and stderr: what a failed assertion on a command prints.
+inline std::string Dump(const CommandResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err;
+}
 
 // True for the exit statuses of a job that ran to its end (coordinator/client.h): 0 it met its AU target, 5 it
 // missed it, 6 its AU was not measured. Tests that check what a job did rather than its verdict accept all three

@@ -25,8 +25,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using std::chrono::seconds;
 
-std::string Dump(const CommandResult& r) { return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err; }
-
 TEST(Trace, RunWritesChromeTraceWithEveryKindPerRankMonotonicTracksAndReadBytesEqualTrainReadBytes) {
   TempDir dir;
   fs::create_directories(dir.path() / "root");
