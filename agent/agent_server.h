@@ -1,5 +1,7 @@
 // AgentServer: the agent's only gRPC code. It attaches to the coordinator, runs the phases it is given through
-// PhaseRunner, relays the step barrier, and streams progress and results back.
+// PhaseRunner, relays the step barrier, and streams progress and results back. The protocol itself (Hello, the
+// lease, RunPhase checks and idempotency, barrier releases, cancel, the answers) is AgentSession's
+// (agent/agent_session.h), which bench/agent_swarm.cc runs too; this facade owns the connection and the phase thread.
 //
 // Life cycle: Start() validates options and starts the metrics endpoint; Run() attaches and serves until the
 // coordinator has been unreachable for longer than `reconnect_window` (then it returns OK: a clean exit), or until

@@ -1,0 +1,350 @@
+#include "agent/agent_session.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "common/text.h"
+#include "dlio/v1/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace dlio {
+
+namespace {
+
+int64_t Ns(AgentSession::Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+PhaseKind KindOf(v1::PhaseKind k) {
+  switch (k) {
+    case v1::PHASE_KIND_GENERATE:
+      return PhaseKind::kGenerate;
+    case v1::PHASE_KIND_EVAL:
+      return PhaseKind::kEval;
+    case v1::PHASE_KIND_CHECKPOINT:
+      return PhaseKind::kCheckpoint;
+    default:
+      return PhaseKind::kTrainEpoch;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const WorkloadSpec>> WorkloadCache::Get(const std::string& yaml,
+                                                                       const std::string& job_id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (spec_ != nullptr && yaml == yaml_) return spec_;
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(yaml, {}, "job " + job_id);
+  if (!spec.ok()) return spec.status();
+  spec_ = std::make_shared<const WorkloadSpec>(std::move(*spec));
+  yaml_ = yaml;
+  return spec_;
+}
+
+AgentSession::AgentSession(Identity id, PhaseHost* host, AgentMetrics* metrics,
+                           std::shared_ptr<WorkloadCache> workloads)
+    : id_(std::move(id)),
+      host_(host),
+      metrics_(metrics),
+      workloads_(workloads ? std::move(workloads) : std::make_shared<WorkloadCache>()) {}
+
+v1::AgentMessage AgentSession::Hello() const {
+  v1::AgentMessage m;
+  v1::Hello* hello = m.mutable_hello();
+  hello->set_protocol_version(id_.protocol_version != 0 ? id_.protocol_version : kProtocolVersion);
+  hello->set_name(id_.name);
+  hello->set_hostname(id_.node_name);
+  hello->set_instance(id_.instance);
+  hello->set_accelerators(static_cast<uint32_t>(id_.accelerators));
+  hello->set_metrics_endpoint(id_.metrics_endpoint);
+  hello->set_host_memory_bytes(id_.host_memory_bytes);
+  hello->set_host_memory_source(id_.host_memory_source);
+  hello->set_host_cpu_count(id_.host_cpu_count);
+  const HostProvenance& prov = id_.provenance;
+  for (const NicInfo& n : prov.nics) {
+    v1::NicInfo* nic = hello->add_nics();
+    nic->set_name(n.name);
+    nic->set_speed_mbps(n.speed_mbps);
+    nic->set_mtu(n.mtu);
+    nic->set_state(n.state);
+  }
+  hello->set_kernel(prov.kernel);
+  hello->set_cpu_model(prov.cpu_model);
+  hello->set_data_root_fs(prov.data_root_fs);
+  hello->mutable_cpuinfo()->insert(prov.cpuinfo.begin(), prov.cpuinfo.end());
+  hello->mutable_meminfo()->insert(prov.meminfo.begin(), prov.meminfo.end());
+  hello->set_processor_name(prov.cpu_model == "unknown" ? "" : prov.cpu_model);
+  return m;
+}
+
+absl::StatusOr<AgentSession::Timing> AgentSession::Welcome(const v1::CoordinatorMessage& first) const {
+  if (first.has_error() || !first.has_welcome()) {
+    return absl::FailedPreconditionError(first.has_error() ? first.error().message() : "coordinator sent no Welcome");
+  }
+  Timing t;
+  // At least 50 ms between heartbeats whatever the coordinator asks; a missing lease (0) means 8 intervals.
+  t.heartbeat = std::chrono::milliseconds(std::max<uint32_t>(50, first.welcome().heartbeat_interval_ms()));
+  t.lease = first.welcome().lease_ms() > 0 ? std::chrono::milliseconds(first.welcome().lease_ms()) : 8 * t.heartbeat;
+  return t;
+}
+
+void AgentSession::Begin(std::shared_ptr<CoordinatorLink> link, Clock::time_point now) {
+  last_heard_ns_ = Ns(now);
+  std::lock_guard<std::mutex> lk(mu_);
+  link_ = std::move(link);
+  session_alive_ = true;
+}
+
+bool AgentSession::session_alive() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return session_alive_;
+}
+
+bool AgentSession::Send(const v1::AgentMessage& m) {
+  std::shared_ptr<CoordinatorLink> link;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    link = link_;
+  }
+  return link != nullptr && link->Send(m);
+}
+
+bool AgentSession::SendAnswer(const v1::AgentMessage& m) {
+  if (!m.has_phase_done()) return Send(m);
+  for (v1::PhaseDone& part : SplitPhaseDone(m.phase_done())) {
+    v1::AgentMessage pm;
+    *pm.mutable_phase_done() = std::move(part);
+    if (!Send(pm)) return false;
+  }
+  return true;
+}
+
+v1::AgentMessage AgentSession::ErrorMessage(const std::string& code, const std::string& message,
+                                            const std::string& job_id, const std::string& phase_id) const {
+  v1::AgentMessage m;
+  v1::Error* e = m.mutable_error();
+  e->set_code(code);
+  e->set_message(message);
+  e->set_job_id(job_id);
+  e->set_phase_id(phase_id);
+  e->set_agent(id_.name);
+  e->set_rank(-1);
+  return m;
+}
+
+void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point now) {
+  last_heard_ns_ = Ns(now);
+  switch (in.msg_case()) {
+    case v1::CoordinatorMessage::kRunPhase:
+      StartPhase(in.run_phase());
+      break;
+    case v1::CoordinatorMessage::kBarrierRelease: {
+      const v1::BarrierRelease& r = in.barrier_release();
+      bool ours;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        ours = releases_.Release(r.job_id(), r.phase_id(), r.step());
+        if (ours) cv_.notify_all();
+      }
+      if (ours) {
+        host_->Released(r.step());
+      } else {  // a late release of an earlier phase or job: dropped, and counted
+        if (metrics_ != nullptr) metrics_->CountStaleRelease();
+        spdlog::debug("agent '{}': dropped a stale barrier release (job {} phase {} step {})", id_.name,
+                      EscapeText(r.job_id()), EscapeText(r.phase_id()), r.step());
+      }
+      break;
+    }
+    case v1::CoordinatorMessage::kCancel: {
+      spdlog::info("agent '{}': job {} cancelled: {}", id_.name, in.cancel().job_id(), in.cancel().reason());
+      bool ours;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        ours = !running_job_.empty() && running_job_ == in.cancel().job_id();
+        if (ours) cancel_ = true;
+        cv_.notify_all();
+      }
+      if (ours) host_->Stop();
+      break;
+    }
+    case v1::CoordinatorMessage::kError:
+      spdlog::error("coordinator: {}", in.error().message());
+      break;
+    default:  // the heartbeat's echo only renews last_heard_ns_
+      break;
+  }
+}
+
+void AgentSession::StartPhase(const v1::RunPhase& rp) {
+  std::optional<v1::AgentMessage> reply;
+  PhaseCommand cmd;
+  const std::string where = absl::StrCat("agent '", id_.name, "' job ", rp.job_id(), " phase ", rp.phase_id());
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (running_job_ == rp.job_id() && running_phase_ == rp.phase_id()) return;  // repeat of a running phase
+    if (done_job_ == rp.job_id() && done_phase_ == rp.phase_id()) {              // repeat of a finished phase
+      reply = done_msg_;
+    } else if (!running_phase_.empty()) {
+      reply = ErrorMessage("BUSY", absl::StrCat("agent '", id_.name, "' is still running job ", running_job_,
+                                                " phase ", running_phase_, "; refused job ", rp.job_id(), " phase ",
+                                                rp.phase_id()),
+                           rp.job_id(), rp.phase_id());
+    }
+  }
+  if (reply) {
+    SendAnswer(*reply);
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<const WorkloadSpec>> spec = workloads_->Get(rp.workload_yaml(), rp.job_id());
+  // The order must fit this agent: the ranks it offered, inside the job's world, a thread count it can run.
+  const uint64_t first = rp.first_rank(), local = rp.local_ranks(), world = rp.world_size();
+  absl::Status threads = spec.ok() ? CheckAgentThreads(**spec, static_cast<int64_t>(local)) : absl::OkStatus();
+  if (!spec.ok()) {
+    reply = ErrorMessage("BAD_WORKLOAD", absl::StrCat(where, ": ", spec.status().message()), rp.job_id(),
+                         rp.phase_id());
+  } else if (local < 1 || local > static_cast<uint64_t>(id_.accelerators) || first + local > world) {
+    reply = ErrorMessage("BAD_ORDER",
+                         absl::StrCat(where, ": ranks ", first, "-", first + local - 1, " of ", world,
+                                      " do not fit this agent's ", id_.accelerators, " accelerator(s)"),
+                         rp.job_id(), rp.phase_id());
+  } else if (!threads.ok()) {
+    reply = ErrorMessage("BAD_WORKLOAD", absl::StrCat(where, ": ", threads.message()), rp.job_id(), rp.phase_id());
+  }
+  if (reply) {
+    Send(*reply);
+    return;
+  }
+  cmd.job_id = rp.job_id();
+  cmd.phase_id = rp.phase_id();
+  cmd.kind = KindOf(rp.kind());
+  cmd.spec = **spec;
+  cmd.world = static_cast<int>(rp.world_size());
+  cmd.first_rank = static_cast<int>(rp.first_rank());
+  cmd.local_ranks = static_cast<int>(rp.local_ranks());
+  cmd.epoch = static_cast<int>(rp.epoch());
+  cmd.checkpoint_load = rp.checkpoint_load();
+  cmd.checkpoint_index = static_cast<int>(rp.checkpoint_index());
+  cmd.checkpoint_step = static_cast<int64_t>(rp.checkpoint_step());
+  // The job's S3 secret (if its storage_options had one) travels beside the workload, never inside it.
+  cmd.spec.s3_secret_access_key = rp.s3_secret_access_key();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    running_job_ = cmd.job_id;
+    running_phase_ = cmd.phase_id;
+    releases_.Start(cmd.job_id, cmd.phase_id);
+    cancel_ = !session_alive_;
+  }
+  spdlog::info("agent '{}': job {} phase {} (ranks {}..{} of {})", id_.name, cmd.job_id, cmd.phase_id,
+               cmd.first_rank, cmd.first_rank + cmd.local_ranks - 1, cmd.world);
+  host_->Start(std::move(cmd));
+}
+
+bool AgentSession::Arrive(const PhaseCommand& cmd, uint64_t step) {
+  v1::AgentMessage m;
+  v1::BarrierArrive* a = m.mutable_barrier_arrive();
+  a->set_job_id(cmd.job_id);
+  a->set_phase_id(cmd.phase_id);
+  a->set_step(step);
+  return Send(m);
+}
+
+absl::Status AgentSession::WaitRelease(uint64_t step) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return !session_alive_ || cancel_ || releases_.Released(step); });
+  if (releases_.Released(step)) return absl::OkStatus();
+  return absl::CancelledError(absl::StrCat("barrier at step ", step, " abandoned: ",
+                                           session_alive_ ? "phase cancelled" : "connection to coordinator lost"));
+}
+
+void AgentSession::Finish(const PhaseCommand& cmd, absl::StatusOr<std::vector<RankEpochResult>> r) {
+  v1::AgentMessage m;
+  if (r.ok()) {
+    v1::PhaseDone* d = m.mutable_phase_done();
+    d->set_job_id(cmd.job_id);
+    d->set_phase_id(cmd.phase_id);
+    for (const RankEpochResult& rr : *r) ToProto(rr, d->add_ranks());
+  } else {
+    const bool cancelled = r.status().code() == absl::StatusCode::kCancelled;
+    m = ErrorMessage(cancelled ? "CANCELLED" : "PHASE_FAILED", std::string(r.status().message()), cmd.job_id,
+                     cmd.phase_id);
+    if (cancelled && cancel_) {
+      // A stop we were asked for (or a lost session): expected, not an error of this agent.
+      spdlog::info("agent '{}': job {} phase {} stopped: {}", id_.name, cmd.job_id, cmd.phase_id,
+                   std::string(r.status().message()));
+    } else {
+      spdlog::error("{}", std::string(r.status().message()));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    running_job_.clear();
+    running_phase_.clear();
+    if (r.ok()) {
+      done_job_ = cmd.job_id;
+      done_phase_ = cmd.phase_id;
+      done_msg_ = m;
+    }
+  }
+  SendAnswer(m);
+}
+
+bool AgentSession::LeaseExpired(Clock::time_point now, const Timing& timing, Clock::duration* silent) const {
+  const auto s = std::chrono::nanoseconds(Ns(now) - last_heard_ns_.load());
+  if (silent != nullptr) *silent = s;
+  return s > timing.lease;
+}
+
+void AgentSession::SendHeartbeat() {
+  std::string job, phase;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!session_alive_) return;
+    job = running_job_;
+    phase = running_phase_;
+  }
+  v1::AgentMessage hb;
+  hb.mutable_heartbeat()->set_agent_time_ns(Ns(Clock::now()));
+  Send(hb);
+  if (phase.empty()) return;
+  const PhaseProgress& progress = host_->progress();
+  v1::AgentMessage pm;
+  v1::Progress* p = pm.mutable_progress();
+  p->set_job_id(job);
+  p->set_phase_id(phase);
+  p->set_done(progress.done);
+  p->set_total(progress.total);
+  p->set_samples(progress.samples);
+  p->set_bytes(progress.bytes);
+  p->set_compute_ns(progress.compute_ns);
+  p->set_wall_ns(progress.wall_ns);
+  Send(pm);
+}
+
+void AgentSession::End() {
+  bool running;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    session_alive_ = false;
+    link_.reset();
+    running = !running_phase_.empty();
+    cancel_ = true;
+    cv_.notify_all();
+  }
+  if (running) host_->Stop();
+}
+
+bool AgentSession::SendShutdownNotice() {
+  v1::AgentMessage m;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!session_alive_ || running_phase_.empty()) return false;
+    m = ErrorMessage("SHUTDOWN",
+                     absl::StrCat("agent '", id_.name, "' was told to shut down (signal) during job ", running_job_,
+                                  " phase ", running_phase_),
+                     running_job_, running_phase_);
+  }
+  return Send(m);
+}
+
+}  // namespace dlio

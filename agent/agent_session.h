@@ -1,0 +1,160 @@
+// AgentSession: the agent's side of the Attach protocol, apart from its gRPC transport and its phase machinery, so that
+// the agent (AgentServer: one synchronous stream, PhaseRunner on a thread per phase) and the fleet load tool
+// (bench/agent_swarm.cc: thousands of sessions in one process on gRPC's callback API, their ranks emulated on
+// timers) run the same protocol code.
+//
+// One AgentSession per agent, across its connections (a reconnect keeps the answer of the last finished phase).
+// A connection: the transport sends Hello(), hands the coordinator's first message to Welcome() (a refusal becomes an
+// error naming the cause), then calls Begin(link); every later message goes to OnMessage(); once per heartbeat
+// interval the transport checks LeaseExpired() and calls SendHeartbeat() (the heartbeat, and the running phase's
+// progress); End() when the stream is gone (a running phase is told to stop).
+// Phases: OnMessage(RunPhase) checks the order and hands a PhaseCommand to the PhaseHost. Repeats are idempotent: a
+// repeat of the running phase is ignored, a repeat of the finished one re-sends its answer; a busy agent, a workload
+// that does not load and an order that does not fit this agent are refused with an Error naming agent, job and phase.
+// The host runs the phase and calls Finish() exactly once. Step barrier: the host calls Arrive(step), then either
+// blocks in WaitRelease(step) (a thread per phase, as PhaseRunner does) or waits for PhaseHost::Released(step)
+// (event-driven hosts); a release of another job or phase is dropped and counted (AgentMetrics, when given).
+// Time: the steady clock, passed in by the caller (`now`), for the lease.
+// Thread-safety: every method may be called from any thread; OnMessage() calls of one session come one at a time (the
+// stream's reads are sequential). mu_ guards the session state; messages are sent outside it through the link
+// (which serialises its own writes), and PhaseHost calls are made outside it too.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "agent/metrics.h"
+#include "agent/phase_runner.h"
+#include "agent/step_barrier.h"
+#include "common/mlperf.h"
+#include "common/workload_spec.h"
+#include "dlio/v1/coordinator.pb.h"
+
+namespace dlio {
+
+// The agent's way to talk to the coordinator (one per session).
+class CoordinatorLink {
+ public:
+  virtual ~CoordinatorLink() = default;
+  // Writes (or queues) one message; false when the session is gone. Never called under AgentSession's lock.
+  virtual bool Send(const v1::AgentMessage& m) = 0;
+};
+
+// What runs the phases of an AgentSession.
+class PhaseHost {
+ public:
+  virtual ~PhaseHost() = default;
+  // Runs `cmd` (the core has recorded it as running); the host calls AgentSession::Finish() exactly once when it ends,
+  // from any thread. AgentSession::cancel_flag() turns true when the phase must stop.
+  virtual void Start(PhaseCommand cmd) = 0;
+  // The running phase's barrier `step` was released (hosts that do not block in WaitRelease()).
+  virtual void Released(uint64_t step) {}
+  // The running phase was told to stop (a cancel, or the session ended); cancel_flag() is already true.
+  virtual void Stop() {}
+  // Progress of the running phase, for the Progress messages.
+  virtual const PhaseProgress& progress() const = 0;
+};
+
+// The last workload text parsed and its spec: every phase of a job carries the same text, and yaml-cpp takes ~0.6 ms
+// to parse it (time an agent would spend between two epochs). Sessions in one process may share one cache.
+// Thread-safety: Get() from any thread.
+class WorkloadCache {
+ public:
+  absl::StatusOr<std::shared_ptr<const WorkloadSpec>> Get(const std::string& yaml, const std::string& job_id);
+
+ private:
+  std::mutex mu_;
+  std::string yaml_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const WorkloadSpec> spec_ ABSL_GUARDED_BY(mu_);
+};
+
+class AgentSession {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // What the agent says of itself in Hello.
+  struct Identity {
+    std::string name;                // unique in the fleet (agent/identity.h)
+    std::string node_name;           // node the agent runs on, for num_hosts
+    std::string instance;            // random id of this process: a reconnect replaces its old session
+    int accelerators = 1;            // local ranks offered
+    uint32_t protocol_version = 0;   // 0 = kProtocolVersion (tests announce another to check the refusal)
+    std::string metrics_endpoint;    // host:port of the agent's /metrics, empty = none
+    uint64_t host_memory_bytes = 0;
+    std::string host_memory_source;  // "meminfo", "cgroup" or "--host-memory" (Hello.host_memory_source)
+    uint32_t host_cpu_count = 1;
+    HostProvenance provenance;       // uname, CPU, data-root file system, NICs, /proc/cpuinfo and meminfo
+  };
+  // The session's liveness settings, from Welcome.
+  struct Timing {
+    std::chrono::milliseconds heartbeat{1000};
+    std::chrono::milliseconds lease{8000};
+  };
+
+  // `metrics` (may be null) counts stale releases; `workloads` (may be null: one of its own) caches parsed jobs.
+  AgentSession(Identity id, PhaseHost* host, AgentMetrics* metrics = nullptr,
+            std::shared_ptr<WorkloadCache> workloads = nullptr);
+  const Identity& identity() const { return id_; }
+
+  // --- the transport's side ---
+  v1::AgentMessage Hello() const;
+  // The coordinator's first message: Welcome gives the session's timing, anything else is a refusal naming why.
+  absl::StatusOr<Timing> Welcome(const v1::CoordinatorMessage& first) const;
+  void Begin(std::shared_ptr<CoordinatorLink> link, Clock::time_point now);
+  void OnMessage(const v1::CoordinatorMessage& m, Clock::time_point now);
+  // True once the coordinator has been silent for longer than the lease (*silent says how long).
+  bool LeaseExpired(Clock::time_point now, const Timing& timing, Clock::duration* silent) const;
+  // The heartbeat, and the running phase's progress.
+  void SendHeartbeat();
+  // The stream is gone: a running phase is told to stop, WaitRelease() returns. Idempotent.
+  void End();
+  bool session_alive() const;
+  // Shutdown: tells the coordinator that the running phase ends because this agent was told to stop (a job then
+  // fails naming the cause rather than a broken connection). False when no phase runs.
+  bool SendShutdownNotice();
+
+  // --- the phase host's side ---
+  const std::atomic<bool>* cancel_flag() const { return &cancel_; }
+  // Sends the BarrierArrive of `step` of the running phase; false when the session is gone.
+  bool Arrive(const PhaseCommand& cmd, uint64_t step);
+  // Blocks until `step` of the running phase is released (OK), or the phase is cancelled or the session ends.
+  absl::Status WaitRelease(uint64_t step);
+  // The phase's answer: PhaseDone with one result per local rank, or an Error (CANCELLED for a stop, else
+  // PHASE_FAILED) carrying the status's message, which names agent, rank, job and phase.
+  void Finish(const PhaseCommand& cmd, absl::StatusOr<std::vector<RankEpochResult>> result);
+
+ private:
+  void StartPhase(const v1::RunPhase& rp);
+  v1::AgentMessage ErrorMessage(const std::string& code, const std::string& message, const std::string& job_id,
+                                const std::string& phase_id) const;
+  bool Send(const v1::AgentMessage& m);
+  // A phase's answer; a PhaseDone larger than one message may carry goes in parts (convert.h SplitPhaseDone).
+  bool SendAnswer(const v1::AgentMessage& m);
+
+  const Identity id_;
+  PhaseHost* const host_;
+  AgentMetrics* const metrics_;
+  const std::shared_ptr<WorkloadCache> workloads_;
+  // Steady-clock time (ns since the clock's epoch) of the last message from the coordinator, for the lease.
+  std::atomic<int64_t> last_heard_ns_{0};
+  std::atomic<bool> cancel_{false};  // the running phase must stop
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;      // WaitRelease()
+  std::shared_ptr<CoordinatorLink> link_ ABSL_GUARDED_BY(mu_);
+  bool session_alive_ ABSL_GUARDED_BY(mu_) = false;
+  std::string running_job_ ABSL_GUARDED_BY(mu_), running_phase_ ABSL_GUARDED_BY(mu_);  // empty when idle
+  ReleaseBoard releases_ ABSL_GUARDED_BY(mu_);  // the running phase's barrier releases
+  // The last finished phase and its answer, re-sent when the coordinator repeats the RunPhase.
+  std::string done_job_ ABSL_GUARDED_BY(mu_), done_phase_ ABSL_GUARDED_BY(mu_);
+  v1::AgentMessage done_msg_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace dlio

@@ -1,0 +1,869 @@
+// dlio-bench-swarm: N agent sessions from one process against a real `dlio-coordinator serve`, so the coordinator
+// meets a thousand (or four thousand) agents on one machine without a thousand agent processes (issue 14).
+//
+// Every session is a real agent session: the agent's own protocol code (agent/agent_session.h: Hello, Welcome,
+// heartbeats and the lease, RunPhase checks and idempotency, barrier releases, cancel, PhaseDone), its own gRPC
+// stream on its own TCP connection (a channel per session with a local subchannel pool), heartbeats every interval
+// the coordinator asks for. Only the phase machinery is emulated: each session runs its ranks as one timeline of
+// `computation_time` per step, a BarrierArrive, and the wait for the release (the job uses the `synthetic` format,
+// which reads nothing), and reports per-step compute and barrier times as the agent does, so the coordinator's result
+// files and AU are computed by the real aggregation. The sessions share three kinds of threads: gRPC's callback
+// threads, one timer thread (compute steps and heartbeats) and the main thread; nothing runs per session.
+//
+// The tool starts the coordinator (`serve --listen 127.0.0.1:0 --port-file ...`), attaches the sessions (at most
+// --attach-batch connecting at once, as a real fleet's start-up is staggered too), submits a one-epoch training
+// job with `dlio-coordinator submit`, and reports:
+//   - attach time of the whole swarm, and the coordinator's CPU for it;
+//   - release latency: per step, from the last session's BarrierArrive (sent) to each session's BarrierRelease
+//     (received), p50/p99/max over sessions and steps (the barrier's fan-in and fan-out, without the ranks' skew);
+//   - coordinator CPU (utime + stime of /proc/PID/stat) per agent per step: over the job (submit to results), and in
+//     the steady window between 10 % and 90 % of the steps (heartbeats and progress included, start-up left out);
+//   - coordinator threads (peak during the job, /proc/PID/status) and RSS (VmRSS at the end, VmHWM);
+//   - the job's AU from its summary.json (computed by the coordinator from the sessions' step timings).
+// A benchmark, not a timed test: its exit status only says whether every session attached, the job succeeded and
+// every session saw every release of the epoch (1 otherwise); CTest runs it small (bench.SwarmSmoke).
+//
+// Usage: dlio-bench-swarm [--agents N] [--steps S] [--compute SECONDS] [--accelerators K] [--attach-batch B]
+//                         [--barrier-timeout SECONDS] [--bin-dir DIR] [--work DIR] [--json FILE] [--keep]
+// The coordinator needs one file descriptor per agent: the tool raises its soft RLIMIT_NOFILE to the hard limit,
+// and the coordinator it starts inherits it.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/agent_session.h"
+#include "common/epoch_plan.h"
+#include "common/mlperf.h"
+#include "common/random.h"
+#include "common/write_queue.h"
+#include "dlio/v1/coordinator.grpc.pb.h"
+#include "dlio/v1/credentials.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace dlio {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+int64_t Ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+int64_t NowUnixUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The coordinator process, seen from /proc
+// ---------------------------------------------------------------------------------------------------------------
+
+struct ProcSample {
+  double cpu_s = 0;     // utime + stime
+  int threads = 0;
+  uint64_t rss_kb = 0, hwm_kb = 0;
+};
+
+ProcSample ReadProc(pid_t pid) {
+  ProcSample p;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces) start after the last ')': state is field 3, utime 14.
+  const size_t close = text.rfind(')');
+  if (close != std::string::npos) {
+    std::istringstream rest(text.substr(close + 2));
+    std::string field;
+    std::vector<std::string> f;
+    while (rest >> field) f.push_back(field);
+    if (f.size() > 12) p.cpu_s = (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    std::istringstream ls(line);
+    std::string key;
+    uint64_t v = 0;
+    ls >> key >> v;
+    if (key == "Threads:") p.threads = static_cast<int>(v);
+    if (key == "VmRSS:") p.rss_kb = v;
+    if (key == "VmHWM:") p.hwm_kb = v;
+  }
+  return p;
+}
+
+// fork + exec with stdout and stderr to files; the child gets SIGTERM if this process dies.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  // Between fork and exec only async-signal-safe calls (this process has threads).
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (o >= 0) dup2(o, 1);
+  if (e >= 0) dup2(e, 2);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One timer thread for every session's compute steps and heartbeats
+// ---------------------------------------------------------------------------------------------------------------
+
+class Timers {
+ public:
+  Timers() : thread_([this] { Loop(); }) {}
+  ~Timers() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    thread_.join();
+  }
+  void At(Clock::time_point t, std::function<void()> fn) {
+    std::lock_guard<std::mutex> lk(mu_);
+    const bool earliest = heap_.empty() || t < heap_.top().t;
+    heap_.push(Entry{t, seq_++, std::move(fn)});
+    if (earliest) cv_.notify_one();
+  }
+
+ private:
+  struct Entry {
+    Clock::time_point t;
+    uint64_t seq;  // ties run in the order they were set
+    std::function<void()> fn;
+    bool operator>(const Entry& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  void Loop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!stop_) {
+      if (heap_.empty()) {
+        cv_.wait(lk);
+        continue;
+      }
+      if (Clock::now() < heap_.top().t) {
+        cv_.wait_until(lk, heap_.top().t);
+        continue;
+      }
+      std::function<void()> fn = std::move(const_cast<Entry&>(heap_.top()).fn);
+      heap_.pop();
+      lk.unlock();
+      fn();
+      lk.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
+  uint64_t seq_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// What the swarm measures (shared by the sessions)
+// ---------------------------------------------------------------------------------------------------------------
+
+// The measured phase: the job's (only) training epoch.
+constexpr const char* kMeasuredPhase = "train-epoch-1";
+
+struct SwarmStats {
+  explicit SwarmStats(int64_t steps) : last_arrival_ns(static_cast<size_t>(steps)) {}
+  // Per step of the measured phase: the latest time a session sent its BarrierArrive.
+  std::vector<std::atomic<int64_t>> last_arrival_ns;
+  std::atomic<uint64_t> releases{0};   // releases of the measured phase received, all sessions
+  void Arrived(int64_t step, int64_t ns) {
+    if (step < 0 || static_cast<size_t>(step) >= last_arrival_ns.size()) return;
+    std::atomic<int64_t>& a = last_arrival_ns[static_cast<size_t>(step)];
+    int64_t seen = a.load(std::memory_order_relaxed);
+    while (seen < ns && !a.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+    }
+  }
+};
+
+// Attach progress, and the end of every session.
+struct SwarmEvents {
+  std::mutex mu;
+  std::condition_variable cv;
+  int attached = 0, refused = 0, failed = 0, done = 0;  // failed: the stream ended before a Welcome
+  std::string first_refusal;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// One emulated agent: an AgentSession on a callback stream, its ranks on timers
+// ---------------------------------------------------------------------------------------------------------------
+
+class SwarmAgent final : public PhaseHost,
+                         public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
+ public:
+  SwarmAgent(AgentSession::Identity id, std::shared_ptr<WorkloadCache> workloads, Timers* timers, SwarmStats* stats,
+             SwarmEvents* events, int64_t measured_steps)
+      : session_(std::move(id), this, nullptr, std::move(workloads)),
+        timers_(timers),
+        stats_(stats),
+        events_(events),
+        release_ns_(static_cast<size_t>(measured_steps), 0),
+        queue_(kMaxQueued, [this](const v1::AgentMessage* m) { StartWrite(m); }),
+        link_(std::make_shared<QueueLink>(&queue_)) {}
+
+  void Connect(v1::Coordinator::Stub* stub) {
+    stub->async()->Attach(&context_, this);
+    // Writes start from the timer thread too: the hold keeps the call alive until the queue is closed and idle.
+    AddHold();
+    queue_.Push(session_.Hello());
+    StartRead(&in_);
+    StartCall();
+  }
+  void Cancel() { context_.TryCancel(); }
+  // Releases of the measured phase received, and their receive times (ns, steady clock; 0 = none).
+  int64_t releases_seen() const { return releases_seen_; }
+  const std::vector<int64_t>& release_ns() const { return release_ns_; }
+
+  // --- the stream ---
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Ended();
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    if (!welcomed_) {
+      absl::StatusOr<AgentSession::Timing> t = session_.Welcome(in_);
+      if (!t.ok()) {
+        {
+          std::lock_guard<std::mutex> lk(events_->mu);
+          if (events_->refused++ == 0) events_->first_refusal = std::string(t.status().message());
+          events_->cv.notify_all();
+        }
+        refused_ = true;
+        context_.TryCancel();
+        StartRead(&in_);  // fails at once: the cancelled call ends there
+        return;
+      }
+      welcomed_ = true;
+      timing_ = *t;
+      session_.Begin(link_, now);
+      {
+        std::lock_guard<std::mutex> lk(events_->mu);
+        ++events_->attached;
+        events_->cv.notify_all();
+      }
+      ScheduleHeartbeat(now);
+    } else {
+      session_.OnMessage(in_, now);
+    }
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (queue_.Done(ok)) RemoveHold();
+  }
+  void OnDone(const grpc::Status& s) override {
+    std::lock_guard<std::mutex> lk(events_->mu);
+    ++events_->done;
+    events_->cv.notify_all();
+  }
+
+  // --- PhaseHost: the emulated ranks ---
+  void Start(PhaseCommand cmd) override;
+  void Released(uint64_t step) override;
+  void Stop() override;
+  const PhaseProgress& progress() const override { return progress_; }
+
+ private:
+  // Far above what a session queues (a heartbeat, a progress report and one arrival in flight).
+  static constexpr size_t kMaxQueued = 4096;
+
+  class QueueLink : public CoordinatorLink {
+   public:
+    explicit QueueLink(WriteQueue<v1::AgentMessage>* q) : q_(q) {}
+    bool Send(const v1::AgentMessage& m) override {
+      const auto r = q_->Push(m);
+      return r == WriteQueue<v1::AgentMessage>::Pushed::kStarted || r == WriteQueue<v1::AgentMessage>::Pushed::kQueued;
+    }
+
+   private:
+    WriteQueue<v1::AgentMessage>* q_;
+  };
+
+  void Ended() {
+    if (!welcomed_ && !refused_) {
+      std::lock_guard<std::mutex> lk(events_->mu);
+      ++events_->failed;
+      events_->cv.notify_all();
+    }
+    ended_ = true;
+    session_.End();
+    if (queue_.Close()) RemoveHold();
+  }
+  void ScheduleHeartbeat(Clock::time_point from) {
+    timers_->At(from + timing_.heartbeat, [this] {
+      if (ended_) return;
+      if (session_.LeaseExpired(Clock::now(), timing_, nullptr)) {
+        context_.TryCancel();
+        return;
+      }
+      session_.SendHeartbeat();
+      ScheduleHeartbeat(Clock::now());
+    });
+  }
+  // With mu_ held: starts the compute of the next step, or ends the phase (then *done holds the results).
+  bool NextStep(Clock::time_point now, std::vector<RankEpochResult>* done);
+  void ComputeDone(uint64_t gen);
+  std::vector<RankEpochResult> Results(Clock::time_point now);
+  void EndPhase(absl::StatusOr<std::vector<RankEpochResult>> r);
+
+  AgentSession session_;
+  Timers* const timers_;
+  SwarmStats* const stats_;
+  SwarmEvents* const events_;
+  grpc::ClientContext context_;
+  v1::CoordinatorMessage in_;
+  bool welcomed_ = false, refused_ = false;  // touched by the reading reaction only
+  AgentSession::Timing timing_;
+  std::atomic<bool> ended_{false};
+  std::vector<int64_t> release_ns_;       // per step of the measured phase
+  std::atomic<int64_t> releases_seen_{0};
+  PhaseProgress progress_;
+  WriteQueue<v1::AgentMessage> queue_;
+  std::shared_ptr<QueueLink> link_;
+
+  // The running phase (guarded by mu_).
+  std::mutex mu_;
+  PhaseCommand cmd_;
+  bool running_ = false, waiting_ = false, barrier_ = false, measured_ = false;
+  uint64_t gen_ = 0;                      // bumped per phase and at a stop: a stale timer does nothing
+  int64_t steps_ = 0, step_ = 0, dropped_ = 0, start_unix_us_ = 0;
+  Clock::time_point block_start_, step_start_, compute_end_, prev_step_end_;
+  BlockTimings block_;
+  Xoshiro256 rng_{1};
+};
+
+void SwarmAgent::Start(PhaseCommand cmd) {
+  const bool eval = cmd.kind == PhaseKind::kEval;
+  if (cmd.kind == PhaseKind::kCheckpoint) {
+    session_.Finish(cmd, absl::UnimplementedError(absl::StrCat(
+                             "agent '", session_.identity().name, "' job ", cmd.job_id, " phase ", cmd.phase_id,
+                             ": dlio-bench-swarm emulates generate, training and evaluation phases only")));
+    return;
+  }
+  if (cmd.kind == PhaseKind::kGenerate) {  // the synthetic format has nothing to write worth emulating
+    std::vector<RankEpochResult> r(static_cast<size_t>(cmd.local_ranks));
+    for (int l = 0; l < cmd.local_ranks; ++l) r[l].rank = cmd.first_rank + l, r[l].epoch = 0;
+    session_.Finish(cmd, std::move(r));
+    return;
+  }
+  const PlanParams params = eval ? EvalPlanParams(cmd.spec, cmd.world) : TrainPlanParams(cmd.spec, cmd.world);
+  absl::StatusOr<int64_t> steps = EpochPlan::Steps(params);
+  int64_t dropped = 0;
+  if (steps.ok() && !eval && cmd.first_rank == 0) {  // rank 0 reports the fleet's dropped samples, as the agent does
+    absl::StatusOr<EpochPlan> plan = EpochPlan::Make(params, cmd.epoch);
+    if (plan.ok()) dropped = plan->DroppedSamples();
+  }
+  if (!steps.ok()) {
+    session_.Finish(cmd, steps.status());
+    return;
+  }
+  std::vector<RankEpochResult> done;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    cmd_ = std::move(cmd);
+    ++gen_;
+    running_ = true;
+    waiting_ = false;
+    barrier_ = !eval && cmd_.local_ranks < cmd_.world;  // a single-agent job's barrier stays inside the agent
+    measured_ = barrier_ && cmd_.phase_id == kMeasuredPhase;
+    steps_ = *steps;
+    step_ = 0;
+    dropped_ = dropped;
+    progress_.done = 0;
+    progress_.total = static_cast<uint64_t>(steps_);
+    progress_.samples = 0;
+    progress_.bytes = 0;
+    progress_.compute_ns = 0;
+    progress_.wall_ns = 0;
+    block_ = BlockTimings();
+    block_.block = 1;
+    block_.start_unix_us = start_unix_us_ = NowUnixUs();
+    rng_ = Xoshiro256(static_cast<uint64_t>(cmd_.spec.seed) * 0x9E3779B97F4A7C15ull ^
+                      (static_cast<uint64_t>(cmd_.first_rank) << 20) ^ static_cast<uint64_t>(cmd_.epoch));
+    block_start_ = prev_step_end_ = Clock::now();
+    if (!NextStep(block_start_, &done)) return;
+  }
+  EndPhase(std::move(done));
+}
+
+bool SwarmAgent::NextStep(Clock::time_point now, std::vector<RankEpochResult>* done) {
+  if (step_ >= steps_) {
+    *done = Results(now);
+    running_ = false;
+    return true;
+  }
+  step_start_ = now;
+  const Distribution& d = cmd_.kind == PhaseKind::kEval ? cmd_.spec.eval_time : cmd_.spec.computation_time;
+  const double compute = d.IsZero() ? 0 : d.Sample(rng_);
+  timers_->At(now + std::chrono::nanoseconds(static_cast<int64_t>(compute * 1e9)),
+              [this, g = gen_] { ComputeDone(g); });
+  return false;
+}
+
+void SwarmAgent::ComputeDone(uint64_t gen) {
+  std::string job, phase;
+  uint64_t step = 0;
+  std::vector<RankEpochResult> done;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (gen != gen_ || !running_) return;
+    compute_end_ = Clock::now();
+    if (!barrier_) {
+      // No barrier: the step ends with its compute.
+      block_.load.push_back(0);
+      block_.compute.push_back(Secs(compute_end_ - step_start_));
+      block_.proc.push_back(Secs(compute_end_ - step_start_));
+      block_.barrier.push_back(0);
+      ++step_;
+      progress_.done = static_cast<uint64_t>(step_);
+      if (!NextStep(compute_end_, &done)) return;
+    } else {
+      waiting_ = true;
+      job = cmd_.job_id;
+      phase = cmd_.phase_id;
+      step = static_cast<uint64_t>(step_);
+      if (measured_) stats_->Arrived(step_, Ns(compute_end_));
+    }
+  }
+  if (!job.empty()) {
+    PhaseCommand ids;
+    ids.job_id = std::move(job);
+    ids.phase_id = std::move(phase);
+    session_.Arrive(ids, step);
+    return;
+  }
+  EndPhase(std::move(done));
+}
+
+void SwarmAgent::Released(uint64_t step) {
+  const Clock::time_point now = Clock::now();
+  std::vector<RankEpochResult> done;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!running_ || !waiting_ || step != static_cast<uint64_t>(step_)) return;
+    waiting_ = false;
+    if (measured_ && step_ < static_cast<int64_t>(release_ns_.size())) {
+      release_ns_[static_cast<size_t>(step_)] = Ns(now);
+      ++releases_seen_;
+      stats_->releases.fetch_add(1, std::memory_order_relaxed);
+    }
+    const double compute = Secs(compute_end_ - step_start_);
+    block_.load.push_back(0);
+    block_.compute.push_back(compute);
+    block_.proc.push_back(compute);
+    block_.barrier.push_back(Secs(now - compute_end_));
+    if (step_ > 0) {  // live AU after the first (excluded) step, as the agent reports it
+      progress_.compute_ns += static_cast<uint64_t>(compute * 1e9);
+      progress_.wall_ns += static_cast<uint64_t>(Ns(now) - Ns(prev_step_end_));
+    }
+    prev_step_end_ = now;
+    progress_.samples += static_cast<uint64_t>(cmd_.spec.batch_size * cmd_.local_ranks);
+    ++step_;
+    progress_.done = static_cast<uint64_t>(step_);
+    if (!NextStep(now, &done)) return;
+  }
+  EndPhase(std::move(done));
+}
+
+std::vector<RankEpochResult> SwarmAgent::Results(Clock::time_point now) {
+  block_.duration_s = Secs(now - block_start_);
+  block_.end_unix_us = NowUnixUs();
+  std::vector<RankEpochResult> out(static_cast<size_t>(cmd_.local_ranks));
+  for (int l = 0; l < cmd_.local_ranks; ++l) {
+    RankEpochResult& r = out[static_cast<size_t>(l)];
+    r.rank = cmd_.first_rank + l;
+    r.epoch = cmd_.epoch;
+    r.start_unix_us = start_unix_us_;
+    r.end_unix_us = block_.end_unix_us;
+    r.blocks.push_back(block_);
+    r.dropped_samples = r.rank == 0 ? static_cast<uint64_t>(dropped_) : 0;
+  }
+  return out;
+}
+
+void SwarmAgent::EndPhase(absl::StatusOr<std::vector<RankEpochResult>> r) {
+  PhaseCommand cmd;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    cmd.job_id = cmd_.job_id;
+    cmd.phase_id = cmd_.phase_id;
+  }
+  session_.Finish(cmd, std::move(r));
+}
+
+void SwarmAgent::Stop() {
+  std::string where;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!running_) return;
+    running_ = false;
+    ++gen_;
+    where = absl::StrCat("agent '", session_.identity().name, "' (rank ", cmd_.first_rank, ") job ", cmd_.job_id,
+                         " phase ", cmd_.phase_id, ": cancelled at step ", step_);
+  }
+  EndPhase(absl::CancelledError(where));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The run
+// ---------------------------------------------------------------------------------------------------------------
+
+struct Config {
+  int agents = 256;
+  int64_t steps = 200;
+  double compute = 0.05;
+  int accelerators = 1;
+  int attach_batch = 64;
+  double barrier_timeout = 60;  // the job's: a lost release fails it after this long
+  std::string bin_dir;
+  std::string work;
+  std::string json;
+  std::string log_level = "warn";
+  bool keep = false;
+};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
+std::string JobYaml(const Config& c) {
+  const int64_t world = static_cast<int64_t>(c.agents) * c.accelerators;
+  // One sample per file, batch 1: `steps` samples per rank and epoch. The synthetic format reads nothing; the job
+  // measures the coordinator, not storage. No AU target: the figure is reported, not judged.
+  return absl::StrCat("model:\n  name: swarm-bench\nframework: pytorch\nworkflow:\n  generate_data: false\n  train: true\n",
+                      "dataset:\n  data_folder: data\n  format: synthetic\n  num_files_train: ", world * c.steps,
+                      "\n  num_samples_per_file: 1\n  record_length_bytes: 1024\n",
+                      "reader:\n  data_loader: pytorch\n  batch_size: 1\n  read_threads: 1\n",
+                      "train:\n  epochs: 1\n  computation_time: ", absl::StrFormat("%g", c.compute), "\n",
+                      "metric:\n  au: 0\n");
+}
+
+class Run {
+ public:
+  explicit Run(Config c) : c_(std::move(c)), stats_(c_.steps) {}
+  ~Run() { Teardown(); }
+  int Main();
+
+ private:
+  bool StartCoordinator();
+  bool AttachAll();
+  int SubmitAndMonitor();
+  int Report(int submit_rc);
+  void Teardown();
+
+  Config c_;
+  std::string addr_;
+  pid_t coord_ = -1;
+  SwarmStats stats_;
+  SwarmEvents events_;
+  std::unique_ptr<Timers> timers_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs_;
+  std::vector<std::unique_ptr<SwarmAgent>> agents_;
+  // Figures.
+  double attach_s_ = 0, attach_cpu_s_ = 0, job_s_ = 0, job_cpu_s_ = 0;
+  double window_cpu_s_ = 0, window_agent_steps_ = 0;
+  int threads_attached_ = 0, threads_peak_ = 0;
+  ProcSample end_;
+};
+
+bool Run::StartCoordinator() {
+  fs::create_directories(c_.work);
+  const std::string port_file = c_.work + "/port";
+  fs::remove(port_file);
+  coord_ = Spawn({c_.bin_dir + "/dlio-coordinator", "serve", "--listen", "127.0.0.1:0", "--port-file", port_file,
+                  "--results-dir", c_.work + "/results"},
+                 c_.work + "/coordinator.log", c_.work + "/coordinator.log");
+  // 30 s: the coordinator listens within a second; this only bounds a broken build.
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream in(port_file);
+    int port = 0;
+    if (in >> port && port > 0) {
+      addr_ = absl::StrCat("127.0.0.1:", port);
+      std::cout << "coordinator pid " << coord_ << " listening on " << addr_ << "\n" << std::flush;
+      return true;
+    }
+    if (waitpid(coord_, nullptr, WNOHANG) == coord_) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::cerr << "dlio-bench-swarm: the coordinator did not start; see " << c_.work << "/coordinator.log\n";
+  return false;
+}
+
+bool Run::AttachAll() {
+  timers_ = std::make_unique<Timers>();
+  auto workloads = std::make_shared<WorkloadCache>();
+  AgentSession::Identity base;
+  base.accelerators = c_.accelerators;
+  struct sysinfo si {};
+  if (sysinfo(&si) == 0) base.host_memory_bytes = static_cast<uint64_t>(si.totalram) * si.mem_unit;
+  base.host_memory_source = "meminfo";
+  base.host_cpu_count = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  base.provenance = CollectHostProvenance(c_.work);
+  std::random_device rd;
+  const ProcSample p0 = ReadProc(coord_);
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < c_.agents; ++i) {
+    AgentSession::Identity id = base;
+    id.name = absl::StrFormat("swarm-%04d", i);
+    id.node_name = absl::StrFormat("swarm-node-%04d", i);  // one emulated node per session: num_hosts = N
+    id.instance = absl::StrFormat("%08x%08x", rd(), rd());
+    grpc::ChannelArguments args = ChannelArgs(Transport());
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a TCP connection of its own, as a real node has
+    channels_.push_back(grpc::CreateCustomChannel(addr_, ChannelCredentials(Transport()), args));
+    stubs_.push_back(v1::Coordinator::NewStub(channels_.back()));
+    agents_.push_back(std::make_unique<SwarmAgent>(std::move(id), workloads, timers_.get(), &stats_, &events_,
+                                                   c_.steps));
+    {
+      // At most attach_batch sessions connecting at once.
+      std::unique_lock<std::mutex> lk(events_.mu);
+      events_.cv.wait(lk, [&] {
+        return i - events_.attached - events_.refused - events_.failed < c_.attach_batch;
+      });
+    }
+    agents_.back()->Connect(stubs_.back().get());
+  }
+  std::unique_lock<std::mutex> lk(events_.mu);
+  // 300 s: thousands of sessions attach within seconds; this only bounds a coordinator that stopped answering.
+  events_.cv.wait_for(lk, std::chrono::seconds(300),
+                      [&] { return events_.attached + events_.refused + events_.failed >= c_.agents; });
+  attach_s_ = Secs(Clock::now() - t0);
+  const ProcSample p1 = ReadProc(coord_);
+  attach_cpu_s_ = p1.cpu_s - p0.cpu_s;
+  threads_attached_ = p1.threads;
+  if (events_.attached < c_.agents) {
+    std::cerr << "dlio-bench-swarm: " << events_.attached << " of " << c_.agents << " sessions attached ("
+              << events_.refused << " refused, " << events_.failed << " could not connect" << (events_.first_refusal.empty() ? "" : ": " + events_.first_refusal)
+              << ")\n";
+    return false;
+  }
+  std::cout << absl::StrFormat("attached %d sessions in %.2f s (coordinator CPU %.2f s, %d threads)\n", c_.agents,
+                               attach_s_, attach_cpu_s_, threads_attached_)
+            << std::flush;
+  return true;
+}
+
+int Run::SubmitAndMonitor() {
+  const std::string job = c_.work + "/job.yaml";
+  std::ofstream(job) << JobYaml(c_);
+  fs::remove_all(c_.work + "/out");
+  const ProcSample p0 = ReadProc(coord_);
+  const Clock::time_point t0 = Clock::now();
+  const pid_t submit = Spawn({c_.bin_dir + "/dlio-coordinator", "submit", job, "--coordinator", addr_, "--agents",
+                              std::to_string(c_.agents), "--wait-for-agents", "60", "--barrier-timeout",
+                              absl::StrFormat("%g", c_.barrier_timeout),
+                              "--output", c_.work + "/out", "--json"},
+                             c_.work + "/submit.json", c_.work + "/submit.err");
+  // The steady window: from 10 % of the steps released everywhere to 90 %.
+  const uint64_t n = static_cast<uint64_t>(c_.agents);
+  const uint64_t w1 = n * static_cast<uint64_t>(std::max<int64_t>(1, c_.steps / 10));
+  const uint64_t w2 = n * static_cast<uint64_t>(c_.steps - std::max<int64_t>(1, c_.steps / 10));
+  bool in_window = false, window_done = false;
+  ProcSample a;
+  uint64_t ra = 0;
+  int status = 0;
+  while (waitpid(submit, &status, WNOHANG) == 0) {
+    const uint64_t r = stats_.releases.load();
+    if (!in_window && !window_done && r >= w1) {
+      a = ReadProc(coord_), ra = r, in_window = true;
+    } else if (in_window && r >= w2) {
+      const ProcSample b = ReadProc(coord_);
+      window_cpu_s_ = b.cpu_s - a.cpu_s;
+      window_agent_steps_ = static_cast<double>(r - ra);
+      in_window = false, window_done = true;
+    }
+    threads_peak_ = std::max(threads_peak_, ReadProc(coord_).threads);
+    // 5 ms: a few samples per step even at computation_time 0, at a negligible cost.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  job_s_ = Secs(Clock::now() - t0);
+  end_ = ReadProc(coord_);
+  job_cpu_s_ = end_.cpu_s - p0.cpu_s;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int Run::Report(int submit_rc) {
+  // 5 and 6: the job ran but missed its AU target or could not measure it (the bench measures the coordinator).
+  const bool job_ok = submit_rc == 0 || submit_rc == 5 || submit_rc == 6;
+  std::vector<double> latency_ms;
+  int64_t incomplete = 0;  // sessions that did not see every release of the measured phase
+  for (const auto& a : agents_) {
+    if (a->releases_seen() != c_.steps) ++incomplete;
+    for (size_t s = 0; s < a->release_ns().size(); ++s) {
+      const int64_t last = stats_.last_arrival_ns[s].load();
+      if (a->release_ns()[s] > 0 && last > 0) latency_ms.push_back(static_cast<double>(a->release_ns()[s] - last) / 1e6);
+    }
+  }
+  nlohmann::json summary;
+  std::ifstream in(c_.work + "/out/summary.json");
+  if (in) summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json au = summary.is_object() ? summary["metric"]["train_au_mean_percentage"] : nlohmann::json();
+  const double agent_steps = static_cast<double>(c_.agents) * static_cast<double>(c_.steps);
+  nlohmann::json j = {
+      {"agents", c_.agents},
+      {"accelerators_per_agent", c_.accelerators},
+      {"steps", c_.steps},
+      {"computation_time_s", c_.compute},
+      {"attach_s", attach_s_},
+      {"attach_coordinator_cpu_s", attach_cpu_s_},
+      {"job_s", job_s_},
+      {"job_coordinator_cpu_s", job_cpu_s_},
+      {"coordinator_cpu_us_per_agent_step_job", job_cpu_s_ / agent_steps * 1e6},
+      {"coordinator_cpu_us_per_agent_step_window",
+       window_agent_steps_ > 0 ? nlohmann::json(window_cpu_s_ / window_agent_steps_ * 1e6) : nlohmann::json()},
+      {"release_latency_ms_p50", Percentile(latency_ms, 0.50)},
+      {"release_latency_ms_p99", Percentile(latency_ms, 0.99)},
+      {"release_latency_ms_max", latency_ms.empty() ? 0 : *std::max_element(latency_ms.begin(), latency_ms.end())},
+      {"release_samples", latency_ms.size()},
+      {"coordinator_threads_attached", threads_attached_},
+      {"coordinator_threads_peak", threads_peak_},
+      {"coordinator_rss_mib", static_cast<double>(end_.rss_kb) / 1024},
+      {"coordinator_hwm_mib", static_cast<double>(end_.hwm_kb) / 1024},
+      {"train_au_percent", au},
+      {"submit_exit", submit_rc},
+      {"sessions_missing_releases", incomplete},
+  };
+  auto fmt = [](const nlohmann::json& v, const char* f) {
+    return v.is_number() ? absl::StrFormat(f, v.get<double>()) : std::string("not measured");
+  };
+  std::cout << absl::StrFormat(
+      "swarm: %d sessions x %d accelerator(s), %d steps, computation_time %g s (synthetic, one epoch)\n"
+      "  attach: %.2f s, coordinator CPU %.2f s\n"
+      "  job: %.2f s, coordinator CPU %.2f s = %.1f us per agent per step (steady window: %s us)\n"
+      "  release latency (last arrival -> each session's release): p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples)\n"
+      "  coordinator: %d threads attached, %d peak; RSS %.1f MiB, peak %.1f MiB\n"
+      "  AU %s\n",
+      c_.agents, c_.accelerators, c_.steps, c_.compute, attach_s_, attach_cpu_s_, job_s_, job_cpu_s_,
+      job_cpu_s_ / agent_steps * 1e6, fmt(j["coordinator_cpu_us_per_agent_step_window"], "%.1f"),
+      j["release_latency_ms_p50"].get<double>(), j["release_latency_ms_p99"].get<double>(),
+      j["release_latency_ms_max"].get<double>(), static_cast<int>(latency_ms.size()), threads_attached_,
+      threads_peak_, j["coordinator_rss_mib"].get<double>(), j["coordinator_hwm_mib"].get<double>(),
+      fmt(au, "%.2f %%"));
+  if (!c_.json.empty()) std::ofstream(c_.json) << j.dump(2) << "\n";
+  if (!job_ok) {
+    std::ifstream err(c_.work + "/submit.err");
+    const std::string why((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    std::cerr << "dlio-bench-swarm: the job failed (submit exit " << submit_rc << "):\n" << why;
+    return 1;
+  }
+  if (incomplete > 0) {
+    std::cerr << "dlio-bench-swarm: " << incomplete << " session(s) did not see every release of " << kMeasuredPhase
+              << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+void Run::Teardown() {
+  for (const auto& a : agents_) a->Cancel();
+  {
+    std::unique_lock<std::mutex> lk(events_.mu);
+    const size_t started = agents_.size();
+    // 30 s: cancelled calls end at once; this only bounds a stuck library.
+    if (!events_.cv.wait_for(lk, std::chrono::seconds(30), [&] { return events_.done >= static_cast<int>(started); })) {
+      std::cerr << "dlio-bench-swarm: sessions did not end\n";
+      std::_Exit(1);
+    }
+  }
+  if (coord_ > 0) {
+    kill(coord_, SIGTERM);
+    waitpid(coord_, nullptr, 0);
+    coord_ = -1;
+  }
+  timers_.reset();
+  agents_.clear();
+  if (c_.keep) {
+    std::cout << "work folder kept: " << c_.work << "\n";
+  } else if (!c_.work.empty()) {
+    fs::remove_all(c_.work);
+  }
+}
+
+int Run::Main() {
+  if (!StartCoordinator() || !AttachAll()) return 1;
+  const int rc = SubmitAndMonitor();
+  return Report(rc);
+}
+
+}  // namespace
+}  // namespace dlio
+
+int main(int argc, char** argv) {
+  dlio::Config c;
+  CLI::App app{"dlio-bench-swarm: N agent sessions in one process against a real dlio-coordinator (issue 14)",
+               "dlio-bench-swarm"};
+  app.add_option("--agents", c.agents, "Agent sessions")->check(CLI::Range(1, 65536));
+  app.add_option("--steps", c.steps, "Steps of the one training epoch")->check(CLI::Range(3, 1000000));
+  app.add_option("--compute", c.compute, "computation_time per step, seconds")->check(CLI::Range(0.0, 60.0));
+  app.add_option("--accelerators", c.accelerators, "Ranks per session")->check(CLI::Range(1, 4096));
+  app.add_option("--attach-batch", c.attach_batch, "Sessions connecting at once")->check(CLI::Range(1, 65536));
+  app.add_option("--barrier-timeout", c.barrier_timeout,
+                 "The job's barrier timeout, seconds: a lost release fails the job after this long")
+      ->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--bin-dir", c.bin_dir, "Folder of dlio-coordinator (default: beside this program)");
+  app.add_option("--work", c.work, "Work folder (default: a new folder under /tmp, removed at the end)");
+  app.add_option("--json", c.json, "Write the figures as JSON to FILE");
+  app.add_option("--log-level", c.log_level, "The sessions' log level (the agent's levels)");
+  app.add_flag("--keep", c.keep, "Keep the work folder");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(c.log_level));
+  if (c.bin_dir.empty()) c.bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path().string();
+  if (c.work.empty()) {
+    char tmpl[] = "/tmp/dlio-swarm-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      std::cerr << "dlio-bench-swarm: mkdtemp: " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    c.work = tmpl;
+  }
+  // One descriptor per session here and in the coordinator (which inherits the limit).
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  signal(SIGPIPE, SIG_IGN);
+  dlio::Run run(c);
+  return run.Main();
+}
