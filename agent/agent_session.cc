@@ -120,7 +120,7 @@ bool AgentSession::SendAnswer(const v1::AgentMessage& m) {
   return true;
 }
 
-v1::AgentMessage AgentSession::ErrorMessage(const std::string& code, const std::string& message,
+v1::AgentMessage AgentSession::ErrorMessage(v1::ErrorCode code, const std::string& message,
                                             const std::string& job_id, const std::string& phase_id) const {
   v1::AgentMessage m;
   v1::Error* e = m.mutable_error();
@@ -186,7 +186,7 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
     if (done_job_ == rp.job_id() && done_phase_ == rp.phase_id()) {              // repeat of a finished phase
       reply = done_msg_;
     } else if (!running_phase_.empty()) {
-      reply = ErrorMessage("BUSY", absl::StrCat("agent '", id_.name, "' is still running job ", running_job_,
+      reply = ErrorMessage(v1::ERROR_CODE_BUSY, absl::StrCat("agent '", id_.name, "' is still running job ", running_job_,
                                                 " phase ", running_phase_, "; refused job ", rp.job_id(), " phase ",
                                                 rp.phase_id()),
                            rp.job_id(), rp.phase_id());
@@ -201,15 +201,15 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
   const uint64_t first = rp.first_rank(), local = rp.local_ranks(), world = rp.world_size();
   absl::Status threads = spec.ok() ? CheckAgentThreads(**spec, static_cast<int64_t>(local)) : absl::OkStatus();
   if (!spec.ok()) {
-    reply = ErrorMessage("BAD_WORKLOAD", absl::StrCat(where, ": ", spec.status().message()), rp.job_id(),
+    reply = ErrorMessage(v1::ERROR_CODE_BAD_WORKLOAD, absl::StrCat(where, ": ", spec.status().message()), rp.job_id(),
                          rp.phase_id());
   } else if (local < 1 || local > static_cast<uint64_t>(id_.accelerators) || first + local > world) {
-    reply = ErrorMessage("BAD_ORDER",
+    reply = ErrorMessage(v1::ERROR_CODE_BAD_ORDER,
                          absl::StrCat(where, ": ranks ", first, "-", first + local - 1, " of ", world,
                                       " do not fit this agent's ", id_.accelerators, " accelerator(s)"),
                          rp.job_id(), rp.phase_id());
   } else if (!threads.ok()) {
-    reply = ErrorMessage("BAD_WORKLOAD", absl::StrCat(where, ": ", threads.message()), rp.job_id(), rp.phase_id());
+    reply = ErrorMessage(v1::ERROR_CODE_BAD_WORKLOAD, absl::StrCat(where, ": ", threads.message()), rp.job_id(), rp.phase_id());
   }
   if (reply) {
     Send(*reply);
@@ -266,7 +266,7 @@ void AgentSession::Finish(const PhaseCommand& cmd, absl::StatusOr<std::vector<Ra
     for (const RankEpochResult& rr : *r) ToProto(rr, d->add_ranks());
   } else {
     const bool cancelled = r.status().code() == absl::StatusCode::kCancelled;
-    m = ErrorMessage(cancelled ? "CANCELLED" : "PHASE_FAILED", std::string(r.status().message()), cmd.job_id,
+    m = ErrorMessage(cancelled ? v1::ERROR_CODE_CANCELLED : v1::ERROR_CODE_PHASE_FAILED, std::string(r.status().message()), cmd.job_id,
                      cmd.phase_id);
     if (cancelled && cancel_) {
       // A stop we were asked for (or a lost session): expected, not an error of this agent.
@@ -339,7 +339,7 @@ bool AgentSession::SendShutdownNotice() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!session_alive_ || running_phase_.empty()) return false;
-    m = ErrorMessage("SHUTDOWN",
+    m = ErrorMessage(v1::ERROR_CODE_SHUTDOWN,
                      absl::StrCat("agent '", id_.name, "' was told to shut down (signal) during job ", running_job_,
                                   " phase ", running_phase_),
                      running_job_, running_phase_);

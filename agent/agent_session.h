@@ -14,6 +14,8 @@
 // The host runs the phase and calls Finish() exactly once. Step barrier: the host calls Arrive(step), then either
 // blocks in WaitRelease(step) (a thread per phase, as PhaseRunner does) or waits for PhaseHost::Released(step)
 // (event-driven hosts); a release of another job or phase is dropped and counted (AgentMetrics, when given).
+// Errors carry a v1::ErrorCode (a stop confirmation is ERROR_CODE_CANCELLED, which the coordinator does not count
+// as a failure).
 // Time: the steady clock, passed in by the caller (`now`), for the lease.
 // Thread-safety: every method may be called from any thread; OnMessage() calls of one session come one at a time (the
 // stream's reads are sequential). mu_ guards the session state; messages are sent outside it through the link
@@ -132,7 +134,7 @@ class AgentSession {
 
  private:
   void StartPhase(const v1::RunPhase& rp);
-  v1::AgentMessage ErrorMessage(const std::string& code, const std::string& message, const std::string& job_id,
+  v1::AgentMessage ErrorMessage(v1::ErrorCode code, const std::string& message, const std::string& job_id,
                                 const std::string& phase_id) const;
   bool Send(const v1::AgentMessage& m);
   // A phase's answer; a PhaseDone larger than one message may carry goes in parts (convert.h SplitPhaseDone).

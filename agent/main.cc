@@ -113,6 +113,7 @@ int RunAgent(AgentFlags& f) {
 
 int main(int argc, char** argv) {
   dlio::RequestShortSlices();  // before any thread exists: gRPC's and the step threads inherit it (scheduling.h)
+  dlio::SkipMutexDeadlockDetection();
   CLI::App app{"dlio-agent: emulates deep-learning training I/O on this node for a dlio-coordinator.\n"
                "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
                "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",

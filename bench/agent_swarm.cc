@@ -61,6 +61,7 @@
 #include "common/epoch_plan.h"
 #include "common/mlperf.h"
 #include "common/random.h"
+#include "common/scheduling.h"
 #include "common/write_queue.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
@@ -864,6 +865,7 @@ int main(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
   signal(SIGPIPE, SIG_IGN);
+  dlio::SkipMutexDeadlockDetection();  // as the agent does (common/scheduling.h)
   dlio::Run run(c);
   return run.Main();
 }

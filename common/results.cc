@@ -151,19 +151,21 @@ struct Host {
   int ranks = 0;
 };
 
-// Distinct hosts in rank order; DLIO reports host lists per node.
+// Distinct hosts in rank order; DLIO reports host lists per node. O(agents log agents): a fleet of thousands of
+// nodes is listed in milliseconds.
 std::vector<Host> Hosts(const JobResult& job) {
   std::vector<const AgentInfo*> agents;
   for (const AgentInfo& a : job.agents) agents.push_back(&a);
   std::stable_sort(agents.begin(), agents.end(),
                    [](const AgentInfo* a, const AgentInfo* b) { return a->first_rank < b->first_rank; });
   std::vector<Host> hosts;
+  std::map<std::string_view, size_t> index;  // hostname -> its entry in hosts
   for (const AgentInfo* a : agents) {
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const Host& h) { return h.hostname == a->hostname; });
-    if (it == hosts.end()) {
+    const auto [it, added] = index.emplace(a->hostname, hosts.size());
+    if (added) {
       hosts.push_back(Host{a->hostname, a->memory_gb, a->cpu_count, a->ranks});
     } else {
-      it->ranks += a->ranks;
+      hosts[it->second].ranks += a->ranks;
     }
   }
   return hosts;
@@ -177,11 +179,12 @@ const AgentInfo* AgentOfRank(const JobResult& job, int rank) {
 }
 
 // DLIO's data_size_per_host_GB: ranks per node * samples // world * record length, in GiB, for rank 0's node.
-double DataSizePerHostGb(const JobResult& job, const std::vector<Host>& hosts) {
+double DataSizePerHostGb(const JobResult& job) {
   int64_t per_node = job.world;
   if (const AgentInfo* a = AgentOfRank(job, 0); a != nullptr) {
-    for (const Host& h : hosts) {
-      if (h.hostname == a->hostname) per_node = h.ranks;
+    per_node = 0;
+    for (const AgentInfo& b : job.agents) {
+      if (b.hostname == a->hostname) per_node += b.ranks;
     }
   }
   const int64_t samples = per_node * job.spec.num_samples_per_file * job.spec.num_files_train / std::max(1, job.world);
@@ -497,7 +500,7 @@ std::vector<std::string> UnmeasuredFigureWarnings(const WorkloadSpec& spec, int6
   return out;
 }
 
-Aggregator::Aggregator(const JobResult& job) : job_(job) {}
+Aggregator::Aggregator(const JobResult& job) : job_(job), data_gb_(DataSizePerHostGb(job)) {}
 
 FleetSummary Aggregator::Summarize() const { return Compute(job_).fleet; }
 
@@ -680,7 +683,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   const Computed c = Compute(job_);
   const FleetSummary& s = c.fleet;
   const std::vector<Host> hosts = Hosts(job_);
-  const double data_gb = DataSizePerHostGb(job_, hosts);
+  const double data_gb = data_gb_;
 
   nlohmann::json j;
   j["start"] = FormatTimestamp(job_.start_unix_us);
@@ -758,8 +761,7 @@ nlohmann::json Aggregator::SummaryJson() const {
 
 nlohmann::json Aggregator::RankOutputJson(int rank) const {
   const MetricWindow window = TrainWindow(job_.spec, EpochSteps(job_));
-  const std::vector<Host> hosts = Hosts(job_);
-  const double data_gb = DataSizePerHostGb(job_, hosts);
+  const double data_gb = data_gb_;
   nlohmann::json j = nlohmann::json::object();
   if (const AgentInfo* a = AgentOfRank(job_, rank); a != nullptr) {
     j["hostname"] = a->hostname;

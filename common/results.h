@@ -238,6 +238,7 @@ class Aggregator {
 
  private:
   const JobResult& job_;
+  const double data_gb_;  // DLIO's data_size_per_host_GB, computed once (every rank's file repeats it)
 };
 
 MetricWindow TrainWindow(const WorkloadSpec& spec, int64_t epoch_steps);

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "absl/synchronization/mutex.h"
+
 namespace dlio {
 namespace {
 
@@ -55,5 +57,7 @@ constexpr uint64_t kBulkSliceNs = 3'000'000;
 
 void RequestShortSlices() { RequestSlice(kShortSliceNs); }
 void RequestBulkSlices() { RequestSlice(kBulkSliceNs); }
+
+void SkipMutexDeadlockDetection() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); }
 
 }  // namespace dlio

@@ -2,9 +2,10 @@
 // outstanding write per stream). Push() queues a message and starts its write when none is in flight; the stream's
 // write completion calls Done(), which starts the next one. Transport-agnostic: `start` is the stream's StartWrite.
 //
-// Ending: Close() stops the queue (queued messages not yet started are dropped) and says whether a write is still in
-// flight; the stream may finish once Close() or a later Done() returns true (nothing left in flight). A failed write
-// breaks the queue (later pushes are refused) without ending it: the stream's reader notices the broken stream.
+// Ending: Close() stops the queue (queued messages not yet started are dropped, unless `drain` asks to write them
+// first) and says whether a write is still in flight; the stream may finish once Close() or a later Done() returns
+// true (nothing left in flight). A failed write breaks the queue (later pushes are refused) without ending it: the
+// stream's reader notices the broken stream.
 // A queue holding `max_queued` messages refuses more (kFull): its reader stopped reading.
 // Thread-safety: every method from any thread. `start` is called without the queue's lock, for one message at a time
 // (the message stays valid and unchanged until its Done()).
@@ -56,7 +57,7 @@ class WriteQueue {
         broken_ = true;
         queue_.clear();
       }
-      if (!queue_.empty() && !closed_) {
+      if (!queue_.empty() && (!closed_ || draining_)) {
         next = &queue_.front();
       } else {
         queue_.clear();
@@ -68,9 +69,11 @@ class WriteQueue {
     return false;
   }
 
-  // No more writes; true when nothing is in flight (else the Done() that ends the last one returns true).
-  bool Close() {
+  // No more pushes; with `drain`, the queued messages are still written. True when nothing is in flight (else the
+  // Done() that ends the last write returns true).
+  bool Close(bool drain = false) {
     std::lock_guard<std::mutex> lk(mu_);
+    if (!closed_) draining_ = drain;
     closed_ = true;
     if (!in_flight_) queue_.clear();
     return !in_flight_;
@@ -88,6 +91,7 @@ class WriteQueue {
   std::deque<T> queue_ ABSL_GUARDED_BY(mu_);  // front: the write in flight (when in_flight_)
   bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;  // closed, but the queued messages are still written
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
 };
 

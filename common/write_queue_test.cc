@@ -38,6 +38,18 @@ TEST(WriteQueue, CloseSaysWhenTheStreamMayFinish) {
   EXPECT_EQ(starts, 1);
 }
 
+TEST(WriteQueue, ADrainingCloseWritesWhatIsQueuedFirst) {
+  std::vector<std::string> started;
+  Q q(8, [&](const std::string* m) { started.push_back(*m); });
+  q.Push("a");
+  q.Push("final");
+  EXPECT_FALSE(q.Close(/*drain=*/true));
+  EXPECT_EQ(q.Push("late"), Q::Pushed::kClosed);
+  EXPECT_FALSE(q.Done(true));                          // "final" is started
+  EXPECT_TRUE(q.Done(true));                           // and its completion ends the stream
+  EXPECT_EQ(started, std::vector<std::string>({"a", "final"}));
+}
+
 TEST(WriteQueue, AFailedWriteBreaksTheQueueAndAFullOneRefuses) {
   int starts = 0;
   Q q(2, [&](const std::string*) { ++starts; });

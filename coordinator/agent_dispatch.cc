@@ -111,7 +111,9 @@ void AgentInbox::Deliver(const v1::AgentMessage& in) {
       break;
     }
     case v1::AgentMessage::kError:
-      core_->OnAgentError(agent_, in.error().job_id(), in.error().phase_id(), in.error().code(),
+      core_->OnAgentError(agent_, in.error().job_id(), in.error().phase_id(),
+                          in.error().code() == v1::ERROR_CODE_CANCELLED ? AgentErrorKind::kCancelled
+                                                                        : AgentErrorKind::kFailure,
                           in.error().message());
       break;
     default:

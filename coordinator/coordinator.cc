@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -113,7 +114,11 @@ struct Coordinator::Phase {
   int epoch = 0;
   std::set<std::string> pending;     // agents whose PhaseDone (or Error) is still missing
   uint64_t barrier_step = 0;         // the step the barrier collects arrivals for = steps released so far
-  std::set<std::string> arrived;
+  // Per agent of the job (Job::agent_index): its link when the orders went out, and whether it arrived at the
+  // current step. An arrival is a hash lookup and a flag; a release is one pass over the links.
+  std::vector<std::shared_ptr<AgentLink>> links;
+  std::vector<char> arrived;
+  size_t arrived_count = 0;
   Clock::time_point first_arrival;   // of the current step
   Clock::time_point last_advance;    // phase start or the last release
   std::map<std::string, AgentProgress> progress;  // per agent, its latest report
@@ -134,6 +139,8 @@ struct Coordinator::Job {
   int next_save_index = 1;           // the index the job's next checkpoint save gets
   int completed_epoch = 0;           // the last epoch whose phases all succeeded (rec.epochs_done trails it)
   std::string spec_yaml;             // ToYaml(spec), made once: every phase order carries it
+  std::unordered_map<std::string, size_t> agent_index;  // rec.agent_names[i] -> i, once placed
+  std::map<uint64_t, EventSink> watchers;  // Watch(): sinks fed by Emit() until the final event
   std::unique_ptr<TraceWriter> trace;  // dlio_ext.trace: the merged trace, fed phase by phase (runner thread only)
   bool refused = false;              // refused at placement (common/preflight.h): its final event says so
 };
@@ -217,6 +224,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
       c->restart_grace_until_ = c->options_.now() + c->options_.restart_grace;
     }
   }
+  if (c->store_) c->persister_ = std::thread([p = c.get()] { p->PersisterLoop(); });
   c->runner_ = std::thread([p = c.get()] { p->RunnerLoop(); });
   c->watchdog_ = std::thread([p = c.get()] { p->WatchdogLoop(); });
   return c;
@@ -233,6 +241,12 @@ void Coordinator::Stop() {
   std::call_once(stop_once_, [&] {
     if (runner_.joinable()) runner_.join();
     if (watchdog_.joinable()) watchdog_.join();
+    {
+      std::lock_guard<std::mutex> sl(store_mu_);
+      store_stop_ = true;
+      store_cv_.notify_all();
+    }
+    if (persister_.joinable()) persister_.join();  // every record is written when Stop() returns
   });
 }
 
@@ -277,10 +291,10 @@ void Coordinator::RemoveAgent(const std::string& name, const AgentLink* link, co
 }
 
 std::string Coordinator::RanksOf(const Job& job, const std::string& agent) const {
-  for (const AgentInfo& a : job.result.agents) {
-    if (a.name == agent) return RankRange(a.first_rank, a.ranks);
-  }
-  return "no ranks";
+  const auto it = job.agent_index.find(agent);
+  if (it == job.agent_index.end()) return "no ranks";
+  const AgentInfo& a = job.result.agents[it->second];
+  return RankRange(a.first_rank, a.ranks);
 }
 
 void Coordinator::LoseAgentLocked(const std::string& name, const std::string& why) {
@@ -377,25 +391,29 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
   // an earlier job or phase, a repeat of a released step) is dropped and counted.
   const bool current = running_ != nullptr && running_->rec.id == job_id && running_->phase &&
                        running_->phase->id == phase_id && step == running_->phase->barrier_step;
-  const auto& names = current ? running_->rec.agent_names : std::vector<std::string>();
-  if (!current || std::find(names.begin(), names.end(), agent) == names.end()) {
+  const auto index = current ? running_->agent_index.find(agent) : decltype(running_->agent_index)::iterator();
+  if (!current || index == running_->agent_index.end() || index->second >= running_->phase->arrived.size()) {
     ++stale_arrivals_;
     return;
   }
   Phase& p = *running_->phase;
   const Clock::time_point now = options_.now();
-  if (p.arrived.empty()) p.first_arrival = now;
-  p.arrived.insert(agent);
-  if (p.arrived.size() < names.size()) return;
+  if (p.arrived_count == 0) p.first_arrival = now;
+  if (!p.arrived[index->second]) {
+    p.arrived[index->second] = 1;
+    ++p.arrived_count;
+  }
+  if (p.arrived_count < p.arrived.size()) return;
   barrier_wait_[job_id].Record(
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - p.first_arrival).count()));
   if (barrier_wait_.size() > kBarrierWaitJobs) barrier_wait_.erase(barrier_wait_.begin());
-  p.arrived.clear();
+  std::fill(p.arrived.begin(), p.arrived.end(), 0);
+  p.arrived_count = 0;
   ++p.barrier_step;
   p.last_advance = now;
-  for (const std::string& name : names) {
-    auto it = agents_.find(name);
-    if (it != agents_.end()) it->second.link->ReleaseBarrier(job_id, phase_id, step);
+  // A link whose agent left is closed: its calls do nothing (and the phase fails through LoseAgentLocked()).
+  for (const std::shared_ptr<AgentLink>& link : p.links) {
+    if (link) link->ReleaseBarrier(job_id, phase_id, step);
   }
 }
 
@@ -414,11 +432,11 @@ void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_i
   if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   Phase& p = *running_->phase;
   if (p.pending.count(agent) == 0) return;  // a repeated PhaseDone
-  const auto info = std::find_if(running_->result.agents.begin(), running_->result.agents.end(),
-                                 [&](const AgentInfo& a) { return a.name == agent; });
-  if (info == running_->result.agents.end()) return;
+  const auto index = running_->agent_index.find(agent);
+  if (index == running_->agent_index.end()) return;
+  const AgentInfo& info = running_->result.agents[index->second];  // placed in the order of agent_index
   p.pending.erase(agent);
-  if (absl::Status s = CheckPhaseResults(*info, ranks); !s.ok()) {
+  if (absl::Status s = CheckPhaseResults(info, ranks); !s.ok()) {
     if (p.error.empty()) {
       p.error = absl::StrCat("agent '", agent, "' (", RanksOf(*running_, agent), ") sent an invalid result for job ",
                              job_id, " phase ", phase_id, ": ", s.message());
@@ -431,7 +449,7 @@ void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_i
 }
 
 void Coordinator::OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                               const std::string& code, const std::string& raw_message) {
+                               AgentErrorKind kind, const std::string& raw_message) {
   // The agent's text goes into logs and the job's message: one line, bounded (text.h).
   const std::string message = EscapeText(raw_message, 4096);
   std::lock_guard<std::mutex> lk(mu_);
@@ -444,8 +462,9 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
   Phase& p = *job.phase;
   if (phase_id != p.id) return;
   p.pending.erase(agent);
-  // A CANCELLED answer confirms a stop we asked for; anything else is the job's failure (the first one wins).
-  const bool stop_confirmation = code == "CANCELLED" && (job.cancel_requested || stopping_ || !p.error.empty());
+  // A cancelled phase confirms a stop we asked for; anything else is the job's failure (the first one wins).
+  const bool stop_confirmation =
+      kind == AgentErrorKind::kCancelled && (job.cancel_requested || stopping_ || !p.error.empty());
   if (!stop_confirmation) spdlog::error("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
   if (p.error.empty() && !job.cancel_requested && !stopping_) p.error = message;
   cv_.notify_all();
@@ -487,7 +506,7 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
       !s.ok()) {
     return s;
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(mu_);
   if (stopping_) return absl::UnavailableError("the coordinator is shutting down; submit again after its restart");
   auto job = std::make_unique<Job>();
   JobRecord& rec = job->rec;
@@ -511,10 +530,12 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   rec.epochs_total = spec->train ? static_cast<int>(spec->epochs) : 0;
   rec.message = absl::StrCat("job ", rec.id, " queued (", queue_.size() + (running_ != nullptr ? 1 : 0), " ahead)");
   if (store_) {
-    // A job the store cannot hold is refused rather than run without a trace.
-    if (absl::Status s = store_->Put(rec); !s.ok()) {
-      return absl::InternalError(absl::StrCat("job not queued: ", s.message()));
-    }
+    // A job the store cannot hold is refused rather than run without a trace. Written here, off the lock: the job
+    // is not visible before it is in the store, so no later record of it can overtake this one.
+    lk.unlock();
+    const absl::Status s = store_->Put(rec);
+    lk.lock();
+    if (!s.ok()) return absl::InternalError(absl::StrCat("job not queued: ", s.message()));
   }
   job->spec = std::move(*spec);
   const std::string id = rec.id;
@@ -557,6 +578,29 @@ absl::Status Coordinator::WaitEvents(const std::string& job_id, size_t from, std
   cv_.wait_for(lk, timeout, [&] { return job.events.size() > from; });
   for (size_t i = from; i < job.events.size(); ++i) out->push_back(job.events[i]);
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Coordinator::Watch(const std::string& job_id, EventSink sink) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
+  Job& job = *it->second;
+  const uint64_t id = ++watch_counter_;
+  for (const JobEventData& e : job.events) sink(e);
+  if (job.events.empty() || !job.events.back().final) {
+    job.watchers.emplace(id, std::move(sink));
+    watch_jobs_.emplace(id, job_id);
+  }
+  return id;
+}
+
+void Coordinator::Unwatch(uint64_t id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto w = watch_jobs_.find(id);
+  if (w == watch_jobs_.end()) return;
+  auto it = jobs_.find(w->second);
+  if (it != jobs_.end()) it->second->watchers.erase(id);
+  watch_jobs_.erase(w);
 }
 
 JobInfoData Coordinator::InfoLocked(const Job& job) const {
@@ -649,12 +693,43 @@ Coordinator::Counts Coordinator::GetCounts() const {
 void Coordinator::Emit(Job& job, JobEventData e) {
   e.state = job.rec.state;
   job.events.push_back(std::move(e));
+  for (const auto& [id, sink] : job.watchers) sink(job.events.back());
+  if (job.events.back().final) {  // a job's final event is its last: its watchers are done
+    for (const auto& [id, sink] : job.watchers) watch_jobs_.erase(id);
+    job.watchers.clear();
+  }
   cv_.notify_all();
 }
 
 void Coordinator::Save(Job& job) {
   if (!store_) return;
+  std::unique_lock<std::mutex> sl(store_mu_);
+  if (!store_stop_) {
+    store_pending_[job.rec.id] = job.rec;  // a newer record of the same job replaces one not written yet
+    store_cv_.notify_all();
+    return;
+  }
+  // After Stop() (a cancel arriving during shutdown): once the persister's last batch is written, at once.
+  store_cv_.wait(sl, [&] { return !store_writing_ && store_pending_.empty(); });
   if (absl::Status s = store_->Put(job.rec); !s.ok()) spdlog::error("{}", std::string(s.message()));
+}
+
+void Coordinator::PersisterLoop() {
+  std::unique_lock<std::mutex> lk(store_mu_);
+  while (true) {
+    store_cv_.wait(lk, [&] { return store_stop_ || !store_pending_.empty(); });
+    if (store_pending_.empty()) break;  // stopping, and everything is written
+    std::map<std::string, JobRecord> batch;
+    batch.swap(store_pending_);
+    store_writing_ = true;
+    lk.unlock();
+    for (const auto& [id, rec] : batch) {
+      if (absl::Status s = store_->Put(rec); !s.ok()) spdlog::error("{}", std::string(s.message()));
+    }
+    lk.lock();
+    store_writing_ = false;
+    store_cv_.notify_all();
+  }
 }
 
 void Coordinator::EndJob(Job& job, JobState state, const std::string& message, bool error) {
@@ -834,6 +909,7 @@ bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
     info.first_rank = world;
     info.ranks = per_agent;
     world += per_agent;
+    job.agent_index[info.name] = rec.agent_names.size();
     rec.agent_names.push_back(info.name);
     job.result.agents.push_back(info);
   }
@@ -986,6 +1062,8 @@ bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std
   p.train = kind == PhaseOrder::Kind::kTrainEpoch;
   p.epoch = epoch;
   p.last_advance = options_.now();
+  p.links.assign(job.rec.agent_names.size(), nullptr);
+  p.arrived.assign(job.rec.agent_names.size(), 0);
   job.rec.phase_id = phase_id;
   job.done = job.total = 0;
   if (job.spec_yaml.empty()) job.spec_yaml = ToYaml(job.spec);
@@ -1042,6 +1120,7 @@ void Coordinator::SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, co
     o.checkpoint_index = ckpt.checkpoint_index;
     o.checkpoint_step = ckpt.checkpoint_step;
     p.pending.insert(name);
+    p.links[i] = it->second.link;
     it->second.link->RunPhase(o);
   }
 }
@@ -1062,14 +1141,13 @@ void Coordinator::WaitForPhase(Job& job, std::unique_lock<std::mutex>& lk, Phase
     if (kind == PhaseOrder::Kind::kTrainEpoch && job.rec.agent_names.size() > 1 && barrier_timeout.count() > 0 &&
         now - p.last_advance > barrier_timeout && p.error.empty()) {
       std::vector<std::string> missing;
-      for (const std::string& name : job.rec.agent_names) {
-        if (p.pending.count(name) && !p.arrived.count(name)) {
-          missing.push_back(absl::StrCat(name, " (", RanksOf(job, name), ")"));
-        }
+      for (size_t i = 0; i < job.rec.agent_names.size(); ++i) {
+        const std::string& name = job.rec.agent_names[i];
+        if (p.pending.count(name) && !p.arrived[i]) missing.push_back(absl::StrCat(name, " (", RanksOf(job, name), ")"));
       }
       p.error = absl::StrCat("job ", job.rec.id, " phase ", phase_id, ": no step barrier released for ",
                              SecsText(barrier_timeout), " (barrier timeout) at step ", p.barrier_step, ": ",
-                             p.arrived.size(), " of ", job.rec.agent_names.size(), " agent(s) arrived; waiting for ",
+                             p.arrived_count, " of ", job.rec.agent_names.size(), " agent(s) arrived; waiting for ",
                              missing.empty() ? std::string("none") : NameList(missing));
       break;
     }

@@ -17,9 +17,12 @@
 // epochs already completed are written.
 // Time: durations, leases and timeouts use Options::now (steady clock, injectable for tests); wall-clock time only
 // appears in records and result files.
+// Job store: records are written by a persister thread of their own (the newest record per job, in order), so
+// SQLite's synchronous commits never run under the coordinator's lock; Stop() writes what is pending before it
+// returns, and Submit() writes the new job's row itself (a job the store cannot hold is refused).
 // Thread-safety: every public method may be called from any thread (gRPC handlers, the runner, the watchdog).
-// mu_ guards all state; AgentLink calls are made with mu_ held, so links must not block or call back into the
-// Coordinator (the facade's links queue their messages).
+// mu_ guards all state; AgentLink calls and event sinks (Watch) are made with mu_ held, so they must not block or
+// call back into the Coordinator (the facade's links and watch streams queue their messages).
 #pragma once
 
 #include <chrono>
@@ -96,6 +99,10 @@ struct JobEventData {
   bool final = false;
   bool refused = false;              // final event: refused at placement, before any phase (common/preflight.h)
 };
+
+// What an agent's Error says about its phase: a confirmation of a stop the coordinator asked for (the phase was
+// cancelled, or its session ended), or a failure of the job.
+enum class AgentErrorKind { kFailure, kCancelled };
 
 // One agent's progress report of a running phase (the Progress message).
 struct AgentProgress {
@@ -191,7 +198,7 @@ class Coordinator {
   void OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                    std::vector<RankEpochResult> ranks);
   void OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                    const std::string& code, const std::string& message);
+                    AgentErrorKind kind, const std::string& message);
 
   // Client verbs. Submit validates the workload and the placement numbers (InvalidArgument, one line).
   absl::StatusOr<std::string> Submit(const JobRequest& request);
@@ -200,6 +207,13 @@ class Coordinator {
   // Copies events [from, ...) into *out, waiting up to `timeout` when there is none yet. NotFound for unknown jobs.
   absl::Status WaitEvents(const std::string& job_id, size_t from, std::vector<JobEventData>* out,
                           std::chrono::milliseconds timeout) const;
+  // Calls `sink` with every event of the job so far, then with each new one as it happens, up to the job's final
+  // event (then the sink is dropped) or Unwatch(id). The sink runs under the coordinator's lock: it must only queue.
+  // Returns the watch id; NotFound for unknown jobs.
+  using EventSink = std::function<void(const JobEventData&)>;
+  absl::StatusOr<uint64_t> Watch(const std::string& job_id, EventSink sink);
+  // Drops a sink (a watcher went away); after it returns the sink is never called again. Unknown ids are ignored.
+  void Unwatch(uint64_t id);
   absl::StatusOr<JobInfoData> GetJob(const std::string& job_id) const;
   std::vector<JobInfoData> ListJobs() const;
   std::vector<AgentStatusData> ListAgents() const;
@@ -262,7 +276,9 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands the job's record to the persister thread (after Stop(): writes it at once).
   void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PersisterLoop();
   // Writes the result files of the epochs completed so far (mu_ released while writing).
   void WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const std::string& job_state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -301,6 +317,15 @@ class Coordinator {
   // job the restart interrupted; empty = wait out the grace).
   Clock::time_point restart_grace_until_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> restart_agents_ ABSL_GUARDED_BY(mu_);
+  uint64_t watch_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, std::string> watch_jobs_ ABSL_GUARDED_BY(mu_);  // watch id -> job id, for Unwatch()
+  // Records waiting for the store, the newest per job (lock order: mu_ before store_mu_).
+  std::mutex store_mu_;
+  std::condition_variable store_cv_;
+  std::map<std::string, JobRecord> store_pending_ ABSL_GUARDED_BY(store_mu_);
+  bool store_writing_ ABSL_GUARDED_BY(store_mu_) = false;   // the persister is writing a batch
+  bool store_stop_ ABSL_GUARDED_BY(store_mu_) = false;      // the persister has stopped (or is stopping)
+  std::thread persister_;
   std::thread runner_;
   std::thread watchdog_;
   std::once_flag stop_once_;  // Stop() joins the threads once, whoever calls it first

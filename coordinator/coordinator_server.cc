@@ -1,17 +1,16 @@
 #include "coordinator/coordinator_server.h"
 
-#include <condition_variable>
-#include <deque>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/prometheus_family.h"
 #include "common/text.h"
+#include "common/write_queue.h"
 #include "coordinator/agent_dispatch.h"
 #include "coordinator/targets_file.h"
 #include "dlio/v1/convert.h"
@@ -28,12 +27,13 @@ namespace dlio {
 namespace {
 
 namespace fs = std::filesystem;
-using AttachStream = grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>;
 
 // Messages queued for one agent before it counts as not reading its stream and is dropped. An agent receives about
 // one message per step (the barrier release) and one per heartbeat; 4096 queued means it has been stuck for
 // thousands of steps or minutes, while a healthy one drains its queue within milliseconds.
 constexpr size_t kMaxQueuedMessages = 4096;
+// Events queued for one watcher before it counts as not reading (a few per second per running job).
+constexpr size_t kMaxQueuedEvents = 4096;
 
 // The single place where absl::Status becomes grpc::Status.
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -43,24 +43,60 @@ grpc::Status ToGrpc(const absl::Status& s) {
 
 v1::JobState ToProto(JobState s) { return static_cast<v1::JobState>(static_cast<int>(s) + 1); }
 
-// AgentLink over one Attach stream. The core calls it under its lock, so every call only queues; a writer thread
-// per link drains the queue (gRPC allows one writer at a time). After Close() (the handler is returning) every call
-// is a no-op.
+// The wire form of a message, made once: copies of a ByteBuffer share its slices, so one release goes to every
+// agent's stream without being serialised again.
+grpc::ByteBuffer Serialize(const v1::CoordinatorMessage& m) {
+  grpc::ByteBuffer b;
+  bool own = false;
+  grpc::SerializationTraits<v1::CoordinatorMessage>::Serialize(m, &b, &own);
+  return b;
+}
+
+// The serialised release of the step being released: the core releases a step by calling every link of the job in
+// a row (under its lock), so the first call serialises it and the others reuse the bytes.
+// Thread-safety: Get() from any thread.
+class ReleaseCache {
+ public:
+  grpc::ByteBuffer Get(const std::string& job_id, const std::string& phase_id, uint64_t step) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!valid_ || step != step_ || job_id != job_id_ || phase_id != phase_id_) {
+      v1::CoordinatorMessage m;
+      m.mutable_barrier_release()->set_job_id(job_id);
+      m.mutable_barrier_release()->set_phase_id(phase_id);
+      m.mutable_barrier_release()->set_step(step);
+      bytes_ = Serialize(m);
+      job_id_ = job_id, phase_id_ = phase_id, step_ = step, valid_ = true;
+    }
+    return bytes_;
+  }
+
+ private:
+  std::mutex mu_;
+  bool valid_ ABSL_GUARDED_BY(mu_) = false;
+  std::string job_id_ ABSL_GUARDED_BY(mu_), phase_id_ ABSL_GUARDED_BY(mu_);
+  uint64_t step_ ABSL_GUARDED_BY(mu_) = 0;
+  grpc::ByteBuffer bytes_ ABSL_GUARDED_BY(mu_);
+};
+
+// AgentLink over one Attach stream (gRPC's callback API). The core calls it under its lock: every call serialises
+// its message and queues it (WriteQueue: at most one write in flight, the next one started by the completion of the
+// last), never blocks. After Close() (the stream is ending) every call does nothing; the link may outlive the stream
+// (the core drops it later).
 class StreamLink : public AgentLink {
  public:
-  StreamLink(grpc::ServerContext* ctx, AttachStream* stream, std::string agent)
-      : ctx_(ctx), stream_(stream), agent_(std::move(agent)) {
-    writer_ = std::thread([this] { WriterLoop(); });
-  }
-  ~StreamLink() override { Close(); }
+  StreamLink(std::string agent, ReleaseCache* releases, grpc::CallbackServerContext* ctx,
+             std::function<void(const grpc::ByteBuffer*)> start_write)
+      : agent_(std::move(agent)), releases_(releases), queue_(kMaxQueuedMessages, std::move(start_write)),
+        ctx_(ctx) {}
 
   void Accepted(std::chrono::milliseconds heartbeat, std::chrono::milliseconds lease) override {
+    heartbeat_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(heartbeat).count();
     v1::CoordinatorMessage m;
     m.mutable_welcome()->set_protocol_version(kProtocolVersion);
     m.mutable_welcome()->set_agent(agent_);
     m.mutable_welcome()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat.count()));
     m.mutable_welcome()->set_lease_ms(static_cast<uint32_t>(lease.count()));
-    Enqueue(std::move(m));
+    Push(Serialize(m));
   }
   void RunPhase(const PhaseOrder& o) override {
     v1::CoordinatorMessage m;
@@ -82,39 +118,39 @@ class StreamLink : public AgentLink {
     r->set_checkpoint_load(o.checkpoint_load);
     r->set_checkpoint_index(static_cast<uint32_t>(o.checkpoint_index));
     r->set_checkpoint_step(static_cast<uint64_t>(o.checkpoint_step));
-    Enqueue(std::move(m));
+    Push(Serialize(m));
   }
   void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) override {
-    v1::CoordinatorMessage m;
-    m.mutable_barrier_release()->set_job_id(job_id);
-    m.mutable_barrier_release()->set_phase_id(phase_id);
-    m.mutable_barrier_release()->set_step(step);
-    Enqueue(std::move(m));
+    Push(releases_->Get(job_id, phase_id, step));
   }
   void Cancel(const std::string& job_id, const std::string& reason) override {
     v1::CoordinatorMessage m;
     m.mutable_cancel()->set_job_id(job_id);
     m.mutable_cancel()->set_reason(reason);
-    Enqueue(std::move(m));
+    Push(Serialize(m));
   }
-  void Drop(const std::string& reason) override {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (drop_reason_.empty()) drop_reason_ = reason;
-    if (!closed_) ctx_->TryCancel();
-  }
+  void Drop(const std::string& reason) override { Break(reason); }
+  // The answer to a heartbeat, which tells the agent the coordinator is alive: not needed when the agent got another
+  // message within the last heartbeat interval (a running job's releases are many per second).
   void Echo(int64_t agent_time_ns) {
+    if (NowNs() - last_push_ns_.load(std::memory_order_relaxed) < heartbeat_ns_) return;
     v1::CoordinatorMessage m;
     m.mutable_heartbeat()->set_agent_time_ns(agent_time_ns);
-    Enqueue(std::move(m));
+    Push(Serialize(m));
   }
-  // Stops the writer; the stream and context are gone once the handler returns.
-  void Close() {
+
+  // The stream's side. A write completed; true when the link is closed and nothing is in flight any more.
+  bool WriteDone(bool ok) {
+    if (!ok) Break("");  // the stream broke: the reader sees its end and removes the agent
+    return queue_.Done(ok);
+  }
+  // The stream is ending (its reads are over); true when nothing is in flight (it may finish now).
+  bool Close() {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      closed_ = true;
-      cv_.notify_all();
+      ctx_ = nullptr;
     }
-    if (writer_.joinable()) writer_.join();
+    return queue_.Close();
   }
   std::string drop_reason() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -122,50 +158,61 @@ class StreamLink : public AgentLink {
   }
 
  private:
-  void Enqueue(v1::CoordinatorMessage m) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (closed_ || broken_) return;
-    if (queue_.size() >= kMaxQueuedMessages) {
-      broken_ = true;
-      drop_reason_ = absl::StrCat("it stopped reading its stream (", kMaxQueuedMessages, " messages queued)");
-      ctx_->TryCancel();
-      return;
+  static int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+  void Push(grpc::ByteBuffer b) {
+    last_push_ns_.store(NowNs(), std::memory_order_relaxed);
+    if (queue_.Push(std::move(b)) == WriteQueue<grpc::ByteBuffer>::Pushed::kFull) {
+      Break(absl::StrCat("it stopped reading its stream (", kMaxQueuedMessages, " messages queued)"));
     }
-    queue_.push_back(std::move(m));
-    cv_.notify_one();
   }
-  void WriterLoop() {
-    std::unique_lock<std::mutex> lk(mu_);
-    while (true) {
-      cv_.wait(lk, [&] { return closed_ || !queue_.empty(); });
-      if (closed_) return;
-      std::deque<v1::CoordinatorMessage> batch;
-      batch.swap(queue_);
-      lk.unlock();
-      bool ok = true;
-      for (const v1::CoordinatorMessage& m : batch) {
-        if (!(ok = stream_->Write(m))) break;
-      }
-      lk.lock();
-      if (!ok) {
-        broken_ = true;
-        ctx_->TryCancel();  // the reader sees the end of the stream and removes the agent
-        return;
-      }
-    }
+  // Ends the stream (its reads fail at once), remembering why for the core.
+  void Break(const std::string& reason) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (drop_reason_.empty()) drop_reason_ = reason;
+    if (ctx_ != nullptr) ctx_->TryCancel();
   }
 
-  grpc::ServerContext* const ctx_;   // valid until Close() returns
-  AttachStream* const stream_;       // written by the writer thread only
   const std::string agent_;
+  ReleaseCache* const releases_;
+  WriteQueue<grpc::ByteBuffer> queue_;
+  int64_t heartbeat_ns_ = 0;                    // from Accepted(), before any heartbeat can arrive
+  std::atomic<int64_t> last_push_ns_{0};        // steady clock, of the latest message queued
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<v1::CoordinatorMessage> queue_;  // guarded by mu_
-  bool closed_ = false;                       // guarded by mu_
-  bool broken_ = false;                       // guarded by mu_: a write failed or the queue overflowed
-  std::string drop_reason_;                   // guarded by mu_
-  std::thread writer_;
+  grpc::CallbackServerContext* ctx_ ABSL_GUARDED_BY(mu_);  // null once the stream is ending
+  std::string drop_reason_ ABSL_GUARDED_BY(mu_);
 };
+
+// One JobEvent on the wire.
+v1::JobEvent EventToProto(const std::string& job_id, const JobEventData& e) {
+  v1::JobEvent pe;
+  pe.set_job_id(job_id);
+  pe.set_state(ToProto(e.state));
+  pe.set_phase_id(e.phase_id);
+  pe.set_done(e.done);
+  pe.set_total(e.total);
+  pe.set_samples(e.samples);
+  pe.set_bytes(e.bytes);
+  pe.set_message(e.message);
+  for (const EpochMetric& m : e.epochs) ToProto(m, pe.add_epochs());
+  ToProto(e.mean, pe.mutable_mean());
+  if (e.verdict) ToProto(*e.verdict, pe.mutable_verdict());
+  pe.set_epoch(static_cast<uint32_t>(e.epoch));
+  pe.set_epochs_total(static_cast<uint32_t>(e.epochs_total));
+  if (e.live_au) pe.set_live_au_percent(*e.live_au);
+  for (const CheckpointMetric& c : e.checkpoints) {
+    v1::CheckpointRow* r = pe.add_checkpoints();
+    r->set_index(static_cast<uint32_t>(c.index));
+    r->set_load(c.load);
+    r->set_bytes(c.bytes);
+    r->set_rank0_duration_s(c.rank0_duration_s);
+    r->set_rank0_gib_per_second(c.rank0_gib_per_second);
+    r->set_max_duration_s(c.max_duration_s);
+    r->set_min_gib_per_second(c.min_gib_per_second);
+  }
+  pe.set_final(e.final);
+  pe.set_refused(e.refused);
+  return pe;
+}
 
 void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
   const JobRecord& r = d.record;
@@ -190,52 +237,26 @@ void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
   ToProto(d.verdict, out->mutable_verdict());
 }
 
-// The client RPCs are "streamed" (StreamedService): gRPC then runs the handler when the call's metadata arrived,
-// before its request message is read, so Authorize() refuses a caller without the token before any byte of its
-// message is buffered (with plain unary handlers gRPC reads the whole message first). Attach is a stream anyway:
-// it authorizes before its first Read(). Every message is also bounded by kMaxReceiveMessageBytes.
-class Service final : public v1::Coordinator::StreamedService {
+// The service. Attach and Watch run on gRPC's callback API: one reactor per agent stream and per watcher, no thread
+// of their own (AttachReactor, WatchReactor below). The client RPCs are "streamed" (StreamedUnary, split streaming):
+// gRPC then runs the handler when the call's metadata arrived, before its request message is read, so Authorize()
+// refuses a caller without the token before any byte of its message is buffered (with plain unary handlers gRPC
+// reads the whole message first); Attach authorizes before its first read too. Watch's request (a job id) is read
+// with the call, as for every callback server-streaming method; it is bounded by kMaxReceiveMessageBytes like every
+// message.
+using ServiceBase = v1::Coordinator::WithRawCallbackMethod_Attach<v1::Coordinator::WithCallbackMethod_Watch<
+    v1::Coordinator::WithStreamedUnaryMethod_Submit<v1::Coordinator::WithStreamedUnaryMethod_Cancel<
+        v1::Coordinator::WithStreamedUnaryMethod_ListJobs<v1::Coordinator::WithStreamedUnaryMethod_GetJob<
+            v1::Coordinator::WithSplitStreamingMethod_GetResults<v1::Coordinator::Service>>>>>>>;
+
+class Service final : public ServiceBase {
  public:
   Service(Coordinator* core, std::string token, TargetsFile* targets)
       : core_(core), token_(std::move(token)), targets_(targets) {}
 
-  grpc::Status Attach(grpc::ServerContext* ctx, AttachStream* stream) override {
-    if (grpc::Status s = Authorize(ctx, "Attach"); !s.ok()) return s;
-    v1::AgentMessage in;
-    if (!stream->Read(&in) || !in.has_hello()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message on Attach must be Hello");
-    }
-    const v1::Hello hello = in.hello();
-    if (hello.protocol_version() != kProtocolVersion) {
-      const std::string msg =
-          absl::StrCat("agent '", hello.name(), "' speaks protocol version ", hello.protocol_version(),
-                       ", this coordinator speaks version ", kProtocolVersion, "; run matching builds");
-      spdlog::error("{}", msg);
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, msg);
-    }
-    if (absl::Status s = CheckHello(hello); !s.ok()) {
-      spdlog::error("agent from {} refused: {}", ctx->peer(), std::string(s.message()));
-      return ToGrpc(s);
-    }
-    const AgentInfo info = AgentInfoFromHello(hello);
-    auto link = std::make_shared<StreamLink>(ctx, stream, info.name);
-    if (absl::Status s = core_->AddAgent(info, hello.instance(), link); !s.ok()) {  // AddAgent queued the Welcome
-      link->Close();
-      spdlog::error("{}", std::string(s.message()));
-      return ToGrpc(s);
-    }
-    UpdateTargets(info.name, info.hostname, ResolveMetricsEndpoint(hello.metrics_endpoint(), ctx->peer()));
-    AgentInbox inbox(core_, info.name, [&](int64_t t) { link->Echo(t); });
-    while (stream->Read(&in)) inbox.Deliver(in);
-    std::string why = link->drop_reason();
-    if (why.empty()) {
-      why = ctx->IsCancelled() ? "its connection broke (process gone, or network down)" : "it closed its connection";
-    }
-    link->Close();
-    UpdateTargets(info.name, "", "");
-    core_->RemoveAgent(info.name, link.get(), why);
-    return grpc::Status::OK;
-  }
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Attach(grpc::CallbackServerContext* ctx) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
+                                                const v1::WatchRequest* req) override;
 
   grpc::Status StreamedSubmit(grpc::ServerContext* ctx,
                               grpc::ServerUnaryStreamer<v1::SubmitRequest, v1::SubmitResponse>* st) override {
@@ -252,12 +273,6 @@ class Service final : public v1::Coordinator::StreamedService {
   grpc::Status StreamedGetJob(grpc::ServerContext* ctx,
                               grpc::ServerUnaryStreamer<v1::GetJobRequest, v1::JobInfo>* st) override {
     return Unary(ctx, st, "GetJob", [&](const v1::GetJobRequest* q, v1::JobInfo* r) { return GetJob(q, r); });
-  }
-  grpc::Status StreamedWatch(grpc::ServerContext* ctx,
-                             grpc::ServerSplitStreamer<v1::WatchRequest, v1::JobEvent>* st) override {
-    v1::WatchRequest req;
-    if (grpc::Status s = ReadRequest(ctx, st, "Watch", &req); !s.ok()) return s;
-    return Watch(ctx, &req, st);
   }
   grpc::Status StreamedGetResults(grpc::ServerContext* ctx,
                                   grpc::ServerSplitStreamer<v1::GetResultsRequest, v1::ResultFile>* st) override {
@@ -300,51 +315,6 @@ class Service final : public v1::Coordinator::StreamedService {
     absl::StatusOr<std::string> id = core_->Submit(r);
     if (!id.ok()) return ToGrpc(id.status());
     resp->set_job_id(*id);
-    return grpc::Status::OK;
-  }
-
-  template <typename Writer>
-  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req, Writer* writer) {
-    size_t next = 0;
-    while (!ctx->IsCancelled()) {
-      std::vector<JobEventData> events;
-      // 500 ms: how quickly a watcher that went away is noticed; events themselves are delivered at once.
-      if (absl::Status s = core_->WaitEvents(req->job_id(), next, &events, std::chrono::milliseconds(500)); !s.ok()) {
-        return ToGrpc(s);
-      }
-      for (const JobEventData& e : events) {
-        ++next;
-        v1::JobEvent pe;
-        pe.set_job_id(req->job_id());
-        pe.set_state(ToProto(e.state));
-        pe.set_phase_id(e.phase_id);
-        pe.set_done(e.done);
-        pe.set_total(e.total);
-        pe.set_samples(e.samples);
-        pe.set_bytes(e.bytes);
-        pe.set_message(e.message);
-        for (const EpochMetric& m : e.epochs) ToProto(m, pe.add_epochs());
-        ToProto(e.mean, pe.mutable_mean());
-        if (e.verdict) ToProto(*e.verdict, pe.mutable_verdict());
-        pe.set_epoch(static_cast<uint32_t>(e.epoch));
-        pe.set_epochs_total(static_cast<uint32_t>(e.epochs_total));
-        if (e.live_au) pe.set_live_au_percent(*e.live_au);
-        for (const CheckpointMetric& c : e.checkpoints) {
-          v1::CheckpointRow* r = pe.add_checkpoints();
-          r->set_index(static_cast<uint32_t>(c.index));
-          r->set_load(c.load);
-          r->set_bytes(c.bytes);
-          r->set_rank0_duration_s(c.rank0_duration_s);
-          r->set_rank0_gib_per_second(c.rank0_gib_per_second);
-          r->set_max_duration_s(c.max_duration_s);
-          r->set_min_gib_per_second(c.min_gib_per_second);
-        }
-        pe.set_final(e.final);
-        pe.set_refused(e.refused);
-        if (!writer->Write(pe)) return grpc::Status::OK;
-        if (e.final) return grpc::Status::OK;
-      }
-    }
     return grpc::Status::OK;
   }
 
@@ -410,6 +380,10 @@ class Service final : public v1::Coordinator::StreamedService {
     return grpc::Status::OK;
   }
 
+
+ public:
+  Coordinator* core() const { return core_; }
+  ReleaseCache* releases() { return &releases_; }
   // file_sd targets: add (endpoint set) or remove (empty) an agent; a failed write is logged, never fatal.
   void UpdateTargets(const std::string& agent, const std::string& node, const std::string& endpoint) {
     if (targets_ == nullptr) return;
@@ -417,7 +391,7 @@ class Service final : public v1::Coordinator::StreamedService {
     if (!s.ok()) spdlog::warn("{}", std::string(s.message()));
   }
 
-  grpc::Status Authorize(grpc::ServerContext* ctx, const char* rpc) const {
+  grpc::Status Authorize(grpc::ServerContextBase* ctx, const char* rpc) const {
     if (token_.empty()) return grpc::Status::OK;
     const auto& md = ctx->client_metadata();
     const auto it = md.find(kAuthMetadataKey);
@@ -434,10 +408,183 @@ class Service final : public v1::Coordinator::StreamedService {
     return grpc::Status::OK;
   }
 
+
+ private:
   Coordinator* core_;
   const std::string token_;
   TargetsFile* targets_;  // null without --targets-file
+  ReleaseCache releases_;
 };
+
+// One agent's Attach stream: the Hello checked and answered (Welcome, or an Error with its ErrorCode and a status),
+// then every message delivered to the core through an AgentInbox, one read at a time; the agent's outgoing messages
+// go through its StreamLink. The stream finishes once its reads are over (the agent left, broke its connection, or
+// was dropped) and its last write completed. Deletes itself in OnDone().
+class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  AttachReactor(Service* service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
+    if (grpc::Status s = service_->Authorize(ctx_, "Attach"); !s.ok()) {
+      Finish(s);
+      return;
+    }
+    StartRead(&in_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      End();
+      return;
+    }
+    v1::AgentMessage m;
+    if (!grpc::SerializationTraits<v1::AgentMessage>::Deserialize(&in_, &m).ok()) {
+      if (!link_) {
+        Refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message on Attach must be Hello"),
+               v1::ERROR_CODE_BAD_HELLO);
+        return;
+      }
+      spdlog::warn("agent '{}' sent a message that does not parse; closing its stream", info_.name);
+      ctx_->TryCancel();  // the next read fails: End() removes the agent
+    } else if (!link_) {
+      Hello(m);
+      return;
+    } else {
+      inbox_->Deliver(m);
+    }
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (link_->WriteDone(ok)) Finish(grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Hello(const v1::AgentMessage& m) {
+    if (!m.has_hello()) {
+      Refuse(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message on Attach must be Hello"),
+             v1::ERROR_CODE_BAD_HELLO);
+      return;
+    }
+    const v1::Hello& hello = m.hello();
+    if (hello.protocol_version() != kProtocolVersion) {
+      const std::string msg =
+          absl::StrCat("agent '", EscapeText(hello.name(), 64), "' speaks protocol version ", hello.protocol_version(),
+                       ", this coordinator speaks version ", kProtocolVersion, "; run matching builds");
+      spdlog::error("{}", msg);
+      Refuse(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, msg), v1::ERROR_CODE_PROTOCOL_MISMATCH);
+      return;
+    }
+    if (absl::Status s = CheckHello(hello); !s.ok()) {
+      spdlog::error("agent from {} refused: {}", ctx_->peer(), std::string(s.message()));
+      Refuse(ToGrpc(s), v1::ERROR_CODE_BAD_HELLO);
+      return;
+    }
+    info_ = AgentInfoFromHello(hello);
+    link_ = std::make_shared<StreamLink>(info_.name, service_->releases(), ctx_,
+                                         [this](const grpc::ByteBuffer* b) { StartWrite(b); });
+    if (absl::Status s = service_->core()->AddAgent(info_, hello.instance(), link_); !s.ok()) {
+      link_->Close();  // nothing was queued: AddAgent greets only the agents it accepts
+      link_.reset();
+      spdlog::error("{}", std::string(s.message()));
+      Refuse(ToGrpc(s), v1::ERROR_CODE_NAME_TAKEN);
+      return;
+    }
+    service_->UpdateTargets(info_.name, info_.hostname,
+                            ResolveMetricsEndpoint(hello.metrics_endpoint(), ctx_->peer()));
+    inbox_ = std::make_unique<AgentInbox>(service_->core(), info_.name,
+                                          [link = link_.get()](int64_t t) { link->Echo(t); });
+    StartRead(&in_);
+  }
+  // The refusal of an attach: an Error naming the cause, then the status.
+  void Refuse(const grpc::Status& status, v1::ErrorCode code) {
+    v1::CoordinatorMessage m;
+    m.mutable_error()->set_code(code);
+    m.mutable_error()->set_message(status.error_message());
+    refusal_ = Serialize(m);
+    StartWriteAndFinish(&refusal_, grpc::WriteOptions(), status);
+  }
+  // The reads are over: the agent leaves the registry; the stream finishes once its last write completed.
+  void End() {
+    if (!link_) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first message on Attach must be Hello"));
+      return;
+    }
+    std::string why = link_->drop_reason();
+    if (why.empty()) {
+      why = ctx_->IsCancelled() ? "its connection broke (process gone, or network down)" : "it closed its connection";
+    }
+    const bool idle = link_->Close();
+    service_->UpdateTargets(info_.name, "", "");
+    service_->core()->RemoveAgent(info_.name, link_.get(), why);
+    if (idle) Finish(grpc::Status::OK);
+  }
+
+  Service* const service_;
+  grpc::CallbackServerContext* const ctx_;
+  grpc::ByteBuffer in_;                 // the message being read (one read at a time)
+  grpc::ByteBuffer refusal_;            // written by StartWriteAndFinish, kept until OnDone
+  AgentInfo info_;
+  std::shared_ptr<StreamLink> link_;    // set once the Hello is accepted
+  std::unique_ptr<AgentInbox> inbox_;
+};
+
+// One Watch call: the job's events so far, then each new one as the core emits it (Coordinator::Watch), until the
+// final event is written or the watcher goes away. Deletes itself in OnDone().
+class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  WatchReactor(Service* service, grpc::CallbackServerContext* ctx, const v1::WatchRequest* req)
+      : core_(service->core()), ctx_(ctx),
+        queue_(kMaxQueuedEvents, [this](const v1::JobEvent* e) { StartWrite(e); }) {
+    if (grpc::Status s = service->Authorize(ctx_, "Watch"); !s.ok()) {
+      FinishOnce(s);
+      return;
+    }
+    absl::StatusOr<uint64_t> id =
+        core_->Watch(req->job_id(), [this, job = req->job_id()](const JobEventData& e) { Sink(job, e); });
+    if (!id.ok()) {
+      FinishOnce(ToGrpc(id.status()));
+      return;
+    }
+    id_ = *id;
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) Stop();
+    if (queue_.Done(ok)) FinishOnce(grpc::Status::OK);
+  }
+  void OnCancel() override { Stop(); }
+  void OnDone() override { delete this; }
+
+ private:
+  // Called by the core under its lock: only queues (and finishes after the final event).
+  void Sink(const std::string& job_id, const JobEventData& e) {
+    if (queue_.Push(EventToProto(job_id, e)) == WriteQueue<v1::JobEvent>::Pushed::kFull) {
+      ctx_->TryCancel();  // a watcher that stopped reading: OnCancel() ends the call
+      return;
+    }
+    if (e.final && queue_.Close(/*drain=*/true)) FinishOnce(grpc::Status::OK);
+  }
+  // The watcher went away (or its stream broke): no more events; finish once nothing is in flight.
+  void Stop() {
+    if (id_ != 0) core_->Unwatch(id_);
+    if (queue_.Close()) FinishOnce(grpc::Status::OK);
+  }
+  void FinishOnce(const grpc::Status& s) {
+    if (!finished_.exchange(true)) Finish(s);
+  }
+
+  Coordinator* const core_;
+  grpc::CallbackServerContext* const ctx_;
+  WriteQueue<v1::JobEvent> queue_;
+  uint64_t id_ = 0;                     // the core's watch id (0: not watching)
+  std::atomic<bool> finished_{false};
+};
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Service::Attach(grpc::CallbackServerContext* ctx) {
+  return new AttachReactor(this, ctx);
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* Service::Watch(grpc::CallbackServerContext* ctx,
+                                                       const v1::WatchRequest* req) {
+  return new WatchReactor(this, ctx, req);
+}
 
 // The coordinator's own metrics, computed at scrape time from Coordinator::GetCounts().
 class CoordinatorMetrics : public prometheus::Collectable {

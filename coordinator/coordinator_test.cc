@@ -200,7 +200,7 @@ TEST_F(CoordinatorTest, SilentAgentLosesItsLeaseAndTheJobFailsNamingAgentRanksJo
   EXPECT_EQ(c->AttachedAgents(), 1u);
   EXPECT_NE(b->Dropped().find("lease"), std::string::npos) << b->Dropped();
   // The job fails naming the agent, its rank, the job, the phase and the step; a is told to stop.
-  c->OnAgentError("a", *id, "train-epoch-1", "CANCELLED", "a: cancelled");
+  c->OnAgentError("a", *id, "train-epoch-1", AgentErrorKind::kCancelled, "a: cancelled");
   const JobEventData e = FinalEvent(*c, *id);
   EXPECT_EQ(e.state, JobState::kFailed);
   for (const std::string& part : {std::string("agent 'b'"), std::string("rank 1"), *id, std::string("train-epoch-1"),
@@ -296,7 +296,7 @@ TEST_F(CoordinatorTest, CancelStopsTheAgentsAndSaysTheyConfirmed) {
   EXPECT_TRUE(fs::exists(dir_ / "results" / *id / "summary.json"));
   ASSERT_TRUE(c->Cancel(*id).ok());
   ASSERT_TRUE(Eventually([&] { return a->Cancels() == 1; }));
-  c->OnAgentError("a", *id, "train-epoch-2", "CANCELLED", "agent 'a': cancelled at step 3");
+  c->OnAgentError("a", *id, "train-epoch-2", AgentErrorKind::kCancelled, "agent 'a': cancelled at step 3");
   const JobEventData e = FinalEvent(*c, *id);
   EXPECT_EQ(e.state, JobState::kCancelled);
   EXPECT_NE(e.message.find("every agent stopped"), std::string::npos) << e.message;

@@ -663,6 +663,7 @@ std::string Usage() {
 
 int main(int argc, char** argv) {
   dlio::RequestShortSlices();  // control path only: answer barriers promptly on a busy host (common/scheduling.h)
+  dlio::SkipMutexDeadlockDetection();
   // For scripts/gen-cli-docs.sh: every verb path, one a line (not in --help: it is no user's verb).
   if (argc == 2 && std::string(argv[1]) == "--list-verbs") {
     for (const VerbRow& v : kVerbs) std::cout << v.path << "\n";

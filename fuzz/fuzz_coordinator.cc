@@ -229,7 +229,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         dlio::v1::Error* e = m.mutable_error();
         e->set_job_id(job);
         e->set_phase_id(phase);
-        e->set_code(in.ConsumeBool() ? "CANCELLED" : in.ConsumeRandomLengthString(16));
+        e->set_code(static_cast<dlio::v1::ErrorCode>(in.ConsumeIntegral<int32_t>()));  // undeclared values too
         e->set_message(in.ConsumeRandomLengthString(256));
         break;
       }

@@ -16,7 +16,9 @@
 #include <functional>
 #include <set>
 #include <thread>
+#include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/convert.h"
 #include "grpcpp/grpcpp.h"
@@ -408,15 +410,32 @@ TEST(Grpc, WhatAnAgentSendsIsChecked) {
       {Hello("", 1), "Hello.name"},
       {Hello(std::string(300, 'a'), 1), "Hello.name: must be at most 255 bytes"},
   };
+  // Each refusal comes as an Error with its code (then the stream ends with the matching status).
+  v1::AgentMessage future = Hello("future", 1);
+  future.mutable_hello()->set_protocol_version(kProtocolVersion + 1);
+  const std::vector<std::tuple<v1::AgentMessage, std::string, v1::ErrorCode, grpc::StatusCode>> refused = {
+      {future, absl::StrCat("protocol version ", kProtocolVersion + 1, ", this coordinator speaks version ",
+                            kProtocolVersion),
+       v1::ERROR_CODE_PROTOCOL_MISMATCH, grpc::StatusCode::FAILED_PRECONDITION},
+      {v1::AgentMessage(), "the first message on Attach must be Hello", v1::ERROR_CODE_BAD_HELLO,
+       grpc::StatusCode::INVALID_ARGUMENT}};
+  std::vector<std::tuple<v1::AgentMessage, std::string, v1::ErrorCode, grpc::StatusCode>> cases = refused;
   for (const auto& [hello, want] : bad) {
+    cases.emplace_back(hello, want, v1::ERROR_CODE_BAD_HELLO, grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  for (const auto& [hello, want, code, status] : cases) {
     grpc::ClientContext ctx;
     Coordinator::Authorize(&ctx);
     std::unique_ptr<AttachStream> s = coord.stub().Attach(&ctx);
     s->Write(hello);
     v1::CoordinatorMessage in;
+    ASSERT_TRUE(s->Read(&in)) << want;
+    EXPECT_TRUE(in.has_error()) << in.DebugString();
+    EXPECT_EQ(in.error().code(), code) << in.DebugString();
+    EXPECT_TRUE(Contains(in.error().message(), want)) << in.error().message();
     EXPECT_FALSE(s->Read(&in)) << want;
     const grpc::Status st = s->Finish();
-    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_EQ(st.error_code(), status) << st.error_message();
     EXPECT_TRUE(Contains(st.error_message(), want)) << st.error_message();
   }
   EXPECT_FALSE(Contains(coord.process().Log(), "\n[info] agent 'x' attached")) << "a name forged a log line";

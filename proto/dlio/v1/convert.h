@@ -13,8 +13,8 @@ namespace dlio {
 // Bumped whenever the wire contract changes incompatibly within dlio.v1; checked at attach. Version 2: agents
 // rely on the heartbeat echo and the lease in Welcome. Version 3: PHASE_KIND_CHECKPOINT and step-based checkpoints
 // inside training phases (an older agent would run a checkpoint phase as a training epoch, and number barriers by
-// step only).
-inline constexpr uint32_t kProtocolVersion = 3;
+// step only). Version 4: Error.code is the ErrorCode enum (field 220), no longer a string (field 1).
+inline constexpr uint32_t kProtocolVersion = 4;
 
 // The largest message a coordinator (and an agent) accepts. Small, so that nobody can make the coordinator buffer
 // large messages (memory exhaustion); the client RPCs need far less (a job file is at most 1 MiB, common/
