@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <random>
 #include <thread>
 
@@ -17,6 +15,7 @@
 #include "agent/phase_runner.h"
 #include "agent/preflight.h"
 #include "common/mlperf.h"
+#include "common/mutex.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
@@ -39,23 +38,23 @@ class StreamLink : public CoordinatorLink {
  public:
   explicit StreamLink(Stream* stream) : stream_(stream) {}
   bool Send(const v1::AgentMessage& m) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     return stream_ != nullptr && !writes_done_ && stream_->Write(m);
   }
   // Closes our half of the stream (the coordinator then ends the session).
   void WritesDone() {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (stream_ != nullptr && !writes_done_) stream_->WritesDone();
     writes_done_ = true;
   }
   // The stream is about to go away.
   void Close() {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     stream_ = nullptr;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   Stream* stream_ ABSL_GUARDED_BY(mu_);
   bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -74,10 +73,10 @@ struct AgentServer::Impl : public PhaseHost {
   absl::Status refusal;
 
   // The current connection (guarded by mu), for Shutdown().
-  std::mutex mu;
-  std::condition_variable cv;              // wakes the heartbeat thread and the reconnect backoff at shutdown
-  grpc::ClientContext* ctx = nullptr;
-  std::shared_ptr<StreamLink> link;
+  Mutex mu;
+  CondVar cv;              // wakes the heartbeat thread and the reconnect backoff at shutdown
+  grpc::ClientContext* ctx ABSL_GUARDED_BY(mu) = nullptr;
+  std::shared_ptr<StreamLink> link ABSL_GUARDED_BY(mu);
   std::thread phase_thread;                // the running (or last) phase
 
   // PhaseHost: the phase on a thread of its own, its barrier blocking in AgentSession::WaitRelease().
@@ -93,7 +92,8 @@ struct AgentServer::Impl : public PhaseHost {
   AgentSession::Identity MakeIdentity(const std::string& instance) const;
   SessionEnd Session();
   // Serves one accepted connection until it ends.
-  SessionEnd Serve(grpc::ClientContext& context, Stream& stream, const AgentSession::Timing& timing);
+  SessionEnd Serve(grpc::ClientContext& context, Stream& stream, std::shared_ptr<StreamLink> stream_link,
+                   const AgentSession::Timing& timing);
 };
 
 absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseCommand& cmd) const {
@@ -175,19 +175,20 @@ SessionEnd AgentServer::Impl::Session() {
   grpc::ClientContext context;
   AddToken(&context, opt.transport);
   std::unique_ptr<Stream> s = stub->Attach(&context);
+  auto stream_link = std::make_shared<StreamLink>(s.get());
   {
-    std::lock_guard<std::mutex> lk(mu);
+    MutexLock lk(&mu);
     ctx = &context;
-    link = std::make_shared<StreamLink>(s.get());
+    link = stream_link;
   }
   auto detach = [&] {
-    std::lock_guard<std::mutex> lk(mu);
-    link->Close();
+    MutexLock lk(&mu);
+    stream_link->Close();
     link.reset();
     ctx = nullptr;
   };
   v1::CoordinatorMessage in;
-  if (!link->Send(session->Hello()) || !s->Read(&in)) {
+  if (!stream_link->Send(session->Hello()) || !s->Read(&in)) {
     detach();
     grpc::Status st = s->Finish();
     if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
@@ -207,20 +208,21 @@ SessionEnd AgentServer::Impl::Session() {
     return SessionEnd::kRefused;
   }
   spdlog::info("agent '{}' attached to {} ({} accelerators)", opt.name, opt.coordinator, opt.accelerators);
-  const SessionEnd end = Serve(context, *s, *timing);
+  const SessionEnd end = Serve(context, *s, stream_link, *timing);
   detach();
   s->Finish();
   return end;
 }
 
-SessionEnd AgentServer::Impl::Serve(grpc::ClientContext& context, Stream& stream, const AgentSession::Timing& timing) {
-  session->Begin(link, std::chrono::steady_clock::now());
+SessionEnd AgentServer::Impl::Serve(grpc::ClientContext& context, Stream& stream,
+                                    std::shared_ptr<StreamLink> stream_link, const AgentSession::Timing& timing) {
+  session->Begin(std::move(stream_link), std::chrono::steady_clock::now());
   bool ended = false;  // guarded by mu: the read loop is over
   // Heartbeats and progress, from their own thread so a long phase never starves them.
   std::thread heart([&] {
-    std::unique_lock<std::mutex> lk(mu);
+    MutexLock lk(&mu);
     while (!ended && !shutdown) {
-      cv.wait_for(lk, timing.heartbeat);
+      cv.WaitFor(&lk, timing.heartbeat);
       if (ended || shutdown) break;
       AgentSession::Clock::duration silent{};
       if (session->LeaseExpired(std::chrono::steady_clock::now(), timing, &silent)) {
@@ -230,14 +232,14 @@ SessionEnd AgentServer::Impl::Serve(grpc::ClientContext& context, Stream& stream
         context.TryCancel();
         break;
       }
-      lk.unlock();
+      lk.Unlock();
       session->SendHeartbeat();
-      lk.lock();
+      lk.Lock();
     }
     if (shutdown) {
       // Shutdown() closed our half of the stream; the coordinator then ends the session. 1 s bounds the wait for
       // a coordinator that does not answer.
-      cv.wait_for(lk, std::chrono::seconds(1), [&] { return ended; });
+      cv.WaitFor(&lk, std::chrono::seconds(1), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return ended; });
       if (!ended) context.TryCancel();
     }
   });
@@ -245,7 +247,7 @@ SessionEnd AgentServer::Impl::Serve(grpc::ClientContext& context, Stream& stream
   while (stream.Read(&in)) session->OnMessage(in, std::chrono::steady_clock::now());
   session->End();
   {
-    std::lock_guard<std::mutex> lk(mu);
+    MutexLock lk(&mu);
     ended = true;
     cv.notify_all();
   }
@@ -310,9 +312,9 @@ absl::Status AgentServer::Run() {
       return absl::OkStatus();
     }
     {
-      std::unique_lock<std::mutex> lk(im.mu);
-      im.cv.wait_for(lk, std::min<std::chrono::steady_clock::duration>(backoff, deadline - now),
-                     [&] { return im.shutdown.load(); });
+      MutexLock lk(&im.mu);
+      im.cv.WaitFor(&lk, std::min<std::chrono::steady_clock::duration>(backoff, deadline - now),
+                    [&] { return im.shutdown.load(); });
     }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }
@@ -323,7 +325,7 @@ void AgentServer::Shutdown() {
   if (!impl_) return;
   Impl& im = *impl_;
   im.shutdown = true;
-  std::lock_guard<std::mutex> lk(im.mu);
+  MutexLock lk(&im.mu);
   if (im.ctx != nullptr && im.session->session_alive()) {
     // Say why before leaving, so a running job fails naming the cause rather than "connection broke"; then close
     // our half of the stream and let the coordinator end the session (the heart thread cancels it after 1 s).

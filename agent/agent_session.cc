@@ -33,7 +33,7 @@ PhaseKind KindOf(v1::PhaseKind k) {
 
 absl::StatusOr<std::shared_ptr<const WorkloadSpec>> WorkloadCache::Get(const std::string& yaml,
                                                                        const std::string& job_id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   if (spec_ != nullptr && yaml == yaml_) return spec_;
   absl::StatusOr<WorkloadSpec> spec = LoadWorkload(yaml, {}, "job " + job_id);
   if (!spec.ok()) return spec.status();
@@ -91,20 +91,20 @@ absl::StatusOr<AgentSession::Timing> AgentSession::Welcome(const v1::Coordinator
 
 void AgentSession::Begin(std::shared_ptr<CoordinatorLink> link, Clock::time_point now) {
   last_heard_ns_ = Ns(now);
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   link_ = std::move(link);
   session_alive_ = true;
 }
 
 bool AgentSession::session_alive() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   return session_alive_;
 }
 
 bool AgentSession::Send(const v1::AgentMessage& m) {
   std::shared_ptr<CoordinatorLink> link;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     link = link_;
   }
   return link != nullptr && link->Send(m);
@@ -143,7 +143,7 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
       const v1::BarrierRelease& r = in.barrier_release();
       bool ours;
       {
-        std::lock_guard<std::mutex> lk(mu_);
+        MutexLock lk(&mu_);
         ours = releases_.Release(r.job_id(), r.phase_id(), r.step());
         if (ours) cv_.notify_all();
       }
@@ -160,7 +160,7 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
       spdlog::info("agent '{}': job {} cancelled: {}", id_.name, in.cancel().job_id(), in.cancel().reason());
       bool ours;
       {
-        std::lock_guard<std::mutex> lk(mu_);
+        MutexLock lk(&mu_);
         ours = !running_job_.empty() && running_job_ == in.cancel().job_id();
         if (ours) cancel_ = true;
         cv_.notify_all();
@@ -181,7 +181,7 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
   PhaseCommand cmd;
   const std::string where = absl::StrCat("agent '", id_.name, "' job ", rp.job_id(), " phase ", rp.phase_id());
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (running_job_ == rp.job_id() && running_phase_ == rp.phase_id()) return;  // repeat of a running phase
     if (done_job_ == rp.job_id() && done_phase_ == rp.phase_id()) {              // repeat of a finished phase
       reply = done_msg_;
@@ -229,7 +229,7 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
   // The job's S3 secret (if its storage_options had one) travels beside the workload, never inside it.
   cmd.spec.s3_secret_access_key = rp.s3_secret_access_key();
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     running_job_ = cmd.job_id;
     running_phase_ = cmd.phase_id;
     releases_.Start(cmd.job_id, cmd.phase_id);
@@ -250,8 +250,8 @@ bool AgentSession::Arrive(const PhaseCommand& cmd, uint64_t step) {
 }
 
 absl::Status AgentSession::WaitRelease(uint64_t step) {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return !session_alive_ || cancel_ || releases_.Released(step); });
+  MutexLock lk(&mu_);
+  cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !session_alive_ || cancel_ || releases_.Released(step); });
   if (releases_.Released(step)) return absl::OkStatus();
   return absl::CancelledError(absl::StrCat("barrier at step ", step, " abandoned: ",
                                            session_alive_ ? "phase cancelled" : "connection to coordinator lost"));
@@ -277,7 +277,7 @@ void AgentSession::Finish(const PhaseCommand& cmd, absl::StatusOr<std::vector<Ra
     }
   }
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     running_job_.clear();
     running_phase_.clear();
     if (r.ok()) {
@@ -298,7 +298,7 @@ bool AgentSession::LeaseExpired(Clock::time_point now, const Timing& timing, Clo
 void AgentSession::SendHeartbeat() {
   std::string job, phase;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (!session_alive_) return;
     job = running_job_;
     phase = running_phase_;
@@ -324,7 +324,7 @@ void AgentSession::SendHeartbeat() {
 void AgentSession::End() {
   bool running;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     session_alive_ = false;
     link_.reset();
     running = !running_phase_.empty();
@@ -337,7 +337,7 @@ void AgentSession::End() {
 bool AgentSession::SendShutdownNotice() {
   v1::AgentMessage m;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (!session_alive_ || running_phase_.empty()) return false;
     m = ErrorMessage(v1::ERROR_CODE_SHUTDOWN,
                      absl::StrCat("agent '", id_.name, "' was told to shut down (signal) during job ", running_job_,

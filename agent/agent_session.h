@@ -24,10 +24,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,6 +35,7 @@
 #include "agent/phase_runner.h"
 #include "agent/step_barrier.h"
 #include "common/mlperf.h"
+#include "common/mutex.h"
 #include "common/workload_spec.h"
 #include "dlio/v1/coordinator.pb.h"
 
@@ -73,7 +72,7 @@ class WorkloadCache {
   absl::StatusOr<std::shared_ptr<const WorkloadSpec>> Get(const std::string& yaml, const std::string& job_id);
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::string yaml_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const WorkloadSpec> spec_ ABSL_GUARDED_BY(mu_);
 };
@@ -148,8 +147,8 @@ class AgentSession {
   std::atomic<int64_t> last_heard_ns_{0};
   std::atomic<bool> cancel_{false};  // the running phase must stop
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;      // WaitRelease()
+  mutable Mutex mu_;
+  CondVar cv_;      // WaitRelease()
   std::shared_ptr<CoordinatorLink> link_ ABSL_GUARDED_BY(mu_);
   bool session_alive_ ABSL_GUARDED_BY(mu_) = false;
   std::string running_job_ ABSL_GUARDED_BY(mu_), running_phase_ ABSL_GUARDED_BY(mu_);  // empty when idle

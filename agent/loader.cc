@@ -68,7 +68,7 @@ std::unique_ptr<Loader> Loader::StartStream(const LoaderConfig& cfg, StreamAssig
 int64_t Loader::QueueDepth() const {
   int64_t depth = 0;
   for (const auto& q : queues_) {
-    std::lock_guard<std::mutex> lk(q->mu);
+    MutexLock lk(&q->mu);
     depth += q->ready;
   }
   return depth;
@@ -83,15 +83,15 @@ bool Loader::Stopped() const {
 void Loader::Cancel() {
   cancel_ = true;
   for (auto& q : queues_) {
-    std::lock_guard<std::mutex> lk(q->mu);
+    MutexLock lk(&q->mu);
     q->cv.notify_all();
   }
 }
 
 bool Loader::Push(Queue& q) {
-  std::unique_lock<std::mutex> lk(q.mu);
+  MutexLock lk(&q.mu);
   // Short timed waits so an external cancel (a flag we cannot be notified of) is seen within 50 ms.
-  while (q.ready >= q.capacity && !Stopped()) q.cv.wait_for(lk, std::chrono::milliseconds(50));
+  while (q.ready >= q.capacity && !Stopped()) q.cv.WaitFor(&lk, std::chrono::milliseconds(50));
   if (Stopped()) return false;
   ++q.ready;
   q.cv.notify_all();
@@ -99,13 +99,13 @@ bool Loader::Push(Queue& q) {
 }
 
 void Loader::Fail(Queue& q, absl::Status s) {
-  std::lock_guard<std::mutex> lk(q.mu);
+  MutexLock lk(&q.mu);
   if (q.error.ok()) q.error = std::move(s);
   q.cv.notify_all();
 }
 
 void Loader::Finish(Queue& q) {
-  std::lock_guard<std::mutex> lk(q.mu);
+  MutexLock lk(&q.mu);
   q.done = true;
   q.cv.notify_all();
 }
@@ -135,10 +135,10 @@ void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
 bool Loader::Admit(Queue& q, int64_t claim) {
   const int64_t batch = claim / cfg_.batch;
   if (batch < taken_.load(std::memory_order_acquire) + q.capacity) return true;  // the usual case: no lock
-  std::unique_lock<std::mutex> lk(q.mu);
+  MutexLock lk(&q.mu);
   // Short timed waits so an external cancel (a flag we cannot be notified of) is seen within 50 ms.
   while (batch >= taken_.load(std::memory_order_acquire) + q.capacity && !Stopped()) {
-    q.cv.wait_for(lk, std::chrono::milliseconds(50));
+    q.cv.WaitFor(&lk, std::chrono::milliseconds(50));
   }
   return !Stopped();
 }
@@ -181,7 +181,7 @@ void Loader::StreamThread(int t) {
       Preprocess(rng);
       // The record that completes a batch of the rank's stream hands the batch over.
       if ((delivered_.fetch_add(1, std::memory_order_acq_rel) + 1) % cfg_.batch == 0) {
-        std::lock_guard<std::mutex> lk(q.mu);
+        MutexLock lk(&q.mu);
         ++q.ready;
         q.cv.notify_all();
       }
@@ -210,11 +210,11 @@ void Loader::Preprocess(Xoshiro256& rng) {
 absl::Status Loader::Next() {
   if (next_batch_ >= steps_) return absl::OutOfRangeError("loader: no batch left in this epoch");
   Queue& q = stream_ ? *queues_[0] : *queues_[next_batch_ % cfg_.threads];
-  std::unique_lock<std::mutex> lk(q.mu);
-  while (q.ready == 0 && q.error.ok() && !Stopped()) q.cv.wait_for(lk, std::chrono::milliseconds(50));
+  MutexLock lk(&q.mu);
+  while (q.ready == 0 && q.error.ok() && !Stopped()) q.cv.WaitFor(&lk, std::chrono::milliseconds(50));
   if (!q.error.ok()) return q.error;
   if (q.ready == 0) {
-    lk.unlock();
+    lk.Unlock();
     Cancel();  // the reader threads sleep on cancel_ only (preprocess, bandwidth cap): wake them
     return absl::CancelledError("loader cancelled");
   }

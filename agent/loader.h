@@ -19,10 +19,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +33,7 @@
 #include "common/trace_buffer.h"
 #include "agent/worker_pool.h"
 #include "common/bandwidth_limiter.h"
+#include "common/mutex.h"
 #include "readers/format.h"
 
 namespace dlio {
@@ -81,8 +80,8 @@ class Loader {
  private:
   // Bounded FIFO of finished batches; one mutex/condvar hand-off per batch.
   struct Queue {
-    std::mutex mu;
-    std::condition_variable cv;
+    Mutex mu;
+    CondVar cv;
     int64_t ready ABSL_GUARDED_BY(mu) = 0;       // finished batches not yet taken
     int64_t capacity = 1;
     absl::Status error ABSL_GUARDED_BY(mu);      // first reader error

@@ -20,38 +20,38 @@ const char* RankPhaseName(RankPhase p) {
 }
 
 void RankMetrics::AttachLoader(const Loader* l, bool eval) {
-  std::lock_guard<std::mutex> lk(mu);
+  MutexLock lk(&mu);
   live = l;
   live_eval = eval;
 }
 
 void RankMetrics::DetachLoader() {
-  std::lock_guard<std::mutex> lk(mu);
+  MutexLock lk(&mu);
   if (live != nullptr) (live_eval ? retired_eval : retired) += live->Snapshot();
   live = nullptr;
   live_eval = false;
 }
 
 void RankMetrics::RecordCheckpoint(bool load, uint64_t duration_ns, uint64_t bytes) {
-  std::lock_guard<std::mutex> lk(mu);
+  MutexLock lk(&mu);
   (load ? checkpoint_load : checkpoint_save).Record(duration_ns);
   (load ? checkpoint_load_bytes : checkpoint_save_bytes) += bytes;
 }
 
 void RankMetrics::AddWritten(const IoSnapshot& s) {
-  std::lock_guard<std::mutex> lk(mu);
+  MutexLock lk(&mu);
   written += s;
 }
 
 void RankMetrics::RecordStep(uint64_t batch_wait_ns, uint64_t step_ns, uint64_t barrier_ns) {
-  std::lock_guard<std::mutex> lk(mu);
+  MutexLock lk(&mu);
   batch_wait.Record(batch_wait_ns);
   step_time.Record(step_ns);
   barrier_wait.Record(barrier_ns);
 }
 
 std::shared_ptr<RankMetrics> AgentMetrics::Rank(const std::string& job_id, int rank) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Job& job = jobs_[job_id];
   job.last_use = ++uses_;
   auto& slot = job.ranks[rank];
@@ -84,7 +84,7 @@ struct RankCopy {
 
 RankCopy CopyOf(RankMetrics& rm) {
   RankCopy c;
-  std::lock_guard<std::mutex> rl(rm.mu);
+  MutexLock rl(&rm.mu);
   c.io = rm.retired;
   c.eval = rm.retired_eval;
   if (rm.live != nullptr) {
@@ -216,7 +216,7 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   using prometheus::MetricType;
   RankFamilies families;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     for (const auto& [job_id, job] : jobs_) {
       for (const auto& [rank, rm] : job.ranks) families.Add(agent_, job_id, rank, *rm, CopyOf(*rm));
     }

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "common/io_stats.h"
 #include "common/latency_histogram.h"
+#include "common/mutex.h"
 #include "common/prometheus_histogram.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
@@ -43,7 +43,7 @@ const char* RankPhaseName(RankPhase p);
 
 // Live state of one rank, updated by the rank's step thread (atomics, RecordStep) and at loader start/end.
 struct RankMetrics {
-  std::mutex mu;
+  Mutex mu;
   IoSnapshot retired ABSL_GUARDED_BY(mu);            // read I/O of finished training epochs
   IoSnapshot retired_eval ABSL_GUARDED_BY(mu);       // read I/O of finished evaluations
   const Loader* live ABSL_GUARDED_BY(mu) = nullptr;  // the running epoch's (or evaluation's) loader, if any
@@ -103,7 +103,7 @@ class AgentMetrics : public prometheus::Collectable {
   const std::string agent_;
   const size_t jobs_kept_;
   std::atomic<uint64_t> stale_releases_{0};
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);  // at most jobs_kept_ entries
 };

@@ -69,7 +69,7 @@ TEST(AgentMetrics, EvaluationReadsAreLabelledPhaseEvalApartFromTraining) {
     for (const auto& m : Find(families, "dlio_read_bytes_total")->metric) EXPECT_NE(Label(m, "phase"), "eval");
   }
   {
-    std::lock_guard<std::mutex> lk(r->mu);
+    MutexLock lk(&r->mu);
     r->retired.bytes = 1000;
     r->retired.ops = 10;
     r->retired_eval.bytes = 300;

@@ -23,6 +23,7 @@
 #include "common/explain.h"
 #include "common/checkpoint_schedule.h"
 #include "common/epoch_plan.h"
+#include "common/mutex.h"
 #include "readers/format.h"
 #include "readers/storage.h"
 
@@ -185,16 +186,16 @@ void ForEachLocalRank(const PhaseCommand& cmd, const std::function<void(int loca
 class PhaseRunner::FirstError {
  public:
   void Set(absl::Status s) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (status_.ok()) status_ = std::move(s);
   }
   absl::Status Get() {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     return status_;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -3,17 +3,17 @@
 namespace dlio {
 
 absl::Status StepBarrier::Arrive(uint64_t step) {
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   if (!error_.ok()) return error_;
   const uint64_t gen = generation_;
   if (++arrived_ < parties_) {
-    cv_.wait(lk, [&] { return generation_ != gen || !error_.ok(); });
+    cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return generation_ != gen || !error_.ok(); });
     return error_;
   }
   // Last local arrival: talk to the coordinator without holding the lock, so Cancel() can get in.
-  lk.unlock();
+  lk.Unlock();
   absl::Status s = global_ ? global_(step) : absl::OkStatus();
-  lk.lock();
+  lk.Lock();
   if (!s.ok() && error_.ok()) error_ = s;
   arrived_ = 0;
   ++generation_;
@@ -22,7 +22,7 @@ absl::Status StepBarrier::Arrive(uint64_t step) {
 }
 
 void StepBarrier::Cancel(absl::Status why) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   if (error_.ok()) error_ = std::move(why);
   cv_.notify_all();
 }

@@ -7,14 +7,13 @@
 // Thread-safety: Arrive() from the rank threads, Cancel() from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/mutex.h"
 
 namespace dlio {
 
@@ -29,8 +28,8 @@ class StepBarrier {
  private:
   const int parties_;
   const Global global_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   int arrived_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);

@@ -11,7 +11,7 @@ WorkerPool::WorkerPool(int threads) {
 WorkerPool::~WorkerPool() {
   Wait();
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -20,7 +20,7 @@ WorkerPool::~WorkerPool() {
 
 void WorkerPool::Run(int n, std::function<void(int)> fn) {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     fn_ = std::move(fn);
     n_ = n;
     running_ = n;
@@ -30,24 +30,24 @@ void WorkerPool::Run(int n, std::function<void(int)> fn) {
 }
 
 void WorkerPool::Wait() {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return running_ == 0; });
+  MutexLock lk(&mu_);
+  cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0; });
   fn_ = nullptr;  // releases what the loops captured
 }
 
 void WorkerPool::Worker(int t) {
   RequestBulkSlices();
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   for (;;) {
-    cv_.wait(lk, [&] { return stop_ || batch_ != seen; });
+    cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || batch_ != seen; });
     if (stop_) return;
     seen = batch_;
     if (t >= n_) continue;  // not part of this batch
     std::function<void(int)>* fn = &fn_;  // stays valid until running_ reaches 0 (Wait() resets it only then)
-    lk.unlock();
+    lk.Unlock();
     (*fn)(t);
-    lk.lock();
+    lk.Lock();
     if (--running_ == 0) cv_.notify_all();
   }
 }

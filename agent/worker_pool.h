@@ -10,14 +10,13 @@
 // Thread-safety: Run() and Wait() from one owner thread; the workers synchronise with it through mu_.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 
 namespace dlio {
 
@@ -35,8 +34,8 @@ class WorkerPool {
  private:
   void Worker(int t);
 
-  std::mutex mu_;
-  std::condition_variable cv_;       // workers wait for a batch or stop; the owner waits for running_ == 0
+  Mutex mu_;
+  CondVar cv_;       // workers wait for a batch or stop; the owner waits for running_ == 0
   std::function<void(int)> fn_ ABSL_GUARDED_BY(mu_);
   uint64_t batch_ ABSL_GUARDED_BY(mu_) = 0;  // incremented by every Run()
   int n_ ABSL_GUARDED_BY(mu_) = 0;           // workers the current batch uses

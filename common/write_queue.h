@@ -14,10 +14,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 
 namespace dlio {
 
@@ -32,7 +32,7 @@ class WriteQueue {
   Pushed Push(T m) {
     const T* first = nullptr;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(&mu_);
       if (closed_ || broken_) return Pushed::kClosed;
       if (queue_.size() >= max_queued_) return Pushed::kFull;
       queue_.push_back(std::move(m));  // a deque keeps references to the other elements valid
@@ -51,7 +51,7 @@ class WriteQueue {
   bool Done(bool ok) {
     const T* next = nullptr;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(&mu_);
       if (!queue_.empty()) queue_.pop_front();
       if (!ok) {
         broken_ = true;
@@ -72,7 +72,7 @@ class WriteQueue {
   // No more pushes; with `drain`, the queued messages are still written. True when nothing is in flight (else the
   // Done() that ends the last write returns true).
   bool Close(bool drain = false) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (!closed_) draining_ = drain;
     closed_ = true;
     if (!in_flight_) queue_.clear();
@@ -80,14 +80,14 @@ class WriteQueue {
   }
 
   size_t size() const {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     return queue_.size();
   }
 
  private:
   const size_t max_queued_;
   const std::function<void(const T*)> start_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::deque<T> queue_ ABSL_GUARDED_BY(mu_);  // front: the write in flight (when in_flight_)
   bool in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

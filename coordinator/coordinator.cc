@@ -158,7 +158,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
   if (c->store_) {
     absl::StatusOr<std::vector<JobRecord>> records = c->store_->LoadAll();
     if (!records.ok()) return records.status();
-    std::lock_guard<std::mutex> lk(c->mu_);
+    MutexLock lk(&c->mu_);
     for (JobRecord& r : *records) {
       auto job = std::make_unique<Job>();
       job->rec = std::move(r);
@@ -234,7 +234,7 @@ Coordinator::~Coordinator() { Stop(); }
 
 void Coordinator::Stop() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     stopping_ = true;
     cv_.notify_all();
   }
@@ -242,7 +242,7 @@ void Coordinator::Stop() {
     if (runner_.joinable()) runner_.join();
     if (watchdog_.joinable()) watchdog_.join();
     {
-      std::lock_guard<std::mutex> sl(store_mu_);
+      MutexLock sl(&store_mu_);
       store_stop_ = true;
       store_cv_.notify_all();
     }
@@ -256,7 +256,7 @@ void Coordinator::Stop() {
 
 absl::Status Coordinator::AddAgent(const AgentInfo& info, const std::string& instance,
                                    std::shared_ptr<AgentLink> link) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   const Clock::time_point now = options_.now();
   auto it = agents_.find(info.name);
   if (it != agents_.end()) {
@@ -281,7 +281,7 @@ absl::Status Coordinator::AddAgent(const AgentInfo& info, const std::string& ins
 }
 
 void Coordinator::RemoveAgent(const std::string& name, const AgentLink* link, const std::string& why) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   auto it = agents_.find(name);
   if (it == agents_.end() || it->second.link.get() != link) return;
   LoseAgentLocked(name, why);
@@ -326,17 +326,17 @@ void Coordinator::LoseAgentLocked(const std::string& name, const std::string& wh
 }
 
 size_t Coordinator::AttachedAgents() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   return agents_.size();
 }
 
 bool Coordinator::WaitForAgents(size_t n, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lk(mu_);
-  return cv_.wait_for(lk, timeout, [&] { return agents_.size() >= n; });
+  MutexLock lk(&mu_);
+  return cv_.WaitFor(&lk, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return agents_.size() >= n; });
 }
 
 void Coordinator::ExpireLeases() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   const Clock::time_point now = options_.now();
   for (auto it = agents_.begin(); it != agents_.end();) {
     const auto silent = now - it->second.last_heard;
@@ -359,13 +359,13 @@ void Coordinator::WatchdogLoop() {
   // lease/8, within [50 ms, 1 s]: an expired lease is noticed within 1/8 of its length, at a negligible cost.
   const auto period = std::clamp<std::chrono::milliseconds>(options_.lease / 8, std::chrono::milliseconds(50),
                                                             std::chrono::milliseconds(1000));
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   while (!stopping_) {
-    cv_.wait_for(lk, period, [&] { return stopping_; });
+    cv_.WaitFor(&lk, period, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; });
     if (stopping_) break;
-    lk.unlock();
+    lk.Unlock();
     ExpireLeases();
-    lk.lock();
+    lk.Lock();
   }
 }
 
@@ -379,13 +379,13 @@ void Coordinator::Touch(const std::string& agent) {
 // ---------------------------------------------------------------------------------------------------------------
 
 void Coordinator::OnHeartbeat(const std::string& agent) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Touch(agent);
 }
 
 void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                                   uint64_t step) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Touch(agent);
   // An arrival counts only for the running phase's barrier, from one of its agents; anything else (a late arrival of
   // an earlier job or phase, a repeat of a released step) is dropped and counted.
@@ -419,7 +419,7 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
 
 void Coordinator::OnProgress(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                              const AgentProgress& progress) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Touch(agent);
   if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   running_->phase->progress[agent] = progress;
@@ -427,7 +427,7 @@ void Coordinator::OnProgress(const std::string& agent, const std::string& job_id
 
 void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                               std::vector<RankEpochResult> ranks) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Touch(agent);
   if (running_ == nullptr || running_->rec.id != job_id || !running_->phase || running_->phase->id != phase_id) return;
   Phase& p = *running_->phase;
@@ -452,7 +452,7 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
                                AgentErrorKind kind, const std::string& raw_message) {
   // The agent's text goes into logs and the job's message: one line, bounded (text.h).
   const std::string message = EscapeText(raw_message, 4096);
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Touch(agent);
   if (running_ == nullptr || running_->rec.id != job_id || !running_->phase) {
     spdlog::warn("agent '{}' job {} phase {}: {}", agent, EscapeText(job_id, 128), EscapeText(phase_id, 128), message);
@@ -506,7 +506,7 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
       !s.ok()) {
     return s;
   }
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   if (stopping_) return absl::UnavailableError("the coordinator is shutting down; submit again after its restart");
   auto job = std::make_unique<Job>();
   JobRecord& rec = job->rec;
@@ -532,9 +532,9 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   if (store_) {
     // A job the store cannot hold is refused rather than run without a trace. Written here, off the lock: the job
     // is not visible before it is in the store, so no later record of it can overtake this one.
-    lk.unlock();
+    lk.Unlock();
     const absl::Status s = store_->Put(rec);
-    lk.lock();
+    lk.Lock();
     if (!s.ok()) return absl::InternalError(absl::StrCat("job not queued: ", s.message()));
   }
   job->spec = std::move(*spec);
@@ -552,7 +552,7 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
 }
 
 absl::StatusOr<bool> Coordinator::Cancel(const std::string& job_id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
   Job& job = *it->second;
@@ -571,17 +571,17 @@ absl::StatusOr<bool> Coordinator::Cancel(const std::string& job_id) {
 
 absl::Status Coordinator::WaitEvents(const std::string& job_id, size_t from, std::vector<JobEventData>* out,
                                      std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
   const Job& job = *it->second;
-  cv_.wait_for(lk, timeout, [&] { return job.events.size() > from; });
+  cv_.WaitFor(&lk, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return job.events.size() > from; });
   for (size_t i = from; i < job.events.size(); ++i) out->push_back(job.events[i]);
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> Coordinator::Watch(const std::string& job_id, EventSink sink) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
   Job& job = *it->second;
@@ -595,7 +595,7 @@ absl::StatusOr<uint64_t> Coordinator::Watch(const std::string& job_id, EventSink
 }
 
 void Coordinator::Unwatch(uint64_t id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   auto w = watch_jobs_.find(id);
   if (w == watch_jobs_.end()) return;
   auto it = jobs_.find(w->second);
@@ -622,14 +622,14 @@ JobInfoData Coordinator::InfoLocked(const Job& job) const {
 }
 
 absl::StatusOr<JobInfoData> Coordinator::GetJob(const std::string& job_id) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
   return InfoLocked(*it->second);
 }
 
 std::vector<JobInfoData> Coordinator::ListJobs() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   std::vector<JobInfoData> out;
   for (const auto& [id, job] : jobs_) out.push_back(InfoLocked(*job));
   std::sort(out.begin(), out.end(),
@@ -638,7 +638,7 @@ std::vector<JobInfoData> Coordinator::ListJobs() const {
 }
 
 std::vector<AgentStatusData> Coordinator::ListAgents() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   const Clock::time_point now = options_.now();
   std::vector<AgentStatusData> out;
   for (const auto& [name, a] : agents_) {
@@ -672,7 +672,7 @@ absl::StatusOr<std::string> Coordinator::ResultDir(const std::string& job_id) co
 }
 
 Coordinator::Counts Coordinator::GetCounts() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Counts c;
   c.agents = agents_.size();
   for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
@@ -703,30 +703,30 @@ void Coordinator::Emit(Job& job, JobEventData e) {
 
 void Coordinator::Save(Job& job) {
   if (!store_) return;
-  std::unique_lock<std::mutex> sl(store_mu_);
+  MutexLock sl(&store_mu_);
   if (!store_stop_) {
     store_pending_[job.rec.id] = job.rec;  // a newer record of the same job replaces one not written yet
     store_cv_.notify_all();
     return;
   }
   // After Stop() (a cancel arriving during shutdown): once the persister's last batch is written, at once.
-  store_cv_.wait(sl, [&] { return !store_writing_ && store_pending_.empty(); });
+  store_cv_.Wait(&sl, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_) { return !store_writing_ && store_pending_.empty(); });
   if (absl::Status s = store_->Put(job.rec); !s.ok()) spdlog::error("{}", std::string(s.message()));
 }
 
 void Coordinator::PersisterLoop() {
-  std::unique_lock<std::mutex> lk(store_mu_);
+  MutexLock lk(&store_mu_);
   while (true) {
-    store_cv_.wait(lk, [&] { return store_stop_ || !store_pending_.empty(); });
+    store_cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_) { return store_stop_ || !store_pending_.empty(); });
     if (store_pending_.empty()) break;  // stopping, and everything is written
     std::map<std::string, JobRecord> batch;
     batch.swap(store_pending_);
     store_writing_ = true;
-    lk.unlock();
+    lk.Unlock();
     for (const auto& [id, rec] : batch) {
       if (absl::Status s = store_->Put(rec); !s.ok()) spdlog::error("{}", std::string(s.message()));
     }
-    lk.lock();
+    lk.Lock();
     store_writing_ = false;
     store_cv_.notify_all();
   }
@@ -765,14 +765,14 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
   }
 }
 
-void Coordinator::WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const std::string& job_state) {
+void Coordinator::WriteResults(Job& job, MutexLock& lk, const std::string& job_state) {
   job.result.job_state = job_state;
   job.result.end_unix_us = NowUnixUs();
   absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
   // Only this thread changes job.result, so the files are written without the lock (a fleet's files take a while).
-  lk.unlock();
+  mu_.Unlock();
   absl::Status s = dir.ok() ? WriteResultFiles(*dir, job.result) : dir.status();
-  lk.lock();
+  mu_.Lock();
   if (s.ok()) {
     job.rec.has_results = true;
   } else {
@@ -781,7 +781,7 @@ void Coordinator::WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const
   }
 }
 
-void Coordinator::RecordCompletedEpoch(Job& job, std::unique_lock<std::mutex>& lk) {
+void Coordinator::RecordCompletedEpoch(Job& job, MutexLock& lk) {
   if (job.completed_epoch > job.rec.epochs_done && job.completed_epoch < job.spec.epochs) {
     // The record counts the epoch only once its files are written (WriteResults lets go of the lock meanwhile), and
     // the store gets it under the same lock, so no status ever shows an epoch that a crash would lose.
@@ -792,26 +792,26 @@ void Coordinator::RecordCompletedEpoch(Job& job, std::unique_lock<std::mutex>& l
 }
 
 void Coordinator::RunnerLoop() {
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   while (true) {
-    cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+    cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); });
     if (stopping_) break;
     Job& job = *jobs_[queue_.front()];
     queue_.pop_front();
     running_ = &job;
-    lk.unlock();
+    lk.Unlock();
     RunJob(job);
-    lk.lock();
+    lk.Lock();
     running_ = nullptr;
   }
 }
 
-void Coordinator::WaitForRestartedAgents(Job& job, std::unique_lock<std::mutex>& lk) {
+void Coordinator::WaitForRestartedAgents(Job& job, MutexLock& lk) {
   JobRecord& rec = job.rec;
   // Just restarted: the agents of the previous session reconnect within a few seconds; placing now would find
   // none (or a part) of them.
   if (options_.now() < restart_grace_until_) {
-    auto all_back = [&] {
+    auto all_back = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (restart_agents_.empty()) return false;
       for (const std::string& a : restart_agents_) {
         if (!agents_.count(a)) return false;
@@ -823,8 +823,8 @@ void Coordinator::WaitForRestartedAgents(Job& job, std::unique_lock<std::mutex>&
                              " for the agents to reattach after the coordinator's restart (", agents_.size(),
                              " attached)");
     Emit(job, std::move(e));
-    cv_.wait_for(lk, restart_grace_until_ - options_.now(),
-                 [&] { return all_back() || job.cancel_requested || stopping_; });
+    cv_.WaitFor(&lk, restart_grace_until_ - options_.now(),
+                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return all_back() || job.cancel_requested || stopping_; });
     restart_grace_until_ = Clock::time_point();  // once: later jobs place at once
   }
 }
@@ -850,26 +850,26 @@ void Coordinator::FailUnplaced(Job& job, size_t eligible) {
          true);
 }
 
-bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
+bool Coordinator::Place(Job& job, MutexLock& lk) {
   JobRecord& rec = job.rec;
   WaitForRestartedAgents(job, lk);
   const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
   const int want_accel = rec.accelerators_per_agent;
-  auto eligible = [&] {
+  auto eligible = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<const Agent*> v;
     for (const auto& [name, a] : agents_) {
       if (want_accel == 0 || a.info.ranks >= want_accel) v.push_back(&a);
     }
     return v;
   };
-  auto enough = [&] { return eligible().size() >= std::max<size_t>(1, want_agents); };
+  auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return eligible().size() >= std::max<size_t>(1, want_agents); };
   if (!enough() && rec.wait_for_agents_s > 0) {
     JobEventData e;
     e.message = absl::StrCat("job ", rec.id, " waits up to ", rec.wait_for_agents_s, " s for ",
                              std::max<size_t>(1, want_agents), " agent(s); ", agents_.size(), " attached");
     Emit(job, std::move(e));
-    cv_.wait_for(lk, std::chrono::seconds(rec.wait_for_agents_s),
-                 [&] { return enough() || job.cancel_requested || stopping_; });
+    cv_.WaitFor(&lk, std::chrono::seconds(rec.wait_for_agents_s),
+                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return enough() || job.cancel_requested || stopping_; });
   }
   if (job.cancel_requested) {
     EndJob(job, JobState::kCancelled, absl::StrCat("job ", rec.id, " cancelled while waiting for agents"), false);
@@ -919,13 +919,13 @@ bool Coordinator::Place(Job& job, std::unique_lock<std::mutex>& lk) {
 }
 
 void Coordinator::RunJob(Job& job) {
-  std::unique_lock<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   if (!StartJob(job, lk)) return;
   const bool ok = RunPhases(job, lk);
   FinishJob(job, lk, ok);
 }
 
-bool Coordinator::StartJob(Job& job, std::unique_lock<std::mutex>& lk) {
+bool Coordinator::StartJob(Job& job, MutexLock& lk) {
   if (job.cancel_requested) {
     EndJob(job, JobState::kCancelled, absl::StrCat("job ", job.rec.id, " cancelled before it started"), false);
     return false;
@@ -964,7 +964,7 @@ bool Coordinator::StartJob(Job& job, std::unique_lock<std::mutex>& lk) {
   return true;
 }
 
-bool Coordinator::RunPhases(Job& job, std::unique_lock<std::mutex>& lk) {
+bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
   JobRecord& rec = job.rec;
   bool ok = true;
   if (job.spec.generate_data) {
@@ -973,7 +973,7 @@ bool Coordinator::RunPhases(Job& job, std::unique_lock<std::mutex>& lk) {
     job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   // A save (or load) of one checkpoint as its own phase; see common/checkpoint_schedule.h.
-  auto checkpoint_phase = [&](bool load, int index, int epoch, int64_t step) {
+  auto checkpoint_phase = [&](bool load, int index, int epoch, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     PhaseOrder c;
     c.checkpoint_load = load;
     c.checkpoint_index = index;
@@ -1005,7 +1005,7 @@ bool Coordinator::RunPhases(Job& job, std::unique_lock<std::mutex>& lk) {
   return ok;
 }
 
-void Coordinator::FinishJob(Job& job, std::unique_lock<std::mutex>& lk, bool ok) {
+void Coordinator::FinishJob(Job& job, MutexLock& lk, bool ok) {
   JobRecord& rec = job.rec;
   job.phase.reset();
   if (job.completed_epoch > rec.epochs_done) {  // the last epoch: the final WriteResults below writes its files
@@ -1016,9 +1016,9 @@ void Coordinator::FinishJob(Job& job, std::unique_lock<std::mutex>& lk, bool ok)
   // The merged trace (dlio_ext.trace) is written whatever the outcome: completed phases are kept.
   std::string trace_note;
   if (job.trace) {
-    lk.unlock();
+    mu_.Unlock();
     absl::Status ts = job.trace->Finish(job.result.agents);
-    lk.lock();
+    mu_.Lock();
     if (ts.ok()) {
       trace_note = absl::StrCat("; trace: ", job.trace->events(), " events (", job.trace->dropped(), " dropped)");
       job.rec.has_results = true;
@@ -1053,7 +1053,7 @@ void Coordinator::FinishJob(Job& job, std::unique_lock<std::mutex>& lk, bool ok)
   EndJob(job, state, message, state == JobState::kFailed);
 }
 
-bool Coordinator::RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind,
+bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseOrder::Kind kind,
                            int epoch, const PhaseOrder& ckpt) {
   job.phase = std::make_unique<Phase>();
   Phase& p = *job.phase;
@@ -1125,7 +1125,7 @@ void Coordinator::SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, co
   }
 }
 
-void Coordinator::WaitForPhase(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind) {
+void Coordinator::WaitForPhase(Job& job, MutexLock& lk, PhaseOrder::Kind kind) {
   Phase& p = *job.phase;
   const std::string& phase_id = p.id;
   const std::chrono::milliseconds barrier_timeout =
@@ -1135,7 +1135,7 @@ void Coordinator::WaitForPhase(Job& job, std::unique_lock<std::mutex>& lk, Phase
   Clock::time_point last_emit = options_.now();
   while (p.error.empty() && !job.cancel_requested && !stopping_ && !p.pending.empty()) {
     // 200 ms: how late a barrier timeout may be noticed; events themselves wake this loop at once.
-    cv_.wait_for(lk, std::chrono::milliseconds(200));
+    cv_.WaitFor(&lk, std::chrono::milliseconds(200));
     const Clock::time_point now = options_.now();
     // A single-agent job's barrier is local to the agent (no arrivals here), so only jobs over several agents time out.
     if (kind == PhaseOrder::Kind::kTrainEpoch && job.rec.agent_names.size() > 1 && barrier_timeout.count() > 0 &&
@@ -1158,7 +1158,7 @@ void Coordinator::WaitForPhase(Job& job, std::unique_lock<std::mutex>& lk, Phase
   }
 }
 
-void Coordinator::StopPhase(Job& job, std::unique_lock<std::mutex>& lk) {
+void Coordinator::StopPhase(Job& job, MutexLock& lk) {
   Phase& p = *job.phase;
   const std::string& phase_id = p.id;
   const bool generate = p.generate;
@@ -1184,7 +1184,7 @@ void Coordinator::StopPhase(Job& job, std::unique_lock<std::mutex>& lk) {
     auto it = agents_.find(name);
     if (it != agents_.end()) it->second.link->Cancel(job.rec.id, job.end_message);
   }
-  cv_.wait_for(lk, options_.stop_grace, [&] { return p.pending.empty(); });
+  cv_.WaitFor(&lk, options_.stop_grace, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return p.pending.empty(); });
   if (!p.pending.empty()) {
     job.end_message += absl::StrCat("; agent(s) ", NameList({p.pending.begin(), p.pending.end()}),
                                     " did not confirm the stop within ", SecsText(options_.stop_grace));
@@ -1194,7 +1194,7 @@ void Coordinator::StopPhase(Job& job, std::unique_lock<std::mutex>& lk) {
   }
 }
 
-void Coordinator::CollectPhaseResults(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind) {
+void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind kind) {
   Phase& p = *job.phase;
   const std::string& phase_id = p.id;
   const bool generate = p.generate;
@@ -1203,9 +1203,9 @@ void Coordinator::CollectPhaseResults(Job& job, std::unique_lock<std::mutex>& lk
     absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
     if (dir.ok() && !job.trace) job.trace = std::make_unique<TraceWriter>(*dir, job.rec.id, job.result.start_unix_us);
     if (job.trace) {
-      lk.unlock();
+      mu_.Unlock();
       absl::Status ts = job.trace->AddPhase(phase_id, p.results, job.result.agents);
-      lk.lock();
+      mu_.Lock();
       if (!ts.ok()) spdlog::error("job {}: {}", job.rec.id, std::string(ts.message()));
     }
   }

@@ -26,7 +26,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -42,6 +41,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "common/latency_histogram.h"
+#include "common/mutex.h"
 #include "common/results.h"
 #include "common/verdict.h"
 #include "common/workload_spec.h"
@@ -253,26 +253,26 @@ class Coordinator {
   // record), RunPhases (generate, epochs with their evaluations and checkpoints, checkpoint-only phases) and
   // FinishJob (trace, result files, the end state).
   void RunJob(Job& job);
-  bool StartJob(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool RunPhases(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FinishJob(Job& job, std::unique_lock<std::mutex>& lk, bool ok) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Place(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool StartJob(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool RunPhases(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishJob(Job& job, MutexLock& lk, bool ok) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Place(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Just restarted: waits (once, up to restart_grace) for the previous session's agents to reattach.
-  void WaitForRestartedAgents(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WaitForRestartedAgents(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a job too few agents (`eligible` of them) could take, saying what it needs and what is attached.
   void FailUnplaced(Job& job, size_t eligible) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One phase on every agent of the job: the orders out (SendPhaseOrders), the wait for every PhaseDone
   // (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
   // CollectPhaseResults. `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of
   // kTrainEpoch).
-  bool RunPhase(Job& job, std::unique_lock<std::mutex>& lk, const std::string& phase_id, PhaseOrder::Kind kind,
+  bool RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseOrder::Kind kind,
                 int epoch, const PhaseOrder& ckpt = PhaseOrder()) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, const PhaseOrder& ckpt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WaitForPhase(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind)
+  void WaitForPhase(Job& job, MutexLock& lk, PhaseOrder::Kind kind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StopPhase(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CollectPhaseResults(Job& job, std::unique_lock<std::mutex>& lk, PhaseOrder::Kind kind)
+  void StopPhase(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind kind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -280,11 +280,11 @@ class Coordinator {
   void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PersisterLoop();
   // Writes the result files of the epochs completed so far (mu_ released while writing).
-  void WriteResults(Job& job, std::unique_lock<std::mutex>& lk, const std::string& job_state)
+  void WriteResults(Job& job, MutexLock& lk, const std::string& job_state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the files of the last completed epoch (job.completed_epoch) unless it is the job's last, counts it in
   // rec.epochs_done, and saves the record. Called once a phase's orders are out, so it overlaps the phase.
-  void RecordCompletedEpoch(Job& job, std::unique_lock<std::mutex>& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordCompletedEpoch(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The agent is gone (closed, expired, replaced): a running phase that uses it fails with a message naming it.
   void LoseAgentLocked(const std::string& name, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string RanksOf(const Job& job, const std::string& agent) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -299,8 +299,8 @@ class Coordinator {
 
   const Options options_;
   const std::unique_ptr<JobStore> store_;   // null = nothing persisted
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
+  mutable Mutex mu_;
+  mutable CondVar cv_;
   std::map<std::string, Agent> agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
@@ -320,8 +320,8 @@ class Coordinator {
   uint64_t watch_counter_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::string> watch_jobs_ ABSL_GUARDED_BY(mu_);  // watch id -> job id, for Unwatch()
   // Records waiting for the store, the newest per job (lock order: mu_ before store_mu_).
-  std::mutex store_mu_;
-  std::condition_variable store_cv_;
+  Mutex store_mu_;
+  CondVar store_cv_;
   std::map<std::string, JobRecord> store_pending_ ABSL_GUARDED_BY(store_mu_);
   bool store_writing_ ABSL_GUARDED_BY(store_mu_) = false;   // the persister is writing a batch
   bool store_stop_ ABSL_GUARDED_BY(store_mu_) = false;      // the persister has stopped (or is stopping)

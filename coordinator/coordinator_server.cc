@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 #include "common/prometheus_family.h"
 #include "common/text.h"
 #include "common/write_queue.h"
@@ -58,7 +59,7 @@ grpc::ByteBuffer Serialize(const v1::CoordinatorMessage& m) {
 class ReleaseCache {
  public:
   grpc::ByteBuffer Get(const std::string& job_id, const std::string& phase_id, uint64_t step) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (!valid_ || step != step_ || job_id != job_id_ || phase_id != phase_id_) {
       v1::CoordinatorMessage m;
       m.mutable_barrier_release()->set_job_id(job_id);
@@ -71,7 +72,7 @@ class ReleaseCache {
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   bool valid_ ABSL_GUARDED_BY(mu_) = false;
   std::string job_id_ ABSL_GUARDED_BY(mu_), phase_id_ ABSL_GUARDED_BY(mu_);
   uint64_t step_ ABSL_GUARDED_BY(mu_) = 0;
@@ -147,13 +148,13 @@ class StreamLink : public AgentLink {
   // The stream is ending (its reads are over); true when nothing is in flight (it may finish now).
   bool Close() {
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(&mu_);
       ctx_ = nullptr;
     }
     return queue_.Close();
   }
   std::string drop_reason() {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     return drop_reason_;
   }
 
@@ -167,7 +168,7 @@ class StreamLink : public AgentLink {
   }
   // Ends the stream (its reads fail at once), remembering why for the core.
   void Break(const std::string& reason) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     if (drop_reason_.empty()) drop_reason_ = reason;
     if (ctx_ != nullptr) ctx_->TryCancel();
   }
@@ -177,7 +178,7 @@ class StreamLink : public AgentLink {
   WriteQueue<grpc::ByteBuffer> queue_;
   int64_t heartbeat_ns_ = 0;                    // from Accepted(), before any heartbeat can arrive
   std::atomic<int64_t> last_push_ns_{0};        // steady clock, of the latest message queued
-  std::mutex mu_;
+  Mutex mu_;
   grpc::CallbackServerContext* ctx_ ABSL_GUARDED_BY(mu_);  // null once the stream is ending
   std::string drop_reason_ ABSL_GUARDED_BY(mu_);
 };

@@ -74,7 +74,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
     return absl::InvalidArgumentError(absl::StrCat("--store: cannot open '", path, "': ", msg));
   }
   std::unique_ptr<JobStore> store(new JobStore(path, db));
-  std::lock_guard<std::mutex> lk(store->mu_);
+  MutexLock lk(&store->mu_);
   // Exclusive locking before WAL: the lock is taken by the first write below and held until close, so a second
   // coordinator gets SQLITE_BUSY at once (no busy timeout) and is refused.
   if (absl::Status s = store->Exec("PRAGMA locking_mode=EXCLUSIVE"); !s.ok()) return s;
@@ -139,7 +139,7 @@ absl::Status JobStore::Error(const char* what) const {
 }
 
 absl::Status JobStore::Put(const JobRecord& r) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Stmt st;
   const std::string sql = absl::StrCat("INSERT OR REPLACE INTO jobs(", kColumns,
                                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -177,7 +177,7 @@ absl::Status JobStore::Put(const JobRecord& r) {
 }
 
 absl::StatusOr<std::vector<JobRecord>> JobStore::LoadAll() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   Stmt st;
   const std::string sql = absl::StrCat("SELECT ", kColumns, " FROM jobs ORDER BY seq");
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st.st, nullptr) != SQLITE_OK) return Error("prepare");

@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +22,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 
 struct sqlite3;
 
@@ -82,7 +82,7 @@ class JobStore {
   absl::Status Error(const char* what) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   sqlite3* const db_;  // the one connection; every use holds mu_
 };
 

@@ -99,14 +99,14 @@ absl::StatusOr<std::unique_ptr<LocalFleet>> LocalFleet::Start(Options options) {
     }
     absl::StatusOr<pid_t> pid = SpawnAgent(args);
     if (!pid.ok()) return pid.status();
-    std::lock_guard<std::mutex> lk(fleet->mu_);
+    MutexLock lk(&fleet->mu_);
     fleet->children_.push_back(*pid);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.attach_timeout_s);
   Coordinator& core = fleet->server_->coordinator();
   // 100 ms: how quickly an agent that died at start-up is reported.
   while (!core.WaitForAgents(options.agents, std::chrono::milliseconds(100))) {
-    std::lock_guard<std::mutex> lk(fleet->mu_);
+    MutexLock lk(&fleet->mu_);
     for (pid_t pid : fleet->children_) {
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -128,14 +128,14 @@ absl::StatusOr<std::unique_ptr<LocalFleet>> LocalFleet::Start(Options options) {
 std::string LocalFleet::address() const { return absl::StrCat("127.0.0.1:", server_->port()); }
 
 void LocalFleet::Kill() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   for (pid_t pid : children_) kill(pid, SIGKILL);
 }
 
 void LocalFleet::StopAgents() {
   std::vector<pid_t> left;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     left = children_;
   }
   for (pid_t pid : left) kill(pid, SIGTERM);
@@ -153,7 +153,7 @@ void LocalFleet::StopAgents() {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   children_.clear();
 }
 

@@ -17,12 +17,12 @@
 #include <cstdint>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "coordinator/coordinator_server.h"
 
 namespace dlio {
@@ -54,7 +54,7 @@ class LocalFleet {
   void StopAgents();
 
   std::unique_ptr<CoordinatorServer> server_;
-  std::mutex mu_;
+  Mutex mu_;
   std::vector<pid_t> children_ ABSL_GUARDED_BY(mu_);
 };
 

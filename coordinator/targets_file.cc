@@ -6,19 +6,19 @@
 namespace dlio {
 
 absl::Status TargetsFile::Init() {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   return WriteUnlocked();
 }
 
 absl::Status TargetsFile::Add(const std::string& agent, const std::string& node, const std::string& endpoint) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   if (endpoint.empty()) return absl::OkStatus();
   targets_[agent] = Target{node, endpoint};
   return WriteUnlocked();
 }
 
 absl::Status TargetsFile::Remove(const std::string& agent) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   if (targets_.erase(agent) == 0) return absl::OkStatus();
   return WriteUnlocked();
 }

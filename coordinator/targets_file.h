@@ -12,12 +12,12 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/mutex.h"
 
 namespace dlio {
 
@@ -38,7 +38,7 @@ class TargetsFile {
   absl::Status WriteUnlocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::string, Target> targets_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -118,19 +118,19 @@ S3Metrics& S3Metrics::Global() {
 }
 
 void S3Metrics::Register(const S3Stats* s) {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   live_.push_back(s);
 }
 
 void S3Metrics::Unregister(const S3Stats* s) {
   S3Snapshot snap = s->Snapshot();
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   live_.erase(std::remove(live_.begin(), live_.end(), s), live_.end());
   retired_ += snap;
 }
 
 S3Snapshot S3Metrics::Snapshot() const {
-  std::lock_guard<std::mutex> lk(mu_);
+  MutexLock lk(&mu_);
   S3Snapshot s = retired_;
   for (const S3Stats* l : live_) s += l->Snapshot();
   return s;

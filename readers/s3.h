@@ -31,7 +31,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/latency_histogram.h"
+#include "common/mutex.h"
 #include "common/s3_limits.h"
 #include "common/s3_stats.h"
 
@@ -108,7 +108,7 @@ class S3Metrics {
   S3Snapshot Snapshot() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::vector<const S3Stats*> live_ ABSL_GUARDED_BY(mu_);
   S3Snapshot retired_ ABSL_GUARDED_BY(mu_);
 };

@@ -11,11 +11,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <new>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 #include "readers/io_util.h"
 
 namespace dlio {
@@ -243,7 +243,7 @@ class BufferPool {
   }
   // The smallest pooled buffer of at least `n` bytes, or nullptr.
   uint8_t* Take(size_t n, size_t* cap) {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     size_t best = kMaxEntries;
     for (size_t i = 0; i < count_; ++i) {
       if (entries_[i].cap >= n && (best == kMaxEntries || entries_[i].cap < entries_[best].cap)) best = i;
@@ -259,7 +259,7 @@ class BufferPool {
   void Give(uint8_t* p, size_t cap) {
     if (p == nullptr) return;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      MutexLock lk(&mu_);
       if (count_ < kMaxEntries && bytes_ + cap <= budget_) {
         entries_[count_++] = {p, cap};
         bytes_ += cap;
@@ -269,13 +269,13 @@ class BufferPool {
     std::free(p);
   }
   void Trim() {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     for (size_t i = 0; i < count_; ++i) std::free(entries_[i].data);
     count_ = 0;
     bytes_ = 0;
   }
   size_t bytes() {
-    std::lock_guard<std::mutex> lk(mu_);
+    MutexLock lk(&mu_);
     return bytes_;
   }
 
@@ -287,7 +287,7 @@ class BufferPool {
     size_t cap;
   };
   size_t budget_ = kBufferPoolBytes;  // set once, before any other use
-  std::mutex mu_;
+  Mutex mu_;
   Entry entries_[kMaxEntries] ABSL_GUARDED_BY(mu_);
   size_t count_ ABSL_GUARDED_BY(mu_) = 0;
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
