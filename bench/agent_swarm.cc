@@ -339,11 +339,23 @@ class SwarmAgent final : public PhaseHost,
       ScheduleHeartbeat(Clock::now());
     });
   }
-  // With mu_ held: starts the compute of the next step, or ends the phase (then *done holds the results).
-  bool NextStep(Clock::time_point now, std::vector<RankEpochResult>* done);
+  // What a step transition leaves to do once mu_ is released (messages are sent outside it).
+  struct After {
+    bool arrive = false;               // send the BarrierArrive of `step`
+    bool end = false;                  // the phase ended: send `results`
+    PhaseCommand ids;                  // job and phase ids
+    uint64_t step = 0;
+    std::vector<RankEpochResult> results;
+  };
+  // With mu_ held: runs the phase on from `now` until it waits (a compute timer, a release) or ends.
+  void Advance(Clock::time_point now, After* after);
+  // With mu_ held: the step's compute ended at compute_end_; its arrival goes out.
+  void Arrival(After* after);
+  // With mu_ held: the step ended at `t3` (its release, or its compute without a barrier).
+  void RecordStep(Clock::time_point t3);
   void ComputeDone(uint64_t gen);
   std::vector<RankEpochResult> Results(Clock::time_point now);
-  void EndPhase(absl::StatusOr<std::vector<RankEpochResult>> r);
+  void Do(After after);
 
   AgentSession session_;
   Timers* const timers_;
@@ -396,7 +408,7 @@ void SwarmAgent::Start(PhaseCommand cmd) {
     session_.Finish(cmd, steps.status());
     return;
   }
-  std::vector<RankEpochResult> done;
+  After after;
   {
     std::lock_guard<std::mutex> lk(mu_);
     cmd_ = std::move(cmd);
@@ -420,63 +432,82 @@ void SwarmAgent::Start(PhaseCommand cmd) {
     rng_ = Xoshiro256(static_cast<uint64_t>(cmd_.spec.seed) * 0x9E3779B97F4A7C15ull ^
                       (static_cast<uint64_t>(cmd_.first_rank) << 20) ^ static_cast<uint64_t>(cmd_.epoch));
     block_start_ = prev_step_end_ = Clock::now();
-    if (!NextStep(block_start_, &done)) return;
+    Advance(block_start_, &after);
   }
-  EndPhase(std::move(done));
+  Do(std::move(after));
 }
 
-bool SwarmAgent::NextStep(Clock::time_point now, std::vector<RankEpochResult>* done) {
-  if (step_ >= steps_) {
-    *done = Results(now);
-    running_ = false;
-    return true;
+void SwarmAgent::Advance(Clock::time_point now, After* after) {
+  while (true) {
+    if (step_ >= steps_) {
+      after->end = true;
+      after->ids.job_id = cmd_.job_id;
+      after->ids.phase_id = cmd_.phase_id;
+      after->results = Results(now);
+      running_ = false;
+      return;
+    }
+    step_start_ = now;
+    const Distribution& d = cmd_.kind == PhaseKind::kEval ? cmd_.spec.eval_time : cmd_.spec.computation_time;
+    const double compute = d.IsZero() ? 0 : d.Sample(rng_);
+    if (compute > 0) {
+      timers_->At(now + std::chrono::nanoseconds(static_cast<int64_t>(compute * 1e9)),
+                  [this, g = gen_] { ComputeDone(g); });
+      return;
+    }
+    compute_end_ = now;  // no compute: as the agent, which then does not sleep at all
+    if (barrier_) {
+      Arrival(after);
+      return;
+    }
+    RecordStep(now);
   }
-  step_start_ = now;
-  const Distribution& d = cmd_.kind == PhaseKind::kEval ? cmd_.spec.eval_time : cmd_.spec.computation_time;
-  const double compute = d.IsZero() ? 0 : d.Sample(rng_);
-  timers_->At(now + std::chrono::nanoseconds(static_cast<int64_t>(compute * 1e9)),
-              [this, g = gen_] { ComputeDone(g); });
-  return false;
+}
+
+void SwarmAgent::Arrival(After* after) {
+  waiting_ = true;
+  if (measured_) stats_->Arrived(step_, Ns(compute_end_));
+  after->arrive = true;
+  after->ids.job_id = cmd_.job_id;
+  after->ids.phase_id = cmd_.phase_id;
+  after->step = static_cast<uint64_t>(step_);
+}
+
+void SwarmAgent::RecordStep(Clock::time_point t3) {
+  const double compute = Secs(compute_end_ - step_start_);
+  block_.load.push_back(0);  // the synthetic format reads nothing: a batch is ready at once
+  block_.compute.push_back(compute);
+  block_.proc.push_back(compute);
+  block_.barrier.push_back(Secs(t3 - compute_end_));
+  if (step_ > 0) {  // live AU after the first (excluded) step, as the agent reports it
+    progress_.compute_ns += static_cast<uint64_t>(compute * 1e9);
+    progress_.wall_ns += static_cast<uint64_t>(Ns(t3) - Ns(prev_step_end_));
+  }
+  prev_step_end_ = t3;
+  progress_.samples += static_cast<uint64_t>(cmd_.spec.batch_size * cmd_.local_ranks);
+  ++step_;
+  progress_.done = static_cast<uint64_t>(step_);
 }
 
 void SwarmAgent::ComputeDone(uint64_t gen) {
-  std::string job, phase;
-  uint64_t step = 0;
-  std::vector<RankEpochResult> done;
+  After after;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (gen != gen_ || !running_) return;
     compute_end_ = Clock::now();
-    if (!barrier_) {
-      // No barrier: the step ends with its compute.
-      block_.load.push_back(0);
-      block_.compute.push_back(Secs(compute_end_ - step_start_));
-      block_.proc.push_back(Secs(compute_end_ - step_start_));
-      block_.barrier.push_back(0);
-      ++step_;
-      progress_.done = static_cast<uint64_t>(step_);
-      if (!NextStep(compute_end_, &done)) return;
+    if (barrier_) {
+      Arrival(&after);
     } else {
-      waiting_ = true;
-      job = cmd_.job_id;
-      phase = cmd_.phase_id;
-      step = static_cast<uint64_t>(step_);
-      if (measured_) stats_->Arrived(step_, Ns(compute_end_));
+      RecordStep(compute_end_);
+      Advance(compute_end_, &after);
     }
   }
-  if (!job.empty()) {
-    PhaseCommand ids;
-    ids.job_id = std::move(job);
-    ids.phase_id = std::move(phase);
-    session_.Arrive(ids, step);
-    return;
-  }
-  EndPhase(std::move(done));
+  Do(std::move(after));
 }
 
 void SwarmAgent::Released(uint64_t step) {
   const Clock::time_point now = Clock::now();
-  std::vector<RankEpochResult> done;
+  After after;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!running_ || !waiting_ || step != static_cast<uint64_t>(step_)) return;
@@ -486,22 +517,10 @@ void SwarmAgent::Released(uint64_t step) {
       ++releases_seen_;
       stats_->releases.fetch_add(1, std::memory_order_relaxed);
     }
-    const double compute = Secs(compute_end_ - step_start_);
-    block_.load.push_back(0);
-    block_.compute.push_back(compute);
-    block_.proc.push_back(compute);
-    block_.barrier.push_back(Secs(now - compute_end_));
-    if (step_ > 0) {  // live AU after the first (excluded) step, as the agent reports it
-      progress_.compute_ns += static_cast<uint64_t>(compute * 1e9);
-      progress_.wall_ns += static_cast<uint64_t>(Ns(now) - Ns(prev_step_end_));
-    }
-    prev_step_end_ = now;
-    progress_.samples += static_cast<uint64_t>(cmd_.spec.batch_size * cmd_.local_ranks);
-    ++step_;
-    progress_.done = static_cast<uint64_t>(step_);
-    if (!NextStep(now, &done)) return;
+    RecordStep(now);
+    Advance(now, &after);
   }
-  EndPhase(std::move(done));
+  Do(std::move(after));
 }
 
 std::vector<RankEpochResult> SwarmAgent::Results(Clock::time_point now) {
@@ -520,18 +539,14 @@ std::vector<RankEpochResult> SwarmAgent::Results(Clock::time_point now) {
   return out;
 }
 
-void SwarmAgent::EndPhase(absl::StatusOr<std::vector<RankEpochResult>> r) {
-  PhaseCommand cmd;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    cmd.job_id = cmd_.job_id;
-    cmd.phase_id = cmd_.phase_id;
-  }
-  session_.Finish(cmd, std::move(r));
+void SwarmAgent::Do(After after) {
+  if (after.arrive) session_.Arrive(after.ids, after.step);
+  if (after.end) session_.Finish(after.ids, std::move(after.results));
 }
 
 void SwarmAgent::Stop() {
   std::string where;
+  PhaseCommand ids;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!running_) return;
@@ -539,8 +554,10 @@ void SwarmAgent::Stop() {
     ++gen_;
     where = absl::StrCat("agent '", session_.identity().name, "' (rank ", cmd_.first_rank, ") job ", cmd_.job_id,
                          " phase ", cmd_.phase_id, ": cancelled at step ", step_);
+    ids.job_id = cmd_.job_id;
+    ids.phase_id = cmd_.phase_id;
   }
-  EndPhase(absl::CancelledError(where));
+  session_.Finish(ids, absl::CancelledError(where));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -553,6 +570,7 @@ struct Config {
   double compute = 0.05;
   int accelerators = 1;
   int attach_batch = 64;
+  uint32_t protocol_version = 0;  // 0 = this build's; an earlier one measures an earlier coordinator
   double barrier_timeout = 60;  // the job's: a lost release fails it after this long
   std::string bin_dir;
   std::string work;
@@ -637,6 +655,7 @@ bool Run::AttachAll() {
   auto workloads = std::make_shared<WorkloadCache>();
   AgentSession::Identity base;
   base.accelerators = c_.accelerators;
+  base.protocol_version = c_.protocol_version;
   struct sysinfo si {};
   if (sysinfo(&si) == 0) base.host_memory_bytes = static_cast<uint64_t>(si.totalram) * si.mem_unit;
   base.host_memory_source = "meminfo";
@@ -842,6 +861,10 @@ int main(int argc, char** argv) {
   app.add_option("--barrier-timeout", c.barrier_timeout,
                  "The job's barrier timeout, seconds: a lost release fails the job after this long")
       ->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--protocol-version", c.protocol_version,
+                 "Announce this protocol version (default: this build's): measures a coordinator built from an "
+                 "earlier commit whose wire differs only where a benchmark run does not go (issue 14's before figures "
+                 "ran version 3 against main's coordinator)");
   app.add_option("--bin-dir", c.bin_dir, "Folder of dlio-coordinator (default: beside this program)");
   app.add_option("--work", c.work, "Work folder (default: a new folder under /tmp, removed at the end)");
   app.add_option("--json", c.json, "Write the figures as JSON to FILE");
