@@ -28,8 +28,8 @@ void RequestBulkSlices();
 
 // Process-wide: switches off abseil's mutex deadlock detection (Debian's abseil is built with it on). gRPC takes an
 // absl::Mutex for every call operation, and the detection keeps a lock graph updated on each acquisition: ~10 % of a
-// coordinator's CPU with 1,024 agents (perf, issue 14). Our own locks are std::mutex and checked at build time
-// (clang -Wthread-safety). Called first thing in main() by the coordinator and the agent.
+// coordinator's CPU with 1,024 agents (perf, issue 14). Our own locks are dlio::Mutex (common/mutex.h), checked at
+// build time (clang -Wthread-safety). Called first thing in main() by the coordinator and the agent.
 void SkipMutexDeadlockDetection();
 
 }  // namespace dlio
