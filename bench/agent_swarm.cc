@@ -573,6 +573,8 @@ struct Config {
   int64_t steps = 200;
   double compute = 0.05;
   int accelerators = 1;
+  // Sessions connecting at once: a fleet's agents start within seconds of each other, not all in one instant; 64
+  // keeps the coordinator's accept queue short while 4,096 sessions still attach in seconds.
   int attach_batch = 64;
   uint32_t protocol_version = 0;  // 0 = this build's; an earlier one measures an earlier coordinator
   double barrier_timeout = 60;  // the job's: a lost release fails it after this long
