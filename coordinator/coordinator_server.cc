@@ -261,19 +261,19 @@ class Service final : public ServiceBase {
 
   grpc::Status StreamedSubmit(grpc::ServerContext* ctx,
                               grpc::ServerUnaryStreamer<v1::SubmitRequest, v1::SubmitResponse>* st) override {
-    return Unary(ctx, st, "Submit", [&](const v1::SubmitRequest* q, v1::SubmitResponse* r) { return Submit(q, r); });
+    return Unary(ctx, st, "Submit", [&](const v1::SubmitRequest* q, v1::SubmitResponse* r) { return SubmitJob(q, r); });
   }
   grpc::Status StreamedCancel(grpc::ServerContext* ctx,
                               grpc::ServerUnaryStreamer<v1::CancelRequest, v1::CancelResponse>* st) override {
-    return Unary(ctx, st, "Cancel", [&](const v1::CancelRequest* q, v1::CancelResponse* r) { return Cancel(q, r); });
+    return Unary(ctx, st, "Cancel", [&](const v1::CancelRequest* q, v1::CancelResponse* r) { return CancelJob(q, r); });
   }
   grpc::Status StreamedListJobs(grpc::ServerContext* ctx,
                                 grpc::ServerUnaryStreamer<v1::ListJobsRequest, v1::ListJobsResponse>* st) override {
-    return Unary(ctx, st, "ListJobs", [&](const v1::ListJobsRequest*, v1::ListJobsResponse* r) { return ListJobs(r); });
+    return Unary(ctx, st, "ListJobs", [&](const v1::ListJobsRequest*, v1::ListJobsResponse* r) { return ListAll(r); });
   }
   grpc::Status StreamedGetJob(grpc::ServerContext* ctx,
                               grpc::ServerUnaryStreamer<v1::GetJobRequest, v1::JobInfo>* st) override {
-    return Unary(ctx, st, "GetJob", [&](const v1::GetJobRequest* q, v1::JobInfo* r) { return GetJob(q, r); });
+    return Unary(ctx, st, "GetJob", [&](const v1::GetJobRequest* q, v1::JobInfo* r) { return GetOne(q, r); });
   }
   grpc::Status StreamedGetResults(grpc::ServerContext* ctx,
                                   grpc::ServerSplitStreamer<v1::GetResultsRequest, v1::ResultFile>* st) override {
@@ -302,7 +302,7 @@ class Service final : public ServiceBase {
     return s;
   }
 
-  grpc::Status Submit(const v1::SubmitRequest* req, v1::SubmitResponse* resp) {
+  grpc::Status SubmitJob(const v1::SubmitRequest* req, v1::SubmitResponse* resp) {
     JobRequest r;
     r.workload_yaml = req->workload_yaml();
     r.overrides.assign(req->overrides().begin(), req->overrides().end());
@@ -319,7 +319,7 @@ class Service final : public ServiceBase {
     return grpc::Status::OK;
   }
 
-  grpc::Status Cancel(const v1::CancelRequest* req, v1::CancelResponse* resp) {
+  grpc::Status CancelJob(const v1::CancelRequest* req, v1::CancelResponse* resp) {
     absl::StatusOr<bool> r = core_->Cancel(req->job_id());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_cancelled(*r);
@@ -359,7 +359,7 @@ class Service final : public ServiceBase {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListJobs(v1::ListJobsResponse* resp) {
+  grpc::Status ListAll(v1::ListJobsResponse* resp) {
     for (const JobInfoData& d : core_->ListJobs()) FillInfo(d, resp->add_jobs());
     for (const AgentStatusData& a : core_->ListAgents()) {
       v1::AgentStatus* out = resp->add_agents();
@@ -374,7 +374,7 @@ class Service final : public ServiceBase {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetJob(const v1::GetJobRequest* req, v1::JobInfo* resp) {
+  grpc::Status GetOne(const v1::GetJobRequest* req, v1::JobInfo* resp) {
     absl::StatusOr<JobInfoData> d = core_->GetJob(req->job_id());
     if (!d.ok()) return ToGrpc(d.status());
     FillInfo(*d, resp);
