@@ -6,7 +6,6 @@
 #include <ctime>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -16,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/mutex.h"
 #include "common/results.h"
 #include "coordinator/client.h"
 #include "yaml-cpp/yaml.h"
@@ -108,16 +108,18 @@ std::vector<std::string> HostsOf(const json& summary) {
   return {hosts.begin(), hosts.end()};
 }
 
+// The newest stamp NextRunStamp handed out, so two runs started within one second (by any thread) get two folders.
+Mutex stamp_mu;
+std::time_t last_stamp ABSL_GUARDED_BY(stamp_mu) = 0;
+
 }  // namespace
 
 std::string NextRunStamp(const fs::path& parent) {
-  static std::mutex mu;
-  static std::time_t last = 0;  // guarded by mu
-  std::lock_guard<std::mutex> lk(mu);
-  std::time_t t = std::max(std::time(nullptr), last + 1);
+  MutexLock lk(&stamp_mu);
+  std::time_t t = std::max(std::time(nullptr), last_stamp + 1);
   std::error_code ec;
   while (fs::exists(parent / FormatStamp(t), ec)) ++t;
-  last = t;
+  last_stamp = t;
   return FormatStamp(t);
 }
 
