@@ -1,11 +1,16 @@
 // Coordinator: the fleet's brain, with no knowledge of gRPC (CoordinatorServer is its facade).
 //
-// It holds the AgentRegistry (attached agents, the link to each, their leases), the JobQueue (jobs run one at a
-// time, in submission order, on a runner thread; every job is also a row of the JobStore, so the queue survives a
-// restart), and the PhaseDriver logic of the running job: placement, RunPhase orders, the step barrier (released
-// when every agent of the job arrived at the step), progress, and the result collection that goes through the one
-// Aggregator path into the result files under `results_dir/<job-id>/` (rewritten after every completed epoch, so a
-// crash keeps the completed epochs).
+// It holds three parts, each in its own file:
+// - the agent registry (coordinator.cc): attached agents, the link to each (AgentLink, agent_link.h), their leases,
+//   and the agents' events, which it hands to the running phase;
+// - the job queue (coordinator.cc): jobs run one at a time, in submission order, on a runner thread; every job is
+//   also a row of the JobStore, so the queue survives a restart (RestoreFromStore), and the client verbs (Submit,
+//   Cancel, Watch, status, list);
+// - the phase driver: the job runner (job_runner.cc: placement, the phases of a job in order, the waits for each,
+//   stop and result collection, progress events, the result files) over a PhaseDriver (phase_driver.h: the
+//   running phase's orders, step barrier, PhaseProgress, results and first failure). Results go through the one
+//   Aggregator path into the result files under `results_dir/<job-id>/` (rewritten after every completed epoch, so
+//   a crash keeps the completed epochs).
 //
 // Registry and leases: an agent must send something (a heartbeat at least) every heartbeat interval; one not heard
 // from for `lease` is dropped (its link is told to close the session). A second agent with an attached name is
@@ -21,8 +26,9 @@
 // SQLite's synchronous commits never run under the coordinator's lock; Stop() writes what is pending before it
 // returns, and Submit() writes the new job's row itself (a job the store cannot hold is refused).
 // Thread-safety: every public method may be called from any thread (gRPC handlers, the runner, the watchdog).
-// mu_ guards all state; AgentLink calls and event sinks (Watch) are made with mu_ held, so they must not block or
-// call back into the Coordinator (the facade's links and watch streams queue their messages).
+// mu_ guards all state, the PhaseDriver included (ABSL_GUARDED_BY, checked by clang's -Wthread-safety build);
+// AgentLink calls and event sinks (Watch) are made with mu_ held, so they must not block or call back into the
+// Coordinator (the facade's links and watch streams queue their messages).
 #pragma once
 
 #include <chrono>
@@ -45,45 +51,11 @@
 #include "common/results.h"
 #include "common/verdict.h"
 #include "common/workload_spec.h"
+#include "coordinator/agent_link.h"
 #include "coordinator/job_store.h"
+#include "coordinator/phase_driver.h"
 
 namespace dlio {
-
-// What the coordinator asks one agent to run.
-struct PhaseOrder {
-  std::string job_id;
-  std::string phase_id;
-  enum class Kind { kGenerate, kTrainEpoch, kEval, kCheckpoint };
-  Kind kind = Kind::kTrainEpoch;
-  std::string workload_yaml;   // normalised, ToYaml()
-  int world = 1;
-  int first_rank = 0;
-  int local_ranks = 1;
-  int epoch = 0;
-  int num_agents = 1;
-  int agent_index = 0;
-  // Checkpoints (common/checkpoint_schedule.h): kCheckpoint saves (or loads) global_epoch{epoch}_step{step} as
-  // save (load) number checkpoint_index; kTrainEpoch numbers its step-based saves from checkpoint_index.
-  bool checkpoint_load = false;
-  int checkpoint_index = 1;
-  int64_t checkpoint_step = 0;
-  std::string s3_secret_access_key;  // the job's S3 secret, beside the workload (never inside it)
-};
-
-// The coordinator's way to talk to one attached agent (implemented by the facade over the Attach stream). Every
-// call is made under the coordinator's lock: it must only queue the message, never block.
-class AgentLink {
- public:
-  virtual ~AgentLink() = default;
-  // The agent was registered: greet it. Called under the coordinator's lock before any order can reach the link,
-  // so the greeting is always the first message the agent receives.
-  virtual void Accepted(std::chrono::milliseconds heartbeat_interval, std::chrono::milliseconds lease) = 0;
-  virtual void RunPhase(const PhaseOrder& order) = 0;
-  virtual void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) = 0;
-  virtual void Cancel(const std::string& job_id, const std::string& reason) = 0;
-  // The coordinator dropped the agent (lease expired, replaced by a new session): close the session.
-  virtual void Drop(const std::string& reason) = 0;
-};
 
 struct JobEventData {
   JobState state = JobState::kQueued;
@@ -98,16 +70,6 @@ struct JobEventData {
   std::optional<double> live_au;     // progress of a training epoch: the fleet's AU so far in the epoch, percent
   bool final = false;
   bool refused = false;              // final event: refused at placement, before any phase (common/preflight.h)
-};
-
-// What an agent's Error says about its phase: a confirmation of a stop the coordinator asked for (the phase was
-// cancelled, or its session ended), or a failure of the job.
-enum class AgentErrorKind { kFailure, kCancelled };
-
-// One agent's progress report of a running phase (the Progress message).
-struct AgentProgress {
-  uint64_t done = 0, total = 0, samples = 0, bytes = 0;
-  uint64_t compute_ns = 0, wall_ns = 0;  // live AU: the agent's ranks' summed compute over their summed wall time
 };
 
 // The placement options of a job (submit/run flags, SubmitRequest fields): --agents in [0, 65536],
@@ -243,12 +205,20 @@ class Coordinator {
     std::shared_ptr<AgentLink> link;
     Clock::time_point attached, last_heard;
   };
-  struct Job;
-  struct Phase;
+  struct Job;  // coordinator_job.h
 
   explicit Coordinator(Options options, std::unique_ptr<JobStore> store);
-  void RunnerLoop();
+  // Create(): the store's jobs back after a restart: queued ones requeued, the one that was running marked
+  // interrupted (its result folder says so too); with jobs requeued, the restart grace starts.
+  absl::Status RestoreFromStore();
+  // One record of the store as RestoreFromStore() takes it back (a record whose state changed is written back).
+  absl::Status RestoreJob(JobRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A job that was running when the coordinator stopped: INTERRUPTED, with what its result folder kept.
+  void MarkInterrupted(JobRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WatchdogLoop();
+
+  // --- The job runner (job_runner.cc) ---
+  void RunnerLoop();
   // A job from its start to its end, in three steps: StartJob (placement, the pre-run refusals, the running
   // record), RunPhases (generate, epochs with their evaluations and checkpoints, checkpoint-only phases) and
   // FinishJob (trace, result files, the end state).
@@ -261,40 +231,41 @@ class Coordinator {
   void WaitForRestartedAgents(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a job too few agents (`eligible` of them) could take, saying what it needs and what is attached.
   void FailUnplaced(Job& job, size_t eligible) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One phase on every agent of the job: the orders out (SendPhaseOrders), the wait for every PhaseDone
-  // (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
+  // One phase on every agent of the job, on driver_: the orders out (SendPhaseOrders), the wait for every
+  // PhaseDone (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
   // CollectPhaseResults. `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of
   // kTrainEpoch).
   bool RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseOrder::Kind kind,
                 int epoch, const PhaseOrder& ckpt = PhaseOrder()) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, const PhaseOrder& ckpt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WaitForPhase(Job& job, MutexLock& lk, PhaseOrder::Kind kind)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WaitForPhase(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopPhase(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind kind)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hands the job's record to the persister thread (after Stop(): writes it at once).
-  void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PersisterLoop();
+  void CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the result files of the epochs completed so far (mu_ released while writing).
   void WriteResults(Job& job, MutexLock& lk, const std::string& job_state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the files of the last completed epoch (job.completed_epoch) unless it is the job's last, counts it in
   // rec.epochs_done, and saves the record. Called once a phase's orders are out, so it overlaps the phase.
   void RecordCompletedEpoch(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The agent is gone (closed, expired, replaced): a running phase that uses it fails with a message naming it.
-  void LoseAgentLocked(const std::string& name, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string RanksOf(const Job& job, const std::string& agent) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Once placed: one "warning:" event per figure DLIO's metric window will leave unmeasured for this world.
   void WarnUnmeasured(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After training epoch `epoch` completed: one event with its AU against the target.
   void EmitEpochLine(Job& job, int epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Progress of the running phase over the fleet, about once a second.
+  // Progress of the running phase over the fleet (driver_'s PhaseProgress), about once a second, when it changed.
   void EmitProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- The queue and the store (coordinator.cc) ---
+  void Emit(Job& job, JobEventData e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands the job's record to the persister thread (after Stop(): writes it at once).
+  void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PersisterLoop();
   JobInfoData InfoLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- The registry (coordinator.cc) ---
+  // The agent is gone (closed, expired, replaced): a running phase that uses it fails with a message naming it.
+  void LoseAgentLocked(const std::string& name, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(const std::string& agent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
@@ -305,6 +276,8 @@ class Coordinator {
   std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
   Job* running_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The running job's running phase (after it, until the job ends, its last phase).
+  PhaseDriver driver_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t job_counter_ ABSL_GUARDED_BY(mu_) = 0;
   // Keyed by job id (ids sort by submission time); only the newest kBarrierWaitJobs are kept, so the coordinator's

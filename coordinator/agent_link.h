@@ -1,0 +1,61 @@
+// The seam between the coordinator's core and its agents: what the coordinator orders one agent to run
+// (PhaseOrder), the interface it reaches an attached agent through (AgentLink, implemented by the gRPC facade over
+// the Attach stream, and by fake links in the unit tests), and what an agent reports about a running phase
+// (AgentProgress, AgentErrorKind).
+// Thread-safety: plain data; AgentLink's contract is below.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace dlio {
+
+// What the coordinator asks one agent to run.
+struct PhaseOrder {
+  std::string job_id;
+  std::string phase_id;
+  enum class Kind { kGenerate, kTrainEpoch, kEval, kCheckpoint };
+  Kind kind = Kind::kTrainEpoch;
+  std::string workload_yaml;   // normalised, ToYaml()
+  int world = 1;
+  int first_rank = 0;
+  int local_ranks = 1;
+  int epoch = 0;
+  int num_agents = 1;
+  int agent_index = 0;
+  // Checkpoints (common/checkpoint_schedule.h): kCheckpoint saves (or loads) global_epoch{epoch}_step{step} as
+  // save (load) number checkpoint_index; kTrainEpoch numbers its step-based saves from checkpoint_index.
+  bool checkpoint_load = false;
+  int checkpoint_index = 1;
+  int64_t checkpoint_step = 0;
+  std::string s3_secret_access_key;  // the job's S3 secret, beside the workload (never inside it)
+};
+
+// The coordinator's way to talk to one attached agent (implemented by the facade over the Attach stream). Every
+// call is made under the coordinator's lock: it must only queue the message, never block.
+class AgentLink {
+ public:
+  virtual ~AgentLink() = default;
+  // The agent was registered: greet it. Called under the coordinator's lock before any order can reach the link,
+  // so the greeting is always the first message the agent receives.
+  virtual void Accepted(std::chrono::milliseconds heartbeat_interval, std::chrono::milliseconds lease) = 0;
+  virtual void RunPhase(const PhaseOrder& order) = 0;
+  virtual void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) = 0;
+  virtual void Cancel(const std::string& job_id, const std::string& reason) = 0;
+  // The coordinator dropped the agent (lease expired, replaced by a new session): close the session.
+  virtual void Drop(const std::string& reason) = 0;
+};
+
+// What an agent's Error says about its phase: a confirmation of a stop the coordinator asked for (the phase was
+// cancelled, or its session ended), or a failure of the job.
+enum class AgentErrorKind { kFailure, kCancelled };
+
+// One agent's progress report of a running phase (the Progress message): steps (files for a generate phase) done of
+// total, samples and bytes read so far.
+struct AgentProgress {
+  uint64_t done = 0, total = 0, samples = 0, bytes = 0;
+  uint64_t compute_ns = 0, wall_ns = 0;  // live AU: the agent's ranks' summed compute over their summed wall time
+};
+
+}  // namespace dlio

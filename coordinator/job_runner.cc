@@ -1,0 +1,508 @@
+// The job runner of the Coordinator (coordinator.h): the runner thread takes the queue's jobs one at a time and
+// runs each from placement to its end state: StartJob (placement, the pre-run refusals), RunPhases (each phase on
+// the PhaseDriver: orders, the wait with its barrier timeout and progress events, stop or result collection) and
+// FinishJob (trace, result files, the end state). Every function here runs on the runner thread with mu_ held,
+// letting go of it only around file writes (of data only the runner thread changes).
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/checkpoint_plan.h"
+#include "common/checkpoint_schedule.h"
+#include "common/epoch_plan.h"
+#include "common/preflight.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/coordinator_job.h"
+#include "coordinator/messages.h"
+#include "spdlog/spdlog.h"
+
+namespace dlio {
+
+void Coordinator::WriteResults(Job& job, MutexLock& lk, const std::string& job_state) {
+  job.result.job_state = job_state;
+  job.result.end_unix_us = NowUnixUs();
+  absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
+  // Only this thread changes job.result, so the files are written without the lock (a fleet's files take a while).
+  mu_.Unlock();
+  absl::Status s = dir.ok() ? WriteResultFiles(*dir, job.result) : dir.status();
+  mu_.Lock();
+  if (s.ok()) {
+    job.rec.has_results = true;
+  } else {
+    spdlog::error("job {}: writing results failed: {}", job.rec.id, std::string(s.message()));
+    if (job.end_message.empty()) job.end_message = absl::StrCat("writing results failed: ", s.message());
+  }
+}
+
+void Coordinator::RecordCompletedEpoch(Job& job, MutexLock& lk) {
+  if (job.completed_epoch > job.rec.epochs_done && job.completed_epoch < job.spec.epochs) {
+    // The record counts the epoch only once its files are written (WriteResults lets go of the lock meanwhile), and
+    // the store gets it under the same lock, so no status ever shows an epoch that a crash would lose.
+    WriteResults(job, lk, "partial");
+    job.rec.epochs_done = job.completed_epoch;
+  }
+  Save(job);
+}
+
+void Coordinator::RunnerLoop() {
+  MutexLock lk(&mu_);
+  while (true) {
+    cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); });
+    if (stopping_) break;
+    Job& job = *jobs_[queue_.front()];
+    queue_.pop_front();
+    running_ = &job;
+    lk.Unlock();
+    RunJob(job);
+    lk.Lock();
+    running_ = nullptr;
+  }
+}
+
+void Coordinator::WaitForRestartedAgents(Job& job, MutexLock& lk) {
+  JobRecord& rec = job.rec;
+  // Just restarted: the agents of the previous session reconnect within a few seconds; placing now would find
+  // none (or a part) of them.
+  if (options_.now() < restart_grace_until_) {
+    auto all_back = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (restart_agents_.empty()) return false;
+      for (const std::string& a : restart_agents_) {
+        if (!agents_.count(a)) return false;
+      }
+      return true;
+    };
+    JobEventData e;
+    e.message = absl::StrCat("job ", rec.id, " waits up to ", SecsText(options_.restart_grace),
+                             " for the agents to reattach after the coordinator's restart (", agents_.size(),
+                             " attached)");
+    Emit(job, std::move(e));
+    cv_.WaitFor(&lk, restart_grace_until_ - options_.now(),
+                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return all_back() || job.cancel_requested || stopping_; });
+    restart_grace_until_ = Clock::time_point();  // once: later jobs place at once
+  }
+}
+
+void Coordinator::FailUnplaced(Job& job, size_t eligible) {
+  JobRecord& rec = job.rec;
+  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
+  const int want_accel = rec.accelerators_per_agent;
+  std::vector<std::string> offered;
+  for (const auto& [name, a] : agents_) offered.push_back(absl::StrCat(name, ": ", a.info.ranks));
+  const std::string need =
+      want_agents > 0 ? absl::StrCat(want_agents, " agent(s)") : std::string("at least 1 agent");
+  const std::string accel = want_accel > 0 ? absl::StrCat(" with at least ", want_accel, " accelerator(s) each")
+                                           : std::string();
+  const std::string have =
+      agents_.empty() ? std::string("none attached")
+                      : absl::StrCat(agents_.size(), " attached (accelerators: ", NameList(offered), ")",
+                                     want_accel > 0 ? absl::StrCat(", ", eligible, " of them eligible") : "");
+  EndJob(job, JobState::kFailed,
+         absl::StrCat("job ", rec.id, " needs ", need, accel, "; ", have,
+                      rec.wait_for_agents_s > 0 ? absl::StrCat(" after waiting ", rec.wait_for_agents_s, " s")
+                                                : std::string(" (use --wait-for-agents SECONDS to wait for them)")),
+         true);
+}
+
+bool Coordinator::Place(Job& job, MutexLock& lk) {
+  JobRecord& rec = job.rec;
+  WaitForRestartedAgents(job, lk);
+  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
+  const int want_accel = rec.accelerators_per_agent;
+  auto eligible = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<const Agent*> v;
+    for (const auto& [name, a] : agents_) {
+      if (want_accel == 0 || a.info.ranks >= want_accel) v.push_back(&a);
+    }
+    return v;
+  };
+  auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return eligible().size() >= std::max<size_t>(1, want_agents); };
+  if (!enough() && rec.wait_for_agents_s > 0) {
+    JobEventData e;
+    e.message = absl::StrCat("job ", rec.id, " waits up to ", rec.wait_for_agents_s, " s for ",
+                             std::max<size_t>(1, want_agents), " agent(s); ", agents_.size(), " attached");
+    Emit(job, std::move(e));
+    cv_.WaitFor(&lk, std::chrono::seconds(rec.wait_for_agents_s),
+                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return enough() || job.cancel_requested || stopping_; });
+  }
+  if (job.cancel_requested) {
+    EndJob(job, JobState::kCancelled, absl::StrCat("job ", rec.id, " cancelled while waiting for agents"), false);
+    return false;
+  }
+  if (stopping_) {  // not started: it stays queued in the store and runs after the restart
+    queue_.push_front(rec.id);
+    return false;
+  }
+  const std::vector<const Agent*> ok = eligible();
+  if (!enough()) {
+    FailUnplaced(job, ok.size());
+    return false;
+  }
+  std::vector<const Agent*> chosen = ok;
+  if (want_agents > 0) chosen.resize(want_agents);
+  int per_agent = want_accel;
+  if (per_agent == 0) {
+    per_agent = chosen.front()->info.ranks;
+    bool same = true;
+    std::vector<std::string> offered;
+    for (const Agent* a : chosen) {
+      same = same && a->info.ranks == per_agent;
+      offered.push_back(absl::StrCat(a->info.name, ": ", a->info.ranks));
+    }
+    if (!same) {
+      EndJob(job, JobState::kFailed,
+             absl::StrCat("job ", rec.id, ": its agents offer different numbers of accelerators (", NameList(offered),
+                          "); every agent must run the same number (MLPerf): pass --accelerators-per-agent N"),
+             true);
+      return false;
+    }
+  }
+  int world = 0;
+  for (const Agent* a : chosen) {
+    AgentInfo info = a->info;
+    info.first_rank = world;
+    info.ranks = per_agent;
+    world += per_agent;
+    job.agent_index[info.name] = rec.agent_names.size();
+    rec.agent_names.push_back(info.name);
+    job.result.agents.push_back(info);
+  }
+  rec.world = world;
+  rec.ranks_per_agent = per_agent;
+  return true;
+}
+
+void Coordinator::RunJob(Job& job) {
+  MutexLock lk(&mu_);
+  if (!StartJob(job, lk)) return;
+  const bool ok = RunPhases(job, lk);
+  FinishJob(job, lk, ok);
+}
+
+bool Coordinator::StartJob(Job& job, MutexLock& lk) {
+  if (job.cancel_requested) {
+    EndJob(job, JobState::kCancelled, absl::StrCat("job ", job.rec.id, " cancelled before it started"), false);
+    return false;
+  }
+  if (!Place(job, lk)) return false;
+  // What the job's own values make impossible on the fleet it got (common/preflight.h) ends it here, before any
+  // phase (the "warning:" events of WarnUnmeasured below are the harmless kind).
+  const JobWorld placed{static_cast<int64_t>(job.rec.agent_names.size()), job.rec.ranks_per_agent};
+  if (const std::vector<std::string> refusals = PreRunRefusals(job.spec, placed); !refusals.empty()) {
+    job.refused = true;
+    EndJob(job, JobState::kFailed,
+           absl::StrCat("job ", job.rec.id, " refused on ", DescribeWorld(placed), ": ", absl::StrJoin(refusals, "; ")),
+           true);
+    return false;
+  }
+  // "random" shuffles get a seed drawn once here and written into the normalised spec, so every agent agrees.
+  if (job.spec.file_shuffle == ShuffleMode::kRandom || job.spec.sample_shuffle == ShuffleMode::kRandom) {
+    job.spec.seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
+  }
+  JobRecord& rec = job.rec;
+  job.result.job_id = rec.id;
+  job.result.spec = job.spec;
+  job.result.world = rec.world;
+  job.result.start_unix_us = NowUnixUs();
+  rec.state = JobState::kRunning;
+  rec.started_unix_us = job.result.start_unix_us;
+  rec.message = absl::StrCat("job ", rec.id, " running on ", rec.agent_names.size(), " agent(s), ", rec.world,
+                             " rank(s): ", NameList(rec.agent_names));
+  Save(job);
+  {
+    JobEventData e;
+    e.message = rec.message;
+    Emit(job, std::move(e));
+  }
+  WarnUnmeasured(job);
+  return true;
+}
+
+bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
+  JobRecord& rec = job.rec;
+  bool ok = true;
+  if (job.spec.generate_data) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ok = RunPhase(job, lk, "generate", PhaseOrder::Kind::kGenerate, 0);
+    job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  // A save (or load) of one checkpoint as its own phase; see common/checkpoint_schedule.h.
+  auto checkpoint_phase = [&](bool load, int index, int epoch, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    PhaseOrder c;
+    c.checkpoint_load = load;
+    c.checkpoint_index = index;
+    c.checkpoint_step = step;
+    return RunPhase(job, lk, absl::StrCat(load ? "load-checkpoint-" : "save-checkpoint-", index),
+                    PhaseOrder::Kind::kCheckpoint, epoch, c);
+  };
+  for (int e = 1; ok && job.spec.train && e <= job.spec.epochs; ++e) {
+    PhaseOrder first;
+    first.checkpoint_index = job.next_save_index;  // step-based saves inside the epoch count up from here
+    ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e, first);
+    if (ok) EmitEpochLine(job, e);
+    if (ok && CheckpointAfterEpoch(job.spec, e)) {
+      absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(job.spec, rec.world), e);
+      const int64_t steps = plan.ok() ? plan->steps() : 0;
+      ok = checkpoint_phase(false, job.next_save_index++, e, EpochCheckpointStep(steps));
+    }
+    if (ok && job.spec.EvaluatesAfter(e)) {
+      ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
+    }
+    // Completed epochs reach the disk while the next phase runs (RecordCompletedEpoch, called by RunPhase once its
+    // orders are out), so the agents do not wait for the result files and the store between epochs.
+    if (ok) job.completed_epoch = e;
+  }
+  for (const CheckpointOp& op : CheckpointOnlySequence(job.spec)) {
+    if (!ok) break;
+    ok = checkpoint_phase(op.load, op.index, op.epoch, op.step);
+  }
+  return ok;
+}
+
+void Coordinator::FinishJob(Job& job, MutexLock& lk, bool ok) {
+  JobRecord& rec = job.rec;
+  driver_.End();
+  if (job.completed_epoch > rec.epochs_done) {  // the last epoch: the final WriteResults below writes its files
+    rec.epochs_done = job.completed_epoch;
+    Save(job);
+  }
+  job.result.end_unix_us = NowUnixUs();
+  // The merged trace (dlio_ext.trace) is written whatever the outcome: completed phases are kept.
+  std::string trace_note;
+  if (job.trace) {
+    mu_.Unlock();
+    absl::Status ts = job.trace->Finish(job.result.agents);
+    mu_.Lock();
+    if (ts.ok()) {
+      trace_note = absl::StrCat("; trace: ", job.trace->events(), " events (", job.trace->dropped(), " dropped)");
+      job.rec.has_results = true;
+    } else {
+      spdlog::error("job {}: {}", rec.id, std::string(ts.message()));
+    }
+    job.trace.reset();
+  }
+
+  if (ok) {
+    job.end_message.clear();
+    WriteResults(job, lk, JobStateName(JobState::kSucceeded));
+    if (!job.end_message.empty()) {
+      EndJob(job, JobState::kFailed, absl::StrCat("job ", rec.id, ": ", job.end_message), true);
+      return;
+    }
+    EndJob(job, JobState::kSucceeded, absl::StrCat("job ", rec.id, " succeeded; results in ", options_.results_dir, "/",
+                                                   rec.id, trace_note), false);
+    return;
+  }
+  // Completed epochs (and checkpoints) are written even when a later phase failed.
+  const JobState state = job.end_state;
+  std::string message = job.end_message;
+  if (!job.result.train.empty() || !job.result.checkpoints.empty()) {
+    job.end_message.clear();
+    WriteResults(job, lk, JobStateName(state));
+    message += job.end_message.empty()
+                   ? absl::StrCat("; results of ", rec.epochs_done, " completed epoch(s) kept in ",
+                                  options_.results_dir, "/", rec.id)
+                   : absl::StrCat("; ", job.end_message);
+  }
+  EndJob(job, state, message, state == JobState::kFailed);
+}
+
+bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseOrder::Kind kind,
+                           int epoch, const PhaseOrder& ckpt) {
+  driver_.Begin({job.rec.id, phase_id, kind, epoch, &job.result.agents, &job.agent_index}, options_.now());
+  job.rec.phase_id = phase_id;
+  job.done = job.total = 0;
+  if (job.spec_yaml.empty()) job.spec_yaml = ToYaml(job.spec);
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    JobEventData e;
+    e.phase_id = phase_id;
+    e.message = absl::StrCat("phase ", phase_id, " started");
+    Emit(job, std::move(e));
+  }
+  SendPhaseOrders(job, kind, epoch, ckpt);
+  // With the orders out, the bookkeeping of the previous phases overlaps this one: the last completed epoch's
+  // result files, then the store (which then names this phase, for a restart).
+  RecordCompletedEpoch(job, lk);
+  WaitForPhase(job, lk);
+  if (!driver_.error().empty() || job.cancel_requested || stopping_) {
+    StopPhase(job, lk);
+    return false;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CollectPhaseResults(job, lk, kind);
+  JobEventData e;
+  e.phase_id = phase_id;
+  e.message = absl::StrCat("phase ", phase_id, " done in ", absl::StrFormat("%.2f", secs), " s");
+  Emit(job, std::move(e));
+  return true;
+}
+
+void Coordinator::SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, const PhaseOrder& ckpt) {
+  for (size_t i = 0; i < job.rec.agent_names.size(); ++i) {
+    auto it = agents_.find(job.rec.agent_names[i]);
+    if (it == agents_.end()) {
+      driver_.Detached(i);
+      break;
+    }
+    PhaseOrder o;
+    o.job_id = job.rec.id;
+    o.phase_id = driver_.id();
+    o.kind = kind;
+    o.workload_yaml = job.spec_yaml;
+    o.s3_secret_access_key = job.spec.s3_secret_access_key;
+    o.world = job.result.world;
+    o.first_rank = job.result.agents[i].first_rank;
+    o.local_ranks = job.result.agents[i].ranks;
+    o.epoch = epoch;
+    o.num_agents = static_cast<int>(job.rec.agent_names.size());
+    o.agent_index = static_cast<int>(i);
+    o.checkpoint_load = ckpt.checkpoint_load;
+    o.checkpoint_index = ckpt.checkpoint_index;
+    o.checkpoint_step = ckpt.checkpoint_step;
+    driver_.Order(i, it->second.link, o);
+  }
+}
+
+void Coordinator::WaitForPhase(Job& job, MutexLock& lk) {
+  const std::chrono::milliseconds barrier_timeout =
+      job.rec.barrier_timeout_s > 0
+          ? std::chrono::milliseconds(static_cast<int64_t>(job.rec.barrier_timeout_s * 1000))
+          : options_.barrier_timeout;
+  Clock::time_point last_emit = options_.now();
+  while (driver_.error().empty() && !job.cancel_requested && !stopping_ && !driver_.settled()) {
+    // 200 ms: how late a barrier timeout may be noticed; events themselves wake this loop at once.
+    cv_.WaitFor(&lk, std::chrono::milliseconds(200));
+    const Clock::time_point now = options_.now();
+    if (driver_.BarrierTimedOut(now, barrier_timeout)) break;
+    // Progress to watchers about once a second.
+    if (now - last_emit < std::chrono::seconds(1)) continue;
+    last_emit = now;
+    EmitProgress(job);
+  }
+}
+
+void Coordinator::StopPhase(Job& job, MutexLock& lk) {
+  const std::string& phase_id = driver_.id();
+  const std::string where = driver_.generate() ? std::string() : absl::StrCat(" ", driver_.StepText());
+  if (!driver_.error().empty()) {
+    job.end_state = JobState::kFailed;
+    job.end_message = driver_.error();
+  } else if (job.cancel_requested) {
+    job.end_state = JobState::kCancelled;
+    job.end_message = absl::StrCat("job ", job.rec.id, " cancelled during phase ", phase_id, where);
+  } else {
+    job.end_state = JobState::kInterrupted;
+    job.end_message = absl::StrCat("job ", job.rec.id, " interrupted: the coordinator is shutting down (phase ",
+                                   phase_id, where, ")");
+  }
+  // Every agent of the job is told to stop (a repeat is harmless), then gets stop_grace to confirm.
+  const auto stop_start = std::chrono::steady_clock::now();
+  for (const std::string& name : job.rec.agent_names) {
+    auto it = agents_.find(name);
+    if (it != agents_.end()) it->second.link->Cancel(job.rec.id, job.end_message);
+  }
+  cv_.WaitFor(&lk, options_.stop_grace, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return driver_.settled(); });
+  if (!driver_.settled()) {
+    job.end_message += absl::StrCat("; agent(s) ", NameList(driver_.Unsettled()), " did not confirm the stop within ",
+                                    SecsText(options_.stop_grace));
+  } else if (job.end_state != JobState::kFailed) {
+    job.end_message += absl::StrFormat("; every agent stopped within %.2f s",
+                                       Secs(std::chrono::steady_clock::now() - stop_start));
+  }
+}
+
+void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind kind) {
+  const std::string phase_id = driver_.id();
+  const bool generate = driver_.generate();
+  // Every PhaseDone is in (the phase settled): the results are ours, also while the lock is released for the trace.
+  std::vector<RankEpochResult> results = driver_.TakeResults();
+  if (job.spec.trace && !generate) {
+    absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
+    if (dir.ok() && !job.trace) job.trace = std::make_unique<TraceWriter>(*dir, job.rec.id, job.result.start_unix_us);
+    if (job.trace) {
+      mu_.Unlock();
+      absl::Status ts = job.trace->AddPhase(phase_id, results, job.result.agents);
+      mu_.Lock();
+      if (!ts.ok()) spdlog::error("job {}: {}", job.rec.id, std::string(ts.message()));
+    }
+  }
+  for (const RankEpochResult& r : results) job.result.s3 += r.s3;  // object storage, every phase
+  if (generate) {
+    for (const RankEpochResult& r : results) job.result.generate_io += r.io;
+    return;
+  }
+  // Checkpoints (of a checkpoint phase, or step-based inside training) go to the job's checkpoint list.
+  std::set<int> saves;
+  for (RankEpochResult& r : results) {
+    for (RankCheckpointResult& c : r.checkpoints) {
+      if (!c.load) saves.insert(c.index);
+      job.result.checkpoints.push_back(c);
+    }
+    r.checkpoints.clear();
+  }
+  if (kind == PhaseOrder::Kind::kTrainEpoch) job.next_save_index += static_cast<int>(saves.size());
+  if (kind != PhaseOrder::Kind::kCheckpoint) {
+    auto& into = kind == PhaseOrder::Kind::kEval ? job.result.eval : job.result.train;
+    for (RankEpochResult& r : results) into.push_back(std::move(r));
+  }
+}
+
+void Coordinator::EmitProgress(Job& job) {
+  PhaseProgress& progress = driver_.progress();
+  const std::optional<AgentProgress> fleet = progress.Fleet();
+  if (!fleet || !progress.Publish(*fleet)) return;
+  job.done = fleet->done;
+  job.total = fleet->total;
+  JobEventData e;
+  e.phase_id = driver_.id();
+  e.done = fleet->done;
+  e.total = fleet->total;
+  e.samples = fleet->samples;
+  e.bytes = fleet->bytes;
+  if (!driver_.generate() && job.spec.train) {
+    e.epoch = driver_.epoch();
+    e.epochs_total = static_cast<int>(job.spec.epochs);
+  }
+  if (driver_.train()) e.live_au = PhaseProgress::LiveAuPercent(*fleet);
+  Emit(job, std::move(e));
+}
+
+void Coordinator::WarnUnmeasured(Job& job) {
+  const absl::StatusOr<int64_t> steps = EpochPlan::Steps(TrainPlanParams(job.spec, job.rec.world));
+  const absl::StatusOr<int64_t> eval_steps = EpochPlan::Steps(EvalPlanParams(job.spec, job.rec.world));
+  for (const std::string& w :
+       UnmeasuredFigureWarnings(job.spec, steps.ok() ? *steps : 0, eval_steps.ok() ? *eval_steps : 0)) {
+    JobEventData e;
+    e.message = absl::StrCat("warning: job ", job.rec.id, " on ", job.rec.world, " rank(s): ", w);
+    Emit(job, std::move(e));
+  }
+}
+
+void Coordinator::EmitEpochLine(Job& job, int epoch) {
+  const FleetSummary s = Aggregator(job.result).Summarize();
+  for (const EpochMetric& m : s.epochs) {
+    if (m.epoch != epoch) continue;
+    const double target = job.spec.au_threshold * 100;
+    JobEventData e;
+    e.phase_id = job.rec.phase_id;
+    e.epoch = epoch;
+    e.epochs_total = static_cast<int>(job.spec.epochs);
+    const std::string head = absl::StrCat("epoch ", epoch, " of ", job.spec.epochs, ": ");
+    const std::string rate =
+        m.samples_per_second ? absl::StrFormat(", %.1f samples/s", *m.samples_per_second) : ", samples/s not measured";
+    if (m.au_percent) {
+      e.message = absl::StrCat(
+          head, absl::StrFormat("AU %.1f %%", *m.au_percent),
+          m.au_min_rank ? absl::StrFormat(" (min rank %.1f %%)", *m.au_min_rank) : std::string(),
+          absl::StrFormat(" %s target %.1f %%", *m.au_percent >= target ? ">=" : "<", target), rate);
+    } else {
+      e.message = absl::StrCat(head, absl::StrFormat("AU not measured (target %.1f %%)", target), rate);
+    }
+    Emit(job, std::move(e));
+  }
+}
+}  // namespace dlio

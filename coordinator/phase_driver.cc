@@ -1,0 +1,230 @@
+#include "coordinator/phase_driver.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/messages.h"
+
+namespace dlio {
+
+std::optional<AgentProgress> PhaseProgress::Fleet() const {
+  std::optional<AgentProgress> sum;
+  for (const std::optional<AgentProgress>& v : latest_) {
+    if (!v) continue;
+    if (!sum) {
+      sum.emplace();
+      sum->done = files_ ? 0 : UINT64_MAX;
+    }
+    sum->done = files_ ? sum->done + v->done : std::min(sum->done, v->done);
+    sum->total = files_ ? sum->total + v->total : std::max(sum->total, v->total);
+    sum->samples += v->samples;
+    sum->bytes += v->bytes;
+    sum->compute_ns += v->compute_ns;
+    sum->wall_ns += v->wall_ns;
+  }
+  return sum;
+}
+
+std::pair<uint64_t, uint64_t> PhaseProgress::Furthest() const {
+  uint64_t done = 0, total = 0;
+  for (const std::optional<AgentProgress>& v : latest_) {
+    if (v) done = std::max(done, v->done), total = std::max(total, v->total);
+  }
+  return {done, total};
+}
+
+bool PhaseProgress::Publish(const AgentProgress& f) {
+  const AgentProgress& p = published_;
+  if (f.done == p.done && f.total == p.total && f.samples == p.samples && f.bytes == p.bytes &&
+      f.compute_ns == p.compute_ns && f.wall_ns == p.wall_ns) {
+    return false;
+  }
+  published_ = f;
+  return true;
+}
+
+std::optional<double> PhaseProgress::LiveAuPercent(const AgentProgress& fleet) {
+  if (fleet.wall_ns == 0) return std::nullopt;
+  return std::min(100.0, 100.0 * static_cast<double>(fleet.compute_ns) / static_cast<double>(fleet.wall_ns));
+}
+
+// A rank outside the agent's would name result files after it (2^32-1 became "-1_output.json"), and NaN would
+// poison the means.
+absl::Status CheckPhaseResults(const AgentInfo& a, const std::vector<RankEpochResult>& ranks) {
+  if (ranks.size() != static_cast<size_t>(a.ranks)) {
+    return absl::InvalidArgumentError(absl::StrCat(ranks.size(), " rank result(s) for its ", a.ranks, " rank(s)"));
+  }
+  std::set<int> seen;
+  auto bad_time = [](double v) { return !(v >= 0 && v < 1e9); };  // NaN fails: every comparison with it is false
+  for (const RankEpochResult& r : ranks) {
+    if (r.rank < a.first_rank || r.rank >= a.first_rank + a.ranks || !seen.insert(r.rank).second) {
+      return absl::InvalidArgumentError(absl::StrCat("a result for rank ", r.rank, ", not one of its ",
+                                                     RankRange(a.first_rank, a.ranks), " (or twice)"));
+    }
+    for (const BlockTimings& b : r.blocks) {
+      const size_t n = b.load.size();
+      if (b.proc.size() != n || b.compute.size() != n || b.barrier.size() != n || bad_time(b.duration_s)) {
+        return absl::InvalidArgumentError(absl::StrCat("malformed block ", b.block, " of rank ", r.rank));
+      }
+      for (const auto* v : {&b.load, &b.proc, &b.compute, &b.barrier}) {
+        if (std::any_of(v->begin(), v->end(), bad_time)) {
+          return absl::InvalidArgumentError(absl::StrCat("a step time that is not a number of seconds in block ",
+                                                         b.block, " of rank ", r.rank));
+        }
+      }
+    }
+    for (const RankCheckpointResult& c : r.checkpoints) {
+      if (c.rank != r.rank || bad_time(c.duration_s)) {
+        return absl::InvalidArgumentError(absl::StrCat("a malformed checkpoint timing of rank ", r.rank));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void PhaseDriver::Begin(Setup setup, Clock::time_point now) {
+  const size_t n = setup.agents->size();
+  active_ = true;
+  setup_ = std::move(setup);
+  owes_done_.assign(n, 0);
+  unsettled_ = 0;
+  barrier_step_ = 0;
+  links_.assign(n, nullptr);
+  arrived_.assign(n, 0);
+  arrived_count_ = 0;
+  first_arrival_ = Clock::time_point();
+  last_advance_ = now;
+  progress_ = PhaseProgress(n, generate());
+  results_.clear();
+  error_.clear();
+}
+
+void PhaseDriver::Order(size_t i, std::shared_ptr<AgentLink> link, const PhaseOrder& order) {
+  if (!owes_done_[i]) ++unsettled_;
+  owes_done_[i] = 1;
+  links_[i] = std::move(link);
+  links_[i]->RunPhase(order);
+}
+
+void PhaseDriver::Detached(size_t i) {
+  Fail(absl::StrCat("agent '", NameAt(i), "' (", RanksOf(NameAt(i)), ") detached before job ", setup_.job_id,
+                    " phase ", setup_.phase_id));
+}
+
+std::optional<size_t> PhaseDriver::IndexOf(const std::string& agent) const {
+  const auto it = setup_.index->find(agent);
+  if (it == setup_.index->end() || it->second >= owes_done_.size()) return std::nullopt;
+  return it->second;
+}
+
+void PhaseDriver::SettleAt(size_t i) {
+  if (!owes_done_[i]) return;
+  owes_done_[i] = 0;
+  --unsettled_;
+}
+
+PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::string& job_id,
+                                         const std::string& phase_id, uint64_t step, Clock::time_point now,
+                                         Clock::duration* wait) {
+  if (!Is(job_id, phase_id) || step != barrier_step_) return Arrival::kStale;
+  const std::optional<size_t> i = IndexOf(agent);
+  if (!i) return Arrival::kStale;
+  if (arrived_count_ == 0) first_arrival_ = now;
+  if (!arrived_[*i]) {
+    arrived_[*i] = 1;
+    ++arrived_count_;
+  }
+  if (arrived_count_ < arrived_.size()) return Arrival::kCounted;
+  *wait = now - first_arrival_;
+  std::fill(arrived_.begin(), arrived_.end(), 0);
+  arrived_count_ = 0;
+  ++barrier_step_;
+  last_advance_ = now;
+  for (const std::shared_ptr<AgentLink>& link : links_) {
+    if (link) link->ReleaseBarrier(job_id, phase_id, step);
+  }
+  return Arrival::kReleased;
+}
+
+void PhaseDriver::Report(const std::string& agent, const std::string& job_id, const std::string& phase_id,
+                         const AgentProgress& progress) {
+  if (!Is(job_id, phase_id)) return;
+  if (const std::optional<size_t> i = IndexOf(agent)) progress_.Report(*i, progress);
+}
+
+bool PhaseDriver::Done(const std::string& agent, const std::string& job_id, const std::string& phase_id,
+                       std::vector<RankEpochResult> ranks) {
+  if (!Is(job_id, phase_id)) return false;
+  const std::optional<size_t> i = IndexOf(agent);
+  if (!i || !owes_done_[*i]) return false;  // a repeated PhaseDone, or none was asked of it
+  SettleAt(*i);
+  if (absl::Status s = CheckPhaseResults((*setup_.agents)[*i], ranks); !s.ok()) {
+    Fail(absl::StrCat("agent '", agent, "' (", RanksOf(agent), ") sent an invalid result for job ", job_id,
+                      " phase ", phase_id, ": ", s.message()));
+    return true;
+  }
+  for (RankEpochResult& r : ranks) results_.push_back(std::move(r));
+  return true;
+}
+
+void PhaseDriver::Settle(const std::string& agent) {
+  if (const std::optional<size_t> i = IndexOf(agent)) SettleAt(*i);
+}
+
+void PhaseDriver::Lost(const std::string& agent, const std::string& why) {
+  const std::optional<size_t> i = IndexOf(agent);
+  if (!i) return;
+  SettleAt(*i);
+  if (!error_.empty()) return;
+  std::string where;
+  if (generate()) {
+    const AgentProgress* p = progress_.Of(*i);
+    where = p == nullptr ? std::string("before reporting progress")
+                         : absl::StrCat("after writing ", p->done, " of its ", p->total, " files");
+  } else {
+    where = StepText();
+  }
+  Fail(absl::StrCat("agent '", agent, "' (", RanksOf(agent), ") lost during job ", setup_.job_id, " phase ",
+                    setup_.phase_id, " ", where, ": ", why));
+}
+
+bool PhaseDriver::BarrierTimedOut(Clock::time_point now, std::chrono::milliseconds timeout) {
+  // A single-agent job's barrier is local to the agent (no arrivals here), so only jobs over several agents time out.
+  if (!train() || arrived_.size() <= 1 || timeout.count() <= 0 || now - last_advance_ <= timeout || !error_.empty()) {
+    return false;
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < arrived_.size(); ++i) {
+    if (owes_done_[i] && !arrived_[i]) missing.push_back(absl::StrCat(NameAt(i), " (", RanksOf(NameAt(i)), ")"));
+  }
+  Fail(absl::StrCat("job ", setup_.job_id, " phase ", setup_.phase_id, ": no step barrier released for ",
+                    SecsText(timeout), " (barrier timeout) at step ", barrier_step_, ": ", arrived_count_, " of ",
+                    arrived_.size(), " agent(s) arrived; waiting for ",
+                    missing.empty() ? std::string("none") : NameList(missing)));
+  return true;
+}
+
+std::vector<std::string> PhaseDriver::Unsettled() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < owes_done_.size(); ++i) {
+    if (owes_done_[i]) names.push_back(NameAt(i));
+  }
+  return names;
+}
+
+std::string PhaseDriver::StepText() const {
+  const auto [done, total] = progress_.Furthest();
+  // A single-agent job has no barrier here: its last progress report says how far it got.
+  const uint64_t step = arrived_.size() > 1 ? barrier_step_ : done;
+  return absl::StrCat("after step ", step, total > 0 ? absl::StrCat(" of ", total) : std::string());
+}
+
+std::string PhaseDriver::RanksOf(const std::string& agent) const {
+  const auto it = setup_.index->find(agent);
+  if (it == setup_.index->end()) return "no ranks";
+  const AgentInfo& a = (*setup_.agents)[it->second];
+  return RankRange(a.first_rank, a.ranks);
+}
+
+}  // namespace dlio

@@ -1,0 +1,118 @@
+// PhaseDriver and PhaseProgress alone, with fake links and explicit time points: the barrier, the progress over
+// the fleet, and the failures' messages. No coordinator, no threads.
+#include "coordinator/phase_driver.h"
+
+#include "gtest/gtest.h"
+
+namespace dlio {
+namespace {
+
+using Clock = PhaseDriver::Clock;
+
+class CountingLink : public AgentLink {
+ public:
+  void Accepted(std::chrono::milliseconds, std::chrono::milliseconds) override {}
+  void RunPhase(const PhaseOrder&) override { ++orders; }
+  void ReleaseBarrier(const std::string&, const std::string&, uint64_t step) override { releases.push_back(step); }
+  void Cancel(const std::string&, const std::string&) override {}
+  void Drop(const std::string&) override {}
+  int orders = 0;
+  std::vector<uint64_t> releases;
+};
+
+struct Fleet {
+  explicit Fleet(int n) {
+    for (int i = 0; i < n; ++i) {
+      AgentInfo a;
+      a.name = std::string(1, static_cast<char>('a' + i));
+      a.first_rank = 2 * i;
+      a.ranks = 2;
+      index[a.name] = agents.size();
+      agents.push_back(a);
+      links.push_back(std::make_shared<CountingLink>());
+    }
+  }
+  void Start(PhaseDriver& d, PhaseOrder::Kind kind, Clock::time_point now) {
+    d.Begin({"job", "train-epoch-1", kind, 1, &agents, &index}, now);
+    for (size_t i = 0; i < agents.size(); ++i) d.Order(i, links[i], PhaseOrder());
+  }
+  std::vector<AgentInfo> agents;
+  std::unordered_map<std::string, size_t> index;
+  std::vector<std::shared_ptr<CountingLink>> links;
+};
+
+TEST(PhaseDriverTest, TheLastArrivalReleasesTheStepOnEveryLinkAndStaleOnesAreTold) {
+  Fleet f(3);
+  PhaseDriver d;
+  const Clock::time_point t0{};
+  f.Start(d, PhaseOrder::Kind::kTrainEpoch, t0);
+  Clock::duration wait{};
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kCounted);  // a repeat
+  EXPECT_EQ(d.Arrive("b", "job", "train-epoch-1", 1, t0, &wait), PhaseDriver::Arrival::kStale);    // wrong step
+  EXPECT_EQ(d.Arrive("b", "job", "eval-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kStale);     // wrong phase
+  EXPECT_EQ(d.Arrive("x", "job", "train-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kStale);    // not its agent
+  EXPECT_EQ(d.Arrive("b", "job", "train-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kCounted);
+  EXPECT_TRUE(f.links[0]->releases.empty());
+  EXPECT_EQ(d.Arrive("c", "job", "train-epoch-1", 0, t0 + std::chrono::milliseconds(7), &wait),
+            PhaseDriver::Arrival::kReleased);
+  EXPECT_EQ(wait, std::chrono::milliseconds(7));
+  for (const auto& l : f.links) EXPECT_EQ(l->releases, std::vector<uint64_t>{0});
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kStale);  // released
+}
+
+TEST(PhaseDriverTest, ProgressIsTheSlowestAgentsStepOrTheSummedFiles) {
+  PhaseProgress steps(2, /*files=*/false);
+  EXPECT_FALSE(steps.Fleet());
+  steps.Report(0, {5, 10, 50, 500, 3, 4});
+  steps.Report(1, {3, 12, 30, 300, 1, 4});
+  const AgentProgress s = *steps.Fleet();
+  EXPECT_EQ(s.done, 3u);
+  EXPECT_EQ(s.total, 12u);
+  EXPECT_EQ(s.samples, 80u);
+  EXPECT_EQ(s.bytes, 800u);
+  EXPECT_DOUBLE_EQ(*PhaseProgress::LiveAuPercent(s), 50.0);
+  EXPECT_EQ(steps.Furthest(), std::make_pair(uint64_t{5}, uint64_t{12}));
+  EXPECT_TRUE(steps.Publish(s));
+  EXPECT_FALSE(steps.Publish(s));  // nothing new: no event
+
+  PhaseProgress files(2, /*files=*/true);
+  files.Report(0, {2, 4, 0, 0, 0, 0});
+  files.Report(1, {1, 4, 0, 0, 0, 0});
+  EXPECT_EQ(files.Fleet()->done, 3u);
+  EXPECT_EQ(files.Fleet()->total, 8u);
+  EXPECT_FALSE(PhaseProgress::LiveAuPercent(*files.Fleet()));
+}
+
+TEST(PhaseDriverTest, FailuresNameAgentRanksJobPhaseAndStepAndTheFirstOneWins) {
+  Fleet f(2);
+  PhaseDriver d;
+  const Clock::time_point t0{};
+  f.Start(d, PhaseOrder::Kind::kTrainEpoch, t0);
+  Clock::duration wait{};
+  d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait);
+  d.Arrive("b", "job", "train-epoch-1", 0, t0, &wait);
+  d.Report("a", "job", "train-epoch-1", {1, 8, 0, 0, 0, 0});
+  EXPECT_FALSE(d.BarrierTimedOut(t0 + std::chrono::seconds(5), std::chrono::seconds(5)));
+  d.Arrive("a", "job", "train-epoch-1", 1, t0, &wait);
+  ASSERT_TRUE(d.BarrierTimedOut(t0 + std::chrono::seconds(6), std::chrono::seconds(5)));
+  EXPECT_EQ(d.error(),
+            "job job phase train-epoch-1: no step barrier released for 5 s (barrier timeout) at step 1: 1 of 2 "
+            "agent(s) arrived; waiting for b (ranks 2-3)");
+  d.Lost("b", "stream closed");
+  EXPECT_EQ(d.Unsettled(), std::vector<std::string>{"a"});
+  EXPECT_NE(d.error().find("barrier timeout"), std::string::npos);  // the first failure is kept
+
+  f.Start(d, PhaseOrder::Kind::kTrainEpoch, t0);
+  EXPECT_TRUE(d.error().empty());
+  d.Report("a", "job", "train-epoch-1", {3, 8, 0, 0, 0, 0});
+  d.Lost("b", "stream closed");
+  EXPECT_EQ(d.error(), "agent 'b' (ranks 2-3) lost during job job phase train-epoch-1 after step 0 of 8: stream closed");
+  EXPECT_FALSE(d.settled());
+  EXPECT_TRUE(d.Done("a", "job", "train-epoch-1", {}));  // no results for its 2 ranks: invalid, but settled
+  EXPECT_FALSE(d.Done("a", "job", "train-epoch-1", {}));  // a repeat
+  EXPECT_TRUE(d.settled());
+}
+
+}  // namespace
+}  // namespace dlio
