@@ -208,8 +208,9 @@ class Coordinator {
   struct Job;  // coordinator_job.h
 
   explicit Coordinator(Options options, std::unique_ptr<JobStore> store);
-  // Create(): the store's jobs back after a restart: queued ones requeued, the one that was running marked
-  // interrupted (its result folder says so too); with jobs requeued, the restart grace starts.
+  // Called by Create() before any thread starts: takes the store's jobs back after a restart (queued ones
+  // requeued, the one that was running marked interrupted, its result folder saying so too) and, with jobs
+  // requeued, starts the restart grace.
   absl::Status RestoreFromStore();
   // One record of the store as RestoreFromStore() takes it back (a record whose state changed is written back).
   absl::Status RestoreJob(JobRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
