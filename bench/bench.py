@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -43,11 +44,11 @@ FIO_ALIGN = "iomem_align=4096\n"
 # that; smoke: tiny, one round, only to show the harness works.
 SIZES = {
     "full": dict(rounds=5, a_files=128, a_epochs=10, b_files=16, b_records=400, b_epochs=12, c_files=16,
-                 c_samples=1024, c_epochs=3, d_files=128, e_epochs=10, g_files=128),
+                 c_samples=1024, c_epochs=3, d_files=128, e_epochs=10, f_epochs=5, g_files=128),
     "quick": dict(rounds=5, a_files=64, a_epochs=4, b_files=8, b_records=400, b_epochs=6, c_files=8, c_samples=512,
-                  c_epochs=2, d_files=32, e_epochs=4, g_files=32),
+                  c_epochs=2, d_files=32, e_epochs=4, f_epochs=5, g_files=32),
     "smoke": dict(rounds=1, a_files=8, a_epochs=1, b_files=4, b_records=40, b_epochs=1, c_files=2, c_samples=64,
-                  c_epochs=1, d_files=4, e_epochs=1, g_files=4),
+                  c_epochs=1, d_files=4, e_epochs=1, f_epochs=1, g_files=4),
 }
 
 
@@ -97,6 +98,22 @@ def warm(paths):
         with open(p, "rb") as f:
             while f.read(8 * MIB):
                 pass
+
+
+def epoch_marks(out):
+    """(start, end) in seconds since the epoch of every training epoch of rank 0, in epoch order, from the result
+    folder's 0_per_epoch_stats.json (DLIO's file: ISO times per epoch)."""
+    with open(os.path.join(out, "0_per_epoch_stats.json")) as f:
+        per_epoch = json.load(f)
+    ts = lambda x: datetime.datetime.fromisoformat(x).timestamp()
+    epochs = sorted((int(k), v) for k, v in per_epoch.items() if k.isdigit())
+    return [(ts(v["start"]), ts(v["end"])) for _, v in epochs]
+
+
+def children_cpu_seconds():
+    """utime + stime of this process's waited-for children (and theirs): a run's CPU when taken around it."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def job_yaml(name, fmt, folder, files, nspf, record, batch=1, threads=1, epochs=1, generate=False, train=True,
@@ -221,12 +238,9 @@ class Bench:
             # Gated rate: bytes over the wall time from the first epoch's start to the last epoch's end, so the
             # epoch boundaries (phase orders, plan, loader start) count, as fio's replay of all epochs is one run.
             # The DLIO-style rate over the epochs' own timed windows is kept beside it.
-            with open(os.path.join(out, "0_per_epoch_stats.json")) as f:
-                per_epoch = json.load(f)
-            marks = [v for k, v in per_epoch.items() if k.isdigit()]
-            ts = lambda x: datetime.datetime.fromisoformat(x).timestamp()
+            marks = epoch_marks(out)
             res["bytes"] = sum(e["read_bytes"] for e in epochs)
-            res["seconds"] = max(ts(m["end"]) for m in marks) - min(ts(m["start"]) for m in marks)
+            res["seconds"] = marks[-1][1] - marks[0][0]
             res["epoch_seconds"] = sum(e["timed_seconds"] for e in epochs)
             res["samples"] = ext.get("train_io", {}).get("samples", 0)
             res["bps"] = res["bytes"] / res["seconds"]
@@ -238,6 +252,52 @@ class Bench:
             res["bps"] = res["bytes"] / res["seconds"]
         self.agent_runs.append(res)
         return res
+
+    def embedded_run(self, job_text, tag, file_bytes):
+        """`dlio-coordinator run JOB --local-agents 1`: the embedded coordinator and its own agent, as a user starts a
+        job on one machine. Rate: `file_bytes` per epoch over the wall time from the first epoch's start to the last
+        epoch's end (0_per_epoch_stats.json). CPU: the coordinator's and the agent's together (rusage of children)."""
+        self.n += 1
+        d = os.path.join(self.work, "runs", f"{self.n:03d}-{tag}")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        job = os.path.join(d, "job.yaml")
+        with open(job, "w") as f:
+            f.write(job_text)
+        out = os.path.join(d, "out")
+        self.loads.append(loadavg())
+        cpu0 = children_cpu_seconds()
+        r = subprocess.run([os.path.join(self.bin, "dlio-coordinator"), "run", job, "--local-agents", "1",
+                            "--data-root", self.work, "--results-dir", os.path.join(d, "results"), "--output", out],
+                           capture_output=True, text=True)
+        cpu = children_cpu_seconds() - cpu0
+        if r.returncode not in (0, 5, 6):  # 5, 6: AU target missed or not measurable; the bench measures rates
+            raise BenchError(f"run {tag} failed ({r.returncode}): {r.stderr.strip()[-2000:]}\n(see {d})")
+        marks = epoch_marks(out)
+        with open(os.path.join(out, "summary.json")) as f:
+            ext = json.load(f).get("dlio_ext", {})
+        epochs = ext.get("train_epochs", [])
+        seconds = marks[-1][1] - marks[0][0]
+        nbytes = file_bytes * len(marks)
+        return dict(dir=d, bytes=nbytes, seconds=seconds, bps=nbytes / seconds, cpu_s=cpu,
+                    samples=ext.get("train_io", {}).get("samples", 0),
+                    epoch_bps=nbytes / sum(e["timed_seconds"] for e in epochs),
+                    durations=[e - s for s, e in marks], gaps=[b[0] - a[1] for a, b in zip(marks, marks[1:])])
+
+    def run_fio_group(self, jobfile):
+        """fio with group_reporting: the group's own figures (bw_bytes = all jobs' bytes over the longest job's
+        runtime, as fio computes it); CPU from rusage, as embedded_run's."""
+        cpu0 = children_cpu_seconds()
+        r = subprocess.run([self.fio, "--output-format=json", jobfile], capture_output=True, text=True)
+        cpu = children_cpu_seconds() - cpu0
+        if r.returncode != 0:
+            raise BenchError(f"fio {jobfile} failed: {r.stderr.strip()[-2000:]}")
+        group = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
+        if group.get("error"):
+            raise BenchError(f"fio {jobfile}: error {group['error']}")
+        self.loads.append(loadavg())
+        rd = group["read"]
+        return dict(bytes=rd["io_bytes"], seconds=rd["runtime"] / 1000.0, bps=rd["bw_bytes"], cpu_s=cpu)
 
     def run_fio(self, jobfile):
         r = subprocess.run([self.fio, "--output-format=json", jobfile], capture_output=True, text=True)
@@ -330,15 +390,18 @@ class Bench:
     # --------------------------------------------------------------------------------------------------------
     # Alternating rounds
 
-    def alternate(self, name, ours_fn, ref_fn):
-        ours, ref = [], []
+    def alternate(self, name, ours_fn, ref_fn, beside_fn=None):
+        """Rounds of agent, reference (and `beside_fn`, a second reference) in alternating order: the agent first in
+        even rounds, last in odd ones. Returns the lists of results (a third one with beside_fn)."""
+        ours, ref, beside = [], [], []
         for r in range(self.size["rounds"]):
-            order = [(ours, ours_fn), (ref, ref_fn)] if r % 2 == 0 else [(ref, ref_fn), (ours, ours_fn)]
-            for out, fn in order:
+            order = [(ours, ours_fn), (ref, ref_fn)] + ([(beside, beside_fn)] if beside_fn else [])
+            for out, fn in (order if r % 2 == 0 else order[::-1]):
                 out.append(fn())
             log(f"bench: {name} round {r + 1}: agent {ours[-1]['bps'] / 1e6:.0f} MB/s, "
-                f"reference {ref[-1]['bps'] / 1e6:.0f} MB/s")
-        return ours, ref
+                f"reference {ref[-1]['bps'] / 1e6:.0f} MB/s" +
+                (f", beside {beside[-1]['bps'] / 1e6:.0f} MB/s" if beside_fn else ""))
+        return (ours, ref, beside) if beside_fn else (ours, ref)
 
     def add_ratio(self, section, label, ours, ref, target, unit_div=1e6, unit="MB/s", note=""):
         mo, mr = median([o["bps"] for o in ours]), median([r["bps"] for r in ref])
@@ -372,6 +435,47 @@ class Bench:
         self.add_ratio("Read path", f"(a) npz {s['a_files']} x 8 MiB, batch 4, read_threads 4, posix; vs fio psync "
                        "replay", ours, ref, 0.90)
         self.cpu_rows("(a) npz", ours, ref)
+
+    def case_f(self):
+        """Issue 18: the same dataset as (a) against the simple reference a user writes first, with the user's own
+        method: `dlio-coordinator run` (embedded coordinator, one local agent), 5 epochs, rate = file bytes x epochs
+        over first epoch start to last epoch end; fio reading every file whole, each of 4 jobs (processes) every
+        fourth file, loops=epochs, the group's bw_bytes."""
+        s = self.size
+        folder = self.dataset("a", "npz", s["a_files"], 1, 8388608)
+        files = self.data_files(folder)
+        warm(files)
+        sizes = {os.path.getsize(f) for f in files}
+        if len(sizes) != 1:
+            raise BenchError(f"(f): the files of {folder} differ in size ({sorted(sizes)}); fio's bs is one size")
+        size = sizes.pop()
+        epochs = s["f_epochs"]
+        job = job_yaml("f", "npz", folder, s["a_files"], 1, 8388608, batch=4, threads=4, epochs=epochs)
+        fio_text = (f"[global]\nrw=read\nbs={size}\nioengine=psync\n{FIO_ALIGN}invalidate=0\nloops={epochs}\n"
+                    "group_reporting=1\n{extra}" +
+                    "".join(f"[t{i}]\nfilename={':'.join(files[i::4])}\n" for i in range(4)))
+        fio_job = os.path.join(self.work, "f-simple.fio")
+        # Beside it, the same job as threads of one fio process. fio's job processes each call setsid(): with the
+        # kernel's autogroup scheduling (sched_autogroup_enabled, on in most distributions' kernels) every job is a
+        # scheduling group of its own, so on a busy machine four processes get up to four times the CPU share of
+        # one process, whatever its thread count: the agent's loader threads, or fio's with thread=1.
+        fio_one = os.path.join(self.work, "f-simple-threads.fio")
+        for path, extra in ((fio_job, ""), (fio_one, "thread=1\n")):
+            with open(path, "w") as f:
+                f.write(fio_text.replace("{extra}", extra))
+        ours, ref, one = self.alternate("(f)", lambda: self.embedded_run(job, "f", size * len(files)),
+                                        lambda: self.run_fio_group(fio_job), lambda: self.run_fio_group(fio_one))
+        gaps = [g * 1e3 for o in ours for g in o["gaps"]]
+        first = median([o["durations"][0] * 1e3 for o in ours])
+        later = [d * 1e3 for o in ours for d in o["durations"][1:]]
+        self.add_ratio("Read path", f"(f) npz {s['a_files']} x 8 MiB, batch 4, read_threads 4, {epochs} epochs, "
+                       "`dlio-coordinator run --local-agents 1`; vs plain fio (4 jobs of every fourth file, whole-file "
+                       f"psync reads, loops={epochs}, group bw)", ours, ref, 0.90,
+                       note=(f"epoch gaps median {median(gaps):.1f} ms (max {max(gaps):.1f}); " if gaps else "") +
+                       f"epoch 1 {first:.0f} ms" + (f", later epochs median {median(later):.0f} ms" if later else ""))
+        self.add_ratio("Read path", "(f) beside it: the same fio job with thread=1 (one process, one scheduling group "
+                       "like the agent's; see the notes on autogroup)", ours, one, None, note="information only")
+        self.cpu_rows("(f) npz, run mode", ours, ref, who="coordinator + agent, whole run")
 
     def case_b(self):
         s = self.size
@@ -490,14 +594,14 @@ class Bench:
         shutil.rmtree(gen_dir, ignore_errors=True)
         shutil.rmtree(fio_dir, ignore_errors=True)
 
-    def cpu_rows(self, name, ours, ref, ref_name="fio"):
+    def cpu_rows(self, name, ours, ref, ref_name="fio", who="agent process, whole submit"):
         cpu_gb = median([o["cpu_s"] / (o["bytes"] / 1e9) for o in ours])
         ref_gb = median([r["cpu_s"] / (r["bytes"] / 1e9) for r in ref])
         per_k = median([o["cpu_s"] / (o["samples"] / 1000) for o in ours if o.get("samples")])
-        self.add_row("Client CPU cost", f"{name}: CPU-s per GB read (agent process, whole submit; {ref_name} beside)",
+        self.add_row("Client CPU cost", f"{name}: CPU-s per GB read ({who}; {ref_name} beside)",
                      f"{cpu_gb:.3f}", f"{ref_gb:.3f}", f"{cpu_gb / ref_gb:.2f}" if ref_gb else "",
                      note="lower is better; ratio = agent / reference")
-        self.add_row("Client CPU cost", f"{name}: CPU-s per 1000 samples (agent)", f"{per_k:.4f}")
+        self.add_row("Client CPU cost", f"{name}: CPU-s per 1000 samples ({who.split(',')[0]})", f"{per_k:.4f}")
 
     def micro(self):
         exe = os.path.join(self.bin, "dlio-bench-micro")
@@ -661,7 +765,7 @@ dlio_ext:
         cases = self.args.cases.split(",")
         for c in cases:
             t0 = time.monotonic()
-            getattr(self, {"a": "case_a", "b": "case_b", "c": "case_c", "d": "case_d", "e": "case_e",
+            getattr(self, {"a": "case_a", "f": "case_f", "b": "case_b", "c": "case_c", "d": "case_d", "e": "case_e",
                            "gen": "case_gen", "micro": "micro", "alloc": "allocations",
                            "fleet": "case_fleet", "ckpt": "case_ckpt"}[c])()
             log(f"bench: {c} done in {time.monotonic() - t0:.0f} s")
@@ -718,7 +822,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller datasets (a quarter), still 5 rounds")
     ap.add_argument("--smoke", action="store_true", help="tiny data, 1 round: checks the harness, measures nothing")
     ap.add_argument("--rounds", type=int, default=0, help="override the number of rounds")
-    ap.add_argument("--cases", default="a,b,c,d,e,gen,ckpt,micro,alloc,fleet", help="comma-separated subset")
+    ap.add_argument("--cases", default="a,f,b,c,d,e,gen,ckpt,micro,alloc,fleet", help="comma-separated subset")
     ap.add_argument("--results", help="also write the table to this file")
     ap.add_argument("--check-targets", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args()
