@@ -173,7 +173,11 @@ absl::StatusOr<RankCheckpointResult> TakeCheckpoint(const WorkloadSpec& spec, co
 
 // Runs body(local, rank) for every local rank of the phase (local = 0 .. local_ranks-1, rank = first_rank + local),
 // each on a thread of its own, and returns when all are done. Every phase's ranks run through here.
+// A single local rank (one accelerator per agent, the common case) runs on the calling (phase) thread: no thread to
+// create at an epoch's start and none to join at its end, a wake-up that on a busy host delayed the PhaseDone by up
+// to several ms per epoch boundary (bench/RESULTS.md, case f).
 void ForEachLocalRank(const PhaseCommand& cmd, const std::function<void(int local, int rank)>& body) {
+  if (cmd.local_ranks == 1) return body(0, cmd.first_rank);
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(cmd.local_ranks));
   for (int l = 0; l < cmd.local_ranks; ++l) threads.emplace_back(body, l, cmd.first_rank + l);
