@@ -159,6 +159,7 @@ class Bench:
         self.rows = []           # (section, label, ours, reference, ratio, target, met, note)
         self.agent_runs = []     # every agent run's start-up / RSS samples
         self.loads = []
+        self.case_loads = []     # loads sampled during the last alternate() (a case's rounds)
         self.n = 0
 
     # --------------------------------------------------------------------------------------------------------
@@ -395,6 +396,7 @@ class Bench:
         """Rounds of agent, reference (and `beside_fn`, a second reference) in alternating order: the agent first in
         even rounds, last in odd ones. Returns the lists of results (a third one with beside_fn)."""
         ours, ref, beside = [], [], []
+        first_load = len(self.loads)
         for r in range(self.size["rounds"]):
             order = [(ours, ours_fn), (ref, ref_fn)] + ([(beside, beside_fn)] if beside_fn else [])
             for out, fn in (order if r % 2 == 0 else order[::-1]):
@@ -402,6 +404,7 @@ class Bench:
             log(f"bench: {name} round {r + 1}: agent {ours[-1]['bps'] / 1e6:.0f} MB/s, "
                 f"reference {ref[-1]['bps'] / 1e6:.0f} MB/s" +
                 (f", beside {beside[-1]['bps'] / 1e6:.0f} MB/s" if beside_fn else ""))
+        self.case_loads = self.loads[first_load:]  # the machine's load during these rounds, for add_ratio's note
         return (ours, ref, beside) if beside_fn else (ours, ref)
 
     def add_ratio(self, section, label, ours, ref, target, unit_div=1e6, unit="MB/s", note=""):
@@ -413,6 +416,8 @@ class Bench:
             me = median([o["epoch_bps"] for o in ours])
             note = "; ".join(x for x in (f"epoch windows only (DLIO's timing): {me / unit_div:,.0f} {unit}, ratio "
                                          f"{me / mr:.2f}", note) if x)
+        if self.case_loads:  # the 1-min load average around the rounds (other engineers share the cores)
+            note = "; ".join(x for x in (note, f"load {min(self.case_loads):.1f}-{max(self.case_loads):.1f}") if x)
         met = None if target is None else ratio >= target
         self.rows.append((section, label, f"{mo / unit_div:,.0f} {unit}", f"{mr / unit_div:,.0f} {unit}",
                           f"{ratio:.2f}", "" if target is None else f">= {target:.2f}", met,
@@ -703,6 +708,7 @@ dlio_ext:
         with open(fio_r, "w") as f:
             f.write(f"[load]\nrw=read\ninvalidate=1\n{common}")
         saves, loads, fsaves, floads, hwm = [], [], [], [], []
+        first_load = len(self.loads)
         for r in range(self.size["rounds"]):
             def ours():
                 shutil.rmtree(ckpt_dir, ignore_errors=True)
@@ -723,6 +729,7 @@ dlio_ext:
             log(f"bench: ckpt round {r + 1}: agent save {saves[-1]['bps'] / 1e6:.0f} / load "
                 f"{loads[-1]['bps'] / 1e6:.0f} MB/s, fio {fsaves[-1]['bps'] / 1e6:.0f} / {floads[-1]['bps'] / 1e6:.0f}")
         gib = size / (1 << 30)
+        self.case_loads = self.loads[first_load:]
         self.add_ratio("Checkpoint", f"save {gib:g} GiB (1 file, 64 MiB writes, fsync); vs fio write, end_fsync=1",
                        saves, fsaves, None, note=f"agent peak RSS {max(hwm):.0f} MiB")
         self.add_ratio("Checkpoint", f"load {gib:g} GiB (page cache evicted first); vs fio read, invalidate=1",
