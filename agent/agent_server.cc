@@ -165,7 +165,7 @@ AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instan
 
 SessionEnd AgentServer::Impl::Session() {
   auto channel = grpc::CreateCustomChannel(opt.coordinator, ChannelCredentials(opt.transport),
-                                          ChannelArgs(opt.transport));
+                                          SessionChannelArgs(opt.transport));
   // 2 s to establish a connection: long enough for a loaded machine, short enough for a responsive backoff loop.
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2))) {
     return shutdown ? SessionEnd::kShutdown : SessionEnd::kUnreachable;

@@ -676,7 +676,7 @@ bool Run::AttachAll() {
     id.name = absl::StrFormat("swarm-%04d", i);
     id.node_name = absl::StrFormat("swarm-node-%04d", i);  // one emulated node per session: num_hosts = N
     id.instance = absl::StrFormat("%08x%08x", rd(), rd());
-    grpc::ChannelArguments args = ChannelArgs(Transport());
+    grpc::ChannelArguments args = SessionChannelArgs(Transport());
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a TCP connection of its own, as a real node has
     channels_.push_back(grpc::CreateCustomChannel(addr_, ChannelCredentials(Transport()), args));
     stubs_.push_back(v1::Coordinator::NewStub(channels_.back()));

@@ -655,6 +655,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Opti
   grpc::ServerBuilder builder;
   // Off: with SO_REUSEPORT (gRPC's default on Linux) a second coordinator on the same port would silently share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // No HTTP/2 bandwidth-delay probing: what the coordinator receives is small (kMaxReceiveMessageBytes, results in
+  // parts); its pings and window updates cost CPU on every agent's connection (credentials.h SessionChannelArgs).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, kServerBdpProbe);
   builder.AddListeningPort(options.listen, ServerCredentials(options.transport), &impl->port);
   builder.RegisterService(impl->service.get());
   // Receive: small (convert.h kMaxReceiveMessageBytes; agents cut large results into parts). Send: result files

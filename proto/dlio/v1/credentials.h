@@ -16,6 +16,13 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const Transport& t);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const Transport& t);
 // Channel arguments for clients and agents: message size limits and, with TLS, the expected server name.
 grpc::ChannelArguments ChannelArgs(const Transport& t);
+// ChannelArgs for an agent's session (Attach), a stream of small control messages both ways: without HTTP/2
+// bandwidth-delay probing, whose pings and window updates are pure overhead there (bench/grpc_floor.cc: a bare echo
+// server spends 21-23 instead of 27 us per message pair with probing off on both sides). The client verbs keep
+// it: they download result files and traces of up to 256 MiB.
+grpc::ChannelArguments SessionChannelArgs(const Transport& t);
+// The same, for the coordinator's server (every stream it serves: the sessions and the client verbs' small requests).
+inline constexpr int kServerBdpProbe = 0;
 // Adds the token (if any) to a call.
 void AddToken(grpc::ClientContext* ctx, const Transport& t);
 

@@ -120,6 +120,12 @@ grpc::ChannelArguments ChannelArgs(const Transport& t) {
   return args;
 }
 
+grpc::ChannelArguments SessionChannelArgs(const Transport& t) {
+  grpc::ChannelArguments args = ChannelArgs(t);
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  return args;
+}
+
 void AddToken(grpc::ClientContext* ctx, const Transport& t) {
   if (!t.token.empty()) ctx->AddMetadata(kAuthMetadataKey, "Bearer " + t.token);
 }
