@@ -181,8 +181,8 @@ class Bench:
             time.sleep(0.001)
         raise BenchError(f"timed out waiting for '{pattern}' in {path}")
 
-    def agent_job(self, job_text, tag, env_extra=None, before=None):
-        """Runs one job on a fresh coordinator + agent. Returns the summary plus the agent's /proc figures."""
+    def run_dir(self, job_text, tag):
+        """A fresh numbered folder for one run under work/runs, with the job file in it. Returns (folder, job file)."""
         self.n += 1
         d = os.path.join(self.work, "runs", f"{self.n:03d}-{tag}")
         shutil.rmtree(d, ignore_errors=True)
@@ -190,6 +190,11 @@ class Bench:
         job = os.path.join(d, "job.yaml")
         with open(job, "w") as f:
             f.write(job_text)
+        return d, job
+
+    def agent_job(self, job_text, tag, env_extra=None, before=None):
+        """Runs one job on a fresh coordinator + agent. Returns the summary plus the agent's /proc figures."""
+        d, job = self.run_dir(job_text, tag)
         clog = os.path.join(d, "coordinator.log")
         coord = subprocess.Popen([os.path.join(self.bin, "dlio-coordinator"), "serve", "--listen", "127.0.0.1:0",
                                   "--results-dir", os.path.join(d, "results")],
@@ -259,13 +264,7 @@ class Bench:
         """`dlio-coordinator run JOB --local-agents 1`: the embedded coordinator and its own agent, as a user starts a
         job on one machine. Rate: `file_bytes` per epoch over the wall time from the first epoch's start to the last
         epoch's end (0_per_epoch_stats.json). CPU: the coordinator's and the agent's together (rusage of children)."""
-        self.n += 1
-        d = os.path.join(self.work, "runs", f"{self.n:03d}-{tag}")
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        job = os.path.join(d, "job.yaml")
-        with open(job, "w") as f:
-            f.write(job_text)
+        d, job = self.run_dir(job_text, tag)
         out = os.path.join(d, "out")
         self.loads.append(loadavg())
         cpu0 = children_cpu_seconds()
