@@ -16,19 +16,6 @@ int64_t Ns(AgentSession::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-PhaseKind KindOf(v1::PhaseKind k) {
-  switch (k) {
-    case v1::PHASE_KIND_GENERATE:
-      return PhaseKind::kGenerate;
-    case v1::PHASE_KIND_EVAL:
-      return PhaseKind::kEval;
-    case v1::PHASE_KIND_CHECKPOINT:
-      return PhaseKind::kCheckpoint;
-    default:
-      return PhaseKind::kTrainEpoch;
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const WorkloadSpec>> WorkloadCache::Get(const std::string& yaml,
@@ -178,7 +165,6 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
 
 void AgentSession::StartPhase(const v1::RunPhase& rp) {
   std::optional<v1::AgentMessage> reply;
-  PhaseCommand cmd;
   const std::string where = absl::StrCat("agent '", id_.name, "' job ", rp.job_id(), " phase ", rp.phase_id());
   {
     MutexLock lk(&mu_);
@@ -215,19 +201,9 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
     Send(*reply);
     return;
   }
-  cmd.job_id = rp.job_id();
-  cmd.phase_id = rp.phase_id();
-  cmd.kind = KindOf(rp.kind());
-  cmd.spec = **spec;
-  cmd.world = static_cast<int>(rp.world_size());
-  cmd.first_rank = static_cast<int>(rp.first_rank());
-  cmd.local_ranks = static_cast<int>(rp.local_ranks());
-  cmd.epoch = static_cast<int>(rp.epoch());
-  cmd.checkpoint_load = rp.checkpoint_load();
-  cmd.checkpoint_index = static_cast<int>(rp.checkpoint_index());
-  cmd.checkpoint_step = static_cast<int64_t>(rp.checkpoint_step());
+  PhaseCommand cmd{FromProto(rp), **spec};
   // The job's S3 secret (if its storage_options had one) travels beside the workload, never inside it.
-  cmd.spec.s3_secret_access_key = rp.s3_secret_access_key();
+  cmd.spec.s3_secret_access_key = cmd.s3_secret_access_key;
   {
     MutexLock lk(&mu_);
     running_job_ = cmd.job_id;
@@ -240,11 +216,11 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
   host_->Start(std::move(cmd));
 }
 
-bool AgentSession::Arrive(const PhaseCommand& cmd, uint64_t step) {
+bool AgentSession::Arrive(const PhaseOrder& order, uint64_t step) {
   v1::AgentMessage m;
   v1::BarrierArrive* a = m.mutable_barrier_arrive();
-  a->set_job_id(cmd.job_id);
-  a->set_phase_id(cmd.phase_id);
+  a->set_job_id(order.job_id);
+  a->set_phase_id(order.phase_id);
   a->set_step(step);
   return Send(m);
 }
@@ -257,20 +233,20 @@ absl::Status AgentSession::WaitRelease(uint64_t step) {
                                            session_alive_ ? "phase cancelled" : "connection to coordinator lost"));
 }
 
-void AgentSession::Finish(const PhaseCommand& cmd, absl::StatusOr<std::vector<RankEpochResult>> r) {
+void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<RankEpochResult>> r) {
   v1::AgentMessage m;
   if (r.ok()) {
     v1::PhaseDone* d = m.mutable_phase_done();
-    d->set_job_id(cmd.job_id);
-    d->set_phase_id(cmd.phase_id);
+    d->set_job_id(order.job_id);
+    d->set_phase_id(order.phase_id);
     for (const RankEpochResult& rr : *r) ToProto(rr, d->add_ranks());
   } else {
     const bool cancelled = r.status().code() == absl::StatusCode::kCancelled;
-    m = ErrorMessage(cancelled ? v1::ERROR_CODE_CANCELLED : v1::ERROR_CODE_PHASE_FAILED, std::string(r.status().message()), cmd.job_id,
-                     cmd.phase_id);
+    m = ErrorMessage(cancelled ? v1::ERROR_CODE_CANCELLED : v1::ERROR_CODE_PHASE_FAILED, std::string(r.status().message()), order.job_id,
+                     order.phase_id);
     if (cancelled && cancel_) {
       // A stop we were asked for (or a lost session): expected, not an error of this agent.
-      spdlog::info("agent '{}': job {} phase {} stopped: {}", id_.name, cmd.job_id, cmd.phase_id,
+      spdlog::info("agent '{}': job {} phase {} stopped: {}", id_.name, order.job_id, order.phase_id,
                    std::string(r.status().message()));
     } else {
       spdlog::error("{}", std::string(r.status().message()));
@@ -281,8 +257,8 @@ void AgentSession::Finish(const PhaseCommand& cmd, absl::StatusOr<std::vector<Ra
     running_job_.clear();
     running_phase_.clear();
     if (r.ok()) {
-      done_job_ = cmd.job_id;
-      done_phase_ = cmd.phase_id;
+      done_job_ = order.job_id;
+      done_phase_ = order.phase_id;
       done_msg_ = m;
     }
   }

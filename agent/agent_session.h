@@ -124,12 +124,12 @@ class AgentSession {
   // --- the phase host's side ---
   const std::atomic<bool>* cancel_flag() const { return &cancel_; }
   // Sends the BarrierArrive of `step` of the running phase; false when the session is gone.
-  bool Arrive(const PhaseCommand& cmd, uint64_t step);
+  bool Arrive(const PhaseOrder& order, uint64_t step);
   // Blocks until `step` of the running phase is released (OK), or the phase is cancelled or the session ends.
   absl::Status WaitRelease(uint64_t step);
   // The phase's answer: PhaseDone with one result per local rank, or an Error (CANCELLED for a stop, else
   // PHASE_FAILED) carrying the status's message, which names agent, rank, job and phase.
-  void Finish(const PhaseCommand& cmd, absl::StatusOr<std::vector<RankEpochResult>> result);
+  void Finish(const PhaseOrder& order, absl::StatusOr<std::vector<RankEpochResult>> result);
 
  private:
   void StartPhase(const v1::RunPhase& rp);

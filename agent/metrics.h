@@ -38,6 +38,9 @@ class Loader;
 
 // What a rank is doing, exported as dlio_phase{phase="<name>"} 1 (one series per rank, info-style).
 // kCheckpoint covers a whole checkpoint (its time_between_checkpoints sleep and barriers included).
+// A rank's state, not a phase's kind (common/phase.h PhaseKind), so a concept of its own: a rank is idle between
+// phases, and inside one training-epoch phase it moves between kTrain and kCheckpoint (step-based saves). Its names
+// are the dlio_phase label values dashboards select on ("train", not the phase id's "train-epoch").
 enum class RankPhase { kIdle = 0, kGenerate, kTrain, kEval, kCheckpoint };
 const char* RankPhaseName(RankPhase p);
 

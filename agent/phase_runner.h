@@ -37,28 +37,17 @@
 #include "agent/object_store.h"
 #include "agent/worker_pool.h"
 #include "common/confined_dir.h"
+#include "common/phase.h"
 #include "common/results.h"
 #include "common/trace_buffer.h"
 #include "common/workload_spec.h"
 
 namespace dlio {
 
-enum class PhaseKind { kGenerate, kTrainEpoch, kEval, kCheckpoint };
-
-struct PhaseCommand {
-  std::string job_id;
-  std::string phase_id;
-  PhaseKind kind = PhaseKind::kTrainEpoch;
+// A phase order as the agent runs it: the coordinator's order (common/phase.h) and its workload, parsed. The job's
+// S3 secret, which travels beside the workload, is in spec.s3_secret_access_key as well.
+struct PhaseCommand : PhaseOrder {
   WorkloadSpec spec;
-  int world = 1;
-  int first_rank = 0;
-  int local_ranks = 1;
-  int epoch = 1;
-  // kCheckpoint: load or save global_epoch{epoch}_step{checkpoint_step} as number checkpoint_index; kTrainEpoch:
-  // the index of the epoch's first step-based save.
-  bool checkpoint_load = false;
-  int checkpoint_index = 1;
-  int64_t checkpoint_step = 0;
 };
 
 struct PhaseProgress {

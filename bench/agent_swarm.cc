@@ -347,7 +347,7 @@ class SwarmAgent final : public PhaseHost,
   struct After {
     bool arrive = false;               // send the BarrierArrive of `step`
     bool end = false;                  // the phase ended: send `results`
-    PhaseCommand ids;                  // job and phase ids
+    PhaseOrder ids;                    // job and phase ids
     uint64_t step = 0;
     std::vector<RankEpochResult> results;
   };
@@ -550,7 +550,7 @@ void SwarmAgent::Do(After after) {
 
 void SwarmAgent::Stop() {
   std::string where;
-  PhaseCommand ids;
+  PhaseOrder ids;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!running_) return;

@@ -1,7 +1,7 @@
-// The seam between the coordinator's core and its agents: what the coordinator orders one agent to run
-// (PhaseOrder), the interface it reaches an attached agent through (AgentLink, implemented by the gRPC facade over
-// the Attach stream, and by fake links in the unit tests), and what an agent reports about a running phase
-// (AgentProgress, AgentErrorKind).
+// The seam between the coordinator's core and its agents: the interface it reaches an attached agent through
+// (AgentLink, implemented by the gRPC facade over the Attach stream, and by fake links in the unit tests), and what
+// an agent reports about a running phase (AgentProgress, AgentErrorKind). What it orders an agent to run, a
+// PhaseOrder, is shared with the agent (common/phase.h).
 // Thread-safety: plain data; AgentLink's contract is below.
 #pragma once
 
@@ -9,28 +9,9 @@
 #include <cstdint>
 #include <string>
 
-namespace dlio {
+#include "common/phase.h"
 
-// What the coordinator asks one agent to run.
-struct PhaseOrder {
-  std::string job_id;
-  std::string phase_id;
-  enum class Kind { kGenerate, kTrainEpoch, kEval, kCheckpoint };
-  Kind kind = Kind::kTrainEpoch;
-  std::string workload_yaml;   // normalised, ToYaml()
-  int world = 1;
-  int first_rank = 0;
-  int local_ranks = 1;
-  int epoch = 0;
-  int num_agents = 1;
-  int agent_index = 0;
-  // Checkpoints (common/checkpoint_schedule.h): kCheckpoint saves (or loads) global_epoch{epoch}_step{step} as
-  // save (load) number checkpoint_index; kTrainEpoch numbers its step-based saves from checkpoint_index.
-  bool checkpoint_load = false;
-  int checkpoint_index = 1;
-  int64_t checkpoint_step = 0;
-  std::string s3_secret_access_key;  // the job's S3 secret, beside the workload (never inside it)
-};
+namespace dlio {
 
 // The coordinator's way to talk to one attached agent (implemented by the facade over the Attach stream). Every
 // call is made under the coordinator's lock: it must only queue the message, never block.

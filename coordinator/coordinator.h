@@ -236,13 +236,13 @@ class Coordinator {
   // PhaseDone (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
   // CollectPhaseResults. `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of
   // kTrainEpoch).
-  bool RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseOrder::Kind kind,
+  bool RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseKind kind,
                 int epoch, const PhaseOrder& ckpt = PhaseOrder()) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, const PhaseOrder& ckpt)
+  void SendPhaseOrders(Job& job, PhaseKind kind, int epoch, const PhaseOrder& ckpt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WaitForPhase(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopPhase(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the result files of the epochs completed so far (mu_ released while writing).
   void WriteResults(Job& job, MutexLock& lk, const std::string& job_state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -101,24 +101,7 @@ class StreamLink : public AgentLink {
   }
   void RunPhase(const PhaseOrder& o) override {
     v1::CoordinatorMessage m;
-    v1::RunPhase* r = m.mutable_run_phase();
-    r->set_job_id(o.job_id);
-    r->set_phase_id(o.phase_id);
-    r->set_kind(o.kind == PhaseOrder::Kind::kGenerate ? v1::PHASE_KIND_GENERATE
-                : o.kind == PhaseOrder::Kind::kEval   ? v1::PHASE_KIND_EVAL
-                : o.kind == PhaseOrder::Kind::kCheckpoint ? v1::PHASE_KIND_CHECKPOINT
-                                                      : v1::PHASE_KIND_TRAIN_EPOCH);
-    r->set_workload_yaml(o.workload_yaml);
-    r->set_s3_secret_access_key(o.s3_secret_access_key);
-    r->set_world_size(o.world);
-    r->set_first_rank(o.first_rank);
-    r->set_local_ranks(o.local_ranks);
-    r->set_epoch(o.epoch);
-    r->set_num_agents(o.num_agents);
-    r->set_agent_index(o.agent_index);
-    r->set_checkpoint_load(o.checkpoint_load);
-    r->set_checkpoint_index(static_cast<uint32_t>(o.checkpoint_index));
-    r->set_checkpoint_step(static_cast<uint64_t>(o.checkpoint_step));
+    ToProto(o, m.mutable_run_phase());
     Push(Serialize(m));
   }
   void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) override {

@@ -226,7 +226,7 @@ bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
   bool ok = true;
   if (job.spec.generate_data) {
     const auto t0 = std::chrono::steady_clock::now();
-    ok = RunPhase(job, lk, "generate", PhaseOrder::Kind::kGenerate, 0);
+    ok = RunPhase(job, lk, "generate", PhaseKind::kGenerate, 0);
     job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   // A save (or load) of one checkpoint as its own phase; see common/checkpoint_schedule.h.
@@ -236,12 +236,12 @@ bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
     c.checkpoint_index = index;
     c.checkpoint_step = step;
     return RunPhase(job, lk, absl::StrCat(load ? "load-checkpoint-" : "save-checkpoint-", index),
-                    PhaseOrder::Kind::kCheckpoint, epoch, c);
+                    PhaseKind::kCheckpoint, epoch, c);
   };
   for (int e = 1; ok && job.spec.train && e <= job.spec.epochs; ++e) {
     PhaseOrder first;
     first.checkpoint_index = job.next_save_index;  // step-based saves inside the epoch count up from here
-    ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseOrder::Kind::kTrainEpoch, e, first);
+    ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseKind::kTrainEpoch, e, first);
     if (ok) EmitEpochLine(job, e);
     if (ok && CheckpointAfterEpoch(job.spec, e)) {
       absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(job.spec, rec.world), e);
@@ -249,7 +249,7 @@ bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
       ok = checkpoint_phase(false, job.next_save_index++, e, EpochCheckpointStep(steps));
     }
     if (ok && job.spec.EvaluatesAfter(e)) {
-      ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseOrder::Kind::kEval, e);
+      ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseKind::kEval, e);
     }
     // Completed epochs reach the disk while the next phase runs (RecordCompletedEpoch, called by RunPhase once its
     // orders are out), so the agents do not wait for the result files and the store between epochs.
@@ -310,7 +310,7 @@ void Coordinator::FinishJob(Job& job, MutexLock& lk, bool ok) {
   EndJob(job, state, message, state == JobState::kFailed);
 }
 
-bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseOrder::Kind kind,
+bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseKind kind,
                            int epoch, const PhaseOrder& ckpt) {
   driver_.Begin({job.rec.id, phase_id, kind, epoch, &job.result.agents, &job.agent_index}, options_.now());
   job.rec.phase_id = phase_id;
@@ -341,7 +341,7 @@ bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id,
   return true;
 }
 
-void Coordinator::SendPhaseOrders(Job& job, PhaseOrder::Kind kind, int epoch, const PhaseOrder& ckpt) {
+void Coordinator::SendPhaseOrders(Job& job, PhaseKind kind, int epoch, const PhaseOrder& ckpt) {
   for (size_t i = 0; i < job.rec.agent_names.size(); ++i) {
     auto it = agents_.find(job.rec.agent_names[i]);
     if (it == agents_.end()) {
@@ -415,7 +415,7 @@ void Coordinator::StopPhase(Job& job, MutexLock& lk) {
   }
 }
 
-void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind kind) {
+void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
   const std::string phase_id = driver_.id();
   const bool generate = driver_.generate();
   // Every PhaseDone is in (the phase settled): the results are ours, also while the lock is released for the trace.
@@ -444,9 +444,9 @@ void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseOrder::Kind 
     }
     r.checkpoints.clear();
   }
-  if (kind == PhaseOrder::Kind::kTrainEpoch) job.next_save_index += static_cast<int>(saves.size());
-  if (kind != PhaseOrder::Kind::kCheckpoint) {
-    auto& into = kind == PhaseOrder::Kind::kEval ? job.result.eval : job.result.train;
+  if (kind == PhaseKind::kTrainEpoch) job.next_save_index += static_cast<int>(saves.size());
+  if (kind != PhaseKind::kCheckpoint) {
+    auto& into = kind == PhaseKind::kEval ? job.result.eval : job.result.train;
     for (RankEpochResult& r : results) into.push_back(std::move(r));
   }
 }

@@ -68,7 +68,7 @@ class PhaseDriver {
 
   struct Setup {
     std::string job_id, phase_id;
-    PhaseOrder::Kind kind = PhaseOrder::Kind::kTrainEpoch;
+    PhaseKind kind = PhaseKind::kTrainEpoch;
     int epoch = 0;
     // The job's agents in placement order (their ranks) and the place of each name: the job's own, which must
     // outlive the phase (until the next Begin() or End()).
@@ -86,8 +86,8 @@ class PhaseDriver {
     return active_ && setup_.phase_id == phase_id && setup_.job_id == job_id;
   }
   const std::string& id() const { return setup_.phase_id; }
-  bool generate() const { return setup_.kind == PhaseOrder::Kind::kGenerate; }
-  bool train() const { return setup_.kind == PhaseOrder::Kind::kTrainEpoch; }
+  bool generate() const { return setup_.kind == PhaseKind::kGenerate; }
+  bool train() const { return setup_.kind == PhaseKind::kTrainEpoch; }
   int epoch() const { return setup_.epoch; }
 
   // Agent `i` (placement order) gets its order on `link`; the phase then waits for its PhaseDone.

@@ -32,7 +32,7 @@ struct Fleet {
       links.push_back(std::make_shared<CountingLink>());
     }
   }
-  void Start(PhaseDriver& d, PhaseOrder::Kind kind, Clock::time_point now) {
+  void Start(PhaseDriver& d, PhaseKind kind, Clock::time_point now) {
     d.Begin({"job", "train-epoch-1", kind, 1, &agents, &index}, now);
     for (size_t i = 0; i < agents.size(); ++i) d.Order(i, links[i], PhaseOrder());
   }
@@ -45,7 +45,7 @@ TEST(PhaseDriverTest, TheLastArrivalReleasesTheStepOnEveryLinkAndStaleOnesAreTol
   Fleet f(3);
   PhaseDriver d;
   const Clock::time_point t0{};
-  f.Start(d, PhaseOrder::Kind::kTrainEpoch, t0);
+  f.Start(d, PhaseKind::kTrainEpoch, t0);
   Clock::duration wait{};
   EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kCounted);
   EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait), PhaseDriver::Arrival::kCounted);  // a repeat
@@ -88,7 +88,7 @@ TEST(PhaseDriverTest, FailuresNameAgentRanksJobPhaseAndStepAndTheFirstOneWins) {
   Fleet f(2);
   PhaseDriver d;
   const Clock::time_point t0{};
-  f.Start(d, PhaseOrder::Kind::kTrainEpoch, t0);
+  f.Start(d, PhaseKind::kTrainEpoch, t0);
   Clock::duration wait{};
   d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait);
   d.Arrive("b", "job", "train-epoch-1", 0, t0, &wait);
@@ -103,7 +103,7 @@ TEST(PhaseDriverTest, FailuresNameAgentRanksJobPhaseAndStepAndTheFirstOneWins) {
   EXPECT_EQ(d.Unsettled(), std::vector<std::string>{"a"});
   EXPECT_NE(d.error().find("barrier timeout"), std::string::npos);  // the first failure is kept
 
-  f.Start(d, PhaseOrder::Kind::kTrainEpoch, t0);
+  f.Start(d, PhaseKind::kTrainEpoch, t0);
   EXPECT_TRUE(d.error().empty());
   d.Report("a", "job", "train-epoch-1", {3, 8, 0, 0, 0, 0});
   d.Lost("b", "stream closed");

@@ -1,6 +1,9 @@
 #include "dlio/v1/convert.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace dlio {
 
@@ -125,6 +128,13 @@ void SetIf(const std::optional<double>& v, Setter set) {
   if (v) set(*v);
 }
 
+// An unsigned wire number as a signed C++ one, saturating.
+template <typename To, typename From>
+To Saturated(From v) {
+  return v > static_cast<std::make_unsigned_t<To>>(std::numeric_limits<To>::max()) ? std::numeric_limits<To>::max()
+                                                                                 : static_cast<To>(v);
+}
+
 }  // namespace
 
 void ToProto(const EpochMetric& m, v1::EpochRow* out) {
@@ -180,6 +190,61 @@ Verdict FromProto(const v1::Verdict& v) {
   out.reason = v.reason();
   if (v.status() == v1::VERDICT_STATUS_UNSPECIFIED && out.reason.empty()) out.reason = "no verdict";
   return out;
+}
+
+v1::PhaseKind ToProto(PhaseKind k) {
+  switch (k) {
+    case PhaseKind::kGenerate: return v1::PHASE_KIND_GENERATE;
+    case PhaseKind::kTrainEpoch: return v1::PHASE_KIND_TRAIN_EPOCH;
+    case PhaseKind::kEval: return v1::PHASE_KIND_EVAL;
+    case PhaseKind::kCheckpoint: return v1::PHASE_KIND_CHECKPOINT;
+  }
+  return v1::PHASE_KIND_TRAIN_EPOCH;
+}
+
+PhaseKind FromProto(v1::PhaseKind k) {
+  switch (k) {
+    case v1::PHASE_KIND_GENERATE: return PhaseKind::kGenerate;
+    case v1::PHASE_KIND_EVAL: return PhaseKind::kEval;
+    case v1::PHASE_KIND_CHECKPOINT: return PhaseKind::kCheckpoint;
+    default: return PhaseKind::kTrainEpoch;
+  }
+}
+
+void ToProto(const PhaseOrder& o, v1::RunPhase* out) {
+  out->set_job_id(o.job_id);
+  out->set_phase_id(o.phase_id);
+  out->set_kind(ToProto(o.kind));
+  out->set_workload_yaml(o.workload_yaml);
+  out->set_s3_secret_access_key(o.s3_secret_access_key);
+  out->set_world_size(static_cast<uint32_t>(o.world));
+  out->set_first_rank(static_cast<uint32_t>(o.first_rank));
+  out->set_local_ranks(static_cast<uint32_t>(o.local_ranks));
+  out->set_epoch(static_cast<uint32_t>(o.epoch));
+  out->set_num_agents(static_cast<uint32_t>(o.num_agents));
+  out->set_agent_index(static_cast<uint32_t>(o.agent_index));
+  out->set_checkpoint_load(o.checkpoint_load);
+  out->set_checkpoint_index(static_cast<uint32_t>(o.checkpoint_index));
+  out->set_checkpoint_step(static_cast<uint64_t>(o.checkpoint_step));
+}
+
+PhaseOrder FromProto(const v1::RunPhase& r) {
+  PhaseOrder o;
+  o.job_id = r.job_id();
+  o.phase_id = r.phase_id();
+  o.kind = FromProto(r.kind());
+  o.workload_yaml = r.workload_yaml();
+  o.s3_secret_access_key = r.s3_secret_access_key();
+  o.world = Saturated<int>(r.world_size());
+  o.first_rank = Saturated<int>(r.first_rank());
+  o.local_ranks = Saturated<int>(r.local_ranks());
+  o.epoch = Saturated<int>(r.epoch());
+  o.num_agents = Saturated<int>(r.num_agents());
+  o.agent_index = Saturated<int>(r.agent_index());
+  o.checkpoint_load = r.checkpoint_load();
+  o.checkpoint_index = Saturated<int>(r.checkpoint_index());
+  o.checkpoint_step = Saturated<int64_t>(r.checkpoint_step());
+  return o;
 }
 
 std::vector<v1::PhaseDone> SplitPhaseDone(const v1::PhaseDone& done, size_t budget) {

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "common/phase.h"
 #include "common/results.h"
 #include "common/verdict.h"
 #include "dlio/v1/coordinator.pb.h"
@@ -32,6 +33,12 @@ void ToProto(const EpochMetric& m, v1::EpochRow* out);
 EpochMetric FromProto(const v1::EpochRow& r);
 void ToProto(const Verdict& v, v1::Verdict* out);
 Verdict FromProto(const v1::Verdict& v);
+// A phase order is the RunPhase message. PHASE_KIND_UNSPECIFIED (and a kind this build does not know) reads as a
+// training epoch, as it always has; numbers beyond the C++ field's range read as its maximum.
+v1::PhaseKind ToProto(PhaseKind k);
+PhaseKind FromProto(v1::PhaseKind k);
+void ToProto(const PhaseOrder& o, v1::RunPhase* out);
+PhaseOrder FromProto(const v1::RunPhase& r);
 
 // Cuts `done` into parts of at most about `budget` bytes each (PhaseDone.more on all but the last): whole rank
 // results while they fit, and a rank result larger than the budget as a head (everything but its per-step values and

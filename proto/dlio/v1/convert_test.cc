@@ -1,9 +1,52 @@
 #include "dlio/v1/convert.h"
 
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace dlio {
 namespace {
+
+// Issue 14: one phase order for both sides. Every field of RunPhase (each set to a value other than its default)
+// survives the trip through PhaseOrder and back, for each kind; a field added to the wire and not to the order fails.
+TEST(PhaseOrderWire, EveryFieldAndKindRoundTrips) {
+  v1::RunPhase wire;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(job_id: "j" phase_id: "save-checkpoint-3" workload_yaml: "model:\n  name: x\n" world_size: 16
+           first_rank: 8 local_ranks: 4 epoch: 2 num_agents: 4 agent_index: 2 checkpoint_load: true
+           checkpoint_index: 3 checkpoint_step: 1099511627776 s3_secret_access_key: "secret")pb",
+      &wire));
+  const std::vector<std::pair<v1::PhaseKind, PhaseKind>> kinds = {{v1::PHASE_KIND_GENERATE, PhaseKind::kGenerate},
+                                                                  {v1::PHASE_KIND_TRAIN_EPOCH, PhaseKind::kTrainEpoch},
+                                                                  {v1::PHASE_KIND_EVAL, PhaseKind::kEval},
+                                                                  {v1::PHASE_KIND_CHECKPOINT, PhaseKind::kCheckpoint}};
+  for (const auto& [w, k] : kinds) {
+    wire.set_kind(w);
+    std::vector<const google::protobuf::FieldDescriptor*> set;
+    wire.GetReflection()->ListFields(wire, &set);
+    ASSERT_EQ(set.size(), static_cast<size_t>(wire.GetDescriptor()->field_count())) << "a field is left at its default";
+    const PhaseOrder o = FromProto(wire);
+    EXPECT_EQ(o.kind, k);
+    v1::RunPhase back;
+    ToProto(o, &back);
+    EXPECT_EQ(back.SerializeAsString(), wire.SerializeAsString()) << back.DebugString();
+  }
+}
+
+// An order without a kind is a training epoch, as agents always read it; wire numbers beyond int saturate rather
+// than turn negative.
+TEST(PhaseOrderWire, UnspecifiedKindIsATrainingEpochAndLargeNumbersSaturate) {
+  v1::RunPhase wire;
+  wire.set_world_size(std::numeric_limits<uint32_t>::max());
+  wire.set_checkpoint_step(std::numeric_limits<uint64_t>::max());
+  const PhaseOrder o = FromProto(wire);
+  EXPECT_EQ(o.kind, PhaseKind::kTrainEpoch);
+  EXPECT_EQ(o.world, std::numeric_limits<int>::max());
+  EXPECT_EQ(o.checkpoint_step, std::numeric_limits<int64_t>::max());
+}
 
 // D4 of issue 13: the coordinator accepts messages of at most kMaxReceiveMessageBytes, so an agent cuts a large
 // phase result (long epochs, traces) into parts that each fit, and the coordinator puts them back together.
