@@ -10,6 +10,7 @@ DLIO_WERROR=ON scripts/setup.sh --test
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build/thread-safety" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DDLIO_THREAD_SAFETY=ON -DDLIO_BUILD_TESTS=OFF -DDLIO_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build "$build/thread-safety" -j"$(nproc)" --target dlio_common dlio_formats dlio_proto dlio_agent dlio_coordinator
+cmake --build "$build/thread-safety" -j"$(nproc)" --target dlio_common dlio_formats dlio_proto dlio_agent_core dlio_agent_grpc \
+  dlio_coordinator_core dlio_coordinator_grpc
 cd "$build"
 ctest -j"$(nproc)" --output-on-failure --timeout 600

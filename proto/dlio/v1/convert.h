@@ -1,5 +1,6 @@
 // Conversions between the wire types (dlio.v1) and our own types, in one place for both facades.
-// Only AgentServer, CoordinatorServer and the client include this header.
+// Only the gRPC layer includes it (the agent's session and server, the coordinator's server, dispatch and client, and
+// their tests and fuzz target); the cores (common/, the coordinator core, the agent's phase runner) never do.
 #pragma once
 
 #include <vector>
