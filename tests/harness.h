@@ -1,7 +1,7 @@
 // Test harness for process-level tests: real dlio-coordinator and dlio-agent processes on loopback.
 //
-// Binaries come from $DLIO_BIN_DIR (set by CMake for every test). Every process started here is killed when its
-// Process object goes out of scope, so a failing test never leaves processes behind.
+// Binaries come from $DLIO_BIN_DIR when set, else from this build (compiled in). Every process started here is killed
+// when its Process object goes out of scope, so a failing test never leaves processes behind.
 #pragma once
 
 #include <signal.h>
