@@ -131,7 +131,8 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
       bool ours;
       {
         MutexLock lk(&mu_);
-        ours = releases_.Release(r.job_id(), r.phase_id(), r.step());
+        // Once the phase has finished (or failed) the board still names it: a late release of it is stale too.
+        ours = !running_phase_.empty() && releases_.Release(r.job_id(), r.phase_id(), r.step());
         if (ours) cv_.notify_all();
       }
       if (ours) {

@@ -13,7 +13,8 @@
 // that does not load and an order that does not fit this agent are refused with an Error naming agent, job and phase.
 // The host runs the phase and calls Finish() exactly once. Step barrier: the host calls Arrive(step), then either
 // blocks in WaitRelease(step) (a thread per phase, as PhaseRunner does) or waits for PhaseHost::Released(step)
-// (event-driven hosts); a release of another job or phase is dropped and counted (AgentMetrics, when given).
+// (event-driven hosts); a release of another job or phase, or one that comes when no phase runs, is dropped and
+// counted (AgentMetrics, when given).
 // Errors carry a v1::ErrorCode (a stop confirmation is ERROR_CODE_CANCELLED, which the coordinator does not count
 // as a failure).
 // Time: the steady clock, passed in by the caller (`now`), for the lease.

@@ -494,6 +494,17 @@ TEST(AgentSession, AReleaseOfAnotherJobOrPhaseIsDroppedAndCounted) {
   EXPECT_EQ(StaleReleases(f.metrics), 3);
 }
 
+TEST(AgentSession, AReleaseOfTheFinishedPhaseIsStale) {
+  Fixture f;
+  f.session.OnMessage(RunMsg(Order("job-1", "train-epoch-1")), kT0);
+  f.session.Finish(OrderOf("job-1", "train-epoch-1"), absl::DataLossError("rank 2: short read"));
+  // This agent failed the phase after its arrival at step 4; the other agents then arrived and the coordinator
+  // released it: the release comes when no phase runs.
+  f.session.OnMessage(Release("job-1", "train-epoch-1", 4), kT0);
+  EXPECT_TRUE(f.host.ReleasedSteps().empty());
+  EXPECT_EQ(StaleReleases(f.metrics), 1);
+}
+
 TEST(AgentSession, ANewPhaseForgetsTheReleasesOfThePreviousOne) {
   Fixture f;
   f.session.OnMessage(RunMsg(Order("job-1", "train-epoch-1")), kT0);
