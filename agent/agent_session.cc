@@ -190,7 +190,10 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
   if (!spec.ok()) {
     reply = ErrorMessage(v1::ERROR_CODE_BAD_WORKLOAD, absl::StrCat(where, ": ", spec.status().message()), rp.job_id(),
                          rp.phase_id());
-  } else if (local < 1 || local > static_cast<uint64_t>(id_.accelerators) || first + local > world) {
+  } else if (local < 1) {  // (first + local - 1 below would wrap)
+    reply = ErrorMessage(v1::ERROR_CODE_BAD_ORDER, absl::StrCat(where, ": the order gives this agent no local ranks"),
+                         rp.job_id(), rp.phase_id());
+  } else if (local > static_cast<uint64_t>(id_.accelerators) || first + local > world) {
     reply = ErrorMessage(v1::ERROR_CODE_BAD_ORDER,
                          absl::StrCat(where, ": ranks ", first, "-", first + local - 1, " of ", world,
                                       " do not fit this agent's ", id_.accelerators, " accelerator(s)"),

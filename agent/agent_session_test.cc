@@ -345,7 +345,8 @@ TEST(AgentSession, AnOrderThatDoesNotFitTheAcceleratorsOrTheWorldIsRefused) {
     uint32_t world, first, local;
     std::string what;
   };
-  for (const Case& c : {Case{8, 0, 5, "ranks 0-4 of 8"}, Case{6, 4, 3, "ranks 4-6 of 6"}}) {
+  for (const Case& c : {Case{8, 0, 5, "ranks 0-4 of 8"}, Case{6, 4, 3, "ranks 4-6 of 6"},
+                        Case{6, 0, 0, "no local ranks"}}) {
     SCOPED_TRACE(c.what);
     v1::RunPhase rp = Order("job-1", "train-epoch-1");
     rp.set_world_size(c.world);
