@@ -346,8 +346,13 @@ class Hdf5Format final : public Format {
                          /*backing_store=*/0) < 0) {
       return Hdf5Error(path, "file access properties");
     }
+    // No timestamps in the root group's object header either (the datasets' are off below): a file is a function of
+    // its content, so generating the same file twice gives the same bytes (Hdf5.GenerateIsReproducible failed when
+    // the two writes fell on either side of a second).
+    Hid fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+    if (!fcpl.ok() || H5Pset_obj_track_times(fcpl.get(), 0) < 0) return Hdf5Error(path, "file creation properties");
     // With the core driver and no backing store, `path` only names the in-memory file.
-    Hid file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    Hid file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
     if (!file.ok()) return Hdf5Error(path, "create");
     Hid ftype(FileTypeOf(t), H5Tclose);
     if (!ftype.ok()) return Hdf5Error(path, "element type");
