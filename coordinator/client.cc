@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -479,28 +480,41 @@ int ExitStatusFor(const Verdict& v) {
   return kExitJobNotSucceeded;
 }
 
-int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
+namespace {
+
+// The job file of `opt` loaded with its overrides (plan_only: as --explain loads it), and the placement flags checked:
+// the spec, or nullopt after one line on `err` (a bad file, key, value or flag: exit 2).
+std::optional<WorkloadSpec> LoadJobAndPlacement(const SubmitOptions& opt, bool plan_only, LoadDiagnostics* diag,
+                                                std::ostream& err) {
   absl::StatusOr<std::string> text = ReadFile(opt.job_path);
   if (!text.ok()) {
     err << text.status().message() << "\n";
-    return 2;
+    return std::nullopt;
   }
   LoadOptions lo;
   lo.strict = opt.strict;
-  LoadDiagnostics diag;
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, lo, &diag);
+  lo.plan_only = plan_only;
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, lo, diag);
   if (!spec.ok()) {
     err << spec.status().message() << "\n";
-    return 2;
-  }
-  if (warn) {
-    for (const WorkloadWarning& w : diag.warnings) err << "warning: " << w.text << "\n";
+    return std::nullopt;
   }
   if (absl::Status s = CheckPlacementOptions(opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s,
                                              opt.barrier_timeout_s);
       !s.ok()) {
     err << s.message() << "\n";
-    return 2;
+    return std::nullopt;
+  }
+  return *std::move(spec);
+}
+
+}  // namespace
+
+int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn) {
+  LoadDiagnostics diag;
+  if (!LoadJobAndPlacement(opt, /*plan_only=*/false, &diag, err)) return 2;
+  if (warn) {
+    for (const WorkloadWarning& w : diag.warnings) err << "warning: " << w.text << "\n";
   }
   return 0;
 }
@@ -569,26 +583,9 @@ ExplainFleet DescribeFleet(const SubmitOptions& opt, const LocalFleetShape* loca
 }
 
 int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::string> text = ReadFile(opt.job_path);
-  if (!text.ok()) {
-    err << text.status().message() << "\n";
-    return 2;
-  }
-  LoadOptions lo;
-  lo.strict = opt.strict;
-  lo.plan_only = true;
   LoadDiagnostics diag;
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(*text, opt.overrides, opt.job_path, lo, &diag);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return 2;
-  }
-  if (absl::Status s = CheckPlacementOptions(opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s,
-                                             opt.barrier_timeout_s);
-      !s.ok()) {
-    err << s.message() << "\n";
-    return 2;
-  }
+  const std::optional<WorkloadSpec> spec = LoadJobAndPlacement(opt, /*plan_only=*/true, &diag, err);
+  if (!spec) return 2;
   const ExplainFleet fleet = DescribeFleet(opt, local);
   const json plan = dlio::ExplainJob(*spec, diag, fleet, opt.job_path);
   if (opt.client.json) {
