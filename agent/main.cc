@@ -12,6 +12,7 @@
 #include "agent/identity.h"
 #include "common/scheduling.h"
 #include "common/signals.h"
+#include "dlio/v1/transport_cli.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -49,13 +50,7 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
   app->add_option("--s3-credentials", f->opt.s3_credentials_file,
                   "Object storage: file of KEY=VALUE lines (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
                   "AWS_ENDPOINT_URL, AWS_REGION) used where an s3 job's storage_options leave them out; default: the AWS_* environment");
-  app->add_option("--token-file", f->tls.token_file, "File holding the coordinator's token (sent when attaching)");
-  app->add_option("--tls-ca", f->tls.tls_ca,
-                  "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
-  app->add_option("--tls-cert", f->tls.tls_cert, "Client certificate (PEM) for a mutual-TLS coordinator");
-  app->add_option("--tls-key", f->tls.tls_key, "Private key (PEM) of --tls-cert");
-  app->add_option("--tls-server-name", f->tls.tls_server_name,
-                  "Name expected in the coordinator's certificate (default: the host of --coordinator)");
+  dlio::AddClientTransportOptions(app, &f->tls, "when attaching");
   app->add_option("--log-level", f->log_level, "Log level: trace, debug, info, warn, error, critical or off")
       ->default_val("info");
   app->add_option("--host-memory", f->opt.host_memory_bytes,

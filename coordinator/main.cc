@@ -20,6 +20,7 @@
 #include "common/results.h"
 #include "common/scheduling.h"
 #include "common/signals.h"
+#include "dlio/v1/transport_cli.h"
 #include "coordinator/client.h"
 #include "coordinator/coordinator_server.h"
 #include "coordinator/local_fleet.h"
@@ -67,14 +68,7 @@ void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
   o->coordinator.clear();  // filled after parsing: --coordinator, else $DLIO_COORDINATOR, else the default
   sub->add_option("--coordinator", o->coordinator,
                   "Coordinator address HOST:PORT (default: $DLIO_COORDINATOR, else 127.0.0.1:7543)");
-  sub->add_option("--token-file", o->transport.token_file,
-                  "File holding the coordinator's token (sent with every call)");
-  sub->add_option("--tls-ca", o->transport.tls_ca,
-                  "Use TLS, trusting the coordinator's certificate if this CA (PEM) signed it");
-  sub->add_option("--tls-cert", o->transport.tls_cert, "Client certificate (PEM) for a mutual-TLS coordinator");
-  sub->add_option("--tls-key", o->transport.tls_key, "Private key (PEM) of --tls-cert");
-  sub->add_option("--tls-server-name", o->transport.tls_server_name,
-                  "Name expected in the coordinator's certificate (default: the host of --coordinator)");
+  dlio::AddClientTransportOptions(sub, &o->transport, "with every call");
   sub->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds a connection to the coordinator may take to complete (an address that answers nothing)")
       ->default_val(10)
