@@ -14,8 +14,8 @@
 #include "agent/metrics.h"
 #include "agent/phase_runner.h"
 #include "agent/preflight.h"
-#include "common/mlperf.h"
-#include "common/mutex.h"
+#include "base/host_facts.h"
+#include "base/mutex.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
@@ -103,7 +103,7 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
                                                                  cmd.first_rank + cmd.local_ranks - 1);
   const std::string where = absl::StrCat("agent '", opt.name, "' (", ranks, ") job ", cmd.job_id, " phase ",
                                          cmd.phase_id);
-  // The folder below the root, no link on the way (common/confined_dir.h); nothing is created before the check.
+  // The folder below the root, no link on the way (base/confined_dir.h); nothing is created before the check.
   const auto& root = runner->root();
   if (!root.ok()) return absl::Status(root.status().code(), absl::StrCat(where, ": ", root.status().message()));
   absl::StatusOr<std::string> rel = (*root)->Relative(cmd.spec.data_folder, "dataset.data_folder");

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "common/text.h"
+#include "base/text.h"
 #include "dlio/v1/convert.h"
 #include "spdlog/spdlog.h"
 

@@ -35,9 +35,9 @@
 #include "agent/metrics.h"
 #include "agent/phase_runner.h"
 #include "agent/step_barrier.h"
-#include "common/mlperf.h"
-#include "common/mutex.h"
-#include "common/workload_spec.h"
+#include "base/host_facts.h"
+#include "base/mutex.h"
+#include "job/workload_spec.h"
 #include "dlio/v1/coordinator.pb.h"
 
 namespace dlio {

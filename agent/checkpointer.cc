@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/random.h"
-#include "readers/s3_storage.h"
+#include "base/random.h"
+#include "storage/s3/engine.h"
 
 namespace dlio {
 namespace {

@@ -1,5 +1,5 @@
-// Checkpointer: writes and reads back one rank's checkpoint files (common/checkpoint_plan.h) under a folder that
-// the caller resolved below the agent's --data-root (common/confined_dir.h); every file is opened, created and
+// Checkpointer: writes and reads back one rank's checkpoint files (plan/checkpoint_plan.h) under a folder that
+// the caller resolved below the agent's --data-root (base/confined_dir.h); every file is opened, created and
 // renamed through it, so no symbolic link below the folder is followed.
 //
 // Memory: every file is written from, and read into, one reusable buffer of random bytes (64 MiB by default,
@@ -29,11 +29,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/bandwidth_limiter.h"
-#include "common/checkpoint_plan.h"
-#include "common/confined_dir.h"
-#include "common/s3_limits.h"
-#include "readers/s3.h"
+#include "base/bandwidth_limiter.h"
+#include "plan/checkpoint_plan.h"
+#include "base/confined_dir.h"
+#include "job/s3_limits.h"
+#include "storage/s3/client.h"
 
 namespace dlio {
 
@@ -48,7 +48,7 @@ struct CheckpointIo {
 
 class Checkpointer {
  public:
-  static constexpr size_t kDefaultBufferBytes = kCheckpointBufferBytes;  // common/s3_limits.h
+  static constexpr size_t kDefaultBufferBytes = kCheckpointBufferBytes;  // job/s3_limits.h
 
   // Object storage: `s3` set, `folder` null and `s3_prefix` the key prefix of the checkpoints in the bucket.
   Checkpointer(std::shared_ptr<const ConfinedDir> folder, bool fsync, uint64_t seed,

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/scheduling.h"
-#include "common/sleep.h"
+#include "base/scheduling.h"
+#include "base/sleep.h"
 
 namespace dlio {
 

@@ -3,7 +3,7 @@
 // Index mode (pytorch-style): batch k of the rank's plan is read by thread k % T, sample after sample, like a
 // torch DataLoader worker; each thread keeps at most ceil(prefetch_size / T) finished batches ahead (torch's
 // prefetch_factor), and Next() hands batches out in order.
-// Stream mode (tfrecord, DLIO's TensorFlow pipeline; common/epoch_plan.h): thread t streams its files in
+// Stream mode (tfrecord, DLIO's TensorFlow pipeline; plan/epoch_plan.h): thread t streams its files in
 // transfer_size reads, the records it is given (StreamAssignment), and the rank's batches are cut from all threads'
 // delivered records together, as tf.data batches its interleaved stream: a batch holds records of several files
 // and threads. Each delivered record claims a place in the rank's stream (one atomic add) and may be read only
@@ -27,13 +27,13 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "common/distribution.h"
-#include "common/epoch_plan.h"
-#include "common/io_stats.h"
-#include "common/trace_buffer.h"
+#include "job/distribution.h"
+#include "plan/epoch_plan.h"
+#include "results/io_stats.h"
+#include "results/trace_buffer.h"
 #include "agent/worker_pool.h"
-#include "common/bandwidth_limiter.h"
-#include "common/mutex.h"
+#include "base/bandwidth_limiter.h"
+#include "base/mutex.h"
 #include "readers/format.h"
 
 namespace dlio {
@@ -56,7 +56,7 @@ struct LoaderConfig {
   // (the default) = no tracing. The buffers belong to the caller and must outlive the Loader.
   std::vector<TraceBuffer*> trace;
   // The phase's cancel flag (the agent was told to stop); null = none. Next() then returns Cancelled within 50 ms
-  // and the reader threads stop, their preprocess and bandwidth-cap sleeps cut short (common/sleep.h).
+  // and the reader threads stop, their preprocess and bandwidth-cap sleeps cut short (base/sleep.h).
   const std::atomic<bool>* cancel = nullptr;
 };
 

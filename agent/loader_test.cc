@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/epoch_plan.h"
+#include "plan/epoch_plan.h"
 #include "readers/format.h"
 
 namespace dlio {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "agent/loader.h"
-#include "common/prometheus_family.h"
+#include "results/prometheus_family.h"
 #include "prometheus/metric_family.h"
 
 namespace dlio {

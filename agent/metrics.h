@@ -7,11 +7,11 @@
 // Labels: agent, job_id, rank (never `job`, which Prometheus keeps for the scrape job); the I/O counters also carry
 // `phase` (train or eval for reads, generate for dataset writes); the checkpoint families carry `operation`
 // (save or load).
-// Object storage: the process's S3 request statistics (readers/s3.h S3Metrics, per operation: requests, bytes,
+// Object storage: the process's S3 request statistics (storage/s3/client.h S3Metrics, per operation: requests, bytes,
 // retries, errors by HTTP status, a latency histogram), labelled agent and operation, once the agent has sent an
 // S3 request (no S3 series before).
 // Every family, its HELP text and unit are listed in docs/metrics.md; a test compares that file with a scrape.
-// Histogram buckets: see common/prometheus_histogram.h (powers of two from ~1 us to ~37 min, + +Inf).
+// Histogram buckets: see results/prometheus_histogram.h (powers of two from ~1 us to ~37 min, + +Inf).
 // Thread-safety: every method may be called from any thread; RankMetrics fields are atomics or guarded by mu.
 #pragma once
 
@@ -24,13 +24,13 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "common/io_stats.h"
-#include "common/latency_histogram.h"
-#include "common/mutex.h"
-#include "common/prometheus_histogram.h"
+#include "results/io_stats.h"
+#include "results/latency_histogram.h"
+#include "base/mutex.h"
+#include "results/prometheus_histogram.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
-#include "readers/s3.h"
+#include "storage/s3/client.h"
 
 namespace dlio {
 
@@ -38,7 +38,7 @@ class Loader;
 
 // What a rank is doing, exported as dlio_phase{phase="<name>"} 1 (one series per rank, info-style).
 // kCheckpoint covers a whole checkpoint (its time_between_checkpoints sleep and barriers included).
-// A rank's state, not a phase's kind (common/phase.h PhaseKind), so a concept of its own: a rank is idle between
+// A rank's state, not a phase's kind (job/phase.h PhaseKind), so a concept of its own: a rank is idle between
 // phases, and inside one training-epoch phase it moves between kTrain and kCheckpoint (step-based saves). Its names
 // are the dlio_phase label values dashboards select on ("train", not the phase id's "train-epoch").
 enum class RankPhase { kIdle = 0, kGenerate, kTrain, kEval, kCheckpoint };
@@ -65,7 +65,7 @@ struct RankMetrics {
   // Wall-clock time (unix ms) the last training step ended: the timestamp dlio_steps_completed carries, so ranks are
   // compared at their own step times, not at their (skewed) scrape times. 0 = no step yet.
   std::atomic<int64_t> last_step_unix_ms{0};
-  // Bytes/s this rank reads at 100 % AU in training (common/explain.h), 0 when unbounded or not yet trained.
+  // Bytes/s this rank reads at 100 % AU in training (client/explain.h), 0 when unbounded or not yet trained.
   std::atomic<double> demand_bytes_per_second{0};
   std::atomic<int> epoch{0};
   std::atomic<int> phase{static_cast<int>(RankPhase::kIdle)};

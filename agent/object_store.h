@@ -4,7 +4,7 @@
 // Credentials and endpoint, first found wins, per setting: the job's storage.storage_options; the file named by
 // `dlio-agent --s3-credentials FILE` (KEY=VALUE lines: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL,
 // AWS_REGION; '#' comments; the file scripts/ceph-rgw.sh writes is one); the agent's environment (the same names).
-// The region defaults to us-east-1. The secret stays in S3Secret (readers/s3.h): never logged, never in a message.
+// The region defaults to us-east-1. The secret stays in S3Secret (storage/s3/client.h): never logged, never in a message.
 // Preflight (once per job on every agent, before its first phase touches the bucket): the bucket answers a HEAD with
 // these credentials, and for reading, the first data object answers a HEAD; a failure is one line naming the
 // endpoint, the bucket and the access key id.
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/workload_spec.h"
-#include "readers/s3.h"
+#include "job/workload_spec.h"
+#include "storage/s3/client.h"
 
 namespace dlio {
 

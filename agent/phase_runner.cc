@@ -16,16 +16,16 @@
 #include "absl/strings/str_cat.h"
 #include "agent/checkpointer.h"
 #include "agent/loader.h"
-#include "common/scheduling.h"
-#include "common/sleep.h"
+#include "base/scheduling.h"
+#include "base/sleep.h"
 #include "agent/step_barrier.h"
-#include "common/checkpoint_plan.h"
-#include "common/explain.h"
-#include "common/checkpoint_schedule.h"
-#include "common/epoch_plan.h"
-#include "common/mutex.h"
+#include "plan/checkpoint_plan.h"
+#include "plan/epoch_plan.h"
+#include "plan/checkpoint_schedule.h"
+#include "plan/epoch_plan.h"
+#include "base/mutex.h"
 #include "readers/format.h"
-#include "readers/storage.h"
+#include "storage/storage.h"
 
 namespace dlio {
 
@@ -248,7 +248,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   if (r.ok() && !r->empty() && cmd.spec.IsS3()) {
     (*r)[0].s3 = S3Difference(S3Metrics::Global().Snapshot(), s3_before);
   }
-  // Read buffers are pooled from epoch to epoch (readers/storage.h); after the job's last phase (or a failure, which
+  // Read buffers are pooled from epoch to epoch (storage/storage.h); after the job's last phase (or a failure, which
   // ends the job) an idle agent keeps none.
   const bool last = cmd.kind == PhaseKind::kGenerate ? !cmd.spec.train : cmd.epoch >= cmd.spec.epochs;
   if (last || !r.ok()) {
@@ -267,7 +267,7 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const ConfinedDir& data_d
   const std::string suffix = "." + ext;
   // Data files only: the extension filter already leaves out companion files (indexed_binary's `<name>.off.idx`
   // and `<name>.sz.idx` end in .idx) and the agents' temporary names (`<name>.tmp-<pid>`). No link is followed
-  // (common/confined_dir.h): a symbolic link here is refused, not silently skipped.
+  // (base/confined_dir.h): a symbolic link here is refused, not silently skipped.
   std::function<absl::Status(const std::string&, bool)> list = [&](const std::string& folder,
                                                                   bool descend) -> absl::Status {
     absl::StatusOr<std::vector<ConfinedDir::Entry>> entries = data_dir.List(folder);
@@ -1013,7 +1013,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::CheckpointPhase(const 
       first_error.Set(s.code() == absl::StatusCode::kCancelled ? s : Annotate(s, Where(cmd, rank)));
       local_barrier.Cancel(absl::CancelledError(absl::StrCat(Where(cmd, rank), ": another rank failed")));
     };
-    // Checkpoint-only mode: DLIO's "compute" between checkpoints; a cancel cuts it short (common/sleep.h).
+    // Checkpoint-only mode: DLIO's "compute" between checkpoints; a cancel cuts it short (base/sleep.h).
     if (!spec.train && spec.time_between_checkpoints > 0) SleepFor(spec.time_between_checkpoints, cancel);
     uint64_t barrier_seq = 0;
     absl::Status s = cancel && *cancel ? absl::CancelledError(absl::StrCat(Where(cmd, rank), ": cancelled"))

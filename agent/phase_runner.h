@@ -10,7 +10,7 @@
 //   coordinator through `barrier`) -> record load, proc = load + compute, compute and barrier wait.
 // Eval (after chosen epochs): the same loop over valid/ with batch_size_eval and eval_time, and no step barrier,
 //   as in DLIO.
-// Checkpoints (common/checkpoint_schedule.h): a checkpoint phase saves or loads one checkpoint per local rank
+// Checkpoints (plan/checkpoint_schedule.h): a checkpoint phase saves or loads one checkpoint per local rank
 //   (checkpoint-only mode first sleeps time_between_checkpoints), between a barrier before and, with rank_sync,
 //   one after (inside the timing). Step-based checkpoints happen inside the training phase: after the barrier of
 //   a checkpoint step every rank closes its block, saves, and opens the next block, in lockstep with the fleet
@@ -36,15 +36,15 @@
 #include "agent/metrics.h"
 #include "agent/object_store.h"
 #include "agent/worker_pool.h"
-#include "common/confined_dir.h"
-#include "common/phase.h"
-#include "common/results.h"
-#include "common/trace_buffer.h"
-#include "common/workload_spec.h"
+#include "base/confined_dir.h"
+#include "job/phase.h"
+#include "results/results.h"
+#include "results/trace_buffer.h"
+#include "job/workload_spec.h"
 
 namespace dlio {
 
-// A phase order as the agent runs it: the coordinator's order (common/phase.h) and its workload, parsed. The job's
+// A phase order as the agent runs it: the coordinator's order (job/phase.h) and its workload, parsed. The job's
 // S3 secret, which travels beside the workload, is in spec.s3_secret_access_key as well.
 struct PhaseCommand : PhaseOrder {
   WorkloadSpec spec;
@@ -66,7 +66,7 @@ class PhaseRunner {
   // Blocks until the coordinator released `step` for every agent of the job.
   using BarrierFn = std::function<absl::Status(uint64_t step)>;
 
-  // Opens `data_root` (common/confined_dir.h): every file of every phase is opened, created, renamed and listed
+  // Opens `data_root` (base/confined_dir.h): every file of every phase is opened, created, renamed and listed
   // below it, without following symbolic links. A root that cannot be opened fails every phase naming it.
   PhaseRunner(const std::filesystem::path& data_root, std::string agent_name, AgentMetrics* metrics)
       : root_(ConfinedDir::OpenRoot(data_root.string())), agent_(std::move(agent_name)), metrics_(metrics) {}
@@ -116,7 +116,7 @@ class PhaseRunner {
   // the job's last phase. Touched by Run() only (one at a time).
   std::string pools_job_;
   std::vector<std::unique_ptr<WorkerPool>> pools_;
-  // --trace: per local rank, its step thread's buffer then one per loader thread (common/trace_buffer.h),
+  // --trace: per local rank, its step thread's buffer then one per loader thread (results/trace_buffer.h),
   // allocated at the first traced phase and reused (cleared) by the next ones. Touched by Run() only.
   std::vector<std::vector<std::unique_ptr<TraceBuffer>>> trace_;
   int64_t trace_capacity_ = 0;

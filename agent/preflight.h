@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/workload_spec.h"
+#include "job/workload_spec.h"
 
 namespace dlio {
 

@@ -1,6 +1,6 @@
 #include "agent/worker_pool.h"
 
-#include "common/scheduling.h"
+#include "base/scheduling.h"
 
 namespace dlio {
 

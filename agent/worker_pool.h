@@ -6,7 +6,7 @@
 // epoch of the bench's 1 GiB datasets. Handing the loops to waiting threads costs one wake-up each.
 // Contract: Run(n, fn) starts fn(0) .. fn(n-1) on workers 0 .. n-1 (n <= size()) and returns at once; Wait() returns
 // when all of them returned. One Run() at a time: Run() after Run() without Wait() in between is a programming
-// error. Workers ask for bulk scheduler slices (common/scheduling.h). The destructor waits for a running batch.
+// error. Workers ask for bulk scheduler slices (base/scheduling.h). The destructor waits for a running batch.
 // Thread-safety: Run() and Wait() from one owner thread; the workers synchronise with it through mu_.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "common/mutex.h"
+#include "base/mutex.h"
 
 namespace dlio {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "agent/loader.h"
-#include "common/epoch_plan.h"
+#include "plan/epoch_plan.h"
 #include "readers/format.h"
 
 namespace dlio {

@@ -58,11 +58,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/agent_session.h"
-#include "common/epoch_plan.h"
-#include "common/mlperf.h"
-#include "common/random.h"
-#include "common/scheduling.h"
-#include "common/write_queue.h"
+#include "plan/epoch_plan.h"
+#include "mlperf/rules.h"
+#include "base/random.h"
+#include "base/scheduling.h"
+#include "base/write_queue.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
 #include "grpcpp/grpcpp.h"
@@ -899,7 +899,7 @@ int main(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
   signal(SIGPIPE, SIG_IGN);
-  dlio::SkipMutexDeadlockDetection();  // as the agent does (common/scheduling.h)
+  dlio::SkipMutexDeadlockDetection();  // as the agent does (base/scheduling.h)
   dlio::Run run(c);
   return run.Main();
 }

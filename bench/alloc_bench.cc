@@ -1,8 +1,8 @@
 // dlio-bench-alloc: heap allocations per sample on the steady-state read path (the agent's Loader and the format
 // readers, every engine), measured with a counting allocator.
 //
-// Method (the buffer pool of readers/storage.h is switched off, so set-up is the same in every run): the project's
-// counting allocator (common/alloc_counter.h, every thread counted). Each configuration runs the Loader for S steps and then for 2S steps on the same
+// Method (the buffer pool of storage/storage.h is switched off, so set-up is the same in every run): the project's
+// counting allocator (base/alloc_counter.h, every thread counted). Each configuration runs the Loader for S steps and then for 2S steps on the same
 // files; everything that does not depend on the number of samples (threads, queues, ring set-up, buffers growing
 // to the largest file, libhdf5's first-use initialisation) is the same in both runs, so
 //   allocations per sample = (A(2S) - A(S)) / (S x batch).
@@ -28,10 +28,10 @@
 #include <fstream>
 
 #include "agent/loader.h"
-#include "common/alloc_counter.h"
-#include "common/epoch_plan.h"
+#include "base/alloc_counter.h"
+#include "plan/epoch_plan.h"
 #include "readers/format.h"
-#include "readers/s3.h"
+#include "storage/s3/client.h"
 
 namespace dlio {
 namespace {
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
       dir = argv[i];
     }
   }
-  // No buffer pool (readers/storage.h): otherwise a loader thread that starts late may or may not find the buffer
+  // No buffer pool (storage/storage.h): otherwise a loader thread that starts late may or may not find the buffer
   // of one that already finished, and the set-up allocations would differ from run to run by one.
   ::setenv("DLIO_BUFFER_POOL_BYTES", "0", 1);
   bool temp = false;

@@ -8,7 +8,7 @@ Agent bytes/s: bytes read over the timed epoch seconds (output.metric.exclude_st
 from the job's summary.json. Each agent run is a fresh `dlio-coordinator serve` + `dlio-agent` + `submit`, so the
 agent's start-up, baseline RSS and CPU time can be read from /proc around the submit.
 References replay the agent's own I/O: a recording run with DLIO_IOLOG_DIR makes the agent write one fio iolog
-per loader thread (readers/storage.h); fio replays them with one job per thread, the same engine and queue depth,
+per loader thread (storage/storage.h); fio replays them with one job per thread, the same engine and queue depth,
 the logs repeated for the same number of epochs. Case (c) is compared with dlio-bench-hdf5-loop, libhdf5 called
 directly with the agent's sample order and thread count (fio's 4 KiB random reads shown beside it). Case (f) (issue
 18) is the simple reference a user writes first: `dlio-coordinator run` against a plain fio job over the same files.

@@ -23,8 +23,8 @@
 #include <tuple>
 #include <vector>
 
-#include "common/epoch_plan.h"
-#include "common/workload_spec.h"
+#include "plan/epoch_plan.h"
+#include "job/workload_spec.h"
 #include "readers/format.h"
 
 namespace {

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "common/epoch_plan.h"
-#include "common/io_stats.h"
-#include "common/latency_histogram.h"
+#include "plan/epoch_plan.h"
+#include "results/io_stats.h"
+#include "results/latency_histogram.h"
 #include "readers/format.h"
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 #include "readers/npz.h"
 #include "readers/tfrecord.h"
 
@@ -90,7 +90,7 @@ void BM_TfrecordStreamRecords(benchmark::State& state) {
 }
 BENCHMARK(BM_TfrecordStreamRecords)->Unit(benchmark::kMicrosecond);
 
-// Random sample bytes for generation (readers/io_util.h Rng), into an 8 MiB buffer.
+// Random sample bytes for generation (storage/io_util.h Rng), into an 8 MiB buffer.
 void BM_RandomBytes(benchmark::State& state) {
   std::vector<uint8_t> buf(size_t{8} << 20);
   internal::Rng rng(1);

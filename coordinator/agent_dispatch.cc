@@ -1,8 +1,8 @@
 #include "coordinator/agent_dispatch.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/text.h"
-#include "common/workload_spec.h"
+#include "base/text.h"
+#include "job/workload_spec.h"
 #include "dlio/v1/convert.h"
 
 namespace dlio {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/results.h"
+#include "results/results.h"
 #include "coordinator/coordinator.h"
 #include "dlio/v1/coordinator.pb.h"
 

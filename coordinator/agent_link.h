@@ -1,7 +1,7 @@
 // The seam between the coordinator's core and its agents: the interface it reaches an attached agent through
 // (AgentLink, implemented by the gRPC facade over the Attach stream, and by fake links in the unit tests), and what
 // an agent reports about a running phase (AgentProgress, AgentErrorKind). What it orders an agent to run, a
-// PhaseOrder, is shared with the agent (common/phase.h).
+// PhaseOrder, is shared with the agent (job/phase.h).
 // Thread-safety: plain data; AgentLink's contract is below.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/phase.h"
+#include "job/phase.h"
 
 namespace dlio {
 

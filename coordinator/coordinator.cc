@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/text.h"
+#include "base/text.h"
 #include "coordinator/coordinator_job.h"
 #include "coordinator/messages.h"
 #include "nlohmann/json.hpp"

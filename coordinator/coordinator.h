@@ -46,11 +46,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "common/latency_histogram.h"
-#include "common/mutex.h"
-#include "common/results.h"
-#include "common/verdict.h"
-#include "common/workload_spec.h"
+#include "results/latency_histogram.h"
+#include "base/mutex.h"
+#include "results/results.h"
+#include "results/verdict.h"
+#include "job/workload_spec.h"
 #include "coordinator/agent_link.h"
 #include "coordinator/job_store.h"
 #include "coordinator/phase_driver.h"
@@ -69,7 +69,7 @@ struct JobEventData {
   int epoch = 0, epochs_total = 0;   // progress of a training epoch (and its checkpoint and evaluation)
   std::optional<double> live_au;     // progress of a training epoch: the fleet's AU so far in the epoch, percent
   bool final = false;
-  bool refused = false;              // final event: refused at placement, before any phase (common/preflight.h)
+  bool refused = false;              // final event: refused at placement, before any phase (plan/preflight.h)
 };
 
 // The placement options of a job (submit/run flags, SubmitRequest fields): --agents in [0, 65536],

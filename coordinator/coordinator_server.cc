@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/mutex.h"
-#include "common/prometheus_family.h"
-#include "common/text.h"
-#include "common/write_queue.h"
+#include "base/mutex.h"
+#include "results/prometheus_family.h"
+#include "base/text.h"
+#include "base/write_queue.h"
 #include "coordinator/agent_dispatch.h"
 #include "coordinator/targets_file.h"
 #include "dlio/v1/convert.h"

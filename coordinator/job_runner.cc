@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/checkpoint_plan.h"
-#include "common/checkpoint_schedule.h"
-#include "common/epoch_plan.h"
-#include "common/preflight.h"
+#include "plan/checkpoint_plan.h"
+#include "plan/checkpoint_schedule.h"
+#include "plan/epoch_plan.h"
+#include "plan/preflight.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_job.h"
 #include "coordinator/messages.h"
@@ -188,7 +188,7 @@ bool Coordinator::StartJob(Job& job, MutexLock& lk) {
     return false;
   }
   if (!Place(job, lk)) return false;
-  // What the job's own values make impossible on the fleet it got (common/preflight.h) ends it here, before any
+  // What the job's own values make impossible on the fleet it got (plan/preflight.h) ends it here, before any
   // phase (the "warning:" events of WarnUnmeasured below are the harmless kind).
   const JobWorld placed{static_cast<int64_t>(job.rec.agent_names.size()), job.rec.ranks_per_agent};
   if (const std::vector<std::string> refusals = PreRunRefusals(job.spec, placed); !refusals.empty()) {
@@ -229,7 +229,7 @@ bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
     ok = RunPhase(job, lk, "generate", PhaseKind::kGenerate, 0);
     job.result.generate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  // A save (or load) of one checkpoint as its own phase; see common/checkpoint_schedule.h.
+  // A save (or load) of one checkpoint as its own phase; see plan/checkpoint_schedule.h.
   auto checkpoint_phase = [&](bool load, int index, int epoch, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     PhaseOrder c;
     c.checkpoint_load = load;

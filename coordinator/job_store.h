@@ -22,7 +22,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "common/mutex.h"
+#include "base/mutex.h"
 
 struct sqlite3;
 
@@ -58,7 +58,7 @@ struct JobRecord {
   int epochs_total = 0;
   std::string message;                   // latest line; the error for failed jobs
   bool has_results = false;              // result files exist (partial ones included)
-  std::string verdict_json;              // common/verdict.h VerdictJson() once the job ended; empty before
+  std::string verdict_json;              // results/verdict.h VerdictJson() once the job ended; empty before
 };
 
 class JobStore {

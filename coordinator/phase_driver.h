@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/results.h"
+#include "results/results.h"
 #include "coordinator/agent_link.h"
 
 namespace dlio {

@@ -1,6 +1,6 @@
 #include "coordinator/targets_file.h"
 
-#include "common/results.h"
+#include "results/results.h"
 #include "nlohmann/json.hpp"
 
 namespace dlio {

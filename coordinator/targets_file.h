@@ -17,7 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "common/mutex.h"
+#include "base/mutex.h"
 
 namespace dlio {
 

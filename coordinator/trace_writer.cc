@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "common/trace_buffer.h"
+#include "results/trace_buffer.h"
 
 namespace dlio {
 

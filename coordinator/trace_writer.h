@@ -1,4 +1,4 @@
-// TraceWriter: merges the agents' trace events (RankEpochResult::trace_events, common/trace_buffer.h) into one
+// TraceWriter: merges the agents' trace events (RankEpochResult::trace_events, results/trace_buffer.h) into one
 // Chrome trace-event JSON file (`--trace FILE`; opens in Perfetto and chrome://tracing).
 //
 // Layout of the file: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}.
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/results.h"
+#include "results/results.h"
 
 namespace dlio {
 

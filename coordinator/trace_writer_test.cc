@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "common/trace_buffer.h"
+#include "results/trace_buffer.h"
 #include "nlohmann/json.hpp"
 
 namespace dlio {

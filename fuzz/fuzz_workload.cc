@@ -1,4 +1,4 @@
-// libFuzzer target: the workload loader (common/workload_spec.h) and --explain's plan (common/explain.h).
+// libFuzzer target: the workload loader (job/workload_spec.h) and --explain's plan (client/explain.h).
 //
 // Input: one byte of options (bit 0 --strict, bit 1 plan-only as --explain loads, bits 2-7 the fleet), then the job
 // file's text, then overrides separated by NUL bytes. Properties checked (abort = a finding):
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/explain.h"
-#include "common/workload_spec.h"
+#include "client/explain.h"
+#include "job/workload_spec.h"
 #include "nlohmann/json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

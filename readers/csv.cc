@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 
 namespace dlio {
 namespace {

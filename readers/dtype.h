@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 
 namespace dlio::internal {
 

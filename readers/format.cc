@@ -6,15 +6,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/format_traits.h"
-#include "common/workload_spec.h"
+#include "job/format_traits.h"
+#include "job/workload_spec.h"
 #include "readers/csv.h"
 #include "readers/dtype.h"
 #include "readers/hdf5.h"
 #include "readers/image.h"
 #include "readers/indexed_binary.h"
 #include "readers/npy.h"
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 #include "readers/npz.h"
 #include "readers/synthetic.h"
 #include "readers/tfrecord.h"
@@ -133,7 +133,7 @@ std::string Padded(int64_t v, size_t width) {
 
 }  // namespace
 
-// The factory of every format of the registry (common/format_traits.h); format_test checks they are the same set.
+// The factory of every format of the registry (job/format_traits.h); format_test checks they are the same set.
 using FormatFactory = std::unique_ptr<Format> (*)(const FormatOptions&);
 const std::vector<std::pair<std::string, FormatFactory>>& FormatFactories() {
   static const std::vector<std::pair<std::string, FormatFactory>> factories = {

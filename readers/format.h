@@ -43,10 +43,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/confined_dir.h"
-#include "common/format_traits.h"
-#include "common/io_stats.h"
-#include "readers/storage.h"
+#include "base/confined_dir.h"
+#include "job/format_traits.h"
+#include "results/io_stats.h"
+#include "storage/storage.h"
 
 namespace dlio {
 
@@ -72,14 +72,14 @@ struct FormatOptions {
   // pread (posix only).
   IoEngine io_engine = IoEngine::kPosix;
   // Object storage (storage.storage_type: s3): set together with io_engine = kS3; paths are then object keys of
-  // this bucket (readers/s3.h) for reading and for Generate().
+  // this bucket (storage/s3/client.h) for reading and for Generate().
   std::shared_ptr<const S3Config> s3;
   StorageTarget target() const { return StorageTarget{io_engine, s3, dir}; }
   // reader.read_type: memory. Whole-file formats (npz, npy, csv, jpeg, png) keep the file a loader thread read
   // last and serve its further samples from memory; false (on_demand) re-reads the file for every sample.
   bool read_in_memory = false;
   // The folder every data file is opened, created and renamed in (the job's data folder, resolved below the agent's
-  // data root; common/confined_dir.h): paths given to Generate(), ReadSample() and Open() must lie below it, and
+  // data root; base/confined_dir.h): paths given to Generate(), ReadSample() and Open() must lie below it, and
   // no symbolic link is followed. Null (tools, format tests): plain open(2) of the path.
   std::shared_ptr<const ConfinedDir> dir;
 };
@@ -137,7 +137,7 @@ class Format {
 // Waits until a file Generate() wrote is on the storage (fdatasync). Errors name the file.
 absl::Status SyncGeneratedFile(const std::string& path, const ConfinedDir* dir = nullptr);
 
-// The format names MakeFormat() knows: common/format_traits.h FormatNames(), the one registry.
+// The format names MakeFormat() knows: job/format_traits.h FormatNames(), the one registry.
 // The factory of each (name, make), the same names as the registry's (format_test checks it).
 const std::vector<std::pair<std::string, std::unique_ptr<Format> (*)(const FormatOptions&)>>& FormatFactories();
 

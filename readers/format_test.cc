@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "common/workload_spec.h"
-#include "readers/io_util.h"
+#include "job/workload_spec.h"
+#include "storage/io_util.h"
 #include "readers/npz.h"
-#include "readers/s3.h"
+#include "storage/s3/client.h"
 #include "readers/test_util.h"
 #include "readers/tfrecord.h"
 
@@ -46,7 +46,7 @@ TEST(MakeFormat, UnknownNameListsAllowed) {
             "mmap_indexed_binary, synthetic)");
 }
 
-// The format library makes exactly the formats of the registry (common/format_traits.h), and each behaves as its
+// The format library makes exactly the formats of the registry (job/format_traits.h), and each behaves as its
 // row says: streaming, io engines other than posix, images.
 TEST(MakeFormat, FactoriesAndBehaviourFollowTheRegistry) {
   std::set<std::string> factories;

@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
-#include "readers/hdf5_vfd.h"
-#include "readers/io_util.h"
-#include "readers/storage.h"
+#include "storage/hdf5_vfd.h"
+#include "storage/io_util.h"
+#include "storage/storage.h"
 
 namespace dlio {
 namespace {

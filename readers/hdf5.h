@@ -22,7 +22,7 @@
 // Element type and shape come from the file, and the memory type is the file's own type (no conversion), so DLIO's
 // own files (any record shape) are read as they are.
 //
-// Accounting: libhdf5 reads the file through our virtual file driver (readers/hdf5_vfd.h) over a StorageReader, so
+// Accounting: libhdf5 reads the file through our virtual file driver (storage/hdf5_vfd.h) over a StorageReader, so
 // every read it makes (superblock, object headers, B-trees, the sieve-buffered or chunked data) is one op of the
 // bytes the read syscall returned, and every H5Fopen counts one file: bytes read are what the process read, metadata
 // included, and equal strace's sum of its reads (tests/trace_test.cc). The driver announces sec2's feature flags,

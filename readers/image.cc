@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 
 namespace dlio {
 namespace {

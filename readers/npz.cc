@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 #include "readers/npy.h"
-#include "readers/storage.h"
+#include "storage/storage.h"
 
 namespace dlio {
 namespace {

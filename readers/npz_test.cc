@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "readers/format.h"
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 #include "readers/test_util.h"
 
 namespace dlio {

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "readers/io_util.h"
+#include "storage/io_util.h"
 
 namespace dlio {
 namespace {

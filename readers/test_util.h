@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/alloc_counter.h"  // testing::AllocationCounter, used by the readers' tests
+#include "base/alloc_counter.h"  // testing::AllocationCounter, used by the readers' tests
 #include "readers/format.h"
 
 namespace dlio::testing {

@@ -17,9 +17,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/io_stats.h"
-#include "readers/io_util.h"
-#include "readers/storage.h"
+#include "results/io_stats.h"
+#include "storage/io_util.h"
+#include "storage/storage.h"
 
 namespace dlio::internal {
 

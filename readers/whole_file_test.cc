@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "readers/format.h"
-#include "readers/storage.h"
+#include "storage/storage.h"
 #include "readers/test_util.h"
 
 namespace dlio {

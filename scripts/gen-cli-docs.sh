@@ -9,7 +9,7 @@ check=0
 [[ "${1:-}" == "--check" ]] && check=1
 
 reference() {
-  # The coordinator's verbs come from its table of verbs (coordinator/main.cc kVerbs); a group of verbs (mlperf) is
+  # The coordinator's verbs come from its table of verbs (cli/coordinator_main.cc kVerbs); a group of verbs (mlperf) is
   # documented through its children.
   local list verbs=() v
   list=$($bin/dlio-coordinator --list-verbs)

@@ -22,11 +22,12 @@ packages=(cmake g++ make pkg-config
   libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1 libsqlite3-dev
-  libcurl4-openssl-dev libpugixml-dev)                         # S3 object storage (readers/s3.h)
+  libcurl4-openssl-dev libpugixml-dev)                         # S3 object storage (storage/s3/client.h)
 # openssl: the TLS tests make their own certificates; python3: bench/fleet.sh reads the result files.
 # hdf5-plugin-lzf is HDF5's lzf filter for dataset.compression: lzf; its plugin needs liblzf1 loaded beside it.
 if ((with_tests)); then
   packages+=(prometheus python3-numpy python3-h5py python3-pil fio openssl python3 strace
+    universal-ctags                                            # scripts/long-functions.py (meta.NoProductionFunction...)
     chromium                                                   # HTML report loaded headless (tests/js/check_report.mjs)
     slurmctld slurmd slurm-client                              # slurm/dlio.sbatch on 4 emulated nodes
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev  # Helm chart rendering (tests/minihelm)

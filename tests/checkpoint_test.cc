@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "common/checkpoint_plan.h"
-#include "common/workload_spec.h"
+#include "plan/checkpoint_plan.h"
+#include "job/workload_spec.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/harness.h"

@@ -1,7 +1,7 @@
 // Two-way compatibility with DLIO (issue 17), with real processes:
 //  - Resnet50.*: DLIO's resnet50_a100.yaml scaled to 16 files x 100 samples runs: its batches of 400 are cut from the
-//    8 loader threads' interleaved stream, as DLIO's TensorFlow pipeline cuts them (common/epoch_plan.h).
-//  - Refusals.*: every refusal a job's own values cause on its fleet (common/preflight.h) is reported before anything
+//    8 loader threads' interleaved stream, as DLIO's TensorFlow pipeline cuts them (plan/epoch_plan.h).
+//  - Refusals.*: every refusal a job's own values cause on its fleet (plan/preflight.h) is reported before anything
 //    runs, the same line everywhere: `run --explain` prints it first and exits 2, `run` exits 2 before starting its
 //    agents, `submit` exits 2 before connecting when --agents and --accelerators-per-agent fix the world, and the
 //    coordinator refuses the job once placed, before any phase (exit 2, nothing written under the data root).
@@ -71,7 +71,7 @@ std::vector<std::string> Transformer(std::vector<std::string> extra) {
   return v;
 }
 
-// Every refusal kind of common/preflight.h; each was an error of a phase (or of the job's start) before.
+// Every refusal kind of plan/preflight.h; each was an error of a phase (or of the job's start) before.
 std::vector<Refusal> AllRefusals() {
   return {
       {"IndexBatchAboveTheDatasetForThisWorld", "npz", 4, 1, 2, {},

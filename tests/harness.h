@@ -44,7 +44,7 @@ inline std::string Dump(const CommandResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err;
 }
 
-// True for the exit statuses of a job that ran to its end (coordinator/client.h): 0 it met its AU target, 5 it
+// True for the exit statuses of a job that ran to its end (client/client.h): 0 it met its AU target, 5 it
 // missed it, 6 its AU was not measured. Tests that check what a job did rather than its verdict accept all three
 // (a loaded 2-core machine decides the AU of a test job); verdict tests assert the status itself.
 inline bool JobRan(int exit_code) { return exit_code == 0 || exit_code == 5 || exit_code == 6; }

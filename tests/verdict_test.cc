@@ -1,4 +1,4 @@
-// The answer of a run, over real processes (coordinator/client.h, common/verdict.h, docs/results.md): every verb
+// The answer of a run, over real processes (client/client.h, results/verdict.h, docs/results.md): every verb
 // prints one verdict line and exits with the documented status, and no figure is ever negative or above 100 %,
 // however few steps an epoch has. Timed (a capped and an uncapped job): the tests run alone (RUN_SERIAL).
 #include <gtest/gtest.h>

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint_plan.h"
-#include "common/workload_spec.h"
+#include "plan/checkpoint_plan.h"
+#include "job/workload_spec.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/harness.h"

@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "common/phase.h"
-#include "common/results.h"
-#include "common/verdict.h"
+#include "job/phase.h"
+#include "results/results.h"
+#include "results/verdict.h"
 #include "dlio/v1/coordinator.pb.h"
 
 namespace dlio {

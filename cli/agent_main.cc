@@ -1,0 +1,121 @@
+// dlio-agent: one per node. Attaches to the coordinator, generates its share of the dataset and emulates training
+// I/O for its local ranks.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "cli/cli_parse.h"
+#include "agent/agent_server.h"
+#include "agent/identity.h"
+#include "base/scheduling.h"
+#include "base/signals.h"
+#include "cli/transport_cli.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+// The agent's command line.
+struct AgentFlags {
+  dlio::AgentServer::Options opt;
+  double reconnect_window_s = 30;
+  std::string name, node_name;
+  dlio::TransportFiles tls;
+  std::string log_level = "info";
+};
+
+void AddAgentOptions(CLI::App* app, AgentFlags* f) {
+  app->add_option("--coordinator", f->opt.coordinator, "Coordinator address HOST:PORT")->required();
+  app->add_option("--data-root", f->opt.data_root,
+                  "Directory every data path is confined to; relative dataset.data_folder paths resolve under it, "
+                  "absolute ones must lie inside it")
+      ->required();
+  app->add_option("--name", f->name,
+                  "Agent name, unique in the fleet (default: SLURMD_NODENAME[-SLURM_LOCALID], else POD_NAME, else the "
+                  "host name)");
+  app->add_option("--node-name", f->node_name,
+                  "Node this agent runs on; num_hosts counts distinct ones (default: SLURMD_NODENAME, else NODE_NAME, "
+                  "else the host name)");
+  app->add_option("--accelerators", f->opt.accelerators, "Number of emulated accelerators (local ranks) on this node")
+      ->default_val(1)
+      ->check(CLI::Range(1, 4096));
+  app->add_option("--metrics-listen", f->opt.metrics_listen,
+                  "Serve Prometheus /metrics on HOST:PORT (port 0 picks a free port); empty = no endpoint");
+  app->add_option("--reconnect-window", f->reconnect_window_s,
+                  "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then exit cleanly")
+      ->default_val(30)
+      ->check(CLI::Range(0.0, 86400.0));
+  app->add_option("--s3-credentials", f->opt.s3_credentials_file,
+                  "Object storage: file of KEY=VALUE lines (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                  "AWS_ENDPOINT_URL, AWS_REGION) used where an s3 job's storage_options leave them out; default: the AWS_* environment");
+  dlio::AddClientTransportOptions(app, &f->tls, "when attaching");
+  app->add_option("--log-level", f->log_level, "Log level: trace, debug, info, warn, error, critical or off")
+      ->default_val("info");
+  app->add_option("--host-memory", f->opt.host_memory_bytes,
+                  "DRAM of this host node in bytes (KB/MB/GB: powers of 1000, KiB/MiB/GiB: of 1024), reported instead "
+                  "of MemTotal or the cgroup limit: for a VM or container whose limit the agent cannot see, and "
+                  "scaled-down MLPerf rehearsals. MLPerf's datasize uses it; results record it as declared")
+      ->transform(CLI::AsSizeValue(true).description(""))
+      ->type_name("BYTES");
+  app->add_option("--protocol-version", f->opt.protocol_version,
+                  "Protocol version to announce (testing only; default: this build's)")
+      ->group("");  // hidden
+}
+
+// Logging, identity and transport from the flags, then the agent until it is told to stop.
+int RunAgent(AgentFlags& f) {
+  const auto level = spdlog::level::from_str(f.log_level);
+  if (level == spdlog::level::off && f.log_level != "off") {
+    std::cerr << "--log-level: '" << f.log_level << "' is not one of trace, debug, info, warn, error, critical, off\n";
+    return 2;
+  }
+  spdlog::set_level(level);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  f.opt.hostname = host;
+  const dlio::AgentIdentity id =
+      dlio::ResolveIdentity(f.name, f.node_name, [](const char* k) { return std::getenv(k); }, f.opt.hostname);
+  f.opt.name = id.name;
+  f.opt.node_name = id.node;
+  spdlog::info("agent name '{}' (from {}), node '{}'", f.opt.name, id.name_source, f.opt.node_name);
+  absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(f.tls, /*server=*/false);
+  if (!transport.ok()) {
+    std::cerr << "dlio-agent: " << transport.status().message() << "\n";
+    return 2;
+  }
+  f.opt.transport = *transport;
+  f.opt.reconnect_window = std::chrono::milliseconds(static_cast<int64_t>(f.reconnect_window_s * 1000));
+
+  auto server = dlio::AgentServer::Start(f.opt);
+  if (!server.ok()) {
+    std::cerr << "dlio-agent: " << server.status().message() << "\n";
+    return 2;
+  }
+  dlio::AgentServer* srv = server->get();
+  dlio::OnTerminationSignal([srv](int) { srv->Shutdown(); });
+  if ((*server)->metrics_port() != 0) spdlog::info("metrics on port {}", (*server)->metrics_port());
+  absl::Status s = (*server)->Run();
+  if (!s.ok()) {
+    std::cerr << "dlio-agent: " << s.message() << "\n";
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dlio::RequestShortSlices();  // before any thread exists: gRPC's and the step threads inherit it (scheduling.h)
+  dlio::SkipMutexDeadlockDetection();
+  CLI::App app{"dlio-agent: emulates deep-learning training I/O on this node for a dlio-coordinator.\n"
+               "Attaches to the coordinator, runs the phases it is given (generate, train epochs) for its local ranks\n"
+               "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",
+               "dlio-agent"};
+  app.get_formatter()->column_width(52);
+  AgentFlags flags;
+  AddAgentOptions(&app, &flags);
+  if (std::optional<int> rc = dlio::ParseCommandLine(app, argc, argv, std::cerr)) return *rc;
+  return RunAgent(flags);
+}

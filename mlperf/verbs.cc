@@ -1,0 +1,903 @@
+#include "mlperf/verbs.h"
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "mlperf/rules.h"
+#include "results/results.h"
+#include "client/explain.h"
+#include "job/workload_spec.h"
+#include "mlperf/submission.h"
+#include "nlohmann/json.hpp"
+
+namespace dlio {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json Num(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::string Human(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (b >= 1024 && u < 5) {
+    b /= 1024;
+    ++u;
+  }
+  return absl::StrFormat("%.2f %s", b, units[u]);
+}
+
+// The workload baseline: --workload, else the job's model.name. Null (and a message) if neither names one.
+const MlperfWorkload* PickWorkload(const std::string& flag, const std::string& model, std::ostream& err) {
+  const std::string name = !flag.empty() ? flag : model;
+  const MlperfWorkload* w = FindMlperfWorkload(name);
+  if (w == nullptr) {
+    err << (flag.empty() ? "model.name" : "--workload") << ": '" << name
+        << "' is not an MLPerf Storage training workload (unet3d, resnet50, cosmoflow)\n";
+  }
+  return w;
+}
+
+json LoadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+// One job through SubmitAndWait with --json captured. `ok` = the job succeeded (whatever its verdict) and its
+// figures were parsed; a figure its metric window left unmeasured is nullopt.
+struct RunOutcome {
+  int rc = 1;
+  bool ok = false;
+  std::string job_id;
+  std::optional<double> au;
+  std::optional<double> samples_per_second;
+  json summary;  // the fetched summary.json when an output folder was given
+};
+
+std::optional<double> OptNum(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string Pct(const std::optional<double>& v) { return v ? absl::StrFormat("%.2f %%", *v) : "not measured"; }
+std::string Gib(const std::optional<double>& v) {
+  return v ? absl::StrFormat("%.3f GiB/s", *v) : "GiB/s not measured";
+}
+std::string Secs(const std::optional<double>& v) { return v ? absl::StrFormat("%.3f s", *v) : "n/m"; }
+std::string Rate(const std::optional<double>& v) {
+  return v ? absl::StrFormat("%.2f samples/s", *v) : "samples/s not measured";
+}
+
+RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& extra, int accelerators_per_agent,
+                     const std::string& output_dir, std::ostream& err, const std::atomic<bool>* cancel) {
+  SubmitOptions o = base;
+  o.client.json = true;
+  o.detach = false;
+  for (const std::string& e : extra) o.overrides.push_back(e);
+  if (accelerators_per_agent > 0) o.accelerators_per_agent = accelerators_per_agent;
+  o.output_dir = output_dir;
+  std::ostringstream out;
+  RunOutcome r;
+  r.rc = SubmitAndWait(o, out, err, cancel);
+  try {
+    const json doc = json::parse(out.str());
+    r.job_id = doc.value("job_id", "");
+    if (doc.contains("mean")) {
+      r.au = OptNum(doc["mean"], "au_percent");
+      r.samples_per_second = OptNum(doc["mean"], "samples_per_second");
+    }
+    // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same; a job that
+    // trains nothing (data generation, checkpointing) has no "mean".
+    r.ok = doc.value("state", "") == "succeeded";
+  } catch (const std::exception&) {
+    r.ok = false;
+  }
+  if (r.ok && !output_dir.empty()) {
+    std::error_code ec;
+    if (fs::exists(fs::path(output_dir) / "summary.json", ec)) {
+      try {
+        r.summary = LoadJsonFile((fs::path(output_dir) / "summary.json").string());
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  return r;
+}
+
+// Prints a ClassifyRun() JSON: the class, the reference, one line per differing key and per job-level problem.
+void PrintClassification(const json& c, std::ostream& out) {
+  if (!c.is_object()) return;
+  out << "classification: " << c.value("class", "");
+  if (c.value("reference", json(nullptr)).is_string()) {
+    out << " (the effective workload against " << c["reference"].get<std::string>() << ": "
+        << c.value("differences", json::array()).size() << " key(s) differ)";
+  }
+  out << "\n";
+  for (const json& d : c.value("differences", json::array())) {
+    out << absl::StrFormat("  %-8s %s=%s: %s\n", d.value("class", ""), d.value("key", ""), d.value("value", ""),
+                           d.value("reason", ""));
+  }
+  for (const json& p : c.value("problems", json::array())) out << "  problem  " << p.get<std::string>() << "\n";
+}
+
+// Whether the user set `key` (canonical dotted form) among the overrides.
+bool Overrides(const std::vector<std::string>& overrides, const std::string& key) {
+  for (const std::string& o : overrides) {
+    std::string k, v;
+    if (SplitOverride(o, &k, &v) && k == key) return true;
+  }
+  return false;
+}
+
+// A run's folder: the job's result files fetched into it, then ours (dlio_config/, the metadata).
+struct FolderRun {
+  RunOutcome outcome;
+  json classification;
+  int rc = 0;  // non-zero: stop with this status
+};
+FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string>& extra, const fs::path& dir,
+                        RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
+                        const std::atomic<bool>* cancel) {
+  FolderRun f;
+  f.outcome = SubmitOne(base, extra, 0, dir.string(), err, cancel);
+  RunOutcome& r = f.outcome;
+  if (!r.ok) {
+    err << "MLPerf mode: " << meta.role << (meta.index > 0 ? absl::StrCat(" ", meta.index) : "") << " did not succeed"
+        << (r.job_id.empty() ? "" : " (job " + r.job_id + ")") << "; stopping\n";
+    f.rc = r.rc != 0 ? r.rc : 1;
+    return f;
+  }
+  std::vector<std::string> all = base.overrides;
+  all.insert(all.end(), extra.begin(), extra.end());
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, all);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    f.rc = kExitBadInput;
+    return f;
+  }
+  if (meta.command != "datagen") {
+    absl::StatusOr<json> c = ClassifyRun(*spec, r.summary, "", refs.get());
+    if (!c.ok()) {
+      err << "MLPerf mode: " << c.status().message() << "\n";
+      f.rc = kExitBadInput;
+      return f;
+    }
+    f.classification = *c;
+    if (c->is_object()) meta.accelerator = c->value("accelerator", "");
+  }
+  meta.job_id = r.job_id;
+  meta.overrides = all;
+  meta.classification = f.classification;
+  meta.references = refs.label;
+  if (absl::Status s = WriteRunFolderFiles(dir, *spec, meta, r.summary); !s.ok()) {
+    err << s.message() << "\n";
+    f.rc = 1;
+  }
+  return f;
+}
+
+// num_files_train (and subfolders) of the newest data generation of `model` under the results root, when the user
+// set neither: the runs read what datagen wrote.
+std::vector<std::string> DatagenOverrides(const fs::path& root, const std::string& model,
+                                          const std::vector<std::string>& overrides, std::string* from) {
+  if (Overrides(overrides, "dataset.num_files_train")) return {};
+  std::error_code ec;
+  fs::path newest;
+  for (auto it = fs::directory_iterator(root / kMlperfTraining / model / "datagen", ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (fs::exists(it->path() / "summary.json", ec) && it->path() > newest) newest = it->path();
+  }
+  if (newest.empty()) return {};
+  json s;
+  try {
+    s = LoadJsonFile((newest / "summary.json").string());
+  } catch (const std::exception&) {
+    return {};
+  }
+  *from = newest.string();
+  std::vector<std::string> o = {absl::StrCat("dataset.num_files_train=", s.value("num_files_train", 0))};
+  absl::StatusOr<WorkloadSpec> g = LoadWorkloadFile((newest / "dlio_config" / "config.yaml").string(), {});
+  if (g.ok() && g->num_subfolders_train > 0 && !Overrides(overrides, "dataset.num_subfolders_train")) {
+    o.push_back(absl::StrCat("dataset.num_subfolders_train=", g->num_subfolders_train));
+  }
+  return o;
+}
+
+}  // namespace
+
+int MlperfDatasize(const DatasizeCliOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.accelerators < 1 || opt.hosts < 1 || !(opt.host_memory_gib > 0)) {
+    err << (opt.accelerators < 1 ? "--accelerators: must be >= 1"
+            : opt.hosts < 1      ? "--hosts: must be >= 1"
+                                 : "--host-memory-gib: must be > 0")
+        << "\n";
+    return 2;
+  }
+  MlperfWorkload w;
+  if (!opt.job_path.empty()) {
+    std::vector<std::string> warnings;
+    absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(opt.job_path, opt.overrides, &warnings);
+    if (!spec.ok()) {
+      err << spec.status().message() << "\n";
+      return 2;
+    }
+    const MlperfWorkload* base = FindMlperfWorkload(!opt.workload.empty() ? opt.workload : spec->model_name);
+    w = base != nullptr ? *base : MlperfWorkload{};
+    w.name = base != nullptr ? base->name : spec->model_name;
+    w.batch_size = spec->batch_size;
+    w.record_length_bytes = spec->record_length_bytes;
+    w.num_samples_per_file = spec->num_samples_per_file;
+  } else {
+    if (opt.workload.empty()) {
+      err << "mlperf datasize: give --workload (unet3d, resnet50, cosmoflow) or a job file\n";
+      return 2;
+    }
+    const MlperfWorkload* base = PickWorkload(opt.workload, "", err);
+    if (base == nullptr) return 2;
+    w = *base;
+  }
+  const DatasizeResult d = ComputeDatasize({opt.accelerators, opt.hosts, opt.host_memory_gib}, w);
+  if (opt.json) {
+    out << json{{"workload", w.name},
+                {"accelerators_per_host", opt.accelerators},
+                {"hosts", opt.hosts},
+                {"host_memory_GiB", opt.host_memory_gib},
+                {"batch_size", w.batch_size},
+                {"record_length_bytes", w.record_length_bytes},
+                {"num_samples_per_file", w.num_samples_per_file},
+                {"files_for_memory", d.files_for_memory},
+                {"files_for_steps", d.files_for_steps},
+                {"num_files_train", d.num_files_train},
+                {"num_subfolders_train", d.num_subfolders_train},
+                {"binding", d.binding},
+                {"dataset_bytes", d.dataset_bytes},
+                {"steps_per_epoch", d.steps_per_epoch},
+                {"override", d.override_line}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+  out << absl::StrFormat("datasize for %s: %d accelerators per host x %d host(s), %.4g GiB per host\n", w.name,
+                         opt.accelerators, opt.hosts, opt.host_memory_gib);
+  out << absl::StrFormat("  files for 5x the hosts' RAM (%s): %d\n",
+                         Human(5 * opt.host_memory_gib * opt.hosts * 1024.0 * 1024 * 1024), d.files_for_memory);
+  out << absl::StrFormat("  files for 500 steps per accelerator (batch %d): %d\n", w.batch_size, d.files_for_steps);
+  out << absl::StrFormat("  num_files_train: %d (set by the %s rule), %s, %d steps per epoch\n", d.num_files_train,
+                         d.binding == "memory" ? "5x RAM" : "500-step", Human(d.dataset_bytes), d.steps_per_epoch);
+  if (d.num_subfolders_train > 0) {
+    out << absl::StrFormat("  num_subfolders_train: %d (above %d files)\n", d.num_subfolders_train,
+                           kMlperfFilesPerSubfolder);
+  }
+  out << "override: " << d.override_line << "\n";
+  return 0;
+}
+
+int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(opt.job_path, opt.overrides);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return kExitBadInput;
+  }
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  if (!refs.ok()) {
+    err << refs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  const int64_t hosts = std::max<int64_t>(1, opt.hosts);
+  absl::StatusOr<WorkloadClassification> c;
+  std::string workload;
+  int64_t required = 0;
+  const MlperfCheckpointWorkload* cw =
+      FindMlperfCheckpointWorkload(!opt.workload.empty() ? opt.workload : spec->model_name);
+  if (cw != nullptr) {
+    workload = cw->name;
+    c = ClassifyCheckpointWorkload(*cw, *spec, opt.accelerators * hosts, opt.accelerators > 0 ? hosts : 0,
+                                   refs->get());
+  } else {
+    const MlperfWorkload* w = PickWorkload(opt.workload, spec->model_name, err);
+    if (w == nullptr) return kExitBadInput;
+    workload = w->name;
+    if (opt.accelerators > 0 && opt.host_memory_gib > 0) {
+      required = ComputeDatasize({opt.accelerators, hosts, opt.host_memory_gib}, *w).num_files_train;
+    }
+    c = ClassifyWorkload(*w, *spec, opt.accelerator_type, opt.job_path, required, refs->get());
+  }
+  if (!c.ok()) {
+    err << c.status().message() << "\n";
+    return kExitBadInput;
+  }
+  json j = ClassificationJson(*c);
+  if (opt.json) {
+    j["workload"] = workload;
+    j["references"] = refs->label;
+    if (required > 0) j["required_num_files_train"] = required;
+    out << j.dump(2) << "\n";
+  } else {
+    out << "workload: " << workload
+        << (required > 0 ? absl::StrCat(" (datasize requires ", required, " files)") : "") << "\n";
+    PrintClassification(j, out);
+  }
+  return c->classification.overall == MlperfClass::kInvalid ? kExitBelowTarget : kExitOk;
+}
+
+namespace {
+
+// The runs of one --mlperf set, in order: training: a warm-up and the timed runs; checkpointing: per run a write job
+// and a read job (§2.2.2: write, clear the cache, read).
+struct PlannedRun {
+  std::string role;
+  int index = 0;
+  std::vector<std::string> extra;
+};
+std::vector<PlannedRun> PlanRuns(bool checkpointing, const MlperfRunOptions& opt) {
+  std::vector<PlannedRun> plan;
+  if (checkpointing) {
+    for (int k = 1; k <= opt.runs; ++k) {
+      plan.push_back({"write", k, CheckpointWriteOverrides()});
+      plan.push_back({"read", k, CheckpointReadOverrides()});
+    }
+    return plan;
+  }
+  if (opt.warmup) plan.push_back({"warmup", 0, {}});
+  for (int k = 1; k <= opt.runs; ++k) plan.push_back({"run", k, {}});
+  return plan;
+}
+
+std::string Verdict(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "NOT_MEASURED";
+}
+
+// The runs of a set's result file: each run's label, its folder relative to the result file's folder
+// (<type>/<model>/), and for training its AU verdict against the threshold.
+json ResultRuns(const json& score, double threshold, bool ckpt) {
+  json runs = json::array();
+  for (const json& r : score.value("runs", json::array())) {
+    json e = r;
+    const std::string role = r.value("role", "");
+    const int k = r.value("run", 0);
+    e["run"] = role == "warmup" ? std::string("warmup") : ckpt ? absl::StrCat("run-", k, " ", role)
+                                                              : absl::StrCat("run-", k);
+    e["warmup"] = role == "warmup";
+    e["dir"] = fs::path(r.value("dir", ""))
+                   .lexically_relative(fs::path(score.value("benchmark_type", "")) / score.value("model", ""))
+                   .string();
+    if (!ckpt) {
+      const json au = r.value("au_percentage", json(nullptr));
+      e["au_verdict"] = !au.is_number() ? "NOT_MEASURED" : au.get<double>() >= threshold * 100 ? "PASS" : "FAIL";
+    }
+    runs.push_back(e);
+  }
+  return runs;
+}
+
+// The first replication check of a training set (it has one: samples/s), or an empty object.
+json FirstReplication(const json& score) {
+  return score.value("replication", json::array()).empty() ? json::object() : score["replication"][0];
+}
+
+// What a set's score says, gathered once for its result file, its printed summary and its exit status.
+struct SetVerdicts {
+  std::vector<std::string> replication;  // one per figure (checkpointing: "write PASS", "read PASS")
+  std::string au;                        // training: PASS, FAIL or NOT_MEASURED
+  std::string division;                  // empty when the set is not an MLPerf workload
+  json first_class;                      // the classification of the set's first timed run (an object), or null
+  int status = kExitOk;
+};
+
+SetVerdicts JudgeSet(const json& score, bool ckpt) {
+  SetVerdicts v;
+  bool rep_fail = false, rep_nm = false;
+  for (const json& r : score.value("replication", json::array())) {
+    const std::string verdict = Verdict(r, "verdict");
+    rep_fail |= verdict == "FAIL";
+    rep_nm |= verdict == "NOT_MEASURED";
+    const std::string figure = r.value("figure", "");
+    v.replication.push_back(ckpt ? absl::StrCat(figure.substr(0, figure.find('_')), " ", verdict) : verdict);
+  }
+  v.division = score.value("division", json(nullptr)).is_string() ? score["division"].get<std::string>() : "";
+  v.status = rep_fail || v.division == "INVALID" ? kExitBelowTarget : rep_nm ? kExitNotMeasured : kExitOk;
+  if (!ckpt) {
+    v.au = Verdict(score.value("au", json::object()), "verdict");
+    if (v.au == "FAIL") v.status = kExitBelowTarget;
+    if (v.au == "NOT_MEASURED" && v.status == kExitOk) v.status = kExitNotMeasured;
+  }
+  // The classification of the set's first timed run, under the set's division.
+  for (const json& r : score.value("runs", json::array())) {
+    if (r.value("role", "") == "warmup") continue;
+    v.first_class = r.value("classification", json(nullptr));
+    break;
+  }
+  if (v.first_class.is_object()) v.first_class["class"] = v.division;
+  return v;
+}
+
+// The content of <type>/<model>/mlperf_result_<set>.json (the fields `dlio-coordinator report` renders).
+json SetResult(const json& score, const SetVerdicts& v, double threshold, bool mlperf_workload, bool ckpt) {
+  const json sc = score.value("score", json::object());
+  json result = {{"benchmark_type", score.value("benchmark_type", "")},
+                 {"model", score.value("model", "")},
+                 {"run_datetime", score.value("set", "")},
+                 {"runs", ResultRuns(score, threshold, ckpt)},
+                 {"score", sc},
+                 {"replication", score.value("replication", json::array())},
+                 {"replication_tolerance", kReplicationTolerance},
+                 {"tool", "dlio-cpp"},
+                 {"version", ToolVersion()},
+                 {"git_commit", ToolCommit()}};
+  if (!ckpt) {
+    const json au = score.value("au", json::object());
+    const json rep = FirstReplication(score);
+    result["mean_au_percentage"] = sc.value("au_percentage", json(nullptr));
+    result["mean_throughput_samples_per_second"] = sc.value("throughput_samples_per_second", json(nullptr));
+    result["au_threshold_percentage"] = threshold * 100;
+    result["au_verdict"] = v.au;
+    result["au_meets_threshold"] = v.au == "PASS";
+    result["au_failed_runs"] = au.value("failed_runs", 0);
+    result["replication_max_deviation"] = rep.value("max_deviation", json(nullptr));
+    result["replicates"] = Verdict(rep, "verdict") == "PASS";
+    result["replication_verdict"] = Verdict(rep, "verdict");
+  }
+  if (v.first_class.is_object()) {
+    result["classification"] = v.first_class;
+    result["required_num_files_train"] = v.first_class.value("required_num_files_train", 0);
+  } else {
+    const json classification = score.value("division", json(nullptr));
+    result["classification"] = mlperf_workload || ckpt ? classification : json("not an MLPerf workload");
+  }
+  result["exit_status"] = v.status;
+  return result;
+}
+
+// The set's figures as text: the means of the timed runs, the AU verdict (training) and the replication checks.
+void PrintSetFigures(const json& score, const json& result, const SetVerdicts& v, double threshold, bool ckpt,
+                     std::ostream& out) {
+  const json sc = score.value("score", json::object());
+  const int timed = score.value("timed_runs", 0);
+  if (ckpt) {
+    out << absl::StrFormat("mean of %d runs: write %s (%s per checkpoint), read %s (%s per checkpoint)\n", timed,
+                           Gib(OptNum(sc, "write_GiB_per_second")), Secs(OptNum(sc, "write_duration_seconds")),
+                           Gib(OptNum(sc, "read_GiB_per_second")), Secs(OptNum(sc, "read_duration_seconds")));
+    for (const json& r : score.value("replication", json::array())) {
+      const std::optional<double> dev = OptNum(r, "max_deviation");
+      out << "replication of " << r.value("figure", "") << " (within 5 % of the mean): " << Verdict(r, "verdict")
+          << (dev ? absl::StrFormat(" (max deviation %.2f %%)", *dev * 100) : std::string()) << "\n";
+    }
+    return;
+  }
+  const json rep = FirstReplication(score);
+  out << absl::StrFormat("mean of %d runs: AU %s, throughput %s\n", timed, Pct(OptNum(sc, "au_percentage")),
+                         Rate(OptNum(sc, "throughput_samples_per_second")));
+  out << absl::StrFormat("AU threshold %.0f %%: %s (%d of %d runs below)\n", threshold * 100, v.au,
+                         result.value("au_failed_runs", 0), timed);
+  const std::optional<double> dev = OptNum(rep, "max_deviation");
+  out << absl::StrFormat("replication (every run within %.0f %% of the mean): %s", kReplicationTolerance * 100,
+                         Verdict(rep, "verdict"))
+      << (dev ? absl::StrFormat(" (max deviation %.2f %%)", *dev * 100)
+              : std::string(" (a run's samples/s was not measured)"))
+      << "\n";
+}
+
+// The verdict of a set from its score (ScoreMlperfSet): written as <type>/<model>/mlperf_result_<set>.json (runs,
+// means, verdicts, classification; the fields `dlio-coordinator report` renders), printed, and the exit status.
+int FinishMlperfSet(const json& score, const fs::path& model_dir, double threshold, bool mlperf_workload, bool text,
+                    std::ostream& out, std::ostream& err) {
+  const bool ckpt = score.value("benchmark_type", "") == kMlperfCheckpointing;
+  const SetVerdicts v = JudgeSet(score, ckpt);
+  const json result = SetResult(score, v, threshold, mlperf_workload, ckpt);
+  std::error_code ec;
+  fs::create_directories(model_dir, ec);
+  const fs::path file = model_dir / absl::StrCat("mlperf_result_", score.value("set", ""), ".json");
+  if (absl::Status s = WriteFileAtomic(file.string(), result.dump(2) + "\n"); !s.ok()) {
+    err << s.message() << "\n";
+    return 1;
+  }
+  if (!text) {
+    json doc = result;
+    doc["results_dir"] = model_dir.string();
+    doc["result_file"] = file.string();
+    out << doc.dump(2) << "\n";
+    return v.status;
+  }
+  PrintSetFigures(score, result, v, threshold, ckpt, out);
+  if (v.first_class.is_object()) {
+    const int64_t required = v.first_class.value("required_num_files_train", int64_t{0});
+    if (required > 0) out << "datasize for these hosts: " << required << " files\n";
+    PrintClassification(v.first_class, out);
+  }
+  out << "results: " << file.string() << "\n";
+  out << "verdict: MLPerf " << score.value("model", "") << ": "
+      << (ckpt ? absl::StrCat("replication ", absl::StrJoin(v.replication, ", "))
+               : absl::StrCat("AU ", v.au, ", replication ",
+                              v.replication.empty() ? "NOT_MEASURED" : v.replication[0]))
+      << ", " << (v.division.empty() ? "not an MLPerf workload" : v.division) << "\n";
+  return v.status;
+}
+
+// One --mlperf set as RunMlperf resolves it before its first job.
+struct SetContext {
+  WorkloadSpec spec;
+  MlperfReferenceSet refs;
+  std::string type, model;
+  bool ckpt = false;
+  const MlperfWorkload* workload = nullptr;  // null: not an MLPerf training workload (the threshold is metric.au)
+  double threshold = 0;
+  fs::path root, model_dir, parent;  // the results root, <root>/<type>/<model>, the folder of the runs' folders
+  SubmitOptions run_base;            // the submission, with the overrides of the data generation the runs read
+  std::string datagen_from;          // that generation's folder, if one was found
+};
+
+// Loads the job and the references and names the set's folders: 0, or the exit status of bad input.
+int ResolveSet(const SubmitOptions& base, const MlperfRunOptions& opt, SetContext* s, std::ostream& err) {
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return kExitBadInput;
+  }
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  if (!refs.ok()) {
+    err << refs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  s->spec = std::move(*spec);
+  s->refs = std::move(*refs);
+  s->type = BenchmarkTypeOf(s->spec);
+  s->ckpt = s->type == kMlperfCheckpointing;
+  s->model = MlperfModelName(s->spec);
+  s->workload = FindMlperfWorkload(s->spec.model_name);
+  s->threshold = s->workload != nullptr ? s->workload->au_threshold : s->spec.au_threshold;
+  s->root = fs::path(opt.results_dir);
+  s->model_dir = s->root / s->type / s->model;
+  s->parent = s->ckpt ? s->model_dir : s->model_dir / "run";
+  s->run_base = base;
+  if (!s->ckpt) {
+    for (const std::string& o : DatagenOverrides(s->root, s->model, base.overrides, &s->datagen_from)) {
+      s->run_base.overrides.push_back(o);
+    }
+  }
+  return 0;
+}
+
+void PrintSetPlan(const SetContext& s, const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out) {
+  out << "MLPerf mode: " << (s.ckpt ? "" : opt.warmup ? "a warm-up run, then " : "") << opt.runs << " run(s) of "
+      << base.job_path << " (" << s.model << ", "
+      << (s.ckpt ? absl::StrCat("checkpointing: each run writes, clears the cache, reads")
+                 : absl::StrCat("AU threshold ", s.threshold * 100, " %",
+                                s.workload == nullptr ? ", from metric.au: not an MLPerf workload" : ""))
+      << "); results in " << s.parent.string() << "\n";
+  if (!s.datagen_from.empty()) out << "dataset: as generated in " << s.datagen_from << "\n";
+  if (s.refs.use_custom) out << "references: " << s.refs.label << " (not the shipped MLPerf set)\n";
+  out << std::flush;
+}
+
+// One line per finished run: its figures and (training) its AU verdict.
+void PrintRunLine(const SetContext& s, const PlannedRun& p, int64_t seed, const RunOutcome& o, std::ostream& out) {
+  const MlperfFigures fig = FiguresOfSummary(o.summary);
+  if (s.ckpt) {
+    const bool read = p.role == "read";
+    out << absl::StrFormat("run-%d %-5s: %s, %s per checkpoint, %d checkpoint(s) (job %s)\n", p.index, p.role,
+                           Gib(read ? fig.read_gib_per_second : fig.write_gib_per_second),
+                           Secs(read ? fig.read_duration_s : fig.write_duration_s), read ? fig.reads : fig.writes,
+                           o.job_id)
+        << std::flush;
+    return;
+  }
+  const std::string label = p.index == 0 ? "warmup" : absl::StrCat("run-", p.index);
+  const bool pass = fig.au_percent && *fig.au_percent >= s.threshold * 100;
+  out << absl::StrFormat("%-8s seed %d: AU %s, %s (job %s): %s\n", label, seed, Pct(fig.au_percent),
+                         Rate(fig.samples_per_second), o.job_id,
+                         p.index == 0 ? "warm-up, not judged" : !fig.au_percent ? "NOT_MEASURED" : pass ? "PASS"
+                                                                                                      : "FAIL")
+      << std::flush;
+}
+
+// The metadata of a run's folder (RunIntoFolder completes it with the job's id, overrides and classification).
+RunFolderMeta RunMeta(const SetContext& s, const PlannedRun& p, const std::string& stamp, const std::string& set,
+                      int64_t seed) {
+  RunFolderMeta meta;
+  meta.benchmark_type = s.type;
+  meta.model = s.model;
+  meta.command = "run";
+  meta.datetime = stamp;
+  meta.set = set;
+  meta.role = p.role;
+  meta.index = p.index;
+  meta.seed = s.ckpt ? s.spec.seed : seed;
+  return meta;
+}
+
+}  // namespace
+
+int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
+              const std::atomic<bool>* cancel) {
+  SetContext s;
+  if (const int rc = ResolveSet(base, opt, &s, err); rc != 0) return rc;
+  const bool text = !base.client.json;
+  if (text) PrintSetPlan(s, base, opt, out);
+  std::string set;
+  const std::vector<PlannedRun> plan = PlanRuns(s.ckpt, opt);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (cancel != nullptr && *cancel) return 130;
+    const PlannedRun& p = plan[i];
+    const int64_t seed = s.spec.seed + p.index;
+    std::vector<std::string> extra = p.extra;
+    if (!s.ckpt) extra.push_back(absl::StrCat("train.seed=", seed));
+    // Generate (when the job asks) in the first submission only: the runs measure reading.
+    if (s.spec.generate_data && i > 0) extra.push_back("workflow.generate_data=False");
+    const std::string stamp = NextRunStamp(s.parent);
+    if (set.empty()) set = stamp;
+    const FolderRun f =
+        RunIntoFolder(s.run_base, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
+    if (f.rc != 0) return f.rc;
+    if (text) PrintRunLine(s, p, seed, f.outcome, out);
+  }
+  absl::StatusOr<json> score = ScoreMlperfSet(s.root.string(), s.type, s.model, set, s.refs.get());
+  if (!score.ok()) {
+    err << score.status().message() << "\n";
+    return 1;
+  }
+  return FinishMlperfSet(*score, s.model_dir, s.threshold, s.workload != nullptr, text, out, err);
+}
+
+namespace {
+
+// What --mlperf-datagen generates: datasize for the fleet the runs will use (its nodes, their memory, the
+// accelerators per node), unless the user set dataset.num_files_train.
+struct DatagenPlan {
+  std::string model;
+  int64_t hosts = 1, accelerators_per_host = 1;
+  double memory = 0;           // bytes of RAM over every host
+  std::string memory_source;   // where the memory figure came from (ExplainFleet)
+  DatasizeResult datasize;
+  int64_t files = 0;           // what is generated: datasize's count, or the user's
+  std::vector<std::string> extra;  // the overrides of the generation job
+};
+
+// 0, or the exit status when datasize cannot be computed and the user did not set the file count.
+int PlanDatagen(const SubmitOptions& base, const WorkloadSpec& spec, DatagenPlan* g, std::ostream& err) {
+  const ExplainFleet fleet = DescribeFleet(base, nullptr);
+  g->model = MlperfModelName(spec);
+  g->hosts = std::max<size_t>(1, fleet.nodes.size());
+  g->memory_source = fleet.memory_source;
+  for (const ExplainNode& n : fleet.nodes) g->memory += static_cast<double>(n.memory_bytes);
+  if (!(g->memory > 0)) {
+    err << "--mlperf-datagen: the agents reported no memory (" << fleet.memory_source << "): datasize cannot be "
+        << "computed; set dataset.num_files_train\n";
+    if (!Overrides(base.overrides, "dataset.num_files_train")) return kExitBadInput;
+  }
+  const MlperfWorkload* known = FindMlperfWorkload(spec.model_name);
+  MlperfWorkload w = known != nullptr ? *known : MlperfWorkload{};
+  w.name = g->model;
+  w.batch_size = spec.batch_size;
+  w.record_length_bytes = spec.record_length_bytes;
+  w.num_samples_per_file = spec.num_samples_per_file;
+  g->accelerators_per_host = std::max<int64_t>(1, fleet.agents * fleet.accelerators_per_agent / g->hosts);
+  const double gib_per_host = g->memory / static_cast<double>(g->hosts) / (1024.0 * 1024.0 * 1024.0);
+  g->datasize = ComputeDatasize({g->accelerators_per_host, g->hosts, gib_per_host}, w);
+  g->extra = {"workflow.generate_data=True", "workflow.train=False", "workflow.checkpoint=False",
+              "workflow.evaluation=False"};
+  g->files = spec.num_files_train;
+  if (!Overrides(base.overrides, "dataset.num_files_train")) {
+    g->files = g->datasize.num_files_train;
+    g->extra.push_back(absl::StrCat("dataset.num_files_train=", g->files));
+    if (g->datasize.num_subfolders_train > 0 && !Overrides(base.overrides, "dataset.num_subfolders_train")) {
+      g->extra.push_back(absl::StrCat("dataset.num_subfolders_train=", g->datasize.num_subfolders_train));
+    }
+  }
+  return 0;
+}
+
+void PrintDatagenPlan(const DatagenPlan& g, std::ostream& out) {
+  const DatasizeResult& d = g.datasize;
+  out << absl::StrFormat("MLPerf datagen for %s: %d host(s) (%s), %d accelerators per host, %s of RAM in all\n",
+                         g.model, g.hosts, g.memory_source, g.accelerators_per_host, Human(g.memory));
+  out << absl::StrFormat("datasize: %d files (set by the %s rule: %d for 5x the RAM, %d for 500 steps)\n",
+                         d.num_files_train, d.binding == "memory" ? "5x RAM" : "500-step", d.files_for_memory,
+                         d.files_for_steps);
+  if (g.files != d.num_files_train) {
+    out << "generating " << g.files << " files as dataset.num_files_train says"
+        << (g.files < d.num_files_train ? ": below datasize, runs on them are INVALID" : "") << "\n";
+  }
+  out << std::flush;
+}
+
+// What the generation did: JSON (--json) or two lines of text.
+void PrintDatagenDone(const DatagenPlan& g, const RunOutcome& o, const fs::path& dir, bool text, std::ostream& out) {
+  const json gen = o.summary.value("dlio_ext", json::object()).value("generate", json::object());
+  if (!text) {
+    const DatasizeResult& d = g.datasize;
+    out << json{{"model", g.model},
+                {"datasize", {{"num_files_train", d.num_files_train},
+                              {"num_subfolders_train", d.num_subfolders_train},
+                              {"binding", d.binding},
+                              {"files_for_memory", d.files_for_memory},
+                              {"files_for_steps", d.files_for_steps}}},
+                {"num_files_train", g.files},
+                {"job_id", o.job_id},
+                {"results_dir", dir.string()},
+                {"generate", gen}}
+               .dump(2)
+        << "\n";
+    return;
+  }
+  out << absl::StrFormat("generated %d files (%s in %.1f s, job %s) into %s\n", g.files,
+                         Human(gen.value("io", json::object()).value("bytes", 0.0)), gen.value("seconds", 0.0),
+                         o.job_id, dir.string());
+  out << "next: the same command with --mlperf instead of --mlperf-datagen (the runs read " << g.files
+      << " files from this generation)\n";
+}
+
+}  // namespace
+
+int RunMlperfDatagen(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
+                     const std::atomic<bool>* cancel) {
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return kExitBadInput;
+  }
+  if (BenchmarkTypeOf(*spec) == kMlperfCheckpointing) {
+    err << "--mlperf-datagen: " << MlperfModelName(*spec) << " is a checkpointing workload: it reads no dataset\n";
+    return kExitBadInput;
+  }
+  DatagenPlan g;
+  if (const int rc = PlanDatagen(base, *spec, &g, err); rc != 0) return rc;
+  const bool text = !base.client.json;
+  if (text) PrintDatagenPlan(g, out);
+  const fs::path parent = fs::path(opt.results_dir) / kMlperfTraining / g.model / "datagen";
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  if (!refs.ok()) {
+    err << refs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  RunFolderMeta meta;
+  meta.benchmark_type = kMlperfTraining;
+  meta.model = g.model;
+  meta.command = "datagen";
+  meta.datetime = NextRunStamp(parent);
+  meta.set = meta.datetime;
+  meta.role = "datagen";
+  meta.seed = spec->seed;
+  const FolderRun f = RunIntoFolder(base, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
+  if (f.rc != 0) return f.rc;
+  PrintDatagenDone(g, f.outcome, parent / meta.datetime, text, out);
+  return kExitOk;
+}
+
+namespace {
+
+// The trials of --find-max-accelerators: one job per tried count of accelerators per agent, judged against the AU
+// threshold, each a line of text (or an entry of the JSON report).
+class AcceleratorTrials {
+ public:
+  AcceleratorTrials(const SubmitOptions& base, const WorkloadSpec& spec, double threshold, bool text,
+                    std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel)
+      : base_(base), spec_(spec), threshold_(threshold), text_(text), out_(out), err_(err), cancel_(cancel) {}
+
+  // Returns 1 pass, 0 fail, -1 error (the exit status in *rc).
+  int Run(int n, int* rc) {
+    std::vector<std::string> extra;
+    if (spec_.generate_data && generated_) extra.push_back("workflow.generate_data=False");
+    RunOutcome r = SubmitOne(base_, extra, n, "", err_, cancel_);
+    if (!r.ok) {
+      *rc = r.rc != 0 ? r.rc : 1;
+      err_ << "trial with " << n << " accelerators per agent did not succeed"
+           << (r.job_id.empty() ? "" : " (job " + r.job_id + ")") << "\n";
+      return -1;
+    }
+    generated_ = true;
+    // A trial whose AU could not be measured does not pass: the search never claims what it did not see.
+    const bool pass = r.au && *r.au >= threshold_ * 100;
+    const int no = static_cast<int>(trials_.size()) + 1;
+    trials_.push_back({{"trial", no}, {"accelerators_per_agent", n}, {"au_percentage", Num(r.au)},
+                       {"throughput_samples_per_second", Num(r.samples_per_second)}, {"pass", pass},
+                       {"job_id", r.job_id}});
+    if (text_) {
+      out_ << absl::StrFormat("trial %d: %d accelerators per agent: AU %s, %s: %s\n", no, n, Pct(r.au),
+                              Rate(r.samples_per_second), pass ? "pass" : r.au ? "fail" : "fail (AU not measured)")
+           << std::flush;
+    }
+    return pass ? 1 : 0;
+  }
+  const json& trials() const { return trials_; }
+
+ private:
+  const SubmitOptions& base_;
+  const WorkloadSpec& spec_;
+  const double threshold_;
+  const bool text_;
+  std::ostream& out_;
+  std::ostream& err_;
+  const std::atomic<bool>* cancel_;
+  bool generated_ = false;  // the first successful trial generated the data (when the job asks); later ones reuse it
+  json trials_ = json::array();
+};
+
+// The largest count in [1, bound] whose trial passes (0: none), by doubling from 1 (the bound itself is tried when
+// the doubling overshoots it), then bisecting between the last pass and the first failure. -1 with the exit status
+// in *rc when a trial failed to run or the search was cancelled.
+int SearchMaxAccelerators(AcceleratorTrials& trials, int bound, const std::atomic<bool>* cancel, int* rc) {
+  int lo = 0;           // largest passing count so far
+  int hi = bound + 1;   // smallest failing count so far
+  for (int n = 1; n < hi;) {
+    if (cancel != nullptr && *cancel) {
+      *rc = 130;
+      return -1;
+    }
+    const int t = trials.Run(n, rc);
+    if (t < 0) return -1;
+    if (t == 1) {
+      lo = n;
+      if (n == bound) break;
+      n = std::min(n * 2, bound);
+    } else {
+      hi = n;
+    }
+  }
+  while (hi - lo > 1 && hi <= bound) {
+    if (cancel != nullptr && *cancel) {
+      *rc = 130;
+      return -1;
+    }
+    const int mid = lo + (hi - lo) / 2;
+    const int t = trials.Run(mid, rc);
+    if (t < 0) return -1;
+    (t == 1 ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, std::ostream& out, std::ostream& err,
+                        const std::atomic<bool>* cancel) {
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
+  if (!spec.ok()) {
+    err << spec.status().message() << "\n";
+    return 2;
+  }
+  if (opt.max_accelerators < 1) {
+    err << "--max-accelerators: must be >= 1\n";
+    return 2;
+  }
+  const MlperfWorkload* w = FindMlperfWorkload(spec->model_name);
+  const double threshold = w != nullptr ? w->au_threshold : spec->au_threshold;
+  const bool text = !base.client.json;
+  if (text) {
+    out << "searching the largest accelerators per agent (1.." << opt.max_accelerators << ") with AU >= "
+        << threshold * 100 << " %" << (w == nullptr ? " (metric.au)" : absl::StrCat(" (", w->name, ")")) << "\n"
+        << std::flush;
+  }
+  AcceleratorTrials trials(base, *spec, threshold, text, out, err, cancel);
+  int rc = 0;
+  const int lo = SearchMaxAccelerators(trials, opt.max_accelerators, cancel, &rc);
+  if (lo < 0) return rc;
+  const bool at_bound = lo == opt.max_accelerators;
+  const int status = lo > 0 ? kExitOk : kExitBelowTarget;
+  if (!text) {
+    out << json{{"au_threshold_percentage", threshold * 100},
+                {"trials", trials.trials()},
+                {"max_accelerators_per_agent", lo},
+                {"search_bound", opt.max_accelerators},
+                {"bound_reached", at_bound},
+                {"exit_status", status}}
+               .dump(2)
+        << "\n";
+    return status;
+  }
+  if (lo == 0) {
+    out << "no accelerator count keeps AU >= " << threshold * 100 << " % (1 accelerator per agent fails)\n";
+  } else {
+    out << "maximum accelerators per agent with AU >= " << threshold * 100 << " %: " << lo
+        << (at_bound ? " (the search's upper bound: raise --max-accelerators to look further)" : "") << "\n";
+  }
+  return status;
+}
+
+}  // namespace dlio

@@ -1,0 +1,204 @@
+#include "plan/checkpoint_plan.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace dlio {
+namespace {
+
+absl::Status Invalid(const std::string& key, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat(key, ": ", why));
+}
+
+// Element counts of the tensors of layer `index` (0 .. L+2), before TP/DP division.
+struct LayerTensors {
+  std::vector<int64_t> split;      // divided by TP
+  std::vector<int64_t> replicated; // norms: not divided by TP
+};
+
+LayerTensors LayerOf(const CheckpointModel& m, int64_t index) {
+  const int64_t h = m.hidden_size;
+  const int64_t L = m.num_layers;
+  LayerTensors t;
+  if (index == 0 || index == L + 1) {
+    t.split = {m.vocab_size * h};  // embedding / LM head
+  } else if (index == L + 2) {
+    t.replicated = {h};  // final norm
+  } else {
+    // (h / heads) * kv_heads in exact arithmetic, as DLIO's float formula: llama_1t's 25872 / 192 is not whole.
+    const int64_t d_kv = h * m.num_kv_heads / m.num_attention_heads;
+    t.replicated = {h, h};                                          // input and post-attention norms
+    t.split = {h * (h + 2 * d_kv), h * h, 2 * h * m.ffn_hidden_size, h * m.ffn_hidden_size};  // QKV, out, MLP
+  }
+  return t;
+}
+
+// Bytes of layer `index` held by one rank: every tensor divided by TP (norms excepted) and by `shard`.
+int64_t LayerBytes(const CheckpointModel& m, int64_t index, int64_t shard) {
+  const LayerTensors t = LayerOf(m, index);
+  int64_t elements = 0;
+  for (int64_t e : t.split) elements += e / m.tensor / shard;
+  for (int64_t e : t.replicated) elements += e / shard;
+  return elements * m.model_dtype_bytes;
+}
+
+// Layers [first, last] of pipeline stage p.
+std::pair<int64_t, int64_t> StageLayers(const CheckpointModel& m, int64_t p) {
+  const int64_t per = m.num_layers / m.pipeline;
+  const int64_t rem = m.num_layers % m.pipeline;
+  int64_t first = 1 + p * per + (p < rem ? p : rem);
+  int64_t last = first + per + (p < rem ? 1 : 0) - 1;
+  if (p == 0) first = 0;
+  if (p == m.pipeline - 1) last = m.num_layers + 2;
+  return {first, last};
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> CheckpointDtypeBytes(const std::string& name, const std::string& key) {
+  if (name == "fp16" || name == "bf16") return 2;
+  if (name == "fp32") return 4;
+  if (name == "fp64") return 8;
+  if (name == "int8" || name == "uint8") return 1;
+  return Invalid(key, absl::StrCat("'", name, "' is not one of fp16, bf16, fp32, fp64, int8, uint8"));
+}
+
+absl::StatusOr<CheckpointModel> CheckpointModelFor(const WorkloadSpec& spec) {
+  CheckpointModel m;
+  m.transformer = spec.model_type == "transformer";
+  m.model_size_bytes = spec.model_size_bytes;
+  auto model_bytes = CheckpointDtypeBytes(spec.model_datatype, "model.model_datatype");
+  if (!model_bytes.ok()) return model_bytes.status();
+  auto optimizer_bytes = CheckpointDtypeBytes(spec.optimizer_datatype, "model.optimizer_datatype");
+  if (!optimizer_bytes.ok()) return optimizer_bytes.status();
+  m.model_dtype_bytes = *model_bytes;
+  m.optimizer_dtype_bytes = *optimizer_bytes;
+  m.num_layers = spec.num_layers;
+  m.vocab_size = spec.vocab_size;
+  m.hidden_size = spec.hidden_size;
+  m.ffn_hidden_size = spec.ffn_hidden_size;
+  m.num_attention_heads = spec.num_attention_heads;
+  m.num_kv_heads = spec.num_kv_heads;
+  m.tensor = spec.parallelism_tensor;
+  m.pipeline = spec.parallelism_pipeline;
+  m.zero_stage = spec.zero_stage;
+  return m;
+}
+
+int64_t TransformerParameters(const CheckpointModel& m) {
+  const int64_t h = m.hidden_size;
+  const int64_t d_kv = h * m.num_kv_heads / m.num_attention_heads;
+  const int64_t per_layer = 2 * h + h * (h + 2 * d_kv) + h * h + 3 * h * m.ffn_hidden_size;
+  return 2 * m.vocab_size * h + m.num_layers * per_layer + h;
+}
+
+int64_t CheckpointPlan::TotalBytes() const {
+  int64_t total = 0;
+  for (const RankCheckpoint& r : ranks) total += r.bytes();
+  return total;
+}
+
+std::string CheckpointDirName(int64_t epoch, int64_t step) {
+  return absl::StrCat("global_epoch", epoch, "_step", step);
+}
+
+namespace {
+
+// The parallelism and shape of a transformer model on `world` ranks, checked (one line naming the key).
+absl::Status CheckTransformer(const CheckpointModel& m, int64_t world) {
+  if (m.tensor <= 0) return Invalid("model.parallelism.tensor", "must be positive");
+  if (m.pipeline <= 0) return Invalid("model.parallelism.pipeline", "must be positive");
+  if (m.zero_stage < 0 || m.zero_stage > 3) return Invalid("model.parallelism.zero_stage", "must be 0, 1, 2 or 3");
+  if (m.zero_stage == 3 && m.pipeline > 1) {
+    return Invalid("model.parallelism.zero_stage", "ZeRO-3 cannot be combined with pipeline parallelism > 1");
+  }
+  const int64_t mp_size = m.tensor * m.pipeline;
+  if (world % mp_size != 0) {
+    return Invalid("model.parallelism", absl::StrCat("the number of ranks (", world,
+                                                     ") must be a multiple of tensor x pipeline (", mp_size, ")"));
+  }
+  if (m.num_layers < m.pipeline) {
+    return Invalid("model.num_layers", absl::StrCat("must be at least model.parallelism.pipeline (", m.pipeline,
+                                                    ") for a transformer model"));
+  }
+  if (m.hidden_size <= 0 || m.vocab_size <= 0 || m.ffn_hidden_size <= 0 || m.num_attention_heads <= 0 ||
+      m.num_kv_heads <= 0) {
+    return Invalid("model.transformer", "vocab_size, hidden_size, ffn_hidden_size and the head counts must be positive");
+  }
+  if (m.hidden_size * m.num_kv_heads % m.num_attention_heads != 0) {
+    return Invalid("model.transformer.hidden_size",
+                   "x num_kv_heads must be divisible by num_attention_heads (the K/V width is h / heads x kv_heads)");
+  }
+  if (m.model_dtype_bytes <= 0 || m.optimizer_dtype_bytes <= 0) {
+    return Invalid("model.model_datatype", "element sizes must be positive");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int64_t world) {
+  if (world <= 0) return Invalid("world", "must be positive");
+  CheckpointPlan plan;
+  plan.ranks.resize(static_cast<size_t>(world));
+  if (!m.transformer) {
+    if (m.model_size_bytes < 0) return Invalid("model.model_size_bytes", "must not be negative");
+    if (m.model_size_bytes > 0) {
+      plan.ranks[0].files.push_back({"model_states-0.pt", m.model_size_bytes});
+      plan.ranks[0].model_bytes = m.model_size_bytes;
+    }
+    return plan;
+  }
+  if (absl::Status s = CheckTransformer(m, world); !s.ok()) return s;
+  const int64_t mp_size = m.tensor * m.pipeline;
+  const int64_t dp_size = world / mp_size;
+  const int64_t n = TransformerParameters(m);
+  plan.parameters = n;
+  const int64_t opt_elements =
+      (m.zero_stage > 0 ? n / (dp_size * mp_size) : n / mp_size) + 5 * m.hidden_size;
+  const int64_t opt_bytes = 3 * opt_elements * m.optimizer_dtype_bytes;
+  const int64_t shard = m.zero_stage == 3 ? dp_size : 1;
+
+  for (int64_t rank = 0; rank < world; ++rank) {
+    const int64_t mp = rank % mp_size;
+    const int64_t dp = rank / mp_size;
+    const int64_t pp_rank = (rank / m.tensor) % m.pipeline;
+    const auto [first, last] = StageLayers(m, pp_rank);
+    RankCheckpoint& r = plan.ranks[static_cast<size_t>(rank)];
+    const std::string zero_prefix = absl::StrCat("zero_pp_rank_", dp, "_mp_rank_", mp);
+    int64_t stage_bytes = 0;
+    for (int64_t i = first; i <= last; ++i) stage_bytes += LayerBytes(m, i, shard);
+
+    if (m.zero_stage == 0) {
+      if (dp != 0) continue;  // only the first DP replica writes
+      r.files.push_back({zero_prefix + "_model_states.pt", stage_bytes});
+      r.files.push_back({zero_prefix + "_optim_states.pt", opt_bytes});
+    } else if (m.zero_stage < 3) {
+      if (dp == 0) {
+        if (m.pipeline > 1) {
+          for (int64_t i = first; i <= last; ++i) {
+            r.files.push_back({absl::StrCat("layer_", i, "-model_", mp, "_model_states.pt"), LayerBytes(m, i, 1)});
+          }
+        } else {
+          r.files.push_back({absl::StrCat("model_", mp, "_model_states.pt"), stage_bytes});
+        }
+      }
+      r.files.push_back({zero_prefix + "_optim_states.pt", opt_bytes});
+    } else {
+      r.files.push_back({zero_prefix + "_model_states.pt", stage_bytes});
+      r.files.push_back({zero_prefix + "_optim_states.pt", opt_bytes});
+    }
+    for (const CheckpointFile& f : r.files) {
+      if (f.name.find("optim_states") != std::string::npos) {
+        r.optimizer_bytes += f.bytes;
+      } else {
+        r.model_bytes += f.bytes;
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace dlio

@@ -1,0 +1,198 @@
+#include "plan/checkpoint_plan.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dlio {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+CheckpointModel Llama(int64_t layers, int64_t h, int64_t ffn, int64_t heads, int64_t kv, int64_t vocab) {
+  CheckpointModel m;
+  m.transformer = true;
+  m.num_layers = layers;
+  m.hidden_size = h;
+  m.ffn_hidden_size = ffn;
+  m.num_attention_heads = heads;
+  m.num_kv_heads = kv;
+  m.vocab_size = vocab;
+  return m;
+}
+
+CheckpointModel Llama3_8B() { return Llama(32, 4096, 14336, 32, 8, 128256); }
+
+std::vector<std::string> Names(const RankCheckpoint& r) {
+  std::vector<std::string> names;
+  for (const CheckpointFile& f : r.files) names.push_back(f.name);
+  return names;
+}
+
+// Worked example, llama3-8B: d_kv = 4096/32*8 = 1024; 2·V·h = 1,050,673,152; one layer = 2·4096 + 4096·6144 +
+// 4096² + 3·4096·14336 = 218,112,000; 32 layers = 6,979,584,000; + h = 8,030,261,248.
+TEST(CheckpointPlan, Llama3ParameterCounts) {
+  EXPECT_EQ(TransformerParameters(Llama3_8B()), 8030261248);
+  // 70B as in DLIO's llama_70b.yaml (128 heads, 8 KV heads): 69.88e9.
+  EXPECT_EQ(TransformerParameters(Llama(80, 8192, 28672, 128, 8, 128256)), 69882617856);
+  // 405B: 405.85e9.
+  EXPECT_EQ(TransformerParameters(Llama(126, 16384, 53248, 128, 8, 128256)), 405853388800);
+}
+
+// llama3-8B, ZeRO-3 on 8 ranks (MLPerf closed): every rank writes a model shard (N·2/8) and an optimizer shard
+// 3·(N/8 + 5h)·4 bytes; the total is 104.7 GiB (the reference's "8B gives 105 GiB").
+TEST(CheckpointPlan, Llama3_8BZero3EightRanks) {
+  CheckpointModel m = Llama3_8B();
+  m.zero_stage = 3;
+  auto plan = MakeCheckpointPlan(m, 8);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->parameters, 8030261248);
+  for (int rank = 0; rank < 8; ++rank) {
+    const RankCheckpoint& r = plan->ranks[rank];
+    EXPECT_THAT(Names(r), ElementsAre("zero_pp_rank_" + std::to_string(rank) + "_mp_rank_0_model_states.pt",
+                                      "zero_pp_rank_" + std::to_string(rank) + "_mp_rank_0_optim_states.pt"));
+    EXPECT_EQ(r.model_bytes, 2007565312);
+    EXPECT_EQ(r.optimizer_bytes, 3 * (8030261248 / 8 + 5 * 4096) * 4);
+  }
+  EXPECT_EQ(plan->TotalBytes(), 112425623552);
+  EXPECT_NEAR(static_cast<double>(plan->TotalBytes()) / (1LL << 30), 104.7, 0.05);
+}
+
+// ZeRO-0 with TP2 on 4 ranks: only the first DP replica (ranks 0, 1) writes; the optimizer is N/(TP·PP) per rank.
+TEST(CheckpointPlan, Zero0OnlyFirstReplicaWrites) {
+  CheckpointModel m = Llama(4, 64, 256, 8, 8, 1000);
+  m.tensor = 2;
+  auto plan = MakeCheckpointPlan(m, 4);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const int64_t n = TransformerParameters(m);
+  EXPECT_THAT(Names(plan->ranks[0]),
+              ElementsAre("zero_pp_rank_0_mp_rank_0_model_states.pt", "zero_pp_rank_0_mp_rank_0_optim_states.pt"));
+  EXPECT_THAT(Names(plan->ranks[1]),
+              ElementsAre("zero_pp_rank_0_mp_rank_1_model_states.pt", "zero_pp_rank_0_mp_rank_1_optim_states.pt"));
+  EXPECT_TRUE(plan->ranks[2].files.empty());
+  EXPECT_TRUE(plan->ranks[3].files.empty());
+  EXPECT_EQ(plan->ranks[0].optimizer_bytes, 3 * (n / 2 + 5 * 64) * 4);
+  // Model with TP2: matrices halved, norms replicated. Layer: norms 2·64, QKV 64·(64+128)/2, out 64²/2,
+  // MLP (2+1)·64·256/2; embedding and LM head 1000·64/2; final norm 64. fp16.
+  const int64_t layer = 2 * 64 + 64 * 192 / 2 + 64 * 64 / 2 + 2 * 64 * 256 / 2 + 64 * 256 / 2;
+  EXPECT_EQ(plan->ranks[0].model_bytes, (4 * layer + 2 * (1000 * 64 / 2) + 64) * 2);
+}
+
+// ZeRO-1 with PP2 on 4 ranks (DP 2): DP-rank 0 writes one file per layer of its stage; every rank its optimizer.
+TEST(CheckpointPlan, Zero1PipelineWritesLayerFiles) {
+  CheckpointModel m = Llama(3, 64, 256, 8, 8, 1000);
+  m.pipeline = 2;
+  m.zero_stage = 1;
+  auto plan = MakeCheckpointPlan(m, 4);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Stage 0: layers 0 (embedding), 1, 2 (3 layers over 2 stages: the first gets 2); stage 1: 3, LM head 4, norm 5.
+  EXPECT_THAT(Names(plan->ranks[0]),
+              ElementsAre("layer_0-model_0_model_states.pt", "layer_1-model_0_model_states.pt",
+                          "layer_2-model_0_model_states.pt", "zero_pp_rank_0_mp_rank_0_optim_states.pt"));
+  EXPECT_THAT(Names(plan->ranks[1]),
+              ElementsAre("layer_3-model_1_model_states.pt", "layer_4-model_1_model_states.pt",
+                          "layer_5-model_1_model_states.pt", "zero_pp_rank_0_mp_rank_1_optim_states.pt"));
+  EXPECT_THAT(Names(plan->ranks[2]), ElementsAre("zero_pp_rank_1_mp_rank_0_optim_states.pt"));
+  EXPECT_THAT(Names(plan->ranks[3]), ElementsAre("zero_pp_rank_1_mp_rank_1_optim_states.pt"));
+  const int64_t n = TransformerParameters(m);
+  EXPECT_EQ(plan->ranks[3].optimizer_bytes, 3 * (n / 4 + 5 * 64) * 4);
+  // The model files of both stages add up to the whole model once (no TP, no sharding).
+  EXPECT_EQ(plan->ranks[0].model_bytes + plan->ranks[1].model_bytes, n * 2);
+  EXPECT_EQ(plan->ranks[2].model_bytes, 0);
+}
+
+TEST(CheckpointPlan, Zero1WithoutPipelineWritesOneModelFile) {
+  CheckpointModel m = Llama(2, 64, 256, 8, 8, 1000);
+  m.zero_stage = 1;
+  auto plan = MakeCheckpointPlan(m, 2);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Names(plan->ranks[0]),
+              ElementsAre("model_0_model_states.pt", "zero_pp_rank_0_mp_rank_0_optim_states.pt"));
+  EXPECT_THAT(Names(plan->ranks[1]), ElementsAre("zero_pp_rank_1_mp_rank_0_optim_states.pt"));
+  EXPECT_EQ(plan->ranks[0].model_bytes, TransformerParameters(m) * 2);
+}
+
+TEST(CheckpointPlan, NonTransformerIsOneTensorOnRankZero) {
+  CheckpointModel m;
+  m.model_size_bytes = 499153191;
+  auto plan = MakeCheckpointPlan(m, 3);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->ranks.size(), 3u);
+  EXPECT_THAT(Names(plan->ranks[0]), ElementsAre("model_states-0.pt"));
+  EXPECT_EQ(plan->ranks[0].files[0].bytes, 499153191);
+  EXPECT_TRUE(plan->ranks[1].files.empty());
+  EXPECT_EQ(plan->TotalBytes(), 499153191);
+  EXPECT_EQ(plan->parameters, 0);
+}
+
+TEST(CheckpointPlan, Errors) {
+  CheckpointModel m = Llama3_8B();
+  m.tensor = 8;
+  EXPECT_THAT(std::string(MakeCheckpointPlan(m, 12).status().message()), HasSubstr("multiple of tensor x pipeline"));
+  m = Llama3_8B();
+  m.zero_stage = 3;
+  m.pipeline = 2;
+  EXPECT_THAT(std::string(MakeCheckpointPlan(m, 4).status().message()), HasSubstr("ZeRO-3"));
+  m = Llama3_8B();
+  m.zero_stage = 4;
+  EXPECT_THAT(std::string(MakeCheckpointPlan(m, 1).status().message()), HasSubstr("zero_stage"));
+  m = Llama3_8B();
+  m.num_attention_heads = 30;
+  EXPECT_THAT(std::string(MakeCheckpointPlan(m, 1).status().message()), HasSubstr("num_attention_heads"));
+  m = Llama3_8B();
+  m.num_layers = -1;
+  EXPECT_THAT(std::string(MakeCheckpointPlan(m, 1).status().message()), HasSubstr("model.num_layers"));
+}
+
+TEST(CheckpointPlan, DtypesAndDirName) {
+  EXPECT_EQ(*CheckpointDtypeBytes("bf16", "k"), 2);
+  EXPECT_EQ(*CheckpointDtypeBytes("fp64", "k"), 8);
+  EXPECT_EQ(*CheckpointDtypeBytes("uint8", "k"), 1);
+  EXPECT_THAT(std::string(CheckpointDtypeBytes("fp8", "model.model_datatype").status().message()),
+              HasSubstr("model.model_datatype"));
+  EXPECT_EQ(CheckpointDirName(1, 7), "global_epoch1_step7");
+}
+
+// DLIO's llama_8b_zero3.yaml model section, through the workload loader.
+TEST(CheckpointPlan, ModelKeysFromWorkload) {
+  const std::string yaml = R"(
+model:
+  name: llama_8b
+  type: transformer
+  model_datatype: bf16
+  optimizer_datatype: fp32
+  num_layers: 32
+  parallelism: {tensor: 1, pipeline: 1, zero_stage: 3}
+  transformer: {vocab_size: 128256, hidden_size: 4096, ffn_hidden_size: 14336, num_attention_heads: 32,
+                num_kv_heads: 8}
+)";
+  auto spec = LoadWorkload(yaml, {});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto again = LoadWorkload(ToYaml(*spec), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(*again == *spec);
+  auto m = CheckpointModelFor(*spec);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->transformer);
+  EXPECT_EQ(m->zero_stage, 3);
+  EXPECT_EQ(TransformerParameters(*m), 8030261248);
+  auto plan = MakeCheckpointPlan(*m, 8);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->TotalBytes(), 112425623552);
+
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.parallelism.zero_stage=4"}).status().message()),
+              HasSubstr("model.parallelism.zero_stage"));
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.model_datatype=fp8"}).status().message()),
+              HasSubstr("model.model_datatype"));
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.transformer.num_attention_heads=30"}).status().message()),
+              HasSubstr("num_attention_heads"));
+  EXPECT_THAT(std::string(LoadWorkload(yaml, {"model.parallelism.pipeline=2"}).status().message()),
+              HasSubstr("ZeRO-3"));
+}
+
+}  // namespace
+}  // namespace dlio

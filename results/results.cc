@@ -1,0 +1,979 @@
+#include "results/results.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "plan/checkpoint_schedule.h"
+#include "plan/epoch_plan.h"
+#include "base/host_facts.h"
+#include "results/verdict.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+
+namespace dlio {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// sum(v[a:b]) with Python's slice rules (negative bounds count from the end, then clamp), as DLIO's numpy code.
+double SliceSum(const std::vector<double>& v, int64_t a, int64_t b) {
+  const auto n = static_cast<int64_t>(v.size());
+  auto norm = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  double s = 0;
+  for (int64_t i = norm(a), end = norm(b); i < end; ++i) s += v[static_cast<size_t>(i)];
+  return s;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+// Population standard deviation (numpy's np.std default, ddof = 0).
+double PopulationStdev(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const double m = Mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size()));
+}
+
+// Mean and population stdev of the measured values; nullopt when none is.
+std::optional<double> OverMeasured(const std::vector<std::optional<double>>& v,
+                                   double (*reduce)(const std::vector<double>&)) {
+  std::vector<double> m;
+  for (const auto& x : v) {
+    if (x) m.push_back(*x);
+  }
+  if (m.empty()) return std::nullopt;
+  return reduce(m);
+}
+std::optional<double> MeanOf(const std::vector<std::optional<double>>& v) { return OverMeasured(v, Mean); }
+std::optional<double> StdevOf(const std::vector<std::optional<double>>& v) { return OverMeasured(v, PopulationStdev); }
+std::optional<double> Times(const std::optional<double>& v, double k) {
+  if (!v) return std::nullopt;
+  return *v * k;
+}
+// A figure as JSON: the number, or null when it is not measured.
+nlohmann::json Num(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+std::string Duration2(int64_t start_us, int64_t end_us) {
+  // DLIO writes per-epoch and per-block durations as '{:.2f}' strings.
+  return fmt::format("{:.2f}", static_cast<double>(end_us - start_us) / 1e6);
+}
+
+// Latency percentiles of a merged histogram, in seconds (bucket upper bounds; null past the last bucket).
+nlohmann::json LatencyJson(const LatencyHistogram& h) {
+  nlohmann::json j;
+  j["count"] = h.count();
+  j["mean"] = h.count() == 0 ? 0.0 : static_cast<double>(h.sum_ns()) / static_cast<double>(h.count()) / 1e9;
+  const std::pair<const char*, double> qs[] = {{"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}, {"p999", 0.999}};
+  for (const auto& [name, q] : qs) {
+    const uint64_t ns = h.QuantileNs(q);
+    if (ns == std::numeric_limits<uint64_t>::max()) {
+      j[name] = nullptr;
+    } else {
+      j[name] = static_cast<double>(ns) / 1e9;
+    }
+  }
+  return j;
+}
+
+// The merged histogram itself, for CDFs (dlio-coordinator report): the non-empty buckets of LatencyHistogram's
+// layout as upper bounds in seconds (null for the open last bucket) and counts, in increasing order.
+nlohmann::json HistogramJson(const LatencyHistogram& h) {
+  nlohmann::json bounds = nlohmann::json::array(), counts = nlohmann::json::array();
+  for (int i = 0; i < LatencyHistogram::kNumBuckets; ++i) {
+    if (h.bucket(i) == 0) continue;
+    const uint64_t ub = LatencyHistogram::UpperBoundNs(i);
+    if (ub == std::numeric_limits<uint64_t>::max()) {
+      bounds.push_back(nullptr);
+    } else {
+      bounds.push_back(static_cast<double>(ub) / 1e9);
+    }
+    counts.push_back(h.bucket(i));
+  }
+  return {{"upper_bounds_seconds", bounds}, {"counts", counts}, {"count", h.count()},
+          {"sum_seconds", static_cast<double>(h.sum_ns()) / 1e9}};
+}
+
+nlohmann::json IoJson(const IoSnapshot& io) {
+  return {{"bytes", io.bytes}, {"ops", io.ops}, {"samples", io.samples}, {"files", io.files}};
+}
+
+std::string BlockKey(int block) { return fmt::format("block{}", block); }
+
+// Steps per epoch as DLIO counts them (its self.steps): the plan's, else the most any rank recorded.
+int64_t EpochSteps(const JobResult& job) {
+  absl::StatusOr<int64_t> steps = EpochPlan::Steps(TrainPlanParams(job.spec, job.world));
+  if (steps.ok()) return *steps;
+  int64_t most = 0;
+  for (const RankEpochResult& r : job.train) {
+    int64_t n = 0;
+    for (const BlockTimings& b : r.blocks) n += static_cast<int64_t>(b.compute.size());
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+int64_t EvalSteps(const JobResult& job) {
+  absl::StatusOr<int64_t> steps = EpochPlan::Steps(EvalPlanParams(job.spec, job.world));
+  if (steps.ok()) return *steps;
+  int64_t most = 0;
+  for (const RankEpochResult& r : job.eval) {
+    if (!r.blocks.empty()) most = std::max(most, static_cast<int64_t>(r.blocks[0].compute.size()));
+  }
+  return most;
+}
+
+struct Host {
+  std::string hostname;
+  double memory_gb = 0;
+  int cpu_count = 0;
+  int ranks = 0;
+};
+
+// Distinct hosts in rank order; DLIO reports host lists per node. O(agents log agents): a fleet of thousands of
+// nodes is listed in milliseconds.
+std::vector<Host> Hosts(const JobResult& job) {
+  std::vector<const AgentInfo*> agents;
+  for (const AgentInfo& a : job.agents) agents.push_back(&a);
+  std::stable_sort(agents.begin(), agents.end(),
+                   [](const AgentInfo* a, const AgentInfo* b) { return a->first_rank < b->first_rank; });
+  std::vector<Host> hosts;
+  std::map<std::string_view, size_t> index;  // hostname -> its entry in hosts
+  for (const AgentInfo* a : agents) {
+    const auto [it, added] = index.emplace(a->hostname, hosts.size());
+    if (added) {
+      hosts.push_back(Host{a->hostname, a->memory_gb, a->cpu_count, a->ranks});
+    } else {
+      hosts[it->second].ranks += a->ranks;
+    }
+  }
+  return hosts;
+}
+
+const AgentInfo* AgentOfRank(const JobResult& job, int rank) {
+  for (const AgentInfo& a : job.agents) {
+    if (rank >= a.first_rank && rank < a.first_rank + a.ranks) return &a;
+  }
+  return nullptr;
+}
+
+// DLIO's data_size_per_host_GB: ranks per node * samples // world * record length, in GiB, for rank 0's node.
+double DataSizePerHostGb(const JobResult& job) {
+  int64_t per_node = job.world;
+  if (const AgentInfo* a = AgentOfRank(job, 0); a != nullptr) {
+    per_node = 0;
+    for (const AgentInfo& b : job.agents) {
+      if (b.hostname == a->hostname) per_node += b.ranks;
+    }
+  }
+  const int64_t samples = per_node * job.spec.num_samples_per_file * job.spec.num_files_train / std::max(1, job.world);
+  return static_cast<double>(samples) * job.spec.record_length_bytes / kGiB;
+}
+
+// DLIO's host_processor_name, host_cpuinfo and host_meminfo of an agent's host (empty from agents that sent none).
+void AddHostInfo(const AgentInfo* a, nlohmann::json* j) {
+  (*j)["host_processor_name"] = a != nullptr ? a->processor_name : "";
+  (*j)["host_cpuinfo"] = a != nullptr ? nlohmann::json(a->cpuinfo) : nlohmann::json::object();
+  (*j)["host_meminfo"] = a != nullptr ? nlohmann::json(a->meminfo) : nlohmann::json::object();
+}
+
+// Everything the documents need, computed once by the one merge path.
+struct Computed {
+  FleetSummary fleet;
+  MetricWindow window;
+  struct EpochExtra {
+    std::optional<double> au_min_rank, au_max_rank;
+    double timed_seconds = 0;    // max over ranks
+    double duration_seconds = 0; // max over ranks
+    int ranks = 0;
+  };
+  std::vector<EpochExtra> extra;  // parallel to fleet.epochs
+};
+
+// One result per (rank, epoch): the last one given wins.
+std::map<int, std::map<int, const RankEpochResult*>> ByEpochAndRank(const JobResult& job) {
+  std::map<int, std::map<int, const RankEpochResult*>> by;
+  for (const RankEpochResult& r : job.train) by[r.epoch][r.rank] = &r;
+  return by;
+}
+
+// One rank's results by epoch (O(results), so writing every rank's files stays linear in ranks x results).
+std::map<int, const RankEpochResult*> EpochsOfRank(const JobResult& job, int rank) {
+  std::map<int, const RankEpochResult*> by;
+  for (const RankEpochResult& r : job.train) {
+    if (r.rank == rank) by[r.epoch] = &r;
+  }
+  return by;
+}
+
+// "epoch 1: AU not measured: ..." reasons, from the plan's steps (the same text --explain prints before the run).
+std::string NotMeasuredReason(const JobResult& job, int64_t epoch_steps, bool au) {
+  for (const std::string& w : UnmeasuredFigureWarnings(job.spec, epoch_steps, 0)) {
+    if (w.rfind(au ? "AU" : "samples/s", 0) == 0) return w;
+  }
+  return au ? "AU: no rank measured it (no step inside the metric window, or no timed window)"
+            : "samples/s: no rank measured it (fewer than 3 steps in a block, or no timed window)";
+}
+
+// One epoch (training or evaluation) reduced over its ranks, the block formula the only difference.
+struct EpochReduction {
+  EpochMetric metric;
+  Computed::EpochExtra extra;
+  IoSnapshot io;
+  std::map<int, std::optional<double>> rank_au;
+};
+
+EpochReduction ReduceEpoch(int epoch, const std::map<int, const RankEpochResult*>& ranks, const MetricWindow& w,
+                           BlockFormula formula, double record_mib) {
+  EpochReduction red;
+  EpochMetric& m = red.metric;
+  Computed::EpochExtra& x = red.extra;
+  m.epoch = epoch;
+  double au_sum = 0, tp_sum = 0;
+  bool au_all = true, tp_all = true;
+  for (const auto& [rank, r] : ranks) {
+    const RankEpochMetric rm = ComputeRankEpoch(*r, w, formula);
+    red.rank_au[rank] = rm.au_percent;
+    if (rm.au_percent) {
+      au_sum += *rm.au_percent;
+      x.au_min_rank = std::min(x.au_min_rank.value_or(*rm.au_percent), *rm.au_percent);
+      x.au_max_rank = std::max(x.au_max_rank.value_or(*rm.au_percent), *rm.au_percent);
+    }
+    au_all = au_all && rm.au_percent.has_value();
+    if (rm.samples_per_second) tp_sum += *rm.samples_per_second;
+    tp_all = tp_all && rm.samples_per_second.has_value();
+    x.timed_seconds = std::max(x.timed_seconds, rm.timed_seconds);
+    x.duration_seconds = std::max(x.duration_seconds, rm.duration_seconds);
+    m.read_bytes += r->io.bytes;
+    m.dropped_samples += r->dropped_samples;
+    red.io += r->io;
+  }
+  x.ranks = static_cast<int>(ranks.size());
+  if (au_all) {
+    m.au_percent = au_sum / static_cast<double>(ranks.size());  // DLIO: allreduce(SUM) / comm size
+    m.au_min_rank = x.au_min_rank;
+  }
+  if (tp_all) m.samples_per_second = tp_sum;
+  m.mib_per_second = Times(m.samples_per_second, record_mib);
+  // Bytes of the whole epoch (the first step's reads too) over the whole epoch: unlike DLIO's window, defined for
+  // any number of steps.
+  if (x.duration_seconds > 0) m.actual_mb_per_second = static_cast<double>(m.read_bytes) / x.duration_seconds / 1e6;
+  return red;
+}
+
+// One figure of every epoch, in order.
+std::vector<std::optional<double>> Column(const std::vector<EpochMetric>& epochs,
+                                          std::optional<double> EpochMetric::*figure) {
+  std::vector<std::optional<double>> v;
+  for (const EpochMetric& m : epochs) v.push_back(m.*figure);
+  return v;
+}
+
+Computed Compute(const JobResult& job) {
+  Computed c;
+  c.window = TrainWindow(job.spec, EpochSteps(job));
+  FleetSummary& s = c.fleet;
+  const double record_mib = job.spec.record_length_bytes / kMiB;
+  std::map<int, std::vector<std::optional<double>>> rank_au;  // per rank, its AU of each epoch
+  for (const auto& [epoch, ranks] : ByEpochAndRank(job)) {
+    EpochReduction red = ReduceEpoch(epoch, ranks, c.window, ComputeTrainBlock, record_mib);
+    for (const auto& [rank, au] : red.rank_au) rank_au[rank].push_back(au);
+    s.io += red.io;
+    s.read_bytes += red.metric.read_bytes;
+    s.dropped_samples = std::max(s.dropped_samples, red.metric.dropped_samples);
+    s.epochs.push_back(red.metric);
+    c.extra.push_back(red.extra);
+  }
+  s.au_mean = MeanOf(Column(s.epochs, &EpochMetric::au_percent));
+  s.au_stdev = StdevOf(Column(s.epochs, &EpochMetric::au_percent));
+  s.throughput_mean = MeanOf(Column(s.epochs, &EpochMetric::samples_per_second));
+  s.throughput_stdev = StdevOf(Column(s.epochs, &EpochMetric::samples_per_second));
+  // DLIO: np.mean(throughput) * record_length / 1024 / 1024 (MiB of the nominal record size).
+  s.io_mean_mib = Times(s.throughput_mean, record_mib);
+  s.io_stdev_mib = Times(s.throughput_stdev, record_mib);
+  s.actual_mb_mean = MeanOf(Column(s.epochs, &EpochMetric::actual_mb_per_second));
+  for (const auto& [rank, v] : rank_au) {
+    if (const std::optional<double> mean = MeanOf(v)) s.au_min_rank = std::min(s.au_min_rank.value_or(*mean), *mean);
+  }
+  if (!s.epochs.empty() && !s.au_mean) s.au_not_measured = NotMeasuredReason(job, c.window.epoch_steps, true);
+  if (!s.epochs.empty() && !s.throughput_mean) {
+    s.throughput_not_measured = NotMeasuredReason(job, c.window.epoch_steps, false);
+  }
+  s.au_meets_expectation = s.au_mean && *s.au_mean >= job.spec.au_threshold * 100;
+
+  // Evaluation: one entry per evaluated epoch, the same reduction with DLIO's eval block formula.
+  std::map<int, std::map<int, const RankEpochResult*>> evals;
+  for (const RankEpochResult& r : job.eval) evals[r.epoch][r.rank] = &r;
+  const MetricWindow ew = EvalWindow(job.spec, EvalSteps(job));
+  for (const auto& [epoch, ranks] : evals) {
+    EpochReduction red = ReduceEpoch(epoch, ranks, ew, ComputeEvalBlock, record_mib);
+    s.eval_io += red.io;
+    s.eval.push_back(red.metric);
+  }
+  s.eval_au_mean = MeanOf(Column(s.eval, &EpochMetric::au_percent));
+  s.eval_au_stdev = StdevOf(Column(s.eval, &EpochMetric::au_percent));
+  s.eval_throughput_mean = MeanOf(Column(s.eval, &EpochMetric::samples_per_second));
+  s.eval_throughput_stdev = StdevOf(Column(s.eval, &EpochMetric::samples_per_second));
+  s.eval_io_mean_mib = Times(s.eval_throughput_mean, record_mib);
+  s.eval_io_stdev_mib = Times(s.eval_throughput_stdev, record_mib);
+  s.eval_au_meets_expectation = s.eval_au_mean && *s.eval_au_mean >= job.spec.au_threshold * 100;
+  return c;
+}
+
+absl::Status ErrnoStatus(int err, const std::string& message) {
+  const std::string msg = fmt::format("{} ({})", message, std::strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(msg);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(msg);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+}  // namespace
+
+BlockMetric ComputeEvalBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
+                             const MetricWindow& w) {
+  BlockMetric m = ComputeTrainBlock(proc, compute, duration_s, w);
+  m.samples_per_second.reset();
+  if (m.steps > 0 && duration_s > 0) {
+    m.samples_per_second = static_cast<double>(m.steps) * static_cast<double>(w.batch) / duration_s;
+  }
+  return m;
+}
+
+int64_t AuWindowSteps(const MetricWindow& w, int64_t block_steps) {
+  // DLIO slices compute[exclude_start : window_end + 1] of the block's own list, window_end from the epoch.
+  auto norm = [block_steps](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + block_steps : i, 0, block_steps); };
+  return std::max<int64_t>(0, norm(w.epoch_steps - w.exclude_end) - norm(w.exclude_start));
+}
+
+BlockMetric ComputeTrainBlock(const std::vector<double>& proc, const std::vector<double>& compute, double duration_s,
+                              const MetricWindow& w) {
+  BlockMetric m;
+  // DLIO's window indices are into the block's own step list, but derived from the epoch's step count.
+  const int64_t start = w.exclude_start;
+  const int64_t window_end = w.epoch_steps - 1 - w.exclude_end;
+  const double compute_sum = SliceSum(compute, start, window_end + 1);
+  const double total =
+      duration_s - SliceSum(proc, 0, start) - SliceSum(proc, window_end + 1, static_cast<int64_t>(proc.size()));
+  m.steps = static_cast<int64_t>(compute.size());
+  m.timed_seconds = total;
+  // DLIO divides by total_time unguarded and keeps what comes out; a figure the window cannot give is not measured.
+  if (total > 0 && AuWindowSteps(w, m.steps) > 0) {
+    const double au = compute_sum == 0 ? 0.0 : 100.0 * compute_sum / total;
+    // The window's compute lies inside total_time; more than 100 % (beyond clock rounding) means timings that do
+    // not belong together, which is no measurement either.
+    if (au <= 100.0 + 1e-6) m.au_percent = std::min(au, 100.0);
+  }
+  if (total > 0 && m.steps >= kMinThroughputSteps) {
+    m.samples_per_second = static_cast<double>(m.steps - 2) * static_cast<double>(w.batch) / total;
+  }
+  return m;
+}
+
+RankEpochMetric ComputeRankEpoch(const RankEpochResult& r, const MetricWindow& w, BlockFormula formula) {
+  RankEpochMetric m;
+  double au_steps = 0, tp_steps = 0, au = 0, tp = 0;
+  for (const BlockTimings& b : r.blocks) {
+    const BlockMetric bm = formula(b.proc, b.compute, b.duration_s, w);
+    const auto n = static_cast<double>(bm.steps);
+    if (bm.au_percent) {
+      au_steps += n;
+      au += *bm.au_percent * n;
+    }
+    if (bm.samples_per_second) {
+      tp_steps += n;
+      tp += *bm.samples_per_second * n;
+    }
+    m.timed_seconds += bm.timed_seconds;
+    m.duration_seconds += b.duration_s;
+  }
+  if (au_steps > 0) m.au_percent = au / au_steps;
+  if (tp_steps > 0) m.samples_per_second = tp / tp_steps;
+  return m;
+}
+
+MetricWindow TrainWindow(const WorkloadSpec& spec, int64_t epoch_steps) {
+  MetricWindow w;
+  w.epoch_steps = epoch_steps;
+  w.exclude_start = spec.exclude_start_steps;
+  w.exclude_end = spec.exclude_end_steps;
+  w.batch = spec.batch_size;
+  return w;
+}
+
+MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps) {
+  MetricWindow w = TrainWindow(spec, eval_steps);
+  w.batch = spec.batch_size_eval;
+  return w;
+}
+
+namespace {
+
+// The step counts of one epoch's blocks (step-based checkpoints split it); empty blocks weigh nothing and are left out.
+std::vector<int64_t> BlockSteps(const WorkloadSpec& spec, int64_t epoch_steps) {
+  std::vector<int64_t> blocks;
+  int64_t prev = 0;
+  for (int64_t s : CheckpointStepsInEpoch(spec, epoch_steps)) {
+    if (s > prev) blocks.push_back(s - prev);
+    prev = s;
+  }
+  if (epoch_steps > prev) blocks.push_back(epoch_steps - prev);
+  return blocks;
+}
+
+std::string FewerStepsHint() {
+  return "more files or samples per file, a smaller batch, or fewer accelerators give more steps";
+}
+
+}  // namespace
+
+std::vector<std::string> UnmeasuredFigureWarnings(const WorkloadSpec& spec, int64_t epoch_steps, int64_t eval_steps) {
+  std::vector<std::string> out;
+  if (spec.train && epoch_steps > 0) {
+    const MetricWindow w = TrainWindow(spec, epoch_steps);
+    const std::vector<int64_t> blocks = BlockSteps(spec, epoch_steps);
+    const int64_t au_need = std::max<int64_t>(1, spec.exclude_start_steps + spec.exclude_end_steps + 1);
+    int64_t au_blocks = 0, tp_blocks = 0;
+    for (int64_t b : blocks) {
+      au_blocks += AuWindowSteps(w, b) > 0 ? 1 : 0;
+      tp_blocks += b >= kMinThroughputSteps ? 1 : 0;
+    }
+    const std::string split = blocks.size() > 1 ? fmt::format(" (in blocks of {} between step-based checkpoints)",
+                                                              fmt::join(blocks, "/"))
+                                                : std::string();
+    if (au_blocks == 0) {
+      out.push_back(fmt::format(
+          "AU will not be measured: {} step(s) per epoch{} leave no step inside DLIO's metric window "
+          "(output.metric.exclude_start_steps {}, exclude_end_steps {}: it needs at least {} steps); {}",
+          epoch_steps, split, spec.exclude_start_steps, spec.exclude_end_steps, au_need, FewerStepsHint()));
+    } else if (au_blocks < static_cast<int64_t>(blocks.size())) {
+      out.push_back(fmt::format("AU: some blocks{} leave no step inside DLIO's metric window; they are left out of "
+                                "the epoch's AU", split));
+    }
+    if (tp_blocks == 0) {
+      out.push_back(fmt::format(
+          "samples/s will not be measured: {} step(s) per epoch{}, and DLIO's samples/s = (steps - 2) x batch / time "
+          "needs at least {} steps; {}",
+          epoch_steps, split, kMinThroughputSteps, FewerStepsHint()));
+    } else if (tp_blocks < static_cast<int64_t>(blocks.size())) {
+      out.push_back(fmt::format("samples/s: some blocks{} have fewer than {} steps; they are left out of the "
+                                "epoch's samples/s", split, kMinThroughputSteps));
+    }
+  }
+  if (spec.evaluation && spec.train && spec.num_files_eval > 0 && eval_steps > 0 &&
+      AuWindowSteps(EvalWindow(spec, eval_steps), eval_steps) == 0) {
+    out.push_back(fmt::format("evaluation AU will not be measured: {} evaluation step(s) leave no step inside the "
+                              "metric window (exclude_start_steps {}, exclude_end_steps {})",
+                              eval_steps, spec.exclude_start_steps, spec.exclude_end_steps));
+  }
+  return out;
+}
+
+Aggregator::Aggregator(const JobResult& job) : job_(job), data_gb_(DataSizePerHostGb(job)) {}
+
+FleetSummary Aggregator::Summarize() const { return Compute(job_).fleet; }
+
+std::vector<CheckpointMetric> ComputeCheckpoints(const std::vector<RankCheckpointResult>& ranks) {
+  std::map<std::pair<bool, int>, std::vector<const RankCheckpointResult*>> groups;
+  for (const RankCheckpointResult& r : ranks) groups[{r.load, r.index}].push_back(&r);
+  std::vector<CheckpointMetric> out;
+  for (const auto& [key, members] : groups) {
+    CheckpointMetric m;
+    m.load = key.first;
+    m.index = key.second;
+    const RankCheckpointResult* first = members.front();
+    for (const RankCheckpointResult* r : members) {
+      m.bytes += r->bytes;
+      m.max_duration_s = std::max(m.max_duration_s, r->duration_s);
+      if (r->rank < first->rank) first = r;
+    }
+    m.start_unix_us = first->start_unix_us;
+    m.end_unix_us = first->end_unix_us;
+    m.rank0_duration_s = first->duration_s;
+    const double gib = static_cast<double>(m.bytes) / static_cast<double>(uint64_t{1} << 30);
+    m.rank0_gib_per_second = m.rank0_duration_s > 0 ? gib / m.rank0_duration_s : 0;
+    m.min_gib_per_second = m.max_duration_s > 0 ? gib / m.max_duration_s : 0;
+    out.push_back(m);
+  }
+  return out;
+}
+
+void AddCheckpointSummary(const std::vector<CheckpointMetric>& ckpts, nlohmann::json* metric) {
+  if (ckpts.empty()) return;
+  for (const bool load : {false, true}) {
+    std::vector<double> dur, tp, max_dur, min_tp;
+    for (const CheckpointMetric& m : ckpts) {
+      if (m.load != load) continue;
+      dur.push_back(m.rank0_duration_s);
+      tp.push_back(m.rank0_gib_per_second);
+      max_dur.push_back(m.max_duration_s);
+      min_tp.push_back(m.min_gib_per_second);
+    }
+    if (dur.empty()) continue;
+    const std::string p = load ? "load_checkpoint_" : "save_checkpoint_";
+    (*metric)[p + "io_mean_GB_per_second"] = Mean(tp);
+    (*metric)[p + "io_stdev_GB_per_second"] = PopulationStdev(tp);
+    (*metric)[p + "duration_mean_seconds"] = Mean(dur);
+    (*metric)[p + "duration_stdev_seconds"] = PopulationStdev(dur);
+    (*metric)[p + "mlperf_io_mean_GB_per_second"] = Mean(min_tp);
+    (*metric)[p + "mlperf_io_stdev_GB_per_second"] = PopulationStdev(min_tp);
+    (*metric)[p + "mlperf_duration_mean_seconds"] = Mean(max_dur);
+    (*metric)[p + "mlperf_duration_stdev_seconds"] = PopulationStdev(max_dur);
+  }
+  // ComputeCheckpoints sorts saves first.
+  (*metric)["checkpoint_size_GB"] = static_cast<double>(ckpts.front().bytes) / static_cast<double>(uint64_t{1} << 30);
+}
+
+static nlohmann::json NicsJson(const std::vector<NicInfo>& nics) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const NicInfo& n : nics) {
+    j.push_back({{"name", n.name},
+                 {"speed_mbps", n.speed_mbps >= 0 ? nlohmann::json(n.speed_mbps) : nlohmann::json(nullptr)},
+                 {"mtu", n.mtu},
+                 {"state", n.state}});
+  }
+  return j;
+}
+
+// dlio_ext.provenance: what produced these figures (docs/results.md, docs/mlperf.md).
+static nlohmann::json ProvenanceJson(const JobResult& job) {
+  const std::string yaml = ToYaml(job.spec);
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const AgentInfo& a : job.agents) {
+    hosts.push_back({{"agent", a.name},
+                     {"hostname", a.hostname},
+                     {"kernel", a.kernel},
+                     {"cpu_model", a.cpu_model},
+                     {"cpu_count", a.cpu_count},
+                     {"memory_bytes", static_cast<uint64_t>(a.memory_gb * 1024.0 * 1024.0 * 1024.0 + 0.5)},
+                     {"memory_source", a.memory_source},
+                     {"nics", NicsJson(a.nics)},
+                     {"data_root_fs", a.data_root_fs}});
+  }
+  return {{"tool", "dlio-cpp"},
+          {"version", ToolVersion()},
+          {"git_commit", ToolCommit()},
+          {"job_yaml", yaml},
+          {"job_sha256", Sha256Hex(yaml)},
+          {"agents", hosts}};
+}
+
+namespace {
+
+// summary.json's dlio_ext.s3: per operation, every phase of the job (docs/object-storage.md, docs/metrics.md).
+nlohmann::json S3Json(const S3Snapshot& snapshot) {
+  nlohmann::json s3 = nlohmann::json::object();
+  for (int i = 0; i < kS3OpCount; ++i) {
+    const S3OpSnapshot& o = snapshot.ops[static_cast<size_t>(i)];
+    if (o.requests == 0) continue;
+    nlohmann::json errors = nlohmann::json::object();
+    for (int k = 0; k < kS3StatusSlots; ++k) {
+      if (o.errors[static_cast<size_t>(k)] > 0) errors[S3StatusLabel(k)] = o.errors[static_cast<size_t>(k)];
+    }
+    s3[S3OpName(static_cast<S3Op>(i))] = {{"requests", o.requests},
+                                          {"bytes", o.bytes},
+                                          {"retries", o.retries},
+                                          {"errors_by_status", errors},
+                                          {"latency_seconds", LatencyJson(o.latency)}};
+  }
+  return s3;
+}
+
+// summary.json's training figures: DLIO's metric keys, then ours per epoch.
+void AddTrainSummary(const Computed& c, nlohmann::json* j, nlohmann::json* metric, nlohmann::json* ext) {
+  const FleetSummary& s = c.fleet;
+  (*j)["epochs"] = s.epochs.size();
+  nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
+  for (const EpochMetric& m : s.epochs) {
+    au.push_back(Num(m.au_percent));
+    tp.push_back(Num(m.samples_per_second));
+  }
+  (*metric)["train_au_percentage"] = au;
+  (*metric)["train_au_mean_percentage"] = Num(s.au_mean);
+  (*metric)["train_au_stdev_percentage"] = Num(s.au_stdev);
+  (*metric)["train_au_meet_expectation"] = !s.au_mean ? "not measured" : s.au_meets_expectation ? "success" : "fail";
+  (*metric)["train_throughput_samples_per_second"] = tp;
+  (*metric)["train_throughput_mean_samples_per_second"] = Num(s.throughput_mean);
+  (*metric)["train_throughput_stdev_samples_per_second"] = Num(s.throughput_stdev);
+  (*metric)["train_io_mean_MB_per_second"] = Num(s.io_mean_mib);
+  (*metric)["train_io_stdev_MB_per_second"] = Num(s.io_stdev_mib);
+  (*metric)["train_read_bytes"] = s.read_bytes;
+  (*metric)["train_io_actual_mean_MB_per_second"] = Num(s.actual_mb_mean);
+  (*metric)["train_dropped_samples_per_epoch"] = s.dropped_samples;
+
+  (*ext)["epoch_steps"] = c.window.epoch_steps;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (size_t i = 0; i < s.epochs.size(); ++i) {
+    const EpochMetric& m = s.epochs[i];
+    const Computed::EpochExtra& x = c.extra[i];
+    epochs.push_back({{"epoch", m.epoch},
+                      {"ranks", x.ranks},
+                      {"au_percentage", Num(m.au_percent)},
+                      {"au_min_rank_percentage", Num(x.au_min_rank)},
+                      {"au_max_rank_percentage", Num(x.au_max_rank)},
+                      {"throughput_samples_per_second", Num(m.samples_per_second)},
+                      {"io_MiB_per_second", Num(m.mib_per_second)},
+                      {"timed_seconds", x.timed_seconds},
+                      {"read_bytes", m.read_bytes},
+                      {"io_actual_MB_per_second", Num(m.actual_mb_per_second)},
+                      {"dropped_samples", m.dropped_samples}});
+  }
+  (*ext)["train_epochs"] = epochs;
+  (*ext)["train_io"] = IoJson(s.io);
+  (*ext)["train_read_latency_seconds"] = LatencyJson(s.io.latency);
+  (*ext)["train_read_latency_histogram"] = HistogramJson(s.io.latency);
+}
+
+// summary.json's evaluation figures.
+void AddEvalSummary(const FleetSummary& s, nlohmann::json* metric, nlohmann::json* ext) {
+  nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
+  for (const EpochMetric& m : s.eval) {
+    au.push_back(Num(m.au_percent));
+    tp.push_back(Num(m.samples_per_second));
+  }
+  (*metric)["eval_au_percentage"] = au;
+  (*metric)["eval_au_mean_percentage"] = Num(s.eval_au_mean);
+  (*metric)["eval_au_meet_expectation"] =
+      !s.eval_au_mean ? "not measured" : s.eval_au_meets_expectation ? "success" : "fail";
+  (*metric)["eval_au_stdev_percentage"] = Num(s.eval_au_stdev);
+  (*metric)["eval_throughput_samples_per_second"] = tp;
+  (*metric)["eval_throughput_mean_samples_per_second"] = Num(s.eval_throughput_mean);
+  (*metric)["eval_throughput_stdev_samples_per_second"] = Num(s.eval_throughput_stdev);
+  (*metric)["eval_io_mean_MB_per_second"] = Num(s.eval_io_mean_mib);
+  (*metric)["eval_io_stdev_MB_per_second"] = Num(s.eval_io_stdev_mib);
+  (*metric)["eval_read_bytes"] = s.eval_io.bytes;
+  (*ext)["eval_io"] = IoJson(s.eval_io);
+  (*ext)["eval_read_latency_seconds"] = LatencyJson(s.eval_io.latency);
+}
+
+}  // namespace
+
+nlohmann::json Aggregator::SummaryJson() const {
+  const Computed c = Compute(job_);
+  const FleetSummary& s = c.fleet;
+  const std::vector<Host> hosts = Hosts(job_);
+  const double data_gb = data_gb_;
+
+  nlohmann::json j;
+  j["start"] = FormatTimestamp(job_.start_unix_us);
+  j["end"] = FormatTimestamp(job_.end_unix_us);
+  j["num_accelerators"] = job_.world;
+  j["num_hosts"] = hosts.size();
+  const AgentInfo* rank0 = AgentOfRank(job_, 0);
+  j["hostname"] = rank0 != nullptr ? rank0->hostname : (hosts.empty() ? "" : hosts[0].hostname);
+  j["num_files_train"] = job_.spec.num_files_train;
+  j["num_files_eval"] = job_.spec.num_files_eval;
+  j["num_samples_per_file"] = job_.spec.num_samples_per_file;
+  nlohmann::json cpus = nlohmann::json::array(), mem = nlohmann::json::array(), caching = nlohmann::json::array();
+  for (const Host& h : hosts) {
+    cpus.push_back(h.cpu_count);
+    mem.push_back(h.memory_gb);
+    caching.push_back(h.memory_gb <= data_gb ? 0 : 1);  // DLIO: 1 = the data could fit in the page cache
+  }
+  j["host_cpu_count"] = cpus;
+  j["host_memory_GB"] = mem;
+  AddHostInfo(rank0, &j);
+  j["potential_caching"] = caching;
+  j["data_size_per_host_GB"] = data_gb;
+
+  nlohmann::json metric = nlohmann::json::object();
+  nlohmann::json ext;
+  ext["job_id"] = job_.job_id;
+  if (!job_.job_state.empty()) ext["job_state"] = job_.job_state;
+  ext["world_size"] = job_.world;
+  nlohmann::json agents = nlohmann::json::array();
+  for (const AgentInfo& a : job_.agents) {
+    agents.push_back({{"name", a.name},
+                      {"hostname", a.hostname},
+                      {"first_rank", a.first_rank},
+                      {"ranks", a.ranks},
+                      {"cpu_count", a.cpu_count},
+                      {"memory_GB", a.memory_gb}});
+  }
+  ext["agents"] = agents;
+  ext["provenance"] = ProvenanceJson(job_);
+  if (job_.spec.generate_data) {
+    const IoSnapshot& g = job_.generate_io;
+    const double secs = job_.generate_seconds;
+    ext["generate"] = {{"io", IoJson(g)},
+                       {"seconds", secs},
+                       {"MB_per_second", secs > 0 ? static_cast<double>(g.bytes) / secs / 1e6 : 0.0},
+                       {"write_latency_seconds", LatencyJson(g.latency)}};
+  }
+  if (job_.s3.total_requests() > 0) ext["s3"] = S3Json(job_.s3);
+  if (job_.spec.train) AddTrainSummary(c, &j, &metric, &ext);
+  if (!s.eval.empty()) AddEvalSummary(s, &metric, &ext);
+  const std::vector<CheckpointMetric> checkpoints = ComputeCheckpoints(job_.checkpoints);
+  AddCheckpointSummary(checkpoints, &metric);
+  if (!checkpoints.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const CheckpointMetric& c : checkpoints) {
+      list.push_back({{"operation", c.load ? "load" : "save"},
+                      {"index", c.index},
+                      {"bytes", c.bytes},
+                      {"rank0_duration_seconds", c.rank0_duration_s},
+                      {"rank0_GiB_per_second", c.rank0_gib_per_second},
+                      {"max_duration_seconds", c.max_duration_s},
+                      {"min_GiB_per_second", c.min_gib_per_second}});
+    }
+    ext["checkpoints"] = list;
+  }
+  nlohmann::json not_measured = nlohmann::json::object();
+  if (!s.au_not_measured.empty()) not_measured["train_au"] = s.au_not_measured;
+  if (!s.throughput_not_measured.empty()) not_measured["train_throughput"] = s.throughput_not_measured;
+  if (!not_measured.empty()) ext["not_measured"] = not_measured;
+  ext["verdict"] = VerdictJson(JudgeJob(s, job_.spec, job_.job_state));
+  j["metric"] = metric;
+  j["dlio_ext"] = ext;
+  return j;
+}
+
+nlohmann::json Aggregator::RankOutputJson(int rank) const {
+  const MetricWindow window = TrainWindow(job_.spec, EpochSteps(job_));
+  const double data_gb = data_gb_;
+  nlohmann::json j = nlohmann::json::object();
+  if (const AgentInfo* a = AgentOfRank(job_, rank); a != nullptr) {
+    j["hostname"] = a->hostname;
+    j["host_memory_GB"] = a->memory_gb;
+    j["host_cpu_count"] = a->cpu_count;
+    j["potential_caching"] = data_gb <= a->memory_gb ? 1 : 0;
+    AddHostInfo(a, &j);
+  }
+  for (const auto& [epoch, result] : EpochsOfRank(job_, rank)) {
+    const RankEpochResult& r = *result;
+    nlohmann::json e;
+    e["start"] = FormatTimestamp(r.start_unix_us);
+    e["end"] = FormatTimestamp(r.end_unix_us);
+    nlohmann::json load = nlohmann::json::object(), proc = nlohmann::json::object(),
+                   compute = nlohmann::json::object(), au = nlohmann::json::object(),
+                   tp = nlohmann::json::object(), barrier = nlohmann::json::object();
+    for (const BlockTimings& b : r.blocks) {
+      const std::string key = BlockKey(b.block);
+      const BlockMetric bm = ComputeTrainBlock(b.proc, b.compute, b.duration_s, window);
+      load[key] = b.load;
+      proc[key] = b.proc;
+      compute[key] = b.compute;
+      au[key] = Num(bm.au_percent);
+      tp[key] = Num(bm.samples_per_second);
+      barrier[key] = b.barrier;
+    }
+    e["load"] = load;
+    e["proc"] = proc;
+    e["compute"] = compute;
+    e["au"] = au;
+    e["throughput"] = tp;
+    // Ours: per-step barrier wait (inside DLIO's proc-to-next-load gap), and the rank's measured I/O.
+    e["barrier"] = barrier;
+    e["dlio_ext"] = {{"io", IoJson(r.io)},
+                     {"read_latency_seconds", LatencyJson(r.io.latency)},
+                     {"dropped_samples", r.dropped_samples}};
+    j[std::to_string(epoch)] = e;
+  }
+  const MetricWindow ew = EvalWindow(job_.spec, EvalSteps(job_));
+  for (const RankEpochResult& r : job_.eval) {
+    if (r.rank != rank || r.blocks.empty()) continue;
+    const BlockTimings& b = r.blocks[0];
+    const BlockMetric bm = ComputeEvalBlock(b.proc, b.compute, b.duration_s, ew);
+    nlohmann::json& e = j[std::to_string(r.epoch)];
+    e["load"]["eval"] = b.load;
+    e["proc"]["eval"] = b.proc;
+    e["compute"]["eval"] = b.compute;
+    e["au"]["eval"] = Num(bm.au_percent);
+    e["throughput"]["eval"] = Num(bm.samples_per_second);
+  }
+  return j;
+}
+
+nlohmann::json Aggregator::RankPerEpochStatsJson(int rank) const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [epoch, result] : EpochsOfRank(job_, rank)) {
+    const RankEpochResult& r = *result;
+    nlohmann::json e;
+    e["start"] = FormatTimestamp(r.start_unix_us);
+    e["end"] = FormatTimestamp(r.end_unix_us);
+    e["duration"] = Duration2(r.start_unix_us, r.end_unix_us);
+    for (const BlockTimings& b : r.blocks) {
+      e[BlockKey(b.block)] = {{"start", FormatTimestamp(b.start_unix_us)},
+                              {"end", FormatTimestamp(b.end_unix_us)},
+                              {"duration", Duration2(b.start_unix_us, b.end_unix_us)}};
+    }
+    j[std::to_string(epoch)] = e;
+  }
+  for (const RankEpochResult& r : job_.eval) {
+    if (r.rank != rank || r.blocks.empty()) continue;
+    const BlockTimings& b = r.blocks[0];
+    j[std::to_string(r.epoch)]["eval"] = {{"start", FormatTimestamp(b.start_unix_us)},
+                                           {"end", FormatTimestamp(b.end_unix_us)},
+                                           {"duration", Duration2(b.start_unix_us, b.end_unix_us)}};
+  }
+  if (!job_.checkpoints.empty()) {
+    std::map<std::pair<bool, int>, uint64_t> fleet_bytes;
+    for (const CheckpointMetric& m : ComputeCheckpoints(job_.checkpoints)) fleet_bytes[{m.load, m.index}] = m.bytes;
+    for (const RankCheckpointResult& c : job_.checkpoints) {
+      if (c.rank != rank) continue;
+      const double gib = static_cast<double>(fleet_bytes[{c.load, c.index}]) / static_cast<double>(uint64_t{1} << 30);
+      j[std::to_string(c.epoch)][fmt::format("{}_ckpt{}", c.load ? "load" : "save", c.index)] = {
+          {"start", FormatTimestamp(c.start_unix_us)},
+          {"end", FormatTimestamp(c.end_unix_us)},
+          {"duration", c.duration_s},
+          {"throughput", c.duration_s > 0 ? gib / c.duration_s : 0.0},
+          {"bytes", c.bytes}};  // ours: this rank's own share (per-host and per-rank MLPerf figures)
+    }
+  }
+  return j;
+}
+
+absl::Status WriteResultFiles(const std::string& dir, const JobResult& job) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return ErrnoStatus(ec.value(), fmt::format("{}: cannot create directory", dir));
+  const Aggregator agg(job);
+  const auto path = [&](const std::string& name) { return (std::filesystem::path(dir) / name).string(); };
+  if (absl::Status s = WriteFileAtomic(path("summary.json"), agg.SummaryJson().dump(4) + "\n"); !s.ok()) return s;
+  std::set<int> ranks;
+  for (int r = 0; r < job.world; ++r) ranks.insert(r);
+  for (const RankEpochResult& r : job.train) ranks.insert(r.rank);
+  for (int r : ranks) {
+    if (absl::Status s = WriteFileAtomic(path(fmt::format("{}_output.json", r)), agg.RankOutputJson(r).dump(4) + "\n");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = WriteFileAtomic(path(fmt::format("{}_per_epoch_stats.json", r)),
+                                         agg.RankPerEpochStatsJson(r).dump(4) + "\n");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return WriteFileAtomic(path("job.yaml"), ToYaml(job.spec));
+}
+
+absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
+  // Temp name in the same directory (rename() is atomic only within a file system), hidden, unique per process
+  // and call.
+  static std::atomic<uint64_t> counter{0};
+  const std::filesystem::path target(path);
+  const std::filesystem::path tmp =
+      target.parent_path() /
+      fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter.fetch_add(1));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, fmt::format("{}: cannot write", path));
+  auto fail = [&](int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
+  };
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail(errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatTimestamp(int64_t unix_us) {
+  int64_t secs = unix_us / 1000000;
+  int64_t micros = unix_us % 1000000;
+  if (micros < 0) {
+    micros += 1000000;
+    secs -= 1;
+  }
+  const auto t = static_cast<time_t>(secs);
+  struct tm tm {};
+  localtime_r(&t, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:06d}", std::string_view(buf, n), micros);
+}
+
+absl::StatusOr<int64_t> ParseTimestamp(const std::string& text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(
+        fmt::format("'{}': not a timestamp like 2026-11-22T02:03:49.804834 (local time)", text));
+  };
+  int year, mon, day, hour, min, sec, used = 0;
+  char sep = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &year, &mon, &day, &sep, &hour, &min, &sec, &used) != 7 ||
+      (sep != 'T' && sep != ' ')) {
+    return bad();
+  }
+  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 ||
+      sec > 60) {
+    return bad();
+  }
+  auto i = static_cast<size_t>(used);
+  int64_t micros = 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    int digits = 0;
+    int64_t scale = 100000;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      if (digits < 6) {
+        micros += (text[i] - '0') * scale;
+        scale /= 10;
+      }
+      ++digits;
+      ++i;
+    }
+    if (digits == 0 || digits > 9) return bad();
+  }
+  if (i != text.size()) return bad();
+  struct tm tm {};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = mon - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = min;
+  tm.tm_sec = sec;
+  tm.tm_isdst = -1;  // local time, DST as the zone says
+  const time_t t = std::mktime(&tm);
+  if (t == static_cast<time_t>(-1)) return bad();
+  return static_cast<int64_t>(t) * 1000000 + micros;
+}
+
+}  // namespace dlio

@@ -1,0 +1,200 @@
+// S3 object storage: the client every S3 code path of the agent goes through (readers, generation, checkpoints,
+// listing, the preflight), over libcurl (Debian's 7.88) with its built-in SigV4 signing (CURLOPT_AWS_SIGV4).
+//
+// Contract:
+//  - S3Config names the endpoint, region, bucket and credentials. The secret is held in S3Secret, which has no
+//    printing: no error message, log line or metric ever contains it; errors name the endpoint, the bucket, the object
+//    key, the HTTP status and the S3 error code, and (for credential errors) the access key id.
+//  - S3Client: one per thread (one libcurl easy handle, so its connection is kept alive and reused request after
+//    request). Operations: GET (whole object into a growing buffer), ranged GET (into the caller's buffer), HEAD,
+//    PUT, multipart upload (create, part, complete, abort), ListObjectsV2 (one page, the caller pages), DELETE.
+//  - libcurl 7.88 workarounds (measured against Ceph RGW 16): every request carries `x-amz-content-sha256:
+//    UNSIGNED-PAYLOAD` (RGW answers 403 without it); the query string is built here already canonical (keys sorted,
+//    URI-encoded, always `k=v`), because 7.88 signs it as given; no custom header is ever empty (7.88 signs it too);
+//    object keys are URI-encoded once, here ('/' kept); PUT bodies have a known length.
+//  - Retries: 5xx, 429/SlowDown/RequestTimeout and transport errors (connection refused or reset, timeouts) are
+//    retried with exponential backoff (kRetryBaseMs doubling, at most kRetryMaxMs, with jitter) up to
+//    S3Config::max_attempts attempts in all (DLIO's s3_max_attempts, default 5); each retry is counted. Other 4xx
+//    fail at once.
+//  - Metrics: every attempt is counted in the client's S3Stats per operation (requests, bytes, latency histogram,
+//    retries, errors by HTTP status); S3Metrics::Global() merges the live clients' stats (and those of clients
+//    gone) at scrape time. No lock of ours is shared between threads per request: a client's stats take only its
+//    own uncontended spinlock (as IoStats does).
+//  - Allocation: a warmed-up client does no heap allocation of ours per GET or ranged GET (reused URL string, a
+//    header list built once, buffers that grow only); libcurl's own allocations (it copies the URL per request) are
+//    its own, reported apart by bench/alloc_bench.cc.
+// Thread-safety: S3Client none (one per thread); S3Config is immutable once shared; S3Metrics is thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "results/latency_histogram.h"
+#include "base/mutex.h"
+#include "job/s3_limits.h"
+#include "results/s3_stats.h"
+
+typedef void CURL;
+struct curl_slist;
+
+namespace dlio {
+
+class AlignedBuffer;
+
+// A secret string: readable only through reveal(); never printed.
+class S3Secret {
+ public:
+  S3Secret() = default;
+  explicit S3Secret(std::string s) : value_(std::move(s)) {}
+  const std::string& reveal() const { return value_; }
+  bool empty() const { return value_.empty(); }
+  bool operator==(const S3Secret& o) const { return value_ == o.value_; }
+
+ private:
+  std::string value_;
+};
+
+struct S3Config {
+  std::string endpoint;            // scheme://host[:port], no trailing '/'
+  std::string region = "us-east-1";
+  std::string bucket;
+  std::string access_key_id;
+  S3Secret secret_access_key;
+  bool force_path_style = false;   // virtual-hosted style otherwise, except for IP or localhost endpoints
+  int max_attempts = 5;            // DLIO's s3_max_attempts: attempts in all, retries = attempts - 1
+  // Per-request limits: connecting, and a transfer making no progress (below 1 byte/s) for this long.
+  int connect_timeout_ms = 5000;
+  int stall_timeout_s = 30;
+
+  // "endpoint http://h:p bucket 'b'": how every error names the target.
+  std::string Describe() const;
+};
+
+// Per-client counters (see the contract).
+class S3Stats {
+ public:
+  void Record(S3Op op, uint64_t bytes, uint64_t ns, int http_status, bool failed);
+  void AddRetry(S3Op op) { retries_[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed); }
+  S3Snapshot Snapshot() const;
+
+ private:
+  void Lock() const {
+    while (lock_.exchange(true, std::memory_order_acquire)) {
+    }
+  }
+  void Unlock() const { lock_.store(false, std::memory_order_release); }
+  mutable std::atomic<bool> lock_{false};
+  S3Snapshot data_;  // guarded by lock_ (except retries)
+  std::array<std::atomic<uint64_t>, kS3OpCount> retries_{};
+};
+
+// The process's S3 statistics: every live client's stats plus those of clients already destroyed.
+class S3Metrics {
+ public:
+  static S3Metrics& Global();
+  void Register(const S3Stats* s);
+  // Folds the stats into the retired total and forgets them.
+  void Unregister(const S3Stats* s);
+  S3Snapshot Snapshot() const;
+
+ private:
+  mutable Mutex mu_;
+  std::vector<const S3Stats*> live_ ABSL_GUARDED_BY(mu_);
+  S3Snapshot retired_ ABSL_GUARDED_BY(mu_);
+};
+
+// Retry schedule (see the contract): the wait before retry n (1-based) is min(kRetryMaxMs, kRetryBaseMs * 2^(n-1))
+// with +-25 % jitter. 50 ms doubling covers a gateway restart of a few seconds within DLIO's 5 attempts
+// (50 + 100 + 200 + 400 ms) without stretching a failing job's last step by more than ~1 s.
+inline constexpr int kRetryBaseMs = 50;
+inline constexpr int kRetryMaxMs = 2000;
+
+// One entry of a listing page.
+struct S3Object {
+  std::string key;
+  uint64_t size = 0;
+};
+struct S3ListPage {
+  std::vector<S3Object> objects;
+  std::string next_token;  // empty = last page
+};
+
+// Multipart upload sizes (kS3PartBytes, kS3MaxParts, ...): job/s3_limits.h.
+
+class S3Client {
+ public:
+  explicit S3Client(std::shared_ptr<const S3Config> config);
+  ~S3Client();
+  S3Client(const S3Client&) = delete;
+  S3Client& operator=(const S3Client&) = delete;
+
+  const S3Config& config() const { return *config_; }
+  const S3Stats& stats() const { return stats_; }
+
+  // GET of the whole object into `buf` (grown to fit the Content-Length, never shrunk); returns its size.
+  absl::StatusOr<uint64_t> Get(absl::string_view key, AlignedBuffer& buf);
+  // Ranged GET of [off, off + len) into dst; returns the bytes received (fewer only at the end of the object).
+  absl::StatusOr<size_t> GetRange(absl::string_view key, uint64_t off, size_t len, uint8_t* dst);
+  // HEAD: the object's size.
+  absl::StatusOr<uint64_t> Head(absl::string_view key);
+  // PUT of [data, data + len).
+  absl::Status Put(absl::string_view key, const uint8_t* data, size_t len);
+  absl::StatusOr<std::string> CreateMultipart(absl::string_view key);
+  // Uploads part `part` (1-based); returns its ETag.
+  absl::StatusOr<std::string> UploadPart(absl::string_view key, const std::string& upload_id, int part,
+                                         const uint8_t* data, size_t len);
+  absl::Status CompleteMultipart(absl::string_view key, const std::string& upload_id,
+                                 const std::vector<std::string>& etags);
+  absl::Status AbortMultipart(absl::string_view key, const std::string& upload_id);
+  // The multipart uploads in progress under `prefix`: (key, upload id) pairs (first 1000).
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ListMultipartUploads(absl::string_view prefix);
+  // One page of ListObjectsV2 under `prefix` (at most 1000 keys), continuing at `token` ("" = first page).
+  absl::StatusOr<S3ListPage> ListPage(absl::string_view prefix, const std::string& token);
+  // Every object under `prefix`, all pages.
+  absl::StatusOr<std::vector<S3Object>> List(absl::string_view prefix);
+  absl::Status Delete(absl::string_view key);
+  // HEAD of the bucket (the preflight): NoSuchBucket and credential errors come back as their own messages.
+  absl::Status HeadBucket();
+  // Creates the bucket (benchmarks and tests); one that this user already owns is fine.
+  absl::Status CreateBucket();
+
+  struct Request;  // one request's state (internal; public for libcurl's C callbacks)
+
+ private:
+  // Runs `req` with retries; fills its status/body. Errors are the final one-line message.
+  absl::Status Perform(Request& req);
+  absl::Status PerformOnce(Request& req, int* http_status, bool* retryable);
+  void BuildUrl(absl::string_view key, absl::string_view query);
+  absl::Status HttpError(const Request& req, int status, absl::string_view curl_error, int attempts) const;
+
+  std::shared_ptr<const S3Config> config_;
+  CURL* curl_ = nullptr;
+  curl_slist* headers_ = nullptr;        // x-amz-content-sha256, built once
+  std::string base_;                     // scheme://host[:port][/bucket] per the addressing style
+  std::string url_;                      // the current request's URL (reused: grows only)
+  std::string body_;                     // XML bodies and error bodies (reused)
+  std::string userpwd_;
+  std::string sigv4_;
+  S3Stats stats_;
+  uint64_t jitter_state_;
+};
+
+// Splits "s3://bucket/prefix" into bucket and prefix (no leading or trailing '/'); InvalidArgument naming `key`
+// when the text is not of that form.
+absl::Status ParseS3Url(const std::string& url, const std::string& key, std::string* bucket, std::string* prefix);
+// The key of `rel` under `prefix` ("a/b" + "train/x" = "a/b/train/x"; an empty prefix gives rel).
+std::string S3Join(absl::string_view prefix, absl::string_view rel);
+// URI-encodes an object key as SigV4 wants it: unreserved characters and '/' kept, every other byte %XX.
+void S3EncodeKey(absl::string_view key, std::string* out);
+
+}  // namespace dlio

@@ -1,0 +1,94 @@
+// Pure parts of the S3 client (storage/s3/client.h): key encoding, s3:// URLs, key joins, the statistics' arithmetic, and
+// the retry path against a loopback port nobody listens on (the real gateway is tests/s3_test.cc's).
+#include "storage/s3/client.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/storage.h"
+
+namespace dlio {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(S3Keys, EncodedOnceWithSlashesKept) {
+  std::string out;
+  S3EncodeKey("data/train/img 1_of+2~a.npz", &out);
+  EXPECT_EQ(out, "data/train/img%201_of%2B2~a.npz");
+  out.clear();
+  S3EncodeKey("ü%", &out);
+  EXPECT_EQ(out, "%C3%BC%25");
+}
+
+TEST(S3Keys, UrlsAndJoins) {
+  std::string bucket, prefix;
+  ASSERT_TRUE(ParseS3Url("s3://my-bucket/a/b/", "dataset.data_folder", &bucket, &prefix).ok());
+  EXPECT_EQ(bucket, "my-bucket");
+  EXPECT_EQ(prefix, "a/b");
+  ASSERT_TRUE(ParseS3Url("s3://bkt", "k", &bucket, &prefix).ok());
+  EXPECT_EQ(prefix, "");
+  EXPECT_EQ(ParseS3Url("s3://ab/x", "k", &bucket, &prefix).message(),
+            "k: 's3://ab/x' names bucket 'ab'; a bucket name has at least 3 characters");
+  EXPECT_EQ(ParseS3Url("http://x", "k", &bucket, &prefix).message(), "k: 'http://x' is not an s3://bucket/prefix URL");
+  EXPECT_EQ(S3Join("a/b/", "/train/x"), "a/b/train/x");
+  EXPECT_EQ(S3Join("", "train/x"), "train/x");
+}
+
+TEST(S3Stats, SnapshotsAddAndSubtractPerOperation) {
+  S3Stats st;
+  st.Record(S3Op::kGet, 100, 2000, 200, false);
+  const S3Snapshot before = st.Snapshot();
+  st.Record(S3Op::kGet, 50, 3000, 200, false);
+  st.Record(S3Op::kGet, 0, 1000, 503, true);
+  st.AddRetry(S3Op::kGet);
+  const S3Snapshot d = S3Difference(st.Snapshot(), before);
+  const S3OpSnapshot& g = d.ops[static_cast<int>(S3Op::kGet)];
+  EXPECT_EQ(g.requests, 2u);
+  EXPECT_EQ(g.bytes, 50u);
+  EXPECT_EQ(g.retries, 1u);
+  EXPECT_EQ(g.latency.count(), 2u);
+  EXPECT_EQ(g.errors[9], 1u);  // the 503 slot
+  EXPECT_STREQ(S3StatusLabel(9), "503");
+  EXPECT_STREQ(S3StatusLabel(11), "none");
+  EXPECT_EQ(d.total_requests(), 2u);
+}
+
+// A closed loopback port: every attempt fails in transport, is retried with backoff and counted; the final message
+// names the endpoint, bucket, object and the attempts, never the secret.
+TEST(S3Client, TransportErrorsAreRetriedUpToMaxAttemptsAndCounted) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);  // nobody listens there now
+  auto c = std::make_shared<S3Config>();
+  c->endpoint = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  c->bucket = "bkt";
+  c->access_key_id = "AKID";
+  c->secret_access_key = S3Secret("TopSecret");
+  c->max_attempts = 3;
+  S3Client client(c);
+  AlignedBuffer buf;
+  absl::StatusOr<uint64_t> r = client.Get("k/obj.npz", buf);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  const std::string msg(r.status().message());
+  EXPECT_THAT(msg, HasSubstr("s3 GET endpoint " + c->endpoint + " bucket 'bkt' object 'k/obj.npz': no HTTP status ("));
+  EXPECT_THAT(msg, HasSubstr("after 3 attempts"));
+  EXPECT_EQ(msg.find("TopSecret"), std::string::npos);
+  const S3Snapshot snap = client.stats().Snapshot();  // a copy: the reference below must not dangle
+  const S3OpSnapshot& g = snap.ops[static_cast<int>(S3Op::kGet)];
+  EXPECT_EQ(g.requests, 3u);
+  EXPECT_EQ(g.retries, 2u);
+  EXPECT_EQ(g.errors[11], 3u);  // "none": no HTTP answer
+}
+
+}  // namespace
+}  // namespace dlio
