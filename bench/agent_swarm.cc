@@ -794,8 +794,10 @@ int Run::Report(int submit_rc) {
       {"submit_exit", submit_rc},
       {"sessions_missing_releases", incomplete},
   };
-  auto fmt = [](const nlohmann::json& v, const char* f) {
-    return v.is_number() ? absl::StrFormat(f, v.get<double>()) : std::string("not measured");
+  // A measured figure with `digits` decimals and `unit`, else "not measured" (the format string stays constant, as
+  // absl::StrFormat checks it at compile time).
+  auto fmt = [](const nlohmann::json& v, int digits, const char* unit) {
+    return v.is_number() ? absl::StrFormat("%.*f%s", digits, v.get<double>(), unit) : std::string("not measured");
   };
   std::cout << absl::StrFormat(
       "swarm: %d sessions x %d accelerator(s), %d steps, computation_time %g s (synthetic, one epoch)\n"
@@ -805,12 +807,12 @@ int Run::Report(int submit_rc) {
       "  coordinator: %d threads attached, %d peak; RSS %.1f MiB, peak %.1f MiB\n"
       "  AU %s\n",
       c_.agents, c_.accelerators, c_.steps, c_.compute, attach_s_, attach_cpu_s_, job_s_, job_cpu_s_,
-      job_cpu_s_ / agent_steps * 1e6, fmt(j["coordinator_cpu_us_per_agent_step_window"], "%.1f"),
-      fmt(j["swarm_cpu_us_per_agent_step_window"], "%.1f"),
+      job_cpu_s_ / agent_steps * 1e6, fmt(j["coordinator_cpu_us_per_agent_step_window"], 1, ""),
+      fmt(j["swarm_cpu_us_per_agent_step_window"], 1, ""),
       j["release_latency_ms_p50"].get<double>(), j["release_latency_ms_p99"].get<double>(),
       j["release_latency_ms_max"].get<double>(), static_cast<int>(latency_ms.size()), threads_attached_,
       threads_peak_, j["coordinator_rss_mib"].get<double>(), j["coordinator_hwm_mib"].get<double>(),
-      fmt(au, "%.2f %%"));
+      fmt(au, 2, " %"));
   if (!c_.json.empty()) std::ofstream(c_.json) << j.dump(2) << "\n";
   if (!job_ok) {
     std::ifstream err(c_.work + "/submit.err");
