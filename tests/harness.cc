@@ -214,7 +214,7 @@ uint64_t DataBytes(const fs::path& dir, const std::string& ext) {
 nlohmann::json LoadJson(const std::string& path) { return nlohmann::json::parse(ReadFile(path)); }
 
 Fleet::Fleet(const TempDir& dir, std::vector<std::string> serve_extra, std::vector<std::string> client_extra)
-    : dir_(dir), port_(FreePort()), serve_extra_(std::move(serve_extra)), client_extra_(std::move(client_extra)) {
+    : dir_(dir), serve_extra_(std::move(serve_extra)), client_extra_(std::move(client_extra)) {
   std::filesystem::create_directories(dir.path() / "root");
   StartCoordinator();
 }
@@ -232,14 +232,23 @@ Fleet::Fleet(const TempDir& dir, int agents, int accelerators, const std::vector
 }
 
 void Fleet::StartCoordinator() {
+  const std::string port_file = dir_.str() + "/coordinator.port";
   std::vector<std::string> argv = {Bin("dlio-coordinator"), "serve", "--listen", address(), "--results-dir",
                                    dir_.str() + "/coord-results"};
+  if (port_ == 0) argv.insert(argv.end(), {"--port-file", port_file});
   argv.insert(argv.end(), serve_extra_.begin(), serve_extra_.end());
   // The first coordinator logs to coordinator.log, a restarted one to coordinator-2.log, ...
   ++coordinator_starts_;
   const std::string log = coordinator_starts_ == 1 ? "/coordinator.log"
                                                    : "/coordinator-" + std::to_string(coordinator_starts_) + ".log";
   coordinator_ = std::make_unique<Process>(argv, dir_.str() + log);
+  if (port_ == 0) {
+    // The file appears (renamed into place) once the server listens; a coordinator that fails to start leaves
+    // port_ 0, and the test's first client call fails with the coordinator's log.
+    Eventually([&] { return std::filesystem::exists(port_file); }, std::chrono::seconds(20));
+    port_ = std::atoi(ReadFile(port_file).c_str());
+    return;
+  }
   WaitForListening(port_, std::chrono::seconds(10));  // clients fail at once on a refused connection
 }
 

@@ -75,8 +75,9 @@ class Process {
 // A TCP port that was free a moment ago on 127.0.0.1.
 int FreePort();
 
-// A coordinator (`serve` on a free loopback port, results under DIR/coord-results) and agents (data root DIR/root),
-// each a Process killed when the Fleet goes away; logs in DIR/*.log.
+// A coordinator (`serve` on a loopback port it picks itself and reports through --port-file, results under
+// DIR/coord-results) and agents (data root DIR/root), each a Process killed when the Fleet goes away; logs in
+// DIR/*.log.
 class Fleet {
  public:
   // A coordinator with `serve_extra` flags and no agent yet; `client_extra` goes to every Client() call.
@@ -86,7 +87,8 @@ class Fleet {
   // agent's flags, `agent_prefix` put before its command (e.g. strace; "{i}" becomes the agent's index).
   Fleet(const TempDir& dir, int agents, int accelerators, const std::vector<std::string>& agent_extra = {},
         const std::vector<std::string>& agent_prefix = {});
-  // (Re)starts the coordinator (after a kill, on the same port and flags).
+  // (Re)starts the coordinator: the first time on port 0 with --port-file (no window in which another process could
+  // take a port picked in advance), after a kill on the port it had and the same flags.
   void StartCoordinator();
   Process& AddAgent(const std::string& name, std::vector<std::string> extra = {}, double reconnect_window = 3,
                     const std::vector<std::string>& prefix = {});
@@ -104,7 +106,7 @@ class Fleet {
 
  private:
   const TempDir& dir_;
-  int port_;
+  int port_ = 0;  // 0 until the first coordinator reported its port
   std::vector<std::string> serve_extra_, client_extra_;
   int coordinator_starts_ = 0;
   std::unique_ptr<Process> coordinator_;
