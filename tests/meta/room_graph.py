@@ -9,7 +9,8 @@ Checks:
   - every folder holding production C++ (tests/, bench/ and fuzz/ aside) is a room of the table, and each room exists;
   - every `#include "X/..."` of a production file (not *_test.cc) of room R names R itself or a room R may use
     ("dlio/v1/..." is proto/'s generated and own code);
-  - every `dlio::X` linked by a non-test target of R's CMakeLists.txt is R's own or a room R may use.
+  - every `dlio::X` linked by a non-test target of R's CMakeLists.txt is R's own or a room R may use;
+  - README.md's "## Source layout" table names exactly the rooms of the table.
 It checks itself first: an include of a higher room from base/ must be reported.
 
   room_graph.py --source SRC
@@ -85,6 +86,15 @@ def link_problems(room, path, text, rooms):
     return problems
 
 
+def readme_problems(text, rooms):
+    section = re.search(r"^## Source layout\b(.*?)(?=^## )", text, re.S | re.M)
+    if not section:
+        return ["README.md has no '## Source layout' section"]
+    listed = set(re.findall(r"^\|\s*`([a-z_]+)/`\s*\|", section.group(1), re.M))
+    return [f"README.md's source layout lists {r}/, which is not a room" for r in sorted(listed - set(rooms))] + \
+           [f"README.md's source layout does not list room {r}/" for r in sorted(set(rooms) - listed)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -112,6 +122,7 @@ def main():
             problems += include_problems(room, p.relative_to(src), p.read_text(errors="replace"), rooms)
         for cm in sorted(base.rglob("CMakeLists.txt")):
             problems += link_problems(room, cm.relative_to(src), cm.read_text(), rooms)
+    problems += readme_problems((src / "README.md").read_text(), rooms)
     for p in problems:
         print(p)
     print(f"room_graph: {len(rooms)} rooms, {len(problems)} problem(s)")
