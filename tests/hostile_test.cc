@@ -429,7 +429,7 @@ TEST(Grpc, HugeUnauthenticatedCallsOfEveryMethodAreRefusedBeforeTheirRequestIsRe
     // The peak read at the start is the resident size then, which may shrink before the next read.
     const uint64_t grown = std::max(coord.PeakRss(), rss0) - rss0;
     std::cout << "coordinator peak RSS after " << kCalls << " unauthenticated " << method << " calls of 50 MiB: +"
-              << (grown >> 20) << " MiB\n";
+              << (grown >> 10) << " KiB\n";
     EXPECT_LT(grown, uint64_t{64} << 20) << "the coordinator buffered unauthenticated " << method
                                          << " requests: its peak RSS rose " << (grown >> 20) << " MiB";
   }
