@@ -17,6 +17,7 @@
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
+#include "google/protobuf/descriptor.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
@@ -222,13 +223,15 @@ void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
 }
 
 // The service. Attach and Watch run on gRPC's callback API: one reactor per agent stream and per watcher, no thread
-// of their own (AttachReactor, WatchReactor below). The client RPCs are "streamed" (StreamedUnary, split streaming):
-// gRPC then runs the handler when the call's metadata arrived, before its request message is read, so Authorize()
-// refuses a caller without the token before any byte of its message is buffered (with plain unary handlers gRPC
-// reads the whole message first); Attach authorizes before its first read too. Watch's request (a job id) is read
-// with the call, as for every callback server-streaming method; it is bounded by kMaxReceiveMessageBytes like every
-// message.
-using ServiceBase = v1::Coordinator::WithRawCallbackMethod_Attach<v1::Coordinator::WithCallbackMethod_Watch<
+// of their own (AttachReactor, WatchReactor below). The client RPCs are "streamed" (StreamedUnary, split streaming).
+// Every method is thus served as a stream, and for a stream gRPC runs the handler as soon as the call's metadata
+// arrived, before its request message is read: Authorize() refuses a caller without the token before any byte of
+// its message is buffered. For a method served as unary or server-streaming, gRPC reads the whole request before
+// anything of ours runs, a server interceptor included, and of any size: the receive limit is checked on the
+// complete message (issue 24: 20 unauthenticated Watch calls of 200 MB took the coordinator from 19 MiB to
+// 2,476 MiB). Watch is server-streaming on the wire, so WithSplitStreamingMethod_Watch registers it as a stream and
+// the constructor replaces that handler with a callback one (WatchReactor reads the one request itself).
+using ServiceBase = v1::Coordinator::WithRawCallbackMethod_Attach<v1::Coordinator::WithSplitStreamingMethod_Watch<
     v1::Coordinator::WithStreamedUnaryMethod_Submit<v1::Coordinator::WithStreamedUnaryMethod_Cancel<
         v1::Coordinator::WithStreamedUnaryMethod_ListJobs<v1::Coordinator::WithStreamedUnaryMethod_GetJob<
             v1::Coordinator::WithSplitStreamingMethod_GetResults<v1::Coordinator::Service>>>>>>>;
@@ -236,11 +239,22 @@ using ServiceBase = v1::Coordinator::WithRawCallbackMethod_Attach<v1::Coordinato
 class Service final : public ServiceBase {
  public:
   Service(Coordinator* core, std::string token, TargetsFile* targets)
-      : core_(core), token_(std::move(token)), targets_(targets) {}
+      : core_(core), token_(std::move(token)), targets_(targets) {
+    // The generated code numbers the methods in the order of coordinator.proto, as its descriptor does.
+    const int watch = v1::WatchRequest::descriptor()->file()->FindServiceByName("Coordinator")
+                          ->FindMethodByName("Watch")->index();
+    MarkMethodCallback(watch, new grpc::internal::CallbackBidiHandler<v1::WatchRequest, v1::JobEvent>(
+                                  [this](grpc::CallbackServerContext* ctx) { return WatchStream(ctx); }));
+  }
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Attach(grpc::CallbackServerContext* ctx) override;
-  grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
-                                                const v1::WatchRequest* req) override;
+  // Watch, served as a stream of one read and many writes (see above).
+  grpc::ServerBidiReactor<v1::WatchRequest, v1::JobEvent>* WatchStream(grpc::CallbackServerContext* ctx);
+  // Never called: the constructor replaced its handler with WatchStream.
+  grpc::Status StreamedWatch(grpc::ServerContext*,
+                             grpc::ServerSplitStreamer<v1::WatchRequest, v1::JobEvent>*) override {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "Watch is served by its callback handler");
+  }
 
   grpc::Status StreamedSubmit(grpc::ServerContext* ctx,
                               grpc::ServerUnaryStreamer<v1::SubmitRequest, v1::SubmitResponse>* st) override {
@@ -510,24 +524,40 @@ class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   std::unique_ptr<AgentInbox> inbox_;
 };
 
-// One Watch call: the job's events so far, then each new one as the core emits it (Coordinator::Watch), until the
-// final event is written or the watcher goes away. Deletes itself in OnDone().
-class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
+// One Watch call: authorized on its metadata, then its request (the job id) read, then the job's events so far and
+// each new one as the core emits it (Coordinator::Watch), until the final event is written or the watcher goes
+// away. A stream of one read and many writes, so that nothing is read before Authorize() (Service). gRPC may run
+// reactions concurrently: mu_ makes sure that a watch started by OnReadDone() is ended by exactly one of it and
+// Stop(), whichever comes second. Deletes itself in OnDone().
+class WatchReactor final : public grpc::ServerBidiReactor<v1::WatchRequest, v1::JobEvent> {
  public:
-  WatchReactor(Service* service, grpc::CallbackServerContext* ctx, const v1::WatchRequest* req)
+  WatchReactor(Service* service, grpc::CallbackServerContext* ctx)
       : core_(service->core()), ctx_(ctx),
         queue_(kMaxQueuedEvents, [this](const v1::JobEvent* e) { StartWrite(e); }) {
     if (grpc::Status s = service->Authorize(ctx_, "Watch"); !s.ok()) {
       FinishOnce(s);
       return;
     }
+    StartRead(&req_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the watcher closed its side without a request, or went away (then OnCancel() runs too)
+      FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Watch: no request message"));
+      return;
+    }
     absl::StatusOr<uint64_t> id =
-        core_->Watch(req->job_id(), [this, job = req->job_id()](const JobEventData& e) { Sink(job, e); });
+        core_->Watch(req_.job_id(), [this, job = req_.job_id()](const JobEventData& e) { Sink(job, e); });
     if (!id.ok()) {
       FinishOnce(ToGrpc(id.status()));
       return;
     }
-    id_ = *id;
+    bool stopped = false;
+    {
+      MutexLock lk(&mu_);
+      id_ = *id;
+      stopped = stopped_;
+    }
+    if (stopped) core_->Unwatch(*id);  // Stop() ran first and found no watch to end
   }
   void OnWriteDone(bool ok) override {
     if (!ok) Stop();
@@ -547,7 +577,13 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
   }
   // The watcher went away (or its stream broke): no more events; finish once nothing is in flight.
   void Stop() {
-    if (id_ != 0) core_->Unwatch(id_);
+    uint64_t id = 0;
+    {
+      MutexLock lk(&mu_);
+      stopped_ = true;
+      id = id_;
+    }
+    if (id != 0) core_->Unwatch(id);
     if (queue_.Close()) FinishOnce(grpc::Status::OK);
   }
   void FinishOnce(const grpc::Status& s) {
@@ -556,8 +592,11 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::JobEvent> {
 
   Coordinator* const core_;
   grpc::CallbackServerContext* const ctx_;
+  v1::WatchRequest req_;                // the one request, read after Authorize()
   WriteQueue<v1::JobEvent> queue_;
-  uint64_t id_ = 0;                     // the core's watch id (0: not watching)
+  Mutex mu_;
+  uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;       // the core's watch id (0: not watching)
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;  // Stop() ran: a watch started later is ended at once
   std::atomic<bool> finished_{false};
 };
 
@@ -565,9 +604,8 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Service::Attach(grp
   return new AttachReactor(this, ctx);
 }
 
-grpc::ServerWriteReactor<v1::JobEvent>* Service::Watch(grpc::CallbackServerContext* ctx,
-                                                       const v1::WatchRequest* req) {
-  return new WatchReactor(this, ctx, req);
+grpc::ServerBidiReactor<v1::WatchRequest, v1::JobEvent>* Service::WatchStream(grpc::CallbackServerContext* ctx) {
+  return new WatchReactor(this, ctx);
 }
 
 // The coordinator's own metrics, computed at scrape time from Coordinator::GetCounts().

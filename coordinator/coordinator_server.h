@@ -4,8 +4,10 @@
 // binds `listen` (port 0 picks a free port, read it back with port(); SO_REUSEPORT is off, so a second
 // coordinator on the same port fails instead of sharing it), serves the dlio.v1.Coordinator service and, when
 // `metrics_listen` is set, the coordinator's own Prometheus /metrics.
-// Security: with a token every RPC must carry it (UNAUTHENTICATED otherwise, naming the fix); with a certificate
-// the service speaks TLS only, and with a CA too it requires client certificates signed by it (mutual TLS).
+// Security: with a token every RPC must carry it (UNAUTHENTICATED otherwise, naming the fix), checked on the call's
+// metadata before its request message is read, so a caller without the token makes the coordinator buffer nothing
+// of its messages, whatever their size; with a certificate the service speaks TLS only, and with a CA too it
+// requires client certificates signed by it (mutual TLS).
 // Attach: protocol mismatches are refused with both versions named (FAILED_PRECONDITION); duplicate agent names
 // with ALREADY_EXISTS naming both. Each agent's messages are queued and written by its own writer thread, so a
 // slow or stopped agent never blocks the coordinator; one that stops reading (kMaxQueuedMessages) is dropped.

@@ -11,9 +11,12 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
+#include <iostream>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -21,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/convert.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/harness.h"
@@ -385,6 +389,50 @@ TEST(Grpc, MessagesWithoutTheTokenAreRefusedBeforeTheyAreBufferedAndLargeOnesAre
   s = coord.stub().Submit(&ctx4, accel, &resp);
   EXPECT_TRUE(Contains(s.error_message(), "--accelerators-per-agent: must be an integer in [0, 4096]"))
       << s.error_message();
+}
+
+// Issue 24 item 1: every method refuses a caller without the token on the call's metadata, before it reads the
+// request. Watch read its request first (gRPC reads the request of a server-streaming callback method before the
+// handler runs): 20 Watch calls of 200 MB raised the coordinator from 19 MiB to 2,476 MiB. Raw generic calls with no
+// send limit, so neither the stub nor the message type bounds what is sent; the 20 calls of a method run at once, and
+// each method is measured from its own start (writing 5 to /proc/PID/clear_refs resets the peak; where that is
+// refused, every method is measured from the first start, which is only stricter).
+TEST(Grpc, HugeUnauthenticatedCallsOfEveryMethodAreRefusedBeforeTheirRequestIsRead) {
+  TempDir dir;
+  Coordinator coord(dir);
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);
+  grpc::GenericStub stub(grpc::CreateCustomChannel(coord.address(), grpc::InsecureChannelCredentials(), args));
+  v1::WatchRequest huge;
+  huge.set_job_id(std::string(size_t{50} << 20, 'j'));
+  grpc::ByteBuffer body;  // the same bytes for every method: the body is never meant to be read
+  bool own = false;
+  ASSERT_TRUE(grpc::SerializationTraits<v1::WatchRequest>::Serialize(huge, &body, &own).ok());
+  constexpr size_t kCalls = 20;
+  const std::string clear_refs = "/proc/" + std::to_string(coord.process().pid()) + "/clear_refs";
+  uint64_t rss0 = coord.PeakRss();
+  for (const char* method : {"Watch", "Attach", "Submit", "Cancel", "GetResults", "ListJobs", "GetJob"}) {
+    if (std::ofstream(clear_refs) << "5" << std::flush) rss0 = coord.PeakRss();
+    std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
+    std::vector<grpc::ByteBuffer> replies(kCalls);
+    std::vector<std::promise<grpc::Status>> done(kCalls);
+    for (size_t i = 0; i < kCalls; ++i) {
+      ctxs.push_back(std::make_unique<grpc::ClientContext>());
+      ctxs.back()->set_deadline(std::chrono::system_clock::now() + seconds(60));
+      stub.UnaryCall(ctxs.back().get(), absl::StrCat("/dlio.v1.Coordinator/", method), grpc::StubOptions(), &body,
+                     &replies[i], [&done, i](grpc::Status s) { done[i].set_value(std::move(s)); });
+    }
+    for (std::promise<grpc::Status>& p : done) {
+      const grpc::Status s = p.get_future().get();
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << method << ": " << s.error_message();
+    }
+    // The peak read at the start is the resident size then, which may shrink before the next read.
+    const uint64_t grown = std::max(coord.PeakRss(), rss0) - rss0;
+    std::cout << "coordinator peak RSS after " << kCalls << " unauthenticated " << method << " calls of 50 MiB: +"
+              << (grown >> 10) << " KiB\n";
+    EXPECT_LT(grown, uint64_t{64} << 20) << "the coordinator buffered unauthenticated " << method
+                                         << " requests: its peak RSS rose " << (grown >> 20) << " MiB";
+  }
 }
 
 using AttachStream = grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>;
