@@ -83,9 +83,8 @@ absl::StatusOr<CheckpointIo> Checkpointer::SaveObjects(const std::string& dir_na
   CheckpointIo io;
   for (const CheckpointFile& f : files) {
     const std::string key = S3Join(s3_prefix_, dir_name + "/" + f.name);
-    writer_->Open(key);
-    absl::Status s;
-    if (static_cast<uint64_t>(f.bytes) <= buffer_.size()) {  // one PUT straight from the buffer
+    absl::Status s = writer_->Open(key);  // never fails for an object; on error, neither branch sends anything
+    if (s.ok() && static_cast<uint64_t>(f.bytes) <= buffer_.size()) {  // one PUT straight from the buffer
       s = writer_->client().Put(key, reinterpret_cast<const uint8_t*>(buffer_.data()), static_cast<size_t>(f.bytes));
       if (s.ok() && limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(f.bytes));
     } else {  // multipart: every part is the buffer itself

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 
 namespace dlio {
 namespace {
@@ -209,8 +210,8 @@ class CsvFormat final : public Format {
       AppendValue(t_, record.data() + i * t_.itemsize, row);
     }
     row.push_back('\n');
-    internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.target());
+    internal::FileWriter w(NewWriteSink(options_.target()));
+    absl::Status st = w.Open(path);
     if (gzip()) {
       // The whole text deflated at once into a gzip stream (zlib, compression_level), then written.
       std::string text;

@@ -14,6 +14,7 @@
 #include "readers/dtype.h"
 #include "storage/hdf5_vfd.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 #include "storage/storage.h"
 
 namespace dlio {
@@ -192,7 +193,7 @@ class Hdf5SampleReader final : public SampleReader {
     // libhdf5 reads through our driver over a StorageReader (hdf5_vfd.h): the open (below the confined data folder
     // when there is one, no link followed; a HEAD for an object) and every read happen there, and are counted there.
     if (access_ == nullptr) {  // first use: the driver that accounts libhdf5's reads (one per reader, kept)
-      absl::StatusOr<std::unique_ptr<StorageReader>> storage = StorageReader::New(target_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> storage = NewStorageReader(target_);
       if (!storage.ok()) return storage.status();
       absl::StatusOr<std::unique_ptr<Hdf5StorageAccess>> a = Hdf5StorageAccess::New(std::move(*storage));
       if (!a.ok()) return a.status();
@@ -440,8 +441,8 @@ class Hdf5Format final : public Format {
     if (H5Fget_file_image(file.get(), image.data(), image.size()) != size) return Hdf5Error(path, "file image");
     if (absl::Status s = FixSuperblockChecksum(image, path); !s.ok()) return s;
 
-    internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.target());
+    internal::FileWriter w(NewWriteSink(options_.target()));
+    absl::Status st = w.Open(path);
     if (st.ok()) st = w.Append(image.data(), image.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(nspf);

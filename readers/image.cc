@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 
 namespace dlio {
 namespace {
@@ -257,8 +258,8 @@ class ImageFormat final : public Format {
     if (!ok) return absl::InternalError(absl::StrCat(path, ": ", name(), " encoding failed: ", message));
     const uint8_t* bytes = codec_ == Codec::kJpeg ? jpeg : reinterpret_cast<const uint8_t*>(png.data());
     const size_t n = codec_ == Codec::kJpeg ? jpeg_size : png.size();
-    internal::FileWriter wr;
-    absl::Status st = wr.Open(path, options_.target());
+    internal::FileWriter wr(NewWriteSink(options_.target()));
+    absl::Status st = wr.Open(path);
     if (st.ok()) st = wr.Append(bytes, n, stats);
     if (st.ok()) st = wr.Finish(stats);
     // One image per file, but the file stands for samples_per_file samples (DLIO's sample map counts them).

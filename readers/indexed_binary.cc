@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 #include "storage/storage.h"
 
 namespace dlio {
@@ -76,7 +77,7 @@ class IndexedSampleReader final : public SampleReader {
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     last_bytes_ = 0;
     if (!storage_) {
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = NewStorageReader(target_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -192,8 +193,8 @@ class IndexedBinaryFormat final : public Format {
     std::vector<uint8_t> sample(sample_bytes);
     std::vector<uint64_t> offsets(nspf), sizes(nspf, sample_bytes);
     internal::Rng rng(seed);
-    internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.target());
+    internal::FileWriter w(NewWriteSink(options_.target()));
+    absl::Status st = w.Open(path);
     for (uint64_t i = 0; st.ok() && i < nspf; ++i) {
       offsets[i] = i * sample_bytes;
       internal::FillRandom(t, rng, sample.data(), elems);
@@ -203,8 +204,8 @@ class IndexedBinaryFormat final : public Format {
     // The index files: uint64 little-endian (the host's order on x86-64 and aarch64).
     for (const auto& [p, v] : {std::pair{OffPath(path), &offsets}, std::pair{SizePath(path), &sizes}}) {
       if (!st.ok()) break;
-      internal::FileWriter iw;
-      st = iw.Open(p, options_.target());
+      internal::FileWriter iw(NewWriteSink(options_.target()));
+      st = iw.Open(p);
       if (st.ok()) st = iw.Append(v->data(), v->size() * 8, stats);
       if (st.ok()) st = iw.Finish(stats);
     }

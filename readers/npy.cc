@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 
 namespace dlio {
 namespace internal {
@@ -174,8 +175,8 @@ class NpyFormat final : public Format {
     const std::string hdr = NpyHeader(t.descr, shape);
     // Header and data in one buffer, filled piecewise so even a multi-GiB file costs one kWriteChunk of memory.
     internal::Rng rng(seed);
-    internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.target());
+    internal::FileWriter w(NewWriteSink(options_.target()));
+    absl::Status st = w.Open(path);
     if (st.ok()) st = w.Append(hdr.data(), hdr.size(), stats);
     const uint64_t per_piece = std::max<uint64_t>(1, internal::kWriteChunk / t.itemsize);
     std::vector<uint8_t> piece(std::min(elems, per_piece) * t.itemsize);

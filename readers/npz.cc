@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 #include "readers/npy.h"
 #include "storage/storage.h"
 
@@ -120,7 +121,7 @@ class NpzSampleReader final : public SampleReader {
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     s_ = {};
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = NewStorageReader(target_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -457,8 +458,8 @@ class NpzFormat final : public Format {
     if (zip_close(za.get()) != 0) return zerr("close", zip_strerror(za.get()));
     za.release();  // zip_close freed it
 
-    internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.target());
+    internal::FileWriter w(NewWriteSink(options_.target()));
+    absl::Status st = w.Open(path);
     if (st.ok()) st = w.AppendDirect(dest.data(), dest.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(nspf));

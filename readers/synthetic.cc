@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "storage/io_util.h"
+#include "storage/open.h"
 
 namespace dlio {
 namespace {
@@ -39,8 +40,8 @@ class SyntheticFormat final : public Format {
   }
   absl::Status Generate(const std::string& path, uint64_t, IoStats& stats) const override {
     const std::string text = IndexText(path);
-    internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.target());
+    internal::FileWriter w(NewWriteSink(options_.target()));
+    absl::Status st = w.Open(path);
     if (st.ok()) st = w.Append(text.data(), text.size(), stats);
     if (st.ok()) st = w.Finish(stats);
     if (st.ok()) stats.AddSamples(static_cast<uint64_t>(options_.samples_per_file));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 #include "storage/storage.h"
 
 namespace dlio {
@@ -125,7 +126,7 @@ class TfrecordStreamReader final : public StreamReader {
   absl::Status Open(const std::string& path, IoStats& stats) override {
     Close();
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = NewStorageReader(target_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }
@@ -283,8 +284,8 @@ class TfrecordFormat final : public Format {
     // DALI's tfrecord2idx lines, "offset length" per record, gathered while writing (DLIO re-reads the file).
     std::string index;
     internal::Rng rng(seed);
-    internal::FileWriter w;
-    absl::Status st = w.Open(path, options_.target());
+    internal::FileWriter w(NewWriteSink(options_.target()));
+    absl::Status st = w.Open(path);
     for (int64_t r = 0; st.ok() && r < options_.samples_per_file; ++r) {
       absl::StrAppend(&index, w.bytes_written(), " ", kHeaderLen + frame.total_len + kFooterLen, "\n");
       internal::FillRandom(t, rng, image.data(), elems);
@@ -310,8 +311,8 @@ class TfrecordFormat final : public Format {
       } else if (options_.io_engine != IoEngine::kS3) {
         std::filesystem::create_directories(options_.tfrecord_index_dir, ec);
       }
-      internal::FileWriter iw;
-      st = iw.Open(CompanionPaths(path)[0], options_.target());
+      internal::FileWriter iw(NewWriteSink(options_.target()));
+      st = iw.Open(CompanionPaths(path)[0]);
       if (st.ok()) st = iw.Append(index.data(), index.size(), stats);
       if (st.ok()) st = iw.Finish(stats);
     }

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "results/io_stats.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 #include "storage/storage.h"
 
 namespace dlio::internal {
@@ -31,7 +32,7 @@ class WholeFileReader {
     if (keep_ && valid_ && path == cached_) return size_;
     valid_ = false;
     if (!storage_) {  // made on first use so that an io_uring set-up error reaches the caller as a Status
-      absl::StatusOr<std::unique_ptr<StorageReader>> s = StorageReader::New(target_);
+      absl::StatusOr<std::unique_ptr<StorageReader>> s = NewStorageReader(target_);
       if (!s.ok()) return s.status();
       storage_ = std::move(*s);
     }

@@ -1,8 +1,10 @@
 // io_util: internal helpers shared by the format implementations (not part of dlio::formats' public API).
 //
 //  - Fd: an owning file descriptor.
-//  - PreadAccounted / ReadWholeFile / FileWriter: the only places our own code touches a data file; every syscall
+//  - PreadAccounted / ReadWholeFile / FileSink: the only places our own code touches a data file; every syscall
 //    is timed with the steady clock and recorded as one IoStats::AddOp(bytes, ns).
+//  - FileWriter: writes a file, or an object, through a WriteSink (write_sink.h) that storage/open.h makes: this
+//    header knows files only, nothing of S3.
 //  - Rng: xoshiro256** seeded through splitmix64, filling 8 bytes per step, so generating a GiB of sample bytes
 //    costs well under a second (DLIO's numpy generation is the slow part of its data generation).
 // Thread-safety: none needed; every object here belongs to one thread.
@@ -19,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,8 +29,8 @@
 #include "base/confined_dir.h"
 #include "results/io_stats.h"
 #include "base/random.h"
-#include "storage/s3/engine.h"
 #include "storage/storage.h"
+#include "storage/write_sink.h"
 
 namespace dlio::internal {
 
@@ -146,36 +149,40 @@ inline absl::Status SyncFile(const std::string& path, const ConfinedDir* dir = n
   return absl::OkStatus();
 }
 
-// FileWriter: creates (truncates) a data file and writes it in kWriteChunk pieces, each pwrite() accounted as one
-// op; Finish() flushes, starts writeback, closes (reporting close errors) and counts the completed file. Small appends
-// are gathered in a kWriteChunk buffer; an append of >= kWriteChunk with an empty buffer, and AppendDirect(), are
-// written straight from the caller's memory.
-// Object storage: Open(key, target) with target.engine == kS3 writes object `key` instead (storage/s3/engine.h:
-// one PUT, or a multipart upload above kS3MultipartThreshold; no temporary name needed, an object appears whole).
+// FileSink: the WriteSink of a file. Open() creates (truncates) it; below `dir` (when given) the file is always a new
+// one: an existing name (a stale temporary, or a hard link planted there) is removed first, so no existing inode is
+// ever written through. Append() writes with pwrite(), each one accounted as one op. Finish() starts the file's
+// writeback without waiting for it (sync_file_range WRITE: the caller makes the file durable later with SyncFile(),
+// by then mostly written, so the wait overlaps other work), closes (reporting close errors) and counts the file.
+class FileSink final : public WriteSink {
+ public:
+  explicit FileSink(std::shared_ptr<const ConfinedDir> dir = nullptr) : dir_(std::move(dir)) {}
+  absl::Status Open(const std::string& path) override;
+  absl::Status Append(const void* data, size_t n, IoStats& stats) override;
+  absl::Status Finish(IoStats& stats) override;
+
+ private:
+  std::shared_ptr<const ConfinedDir> dir_;
+  std::string path_;
+  Fd fd_;
+  uint64_t off_ = 0;  // bytes written since Open()
+};
+
+// FileWriter: writes one file or object at a time through its sink (write_sink.h; NewWriteSink() in storage/open.h
+// makes the one a StorageTarget needs: a FileSink, or for s3 an S3ObjectWriter, one PUT or a multipart upload above
+// kS3MultipartThreshold, no temporary name needed since an object appears whole). Small appends are gathered in a
+// kWriteChunk buffer and handed to the sink a chunk at a time; an append of >= kWriteChunk with an empty buffer, and
+// AppendDirect(), go to the sink straight from the caller's memory, in kWriteChunk pieces. Finish() hands over what
+// is left and finishes the sink (a file: writeback started, closed, counted; an object: uploaded, counted).
 class FileWriter {
  public:
-  absl::Status Open(const std::string& path, const StorageTarget& target) {
-    if (target.engine != IoEngine::kS3) return Open(path, target.dir.get());
-    if (!s3_) s3_ = std::make_unique<S3ObjectWriter>(target.s3);
-    s3_->Open(path);
-    s3_active_ = true;
-    return absl::OkStatus();
-  }
-  // Below `dir` (when given) the file is always a new one: an existing name (a stale temporary, or a hard link
-  // planted there) is removed first, so no existing inode is ever written through.
-  absl::Status Open(const std::string& path, const ConfinedDir* dir = nullptr) {
-    s3_active_ = false;
-    path_ = path;
-    if (dir != nullptr) dir->Unlink(path);  // ENOENT is the usual answer
-    fd_ = Fd(dir != nullptr ? dir->Open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)
-                            : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd_.valid()) return ErrnoError(path, "create", errno);
-    off_ = 0;
+  explicit FileWriter(std::unique_ptr<WriteSink> sink) : sink_(std::move(sink)) {}
+  absl::Status Open(const std::string& path) {
+    handed_ = 0;
     used_ = 0;
-    return absl::OkStatus();
+    return sink_->Open(path);
   }
   absl::Status Append(const void* data, size_t n, IoStats& stats) {
-    if (s3_active_) return s3_->Append(data, n, stats);
     const uint8_t* p = static_cast<const uint8_t*>(data);
     while (n > 0) {
       if (used_ == 0 && n >= kWriteChunk) {
@@ -199,7 +206,6 @@ class FileWriter {
   // Writes [data, data+n) from the caller's memory in kWriteChunk pieces, after anything appended before it (no copy
   // into the staging buffer: for callers that hold the whole file, e.g. an archive built in memory).
   absl::Status AppendDirect(const void* data, size_t n, IoStats& stats) {
-    if (s3_active_) return s3_->Append(data, n, stats);
     if (absl::Status s = Flush(stats); !s.ok()) return s;
     const uint8_t* p = static_cast<const uint8_t*>(data);
     while (n > 0) {
@@ -210,22 +216,12 @@ class FileWriter {
     }
     return absl::OkStatus();
   }
-  // Flushes, starts the file's writeback without waiting for it (sync_file_range WRITE: the caller makes the file
-  // durable later with SyncFile(), by then mostly written, so the wait overlaps other work), closes (reporting close
-  // errors) and counts the completed file.
   absl::Status Finish(IoStats& stats) {
-    if (s3_active_) {
-      s3_active_ = false;
-      return s3_->Finish(stats);
-    }
     if (absl::Status s = Flush(stats); !s.ok()) return s;
-    // Best effort: a filesystem without it (EINVAL, ENOSYS) just writes back later; SyncFile() still waits.
-    ::sync_file_range(fd_.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
-    if (fd_.Close() != 0) return ErrnoError(path_, "close after write", errno);
-    stats.AddFile();
-    return absl::OkStatus();
+    return sink_->Finish(stats);
   }
-  uint64_t bytes_written() const { return s3_active_ ? s3_->bytes_written() : off_ + used_; }
+  // Bytes appended since Open() (handed to the sink or still gathered).
+  uint64_t bytes_written() const { return handed_ + used_; }
 
  private:
   absl::Status Flush(IoStats& stats) {
@@ -234,30 +230,17 @@ class FileWriter {
     used_ = 0;
     return s;
   }
+  // One chunk to the sink: the only virtual call of the write path.
   absl::Status Write(const uint8_t* p, size_t n, IoStats& stats) {
-    while (n > 0) {
-      uint64_t t0 = NowNs();
-      ssize_t w = ::pwrite(fd_.get(), p, n, static_cast<off_t>(off_));
-      uint64_t t1 = NowNs();
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoError(path_, "write", errno);
-      }
-      stats.AddOp(static_cast<uint64_t>(w), t1 - t0);
-      p += w;
-      n -= static_cast<size_t>(w);
-      off_ += static_cast<uint64_t>(w);
-    }
-    return absl::OkStatus();
+    absl::Status s = sink_->Append(p, n, stats);
+    if (s.ok()) handed_ += n;
+    return s;
   }
 
-  std::string path_;
-  Fd fd_;
-  uint64_t off_ = 0;  // file offset of buf_[0]
-  size_t used_ = 0;
+  std::unique_ptr<WriteSink> sink_;
+  uint64_t handed_ = 0;  // bytes handed to the sink since Open()
+  size_t used_ = 0;      // bytes gathered in buf_
   AlignedBuffer buf_;
-  std::unique_ptr<S3ObjectWriter> s3_;  // made at the first object
-  bool s3_active_ = false;
 };
 
 // xoshiro256** (Blackman & Vigna), state seeded by splitmix64 so that any seed, 0 included, gives a good state.

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -314,16 +315,10 @@ void AlignedBuffer::Reserve(size_t n, size_t keep) {
 
 absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(IoEngine engine,
                                                                   std::shared_ptr<const ConfinedDir> dir) {
-  return New(StorageTarget{engine, nullptr, std::move(dir)});
-}
-
-absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(const StorageTarget& target) {
-  const IoEngine engine = target.engine;
-  std::unique_ptr<StorageReader> r;
   if (engine == IoEngine::kS3) {
-    if (!target.s3) return absl::FailedPreconditionError("storage: the s3 engine needs a bucket configuration");
-    return NewS3StorageReader(target.s3);
+    return absl::FailedPreconditionError("storage: the s3 engine needs a bucket configuration");
   }
+  std::unique_ptr<StorageReader> r;
   if (engine == IoEngine::kIoUring) {
     auto u = std::make_unique<UringReader>();
     if (absl::Status s = u->Init(); !s.ok()) return s;
@@ -333,9 +328,9 @@ absl::StatusOr<std::unique_ptr<StorageReader>> StorageReader::New(const StorageT
   } else {
     r = std::make_unique<PreadReader>(engine);
   }
-  r->dir_ = target.dir;
-  if (const char* dir = std::getenv("DLIO_IOLOG_DIR"); dir != nullptr && *dir != '\0') {
-    const std::string name = absl::StrCat(dir, "/iolog.", ::getpid(), ".", g_iolog_seq.fetch_add(1));
+  r->dir_ = std::move(dir);
+  if (const char* log_dir = std::getenv("DLIO_IOLOG_DIR"); log_dir != nullptr && *log_dir != '\0') {
+    const std::string name = absl::StrCat(log_dir, "/iolog.", ::getpid(), ".", g_iolog_seq.fetch_add(1));
     r->iolog_ = std::fopen(name.c_str(), "w");
     if (r->iolog_ == nullptr) return ErrnoError(name, "create (DLIO_IOLOG_DIR)", errno);
     std::fputs("fio version 2 iolog\n", r->iolog_);

@@ -1,8 +1,9 @@
 // Storage engines: how the format readers read data files. posix (pread, the default), odirect (O_DIRECT with
 // aligned buffers, offsets and lengths, as DLIO's NPZReaderODIRECT), io_uring (liburing, several reads in flight),
 // mmap (the file mapped, requests copied out of the mapping: page faults do the I/O, as fio's mmap engine) and s3
-// (objects of a bucket through storage/s3/client.h: a path is an object key; Open() is a HEAD, each read request a ranged
-// GET, ReadFile() one whole-object GET).
+// (objects of a bucket: a path is an object key; Open() is a HEAD, each read request a ranged GET, ReadFile() one
+// whole-object GET). This file holds the interface and the file engines only; the s3 engine lives in storage/s3/
+// (engine.h), and NewStorageReader() of storage/open.h is the one factory that makes any engine from a StorageTarget.
 //
 // Contract:
 //  - A StorageReader belongs to one loader thread and reads one open file at a time. Open() counts the file
@@ -43,7 +44,8 @@ enum class IoEngine { kPosix, kODirect, kIoUring, kMmap, kS3 };
 
 struct S3Config;
 
-// Where data lives and how it is read: a file engine, or s3 with the bucket's configuration (s3 set iff kS3).
+// Where data lives and how it is read: a file engine, or s3 with the bucket's configuration (s3 set iff kS3;
+// S3Config is storage/s3/client.h's, only named here). storage/open.h makes readers and write sinks from it.
 // `dir`: for files, every Open() resolves its path below it (base/confined_dir.h); null = plain open(2).
 struct StorageTarget {
   IoEngine engine = IoEngine::kPosix;
@@ -108,10 +110,10 @@ struct ReadRequest {
 
 class StorageReader {
  public:
-  // Errors: io_uring set-up failures (io_uring disabled, RLIMIT_MEMLOCK) name dlio_ext.io_engine.
+  // A file engine (kS3 is FailedPrecondition: an object store needs its bucket, see NewStorageReader() in
+  // storage/open.h). Errors: io_uring set-up failures (io_uring disabled, RLIMIT_MEMLOCK) name dlio_ext.io_engine.
   static absl::StatusOr<std::unique_ptr<StorageReader>> New(IoEngine engine,
                                                             std::shared_ptr<const ConfinedDir> dir = nullptr);
-  static absl::StatusOr<std::unique_ptr<StorageReader>> New(const StorageTarget& target);
   virtual ~StorageReader();
 
   IoEngine engine() const { return engine_; }

@@ -3,15 +3,19 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "readers/format.h"
 #include "storage/io_util.h"
+#include "storage/open.h"
 #include "readers/test_util.h"
 
 namespace dlio {
@@ -373,6 +377,133 @@ TEST(EnginesThroughFormats, Hdf5RefusesEnginesOtherThanPosix) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().message(),
             "dlio_ext.io_engine: io_uring is not available for hdf5 (libhdf5 does its own reads; use posix)");
+}
+
+
+// FileWriter hands its sink whole kWriteChunk pieces (one virtual call per chunk, not per append), large appends and
+// AppendDirect() straight from the caller's memory, and what is left at Finish().
+class RecordingSink final : public internal::WriteSink {
+ public:
+  struct Call {
+    const void* data;
+    size_t n;
+  };
+  absl::Status Open(const std::string& path) override {
+    opened.push_back(path);
+    return absl::OkStatus();
+  }
+  absl::Status Append(const void* data, size_t n, IoStats&) override {
+    appends.push_back({data, n});
+    bytes.append(static_cast<const char*>(data), n);
+    return absl::OkStatus();
+  }
+  absl::Status Finish(IoStats&) override {
+    ++finished;
+    return absl::OkStatus();
+  }
+  std::vector<std::string> opened;
+  std::vector<Call> appends;
+  std::string bytes;
+  int finished = 0;
+};
+
+TEST(FileWriter, HandsTheSinkOneCallPerChunk) {
+  auto owned = std::make_unique<RecordingSink>();
+  RecordingSink& sink = *owned;
+  internal::FileWriter w(std::move(owned));
+  IoStats stats;
+  ASSERT_TRUE(w.Open("obj/a").ok());
+  const std::string data = RandomBytes(internal::kWriteChunk * 5 / 2, 7);
+  for (size_t off = 0; off < data.size(); off += 1000) {  // small appends: gathered
+    ASSERT_TRUE(w.Append(data.data() + off, std::min<size_t>(1000, data.size() - off), stats).ok());
+  }
+  EXPECT_EQ(w.bytes_written(), data.size());
+  ASSERT_EQ(sink.appends.size(), 2u);
+  EXPECT_EQ(sink.appends[0].n, internal::kWriteChunk);
+  EXPECT_EQ(sink.appends[1].n, internal::kWriteChunk);
+  ASSERT_TRUE(w.Finish(stats).ok());
+  ASSERT_EQ(sink.appends.size(), 3u);
+  EXPECT_EQ(sink.appends[2].n, data.size() - 2 * internal::kWriteChunk);
+  EXPECT_EQ(sink.finished, 1);
+  EXPECT_EQ(sink.bytes, data);
+  EXPECT_EQ(sink.opened, std::vector<std::string>{"obj/a"});
+}
+
+TEST(FileWriter, LargeAppendsAndAppendDirectSkipTheStagingBuffer) {
+  auto owned = std::make_unique<RecordingSink>();
+  RecordingSink& sink = *owned;
+  internal::FileWriter w(std::move(owned));
+  IoStats stats;
+  const std::string big = RandomBytes(internal::kWriteChunk + 10, 8);
+  ASSERT_TRUE(w.Open("f").ok());
+  ASSERT_TRUE(w.Append(big.data(), big.size(), stats).ok());  // one chunk direct, 10 bytes gathered
+  ASSERT_EQ(sink.appends.size(), 1u);
+  EXPECT_EQ(sink.appends[0].data, big.data());
+  ASSERT_TRUE(w.AppendDirect(big.data(), big.size(), stats).ok());  // the 10 bytes, then two pieces direct
+  ASSERT_EQ(sink.appends.size(), 4u);
+  EXPECT_EQ(sink.appends[1].n, 10u);
+  EXPECT_EQ(sink.appends[2].data, big.data());
+  EXPECT_EQ(sink.appends[3].data, big.data() + internal::kWriteChunk);
+  EXPECT_EQ(w.bytes_written(), 2 * big.size());
+  ASSERT_TRUE(w.Finish(stats).ok());
+  EXPECT_EQ(sink.appends.size(), 4u);  // nothing was left to hand over
+  EXPECT_EQ(sink.bytes, big + big);
+  // A second file through the same sink starts from zero.
+  ASSERT_TRUE(w.Open("g").ok());
+  EXPECT_EQ(w.bytes_written(), 0u);
+}
+
+// The factory: a file target writes files (below its confined folder) with one op per pwrite and one file each.
+TEST(StorageFactory, FileSinkWritesBelowTheConfinedFolder) {
+  TempDir dir;
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> root = ConfinedDir::OpenRoot(dir.path());
+  ASSERT_TRUE(root.ok()) << root.status();
+  for (const std::shared_ptr<const ConfinedDir>& confined : {std::shared_ptr<const ConfinedDir>(), *root}) {
+    const std::string name = confined ? "confined.bin" : dir.File("plain.bin");
+    internal::FileWriter w(NewWriteSink(StorageTarget{IoEngine::kPosix, nullptr, confined}));
+    IoStats stats;
+    const std::string data = RandomBytes(internal::kWriteChunk + 100, 9);
+    ASSERT_TRUE(w.Open(name).ok());
+    ASSERT_TRUE(w.Append(data.data(), data.size(), stats).ok());
+    ASSERT_TRUE(w.Finish(stats).ok());
+    EXPECT_EQ(stats.Snapshot().files, 1u);
+    EXPECT_EQ(stats.Snapshot().ops, 2u);
+    std::ifstream in(confined ? dir.File(name) : name, std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), data);
+  }
+  internal::FileWriter bad(NewWriteSink(StorageTarget{}));
+  absl::Status s = bad.Open(dir.File("no/such/dir/f.bin"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("no/such/dir/f.bin: create"), std::string::npos) << s;
+}
+
+TEST(StorageFactory, ReadersForFilesAndS3WithoutABucketRefused) {
+  absl::StatusOr<std::unique_ptr<StorageReader>> reader =
+      NewStorageReader(StorageTarget{IoEngine::kMmap, nullptr, nullptr});
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->engine(), IoEngine::kMmap);
+  for (const absl::Status& s : {NewStorageReader(StorageTarget{IoEngine::kS3, nullptr, nullptr}).status(),
+                                 StorageReader::New(IoEngine::kS3).status()}) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(s.message(), "storage: the s3 engine needs a bucket configuration");
+  }
+}
+
+// storage/CMakeLists.txt: within the room only the factory (open.{h,cc}) and s3/ itself include storage/s3/, so the
+// base the S3 engine builds on never depends on it.
+TEST(StorageRoom, OnlyTheFactoryIncludesS3) {
+  const std::string needle = std::string("#include \"storage/") + "s3/";
+  size_t seen = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(DLIO_SOURCE_DIR) + "/storage")) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = e.path().filename().string();
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    ++seen;
+    if (name == "open.cc" || name == "open.h") continue;
+    EXPECT_EQ(text.find(needle), std::string::npos) << "storage/" << name << " includes storage/s3/";
+  }
+  EXPECT_GE(seen, 6u);
 }
 
 }  // namespace

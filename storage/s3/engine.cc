@@ -80,12 +80,13 @@ S3ObjectWriter::S3ObjectWriter(std::shared_ptr<const S3Config> config, size_t pa
 
 S3ObjectWriter::~S3ObjectWriter() { Abort(); }
 
-void S3ObjectWriter::Open(const std::string& key) {
+absl::Status S3ObjectWriter::Open(const std::string& key) {
   Abort();
   key_ = key;
   used_ = 0;
   written_ = 0;
   etags_.clear();
+  return absl::OkStatus();
 }
 
 void S3ObjectWriter::Abort() {

@@ -1,16 +1,18 @@
 // The s3 engine of storage.h and the object writer of generation and checkpoints (internal to dlio::formats and the
-// agent).
+// agent). Within storage/, only storage/open.cc (the factory) and the files of s3/ include this.
 //
-// S3StorageReader (StorageReader::New with IoEngine::kS3): a path is an object key of the configured bucket.
+// S3StorageReader (NewStorageReader() of storage/open.h for IoEngine::kS3): a path is an object key of the
+// configured bucket.
 //  - Open() is a HEAD (its answer remembered for the key last opened, so reading several samples of one object in a
 //    row costs one HEAD); each read request is one ranged GET; ReadFile() is one whole-object GET, the object's size
 //    coming with the answer. Every GET is one IoStats op (its bytes and its latency, retries included); every Open()
 //    and ReadFile() counts one file.
-// S3ObjectWriter: writes one object from appended bytes with at most one part of memory: an object of up to
-//  `part_bytes` goes in one PUT at Finish(); a larger one as a multipart upload, a part uploaded whenever the buffer
-//  is full (parts of `part_bytes`, the last smaller). Each PUT or part is one IoStats op; Finish() counts the file.
-//  On any error, and when destroyed unfinished, it aborts the multipart upload, so no part is left in the bucket
-//  (a single PUT is atomic: the object appears whole or not at all).
+// S3ObjectWriter: the WriteSink of an object (storage/write_sink.h: FileWriter writes through it when the target is
+//  s3; NewWriteSink() of storage/open.h makes it). Writes one object from appended bytes with at most one part of
+//  memory: an object of up to `part_bytes` goes in one PUT at Finish(); a larger one as a multipart upload, a part
+//  uploaded whenever the buffer is full (parts of `part_bytes`, the last smaller). Each PUT or part is one IoStats
+//  op; Finish() counts the file. On any error, and when destroyed unfinished, it aborts the multipart upload, so no
+//  part is left in the bucket (a single PUT is atomic: the object appears whole or not at all).
 // Thread-safety: none; one per thread.
 #pragma once
 
@@ -24,26 +26,28 @@
 #include "results/io_stats.h"
 #include "storage/s3/client.h"
 #include "storage/storage.h"
+#include "storage/write_sink.h"
 
 namespace dlio {
 
 std::unique_ptr<StorageReader> NewS3StorageReader(std::shared_ptr<const S3Config> config);
 
-class S3ObjectWriter {
+class S3ObjectWriter final : public internal::WriteSink {
  public:
   // The writer has its own client (connection) to the bucket `config` names.
   S3ObjectWriter(std::shared_ptr<const S3Config> config, size_t part_bytes = kS3PartBytes);
-  ~S3ObjectWriter();
+  ~S3ObjectWriter() override;
   S3ObjectWriter(const S3ObjectWriter&) = delete;
   S3ObjectWriter& operator=(const S3ObjectWriter&) = delete;
 
-  // Starts object `key` (abandoning, and aborting, an unfinished previous one).
-  void Open(const std::string& key);
-  absl::Status Append(const void* data, size_t n, IoStats& stats);
+  // Starts object `key` (abandoning, and aborting, an unfinished previous one). Never fails: the first request is
+  // made by Append() or Finish().
+  absl::Status Open(const std::string& key) override;
+  absl::Status Append(const void* data, size_t n, IoStats& stats) override;
   // Uploads `n` bytes of `data` as the next part straight from the caller's memory (no copy), after what was appended
   // before; n must be >= kS3MinPartBytes unless it is the object's last part. Used by the checkpoint writer.
   absl::Status AppendPart(const void* data, size_t n, IoStats& stats);
-  absl::Status Finish(IoStats& stats);
+  absl::Status Finish(IoStats& stats) override;
   // Aborts the multipart upload in progress, if any (best effort).
   void Abort();
   uint64_t bytes_written() const { return written_ + used_; }
