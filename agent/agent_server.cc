@@ -86,8 +86,9 @@ struct AgentServer::Impl : public PhaseHost {
     if (phase_thread.joinable()) phase_thread.join();
   }
 
-  // Before generating: the data folder inside the data root and the dataset within the free space. An empty
-  // result vector on success (the phase then runs).
+  // Before generating: the data folder inside the data root and the dataset within the free space; at the job's
+  // first phase that writes, its checkpoints within the free space too. An empty result vector on success (the
+  // phase then runs).
   absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseCommand& cmd) const;
   AgentSession::Identity MakeIdentity(const std::string& instance) const;
   SessionEnd Session();
@@ -97,7 +98,8 @@ struct AgentServer::Impl : public PhaseHost {
 };
 
 absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseCommand& cmd) const {
-  if (cmd.kind != PhaseKind::kGenerate) return std::vector<RankEpochResult>();
+  const bool generate = cmd.kind == PhaseKind::kGenerate;
+  if (!generate && !FirstWritingPhase(cmd, cmd.spec)) return std::vector<RankEpochResult>();
   const std::string ranks = cmd.local_ranks == 1 ? absl::StrCat("rank ", cmd.first_rank)
                                                   : absl::StrCat("ranks ", cmd.first_rank, "-",
                                                                  cmd.first_rank + cmd.local_ranks - 1);
@@ -105,6 +107,11 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
                                          cmd.phase_id);
   // The folder below the root, no link on the way (base/confined_dir.h); nothing is created before the check.
   const auto& root = runner->root();
+  if (!generate) {  // the job's checkpoints against the free space, at its first phase that writes (preflight.h)
+    const absl::Status fits = root.ok() ? CheckCheckpointsFit(**root, cmd, cmd.spec, "") : absl::OkStatus();
+    if (fits.ok()) return std::vector<RankEpochResult>();
+    return absl::Status(fits.code(), absl::StrCat(where, ": ", fits.message()));
+  }
   if (!root.ok()) return absl::Status(root.status().code(), absl::StrCat(where, ": ", root.status().message()));
   absl::StatusOr<std::string> rel = (*root)->Relative(cmd.spec.data_folder, "dataset.data_folder");
   absl::Status checked = rel.ok() ? (*root)->NearestExisting(cmd.spec.data_folder, "dataset.data_folder").status()
@@ -113,9 +120,9 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
   const std::filesystem::path dir = std::filesystem::path((*root)->path()) / *rel;
   absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(cmd.spec.format, FormatOptions{});
   const std::string ext = format.ok() ? (*format)->extension() : cmd.spec.format;
-  if (absl::Status s = CheckDatasetFits(dir, cmd.spec, ext); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
-  }
+  absl::Status fits = CheckDatasetFits(dir, cmd.spec, ext);
+  if (fits.ok()) fits = CheckCheckpointsFit(**root, cmd, cmd.spec, ext);
+  if (!fits.ok()) return absl::Status(fits.code(), absl::StrCat(where, ": ", fits.message()));
   return std::vector<RankEpochResult>();
 }
 

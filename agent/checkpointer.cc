@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agent/preflight.h"
 #include "base/random.h"
 #include "storage/s3/engine.h"
 
@@ -83,15 +84,17 @@ absl::StatusOr<CheckpointIo> Checkpointer::SaveObjects(const std::string& dir_na
   CheckpointIo io;
   for (const CheckpointFile& f : files) {
     const std::string key = S3Join(s3_prefix_, dir_name + "/" + f.name);
+    if (Cancelled()) return absl::CancelledError(absl::StrCat("checkpoint: save of s3 object '", key, "' cancelled"));
     absl::Status s = writer_->Open(key);  // never fails for an object; on error, neither branch sends anything
     if (s.ok() && static_cast<uint64_t>(f.bytes) <= buffer_.size()) {  // one PUT straight from the buffer
       s = writer_->client().Put(key, reinterpret_cast<const uint8_t*>(buffer_.data()), static_cast<size_t>(f.bytes));
-      if (s.ok() && limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(f.bytes));
+      if (s.ok() && limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(f.bytes), cancel_);
     } else {  // multipart: every part is the buffer itself
       for (int64_t left = f.bytes; s.ok() && left > 0;) {
         const size_t part = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buffer_.size())));
-        s = writer_->AppendPart(buffer_.data(), part, stats);
-        if (s.ok() && limiter_ != nullptr) limiter_->Acquire(part);
+        s = Cancelled() ? absl::CancelledError(absl::StrCat("save of s3 object '", key, "' cancelled"))
+                        : writer_->AppendPart(buffer_.data(), part, stats);
+        if (s.ok() && limiter_ != nullptr) limiter_->Acquire(part, cancel_);
         left -= static_cast<int64_t>(part);
       }
       if (s.ok()) s = writer_->Finish(stats);
@@ -129,7 +132,10 @@ absl::StatusOr<CheckpointIo> Checkpointer::LoadObjects(const std::string& dir_na
       if (*got == 0) {
         return absl::DataLossError(absl::StrCat("checkpoint: s3 object '", key, "' ended at byte ", off));
       }
-      if (limiter_ != nullptr) limiter_->Acquire(*got);
+      if (limiter_ != nullptr) limiter_->Acquire(*got, cancel_);
+      if (Cancelled()) {
+        return absl::CancelledError(absl::StrCat("checkpoint: load of s3 object '", key, "' cancelled"));
+      }
       off += *got;
     }
     io.files += 1;
@@ -153,40 +159,70 @@ void Checkpointer::EnsureBuffer(const std::vector<CheckpointFile>& files) {
   }
 }
 
+absl::Status Checkpointer::CheckFits(const std::string& dir, const std::vector<CheckpointFile>& files) const {
+  uint64_t need = 0, existing = 0, largest = 0;
+  absl::StatusOr<std::vector<ConfinedDir::Entry>> there = folder_->List(dir, /*sizes=*/true);
+  for (const CheckpointFile& f : files) {
+    need += static_cast<uint64_t>(f.bytes);
+    if (!there.ok()) continue;  // a new directory: nothing to replace
+    for (const ConfinedDir::Entry& e : *there) {
+      if (e.type == ConfinedDir::Entry::Type::kFile && e.name == f.name) {
+        existing += e.size;
+        largest = std::max(largest, e.size);
+      }
+    }
+  }
+  if (need == 0) return absl::OkStatus();
+  return CheckSpace(dir, "checkpoint.checkpoint_folder", need, existing - largest,
+                    absl::StrCat("the save of ", files.size(), " file(s)"));
+}
+
+absl::Status Checkpointer::WriteTemporary(const std::string& tmp, int64_t bytes) {
+  folder_->Unlink(tmp);  // a new file, never an existing inode (a stale temporary, a planted hard link)
+  const int fd = folder_->Open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return Errno("open", tmp);
+  absl::Status s;
+  for (int64_t left = bytes; left > 0 && s.ok();) {
+    if (Cancelled()) {
+      s = absl::CancelledError(absl::StrCat("checkpoint: save of ", tmp, " cancelled"));
+      break;
+    }
+    const size_t chunk = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buffer_.size())));
+    const ssize_t n = ::write(fd, buffer_.data(), chunk);
+    if (n < 0) {
+      if (errno != EINTR) s = Errno("write", tmp);
+      continue;
+    }
+    left -= n;
+    if (limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(n), cancel_);
+  }
+  if (s.ok() && fsync_ && ::fsync(fd) != 0) s = Errno("fsync", tmp);
+  if (!s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  if (::close(fd) != 0) return Errno("close", tmp);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CheckpointIo> Checkpointer::Save(const std::string& dir_name, const std::vector<CheckpointFile>& files) {
   if (absl::Status s = CheckNames(dir_name, files); !s.ok()) return s;
   if (s3_) return SaveObjects(dir_name, files);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string dir = folder_->path() + "/" + dir_name;
+  if (absl::Status s = CheckFits(dir, files); !s.ok()) return s;
   if (folder_->MakeParents(dir + "/x") != 0) return Errno("cannot create", dir);
   EnsureBuffer(files);
   CheckpointIo io;
   for (const CheckpointFile& f : files) {
     const std::string final_path = dir + "/" + f.name;
     const std::string tmp = final_path + ".tmp";
-    folder_->Unlink(tmp);  // a new file, never an existing inode (a stale temporary, a planted hard link)
-    const int fd = folder_->Open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) return Errno("open", tmp);
-    int64_t left = f.bytes;
-    while (left > 0) {
-      const size_t chunk = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buffer_.size())));
-      const ssize_t n = ::write(fd, buffer_.data(), chunk);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        absl::Status s = Errno("write", tmp);
-        ::close(fd);
-        return s;
-      }
-      left -= n;
-      if (limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(n));
-    }
-    if (fsync_ && ::fsync(fd) != 0) {
-      absl::Status s = Errno("fsync", tmp);
-      ::close(fd);
+    absl::Status s = WriteTemporary(tmp, f.bytes);
+    if (s.ok() && folder_->Rename(tmp, final_path) != 0) s = Errno("rename", tmp);
+    if (!s.ok()) {
+      folder_->Unlink(tmp);  // a failed save leaves no temporary file (ENOSPC: the space is given back)
       return s;
     }
-    if (::close(fd) != 0) return Errno("close", tmp);
-    if (folder_->Rename(tmp, final_path) != 0) return Errno("rename", tmp);
     io.files += 1;
     io.bytes += f.bytes;
   }
@@ -233,6 +269,10 @@ absl::StatusOr<CheckpointIo> Checkpointer::Load(const std::string& dir_name, con
     if (fd < 0) return Errno("open", path);
     int64_t got = 0;
     for (;;) {
+      if (Cancelled()) {
+        ::close(fd);
+        return absl::CancelledError(absl::StrCat("checkpoint: load of ", path, " cancelled"));
+      }
       const ssize_t n = ::read(fd, buffer_.data(), buffer_.size());
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -242,7 +282,7 @@ absl::StatusOr<CheckpointIo> Checkpointer::Load(const std::string& dir_name, con
       }
       if (n == 0) break;
       got += n;
-      if (limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(n));
+      if (limiter_ != nullptr) limiter_->Acquire(static_cast<uint64_t>(n), cancel_);
     }
     ::close(fd);
     if (got != f.bytes) {

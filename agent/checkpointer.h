@@ -17,12 +17,21 @@
 // multipart completion is answered). Loads: a HEAD (the size must be the planned one), then ranged GETs of the
 // buffer's size into the buffer.
 // Names: dir_name and file names must be single path components (no '/', not "." or "..").
+// Space: before a save writes anything, its files are checked against the free space of the folder's file system
+// (agent/preflight.h CheckSpace; the files it replaces count as free, less the largest, whose old copy stands beside
+// its temporary file until the rename): a save that cannot fit is refused with both numbers (ResourceExhausted).
+// A save that fails (no space after all, an I/O error, a cancel) removes its temporary file, so no "<name>.tmp"
+// is left to fill the file system for the next job; the files it completed before stay.
+// Cancel: with a cancel flag (set_cancel: the job's, which the agent sets on Cancel), a save or load stops between
+// chunks and inside the cap's sleep (base/sleep.h slices of 50 ms) once the flag is set, with kCancelled: a
+// capped save of any size gives the agent back within the coordinator's 2 s stop grace.
 // Rate: with a limiter (dlio_ext.checkpoint_bandwidth_limit, shared by the agent's ranks), every chunk written or read
 // (for objects: a PUT, a multipart part, a ranged GET) is charged to it after the call, which sleeps while the agent
 // runs ahead of the cap; the time counts in the save or load as the device's would.
 // Thread-safety: one Checkpointer per thread (the limiter is shared and thread-safe).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,12 +76,18 @@ class Checkpointer {
 
   // The agent's checkpoint-bandwidth cap, or null (uncapped). Not owned; must outlive the saves and loads.
   void set_limiter(BandwidthLimiter* limiter) { limiter_ = limiter; }
+  // The job's cancel flag, or null (never cancelled). Not owned; must outlive the saves and loads.
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
 
   // Bytes currently held by the buffer (for tests and the memory bound).
   size_t buffer_size() const { return buffer_.size(); }
 
  private:
   void EnsureBuffer(const std::vector<CheckpointFile>& files);
+  bool Cancelled() const { return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed); }
+  absl::Status CheckFits(const std::string& dir, const std::vector<CheckpointFile>& files) const;
+  // Writes `bytes` of the buffer into a new file `tmp` (fsync()ed when asked); the caller removes it on an error.
+  absl::Status WriteTemporary(const std::string& tmp, int64_t bytes);
   absl::StatusOr<CheckpointIo> SaveObjects(const std::string& dir_name, const std::vector<CheckpointFile>& files);
   absl::StatusOr<CheckpointIo> LoadObjects(const std::string& dir_name, const std::vector<CheckpointFile>& files);
 
@@ -86,6 +101,7 @@ class Checkpointer {
   std::unique_ptr<S3ObjectWriter> writer_;  // s3: made at the first save (one connection, reused)
   std::unique_ptr<S3Client> reader_;        // s3: made at the first load
   BandwidthLimiter* limiter_ = nullptr;
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 }  // namespace dlio

@@ -1,6 +1,12 @@
 #include "agent/checkpointer.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
 
 #include <cstdlib>
 #include <regex>
@@ -81,6 +87,87 @@ TEST_F(CheckpointerTest, NamesMustStayInsideTheFolder) {
   EXPECT_THAT(std::string(c.Save("d", {{"../a.pt", 1}}).status().message()), HasSubstr("bad file name"));
   EXPECT_THAT(std::string(c.Load("a/b", {}).status().message()), HasSubstr("bad directory name"));
   EXPECT_FALSE(fs::exists(root_.parent_path() / "a.pt"));
+}
+
+// Names under `dir` ending in ".tmp".
+std::vector<std::string> Temporaries(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.path().extension() == ".tmp") out.push_back(e.path().string());
+  }
+  return out;
+}
+
+// Issue 24 item 2: a save larger than the free space is refused with both numbers before anything is written (it
+// used to write until ENOSPC and leave its .tmp filling the file system). 1 PiB is above any test machine's disk.
+TEST_F(CheckpointerTest, ASaveLargerThanTheFreeSpaceIsRefusedBeforeWritingAnything) {
+  Checkpointer c(*ConfinedDir::OpenRoot(root_.string()), false, 1, /*buffer_bytes=*/4096);
+  const int64_t pib = int64_t{1} << 50;
+  auto saved = c.Save("global_epoch1_step1", {{"model_states-0.pt", pib}});
+  ASSERT_FALSE(saved.ok());
+  EXPECT_EQ(saved.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string msg(saved.status().message());
+  EXPECT_THAT(msg, HasSubstr("checkpoint.checkpoint_folder"));
+  EXPECT_THAT(msg, HasSubstr("needs about 1125899906842624 bytes"));
+  EXPECT_THAT(msg, HasSubstr("but its file system has only "));
+  EXPECT_FALSE(fs::exists(root_ / "global_epoch1_step1")) << "nothing is created before the check";
+  EXPECT_EQ(c.buffer_size(), 0u);
+}
+
+// A write that fails mid-file (here: the file-size limit, EFBIG, as ENOSPC would) removes the temporary file; the
+// files completed before it stay.
+TEST_F(CheckpointerTest, AFailedWriteRemovesItsTemporaryFile) {
+  Checkpointer c(*ConfinedDir::OpenRoot(root_.string()), false, 1, /*buffer_bytes=*/65536);
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // write(2) fails with EFBIG instead of a signal
+  struct rlimit small = old;
+  small.rlim_cur = 1 << 20;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto saved = c.Save("global_epoch1_step1", {{"small.pt", 4096}, {"large.pt", 4 << 20}});
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(saved.ok());
+  EXPECT_THAT(std::string(saved.status().message()), HasSubstr("large.pt.tmp"));
+  EXPECT_THAT(Temporaries(root_), ::testing::IsEmpty());
+  EXPECT_TRUE(fs::exists(root_ / "global_epoch1_step1" / "small.pt"));
+  EXPECT_FALSE(fs::exists(root_ / "global_epoch1_step1" / "large.pt"));
+}
+
+// Issue 24 item 3: under a 1 MiB/s cap a 16 MiB save would take 16 s; the job's cancel stops it within the cap's
+// sleep slice (the coordinator waits 2 s), as kCancelled, and leaves no temporary file.
+TEST_F(CheckpointerTest, ACancelStopsACappedSaveAtOnceAndLeavesNoTemporaryFile) {
+  BandwidthLimiter::Options o;
+  o.bytes_per_second = 1 << 20;
+  BandwidthLimiter cap(o);
+  std::atomic<bool> cancel{false};
+  Checkpointer c(*ConfinedDir::OpenRoot(root_.string()), false, 1, /*buffer_bytes=*/1 << 20);
+  c.set_limiter(&cap);
+  c.set_cancel(&cancel);
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto saved = c.Save("global_epoch1_step1", {{"model_states-0.pt", 16 << 20}});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  canceller.join();
+  ASSERT_FALSE(saved.ok());
+  EXPECT_EQ(saved.status().code(), absl::StatusCode::kCancelled) << saved.status();
+  EXPECT_LT(took, 1.5) << "a cancel must not wait out the cap";
+  EXPECT_THAT(Temporaries(root_), ::testing::IsEmpty());
+  EXPECT_FALSE(fs::exists(root_ / "global_epoch1_step1" / "model_states-0.pt"));
+  // A load stops the same way.
+  cancel = false;
+  ASSERT_TRUE(fs::exists(root_ / "global_epoch1_step1"));
+  {
+    std::ofstream(root_ / "global_epoch1_step1" / "x.pt") << std::string(4 << 20, 'x');
+  }
+  cancel = true;
+  auto loaded = c.Load("global_epoch1_step1", {{"x.pt", 4 << 20}});
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kCancelled) << loaded.status();
 }
 
 // Runs one of the tests above under strace (-y shows the path behind each fd) and returns the fsync/rename lines.

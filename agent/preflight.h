@@ -7,6 +7,14 @@
 // system holding `data_dir` (its nearest existing ancestor when it does not exist yet), plus the bytes of dataset
 // files already there (generation replaces them), against DatasetBytes(). The whole dataset is counted, not this
 // agent's share: by default every agent writes into one shared data folder. The refusal gives both numbers.
+// CheckCheckpointsFit(): at the job's first phase that writes on this agent (FirstWritingPhase), the bytes of every
+// save of the job by this agent's ranks (plan/checkpoint_plan.h: CheckpointSaveDirs x the ranks' files; saves are
+// never deleted) against the free space of the checkpoint folder's file system, so a job whose checkpoints cannot
+// fit fails before it writes anything instead of filling the file system mid-run. Files already at those paths count
+// as free space (a save replaces them), less the largest file of each rank (its old copy stands beside the new one
+// until the rename). When the phase generates the dataset on the same file system, the dataset's new bytes are
+// counted first. Per agent: with a checkpoint folder shared by several agents, each checks its own ranks' share.
+// Object storage and jobs without checkpoints: nothing to check. The refusal gives both numbers.
 // Thread-safety: pure functions (they read the file system).
 #pragma once
 
@@ -15,6 +23,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/confined_dir.h"
+#include "job/phase.h"
 #include "job/workload_spec.h"
 
 namespace dlio {
@@ -31,5 +41,14 @@ absl::Status CheckDatasetFits(const std::filesystem::path& data_dir, const Workl
 // `reclaimable` of which are files it will replace. `what` names the data in the refusal ("the dataset (...)").
 absl::Status CheckSpace(const std::filesystem::path& dir, const std::string& key, uint64_t need,
                         uint64_t reclaimable, const std::string& what);
+
+// True when `order` is the job's first phase that writes on this agent: generate, else the first training epoch,
+// else (checkpoint-only) the first save.
+bool FirstWritingPhase(const PhaseOrder& order, const WorkloadSpec& spec);
+
+// OK unless `order` is FirstWritingPhase() of a job that saves checkpoints to files below `root` and they do not fit
+// (ResourceExhausted, naming checkpoint.checkpoint_folder); `ext` as for CheckDatasetFits.
+absl::Status CheckCheckpointsFit(const ConfinedDir& root, const PhaseOrder& order, const WorkloadSpec& spec,
+                                 const std::string& ext);
 
 }  // namespace dlio

@@ -1,6 +1,10 @@
 #include "agent/preflight.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <memory>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -39,6 +43,73 @@ TEST(Preflight, ADatasetLargerThanTheFreeSpaceIsRefusedWithBothNumbers) {
   spec.num_files_train = 1;
   spec.record_length_bytes = 4096;
   EXPECT_TRUE(CheckDatasetFits(dir, spec, "npz").ok());
+}
+
+// Issue 24 item 2: a checkpoint-only job whose checkpoint (1 PiB of model_size_bytes, within the key's range) is
+// larger than the data root's file system is refused at its first save, with both numbers, before any file.
+TEST(Preflight, CheckpointsLargerThanTheFreeSpaceAreRefusedAtTheFirstWritingPhase) {
+  const fs::path dir = fs::temp_directory_path() / ("dlio-preflight-ckpt-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> root = ConfinedDir::OpenRoot(dir.string());
+  ASSERT_TRUE(root.ok()) << root.status();
+  WorkloadSpec spec;
+  spec.checkpoint = true;
+  spec.train = false;
+  spec.generate_data = false;
+  spec.checkpoint_folder = "ckpt";
+  spec.num_checkpoints_write = 2;
+  spec.model_size_bytes = kMaxModelBytes;  // rank 0 writes model_states-0.pt
+  PhaseOrder order;
+  order.kind = PhaseKind::kCheckpoint;
+  order.world = 2;
+  order.local_ranks = 2;
+  order.checkpoint_index = 1;
+  const absl::Status s = CheckCheckpointsFit(**root, order, spec, "npz");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  const std::string msg(s.message());
+  EXPECT_NE(msg.find("checkpoint.checkpoint_folder '" + (dir / "ckpt").string() + "'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ranks 0-1 (2 save(s) x 1125899906842624 bytes)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("needs about 2251799813685248 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("but its file system has only "), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir / "ckpt"));
+
+  // Only the job's first writing phase checks: not the second save, not a load; and not an agent without files.
+  order.checkpoint_index = 2;
+  EXPECT_TRUE(CheckCheckpointsFit(**root, order, spec, "npz").ok());
+  order.checkpoint_index = 1;
+  order.checkpoint_load = true;
+  EXPECT_TRUE(CheckCheckpointsFit(**root, order, spec, "npz").ok());
+  order.checkpoint_load = false;
+  order.first_rank = 1;
+  order.local_ranks = 1;
+  EXPECT_TRUE(CheckCheckpointsFit(**root, order, spec, "npz").ok());
+  order.first_rank = 0;
+  spec.model_size_bytes = 10240;
+  EXPECT_TRUE(CheckCheckpointsFit(**root, order, spec, "npz").ok());
+  fs::remove_all(dir);
+}
+
+TEST(Preflight, FirstWritingPhaseIsGenerateElseTheFirstEpochElseTheFirstSave) {
+  WorkloadSpec spec;
+  PhaseOrder order;
+  spec.generate_data = true;
+  order.kind = PhaseKind::kGenerate;
+  EXPECT_TRUE(FirstWritingPhase(order, spec));
+  order.kind = PhaseKind::kTrainEpoch;
+  order.epoch = 1;
+  EXPECT_FALSE(FirstWritingPhase(order, spec));
+  spec.generate_data = false;
+  EXPECT_TRUE(FirstWritingPhase(order, spec));
+  order.epoch = 2;
+  EXPECT_FALSE(FirstWritingPhase(order, spec));
+  spec.train = false;
+  order.kind = PhaseKind::kCheckpoint;
+  order.checkpoint_index = 1;
+  EXPECT_TRUE(FirstWritingPhase(order, spec));
+  order.checkpoint_load = true;
+  EXPECT_FALSE(FirstWritingPhase(order, spec));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// BandwidthLimiter: the per-agent read-bandwidth cap (dlio_ext.read_bandwidth_limit), an atomic token bucket
-// shared by every loader thread of the agent.
+// BandwidthLimiter: the per-agent bandwidth caps (dlio_ext.read_bandwidth_limit, shared by every loader thread of
+// the agent; dlio_ext.checkpoint_bandwidth_limit, shared by its ranks' checkpoint saves and loads), an atomic token
+// bucket.
 //
 // Contract:
 //  - Acquire(bytes) is called by a reader thread *after* it read `bytes`; it sleeps as long as needed so that the
@@ -9,6 +10,9 @@
 //  - The algorithm is GCRA (the "virtual scheduling" form of a token bucket): one atomic "theoretical arrival time"
 //    advanced by bytes / rate with a compare-and-swap; no mutex, no allocation. Idle time does not accumulate
 //    credit beyond the burst.
+//  - A cancel wakes the sleep: given the job's cancel flag, Acquire() sleeps in base/sleep.h slices (50 ms) and
+//    returns once the flag is set, so a cap of 1 MiB/s on a 64 MiB chunk (a minute's sleep) never holds a
+//    cancelled job's agent past the coordinator's 2 s stop grace; the caller checks the flag and stops.
 //  - Uncapped is zero cost: the loader holds a null pointer and checks it (no limiter object exists).
 //  - Time is injected (Options::now_ns / sleep_ns) so the unit test runs on a fake clock.
 // Units: rate in bytes per second; clock values in nanoseconds of the steady clock.
@@ -43,9 +47,9 @@ class BandwidthLimiter {
   };
   explicit BandwidthLimiter(Options o);
 
-  // Accounts `bytes` just read; sleeps until they fit under the cap, or until `cancel` (may be null) is set
-  // (base/sleep.h: a cancelled job's reader never sleeps out a long wait). Returns the nanoseconds it asked to
-  // sleep.
+  // Accounts `bytes` just read (or written); sleeps until they fit under the cap, or until `cancel` (may be null)
+  // is set (base/sleep.h: a cancelled job's reader or checkpoint never sleeps out a long wait). Returns the
+  // nanoseconds it asked to sleep. An injected Options::sleep_ns is called with the whole wait (tests).
   int64_t Acquire(uint64_t bytes, const std::atomic<bool>* cancel = nullptr);
   double bytes_per_second() const { return rate_; }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,30 @@ TEST(BandwidthLimiter, IdleTimeEarnsNoCredit) {
   now += 10'000'000'000;              // 10 s idle
   // 1 MB after the idle time: 1 s of budget, minus only the burst.
   EXPECT_EQ(lim.Acquire(1'000'000), 1'000'000'000 - BandwidthLimiter::kBurstNs);
+}
+
+// Issue 24 item 3: a 64 MiB checkpoint chunk under a 1 MiB/s cap asks for a minute's sleep; the job's cancel ends
+// it within a sleep slice (base/sleep.h), well inside the coordinator's 2 s stop grace.
+TEST(BandwidthLimiter, ACancelWakesALongSleep) {
+  BandwidthLimiter::Options o;
+  o.bytes_per_second = 1 << 20;
+  BandwidthLimiter lim(o);
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t asked = lim.Acquire(uint64_t{64} << 20, &cancel);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  canceller.join();
+  EXPECT_GT(asked, 60'000'000'000);  // the wait the cap asked for: about 64 s
+  EXPECT_GE(took, 0.19);
+  EXPECT_LT(took, 1.0);
+  // Already cancelled: no sleep at all.
+  const auto t1 = std::chrono::steady_clock::now();
+  lim.Acquire(uint64_t{64} << 20, &cancel);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 0.1);
 }
 
 TEST(BandwidthLimiter, RealThreadsShareTheCap) {

@@ -4,6 +4,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "plan/checkpoint_schedule.h"
+#include "plan/epoch_plan.h"
 
 namespace dlio {
 namespace {
@@ -104,6 +107,25 @@ std::string CheckpointDirName(int64_t epoch, int64_t step) {
   return absl::StrCat("global_epoch", epoch, "_step", step);
 }
 
+std::vector<std::string> CheckpointSaveDirs(const WorkloadSpec& spec, int64_t world) {
+  std::vector<std::string> dirs;
+  if (!spec.checkpoint) return dirs;
+  if (!spec.train) {
+    for (const CheckpointOp& op : CheckpointOnlySequence(spec)) {
+      if (!op.load) dirs.push_back(CheckpointDirName(op.epoch, op.step));
+    }
+    return dirs;
+  }
+  const absl::StatusOr<int64_t> steps = EpochPlan::Steps(TrainPlanParams(spec, world));
+  if (!steps.ok()) return dirs;
+  const std::vector<int64_t> in_epoch = CheckpointStepsInEpoch(spec, *steps);
+  for (int64_t e = 1; e <= spec.epochs; ++e) {
+    for (int64_t s : in_epoch) dirs.push_back(CheckpointDirName(e, s));
+    if (CheckpointAfterEpoch(spec, e)) dirs.push_back(CheckpointDirName(e, EpochCheckpointStep(*steps)));
+  }
+  return dirs;
+}
+
 namespace {
 
 // The parallelism and shape of a transformer model on `world` ranks, checked (one line naming the key).
@@ -137,6 +159,43 @@ absl::Status CheckTransformer(const CheckpointModel& m, int64_t world) {
   return absl::OkStatus();
 }
 
+// "50.76 PiB": sizes in powers of 1024, as --explain prints a checkpoint.
+std::string Binary(long double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 8) bytes /= 1024, ++u;
+  return absl::StrFormat("%.2Lf %s", bytes, units[u]);
+}
+
+// One checkpoint above kMaxCheckpointBytes, refused naming the model's keys (`bytes` the exact size or, when the
+// integers could overflow, the floating-point one).
+absl::Status TooLarge(const CheckpointModel& m, long double parameters, long double bytes) {
+  return Invalid("model.transformer",
+                 absl::StrCat("num_layers ", m.num_layers, ", vocab_size ", m.vocab_size, ", hidden_size ",
+                              m.hidden_size, ", ffn_hidden_size ", m.ffn_hidden_size, ", num_attention_heads ",
+                              m.num_attention_heads, ", num_kv_heads ", m.num_kv_heads, " give ",
+                              absl::StrFormat("%.0Lf", parameters), " parameters and ",
+                              absl::StrFormat("%.0Lf", bytes), " bytes (", Binary(bytes),
+                              ") per checkpoint, more than the ", kMaxCheckpointBytes, " bytes (",
+                              Binary(kMaxCheckpointBytes),
+                              ") one checkpoint may write (the bound of model.model_size_bytes); lower "
+                              "model.num_layers, hidden_size, ffn_hidden_size or vocab_size"));
+}
+
+// The transformer's parameters and its checkpoint's bytes in floating point (model states once, three optimizer
+// states): every key is bounded but their product is not, and N alone can overflow int64 (2^17 x 2^31 K/V width x
+// 2^14 layers). Refused above kMaxCheckpointBytes; below it every integer of the plan fits in int64 with room.
+absl::Status CheckBounded(const CheckpointModel& m) {
+  const auto ld = [](int64_t v) { return static_cast<long double>(v); };
+  const long double h = ld(m.hidden_size);
+  const long double d_kv = h * ld(m.num_kv_heads) / ld(m.num_attention_heads);
+  const long double per_layer = 2 * h + h * (h + 2 * d_kv) + h * h + 3 * h * ld(m.ffn_hidden_size);
+  const long double n = 2 * ld(m.vocab_size) * h + ld(m.num_layers) * per_layer + h;
+  const long double bytes = n * ld(m.model_dtype_bytes + 3 * m.optimizer_dtype_bytes);
+  if (bytes > static_cast<long double>(kMaxCheckpointBytes)) return TooLarge(m, n, bytes);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int64_t world) {
@@ -145,6 +204,9 @@ absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int6
   plan.ranks.resize(static_cast<size_t>(world));
   if (!m.transformer) {
     if (m.model_size_bytes < 0) return Invalid("model.model_size_bytes", "must not be negative");
+    if (m.model_size_bytes > kMaxCheckpointBytes) {
+      return Invalid("model.model_size_bytes", absl::StrCat("must be at most ", kMaxCheckpointBytes, " bytes"));
+    }
     if (m.model_size_bytes > 0) {
       plan.ranks[0].files.push_back({"model_states-0.pt", m.model_size_bytes});
       plan.ranks[0].model_bytes = m.model_size_bytes;
@@ -152,6 +214,7 @@ absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int6
     return plan;
   }
   if (absl::Status s = CheckTransformer(m, world); !s.ok()) return s;
+  if (absl::Status s = CheckBounded(m); !s.ok()) return s;
   const int64_t mp_size = m.tensor * m.pipeline;
   const int64_t dp_size = world / mp_size;
   const int64_t n = TransformerParameters(m);
@@ -197,6 +260,9 @@ absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int6
         r.model_bytes += f.bytes;
       }
     }
+  }
+  if (plan.TotalBytes() > kMaxCheckpointBytes) {
+    return TooLarge(m, static_cast<long double>(n), static_cast<long double>(plan.TotalBytes()));
   }
   return plan;
 }

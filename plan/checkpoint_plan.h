@@ -18,6 +18,10 @@
 //      ZeRO 3  : every rank zero_pp_rank_{dp}_mp_rank_{mp}_model_states.pt + ..._optim_states.pt (PP must be 1)
 //    with mp = rank % (TP·PP), dp = rank / (TP·PP), pp_rank = (rank / TP) % PP.
 //  - Non-transformer models: one int8 tensor of model_size_bytes on rank 0 only, model_states-0.pt.
+//  - Bounded: the bytes of one checkpoint (every rank's files) at most kMaxCheckpointBytes, the bound the job
+//    loader sets on model.model_size_bytes; the transformer keys are each bounded, but not their product (16384
+//    layers of hidden_size 2^17 would be 50 PiB, or an int64 overflow with many K/V heads), so the plan refuses
+//    more, naming the keys, before computing it in integers.
 // Differences from DLIO, on purpose: file sizes are exactly the tensor bytes (torch.save adds a pickle header of a
 // few hundred bytes per tensor); DLIO's stage split gives the first (L mod PP) stages an overlapping extra layer,
 // ours does not.
@@ -32,6 +36,10 @@
 #include "job/workload_spec.h"
 
 namespace dlio {
+
+// The most one checkpoint may write over all ranks: 1 PiB, kMaxModelBytes (job/workload_spec.h), the bound of
+// model.model_size_bytes, so that a transformer's checkpoint is bounded like a non-transformer's.
+inline constexpr int64_t kMaxCheckpointBytes = kMaxModelBytes;
 
 // Element size of DLIO's model_datatype / optimizer_datatype values (fp16, bf16, fp32, fp64, int8, uint8);
 // an error naming `key` for anything else.
@@ -78,10 +86,17 @@ struct CheckpointPlan {
 };
 
 // Errors (one line, naming the key): world not a multiple of TP·PP, zero_stage outside 0..3, ZeRO-3 with PP > 1,
-// non-positive sizes, hidden_size not divisible by num_attention_heads, num_layers < PP for a transformer.
+// non-positive sizes, hidden_size not divisible by num_attention_heads, num_layers < PP for a transformer, a
+// checkpoint of more than kMaxCheckpointBytes (naming the transformer keys and both sizes).
 absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int64_t world);
 
 // "global_epoch{E}_step{S}": DLIO's per-checkpoint directory name.
 std::string CheckpointDirName(int64_t epoch, int64_t step);
+
+// The directory of every save the job makes on `world` ranks, in order (plan/checkpoint_schedule.h: checkpoint-only
+// num_checkpoints_write saves; in training the chosen steps of every epoch, or the chosen epochs' ends). Empty
+// without workflow.checkpoint, or when the world gets no training step plan (PreRunRefusals says why). Saves are
+// never deleted, so a job needs the bytes of all of them. O(saves).
+std::vector<std::string> CheckpointSaveDirs(const WorkloadSpec& spec, int64_t world);
 
 }  // namespace dlio

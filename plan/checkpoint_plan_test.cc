@@ -194,5 +194,70 @@ model:
               HasSubstr("ZeRO-3"));
 }
 
+// Issue 24 item 2: every transformer key within its range, their product 50 PiB per checkpoint, which --explain
+// announced with exit 0 and the agents began to write. Refused like a model_size_bytes above its bound.
+TEST(CheckpointPlan, ACheckpointAboveOnePebibyteIsRefusedNamingTheKeys) {
+  const CheckpointModel m = Llama(16384, 131072, 524288, 32, 8, 4194304);
+  const absl::StatusOr<CheckpointPlan> plan = MakeCheckpointPlan(m, 1);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(plan.status().message());
+  EXPECT_THAT(msg, HasSubstr("model.transformer: num_layers 16384, vocab_size 4194304, hidden_size 131072, "
+                             "ffn_hidden_size 524288"));
+  EXPECT_THAT(msg, HasSubstr("(50.7"));
+  EXPECT_THAT(msg, HasSubstr(" PiB) per checkpoint, more than the 1125899906842624 bytes (1.00 PiB)"));
+  EXPECT_THAT(msg, HasSubstr("lower model.num_layers"));
+}
+
+// With many K/V heads the parameter count itself passes int64 (2^17 x 2^31 x 2^14): refused, not wrapped around.
+TEST(CheckpointPlan, AParameterCountBeyondInt64IsRefusedNotWrapped) {
+  const CheckpointModel m = Llama(16384, 131072, 524288, 1, 16384, 4194304);
+  const absl::StatusOr<CheckpointPlan> plan = MakeCheckpointPlan(m, 1);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("per checkpoint, more than the 1125899906842624"));
+}
+
+// The bound is the same for both kinds of model: model_size_bytes up to it plans, above it is refused.
+TEST(CheckpointPlan, TheBoundIsModelSizeBytesBound) {
+  EXPECT_EQ(kMaxCheckpointBytes, kMaxModelBytes);
+  CheckpointModel m;
+  m.model_size_bytes = kMaxCheckpointBytes;
+  const absl::StatusOr<CheckpointPlan> plan = MakeCheckpointPlan(m, 4);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->TotalBytes(), kMaxCheckpointBytes);
+  m.model_size_bytes = kMaxCheckpointBytes + 1;
+  EXPECT_THAT(std::string(MakeCheckpointPlan(m, 4).status().message()), HasSubstr("model.model_size_bytes"));
+  // A large model under the bound still plans (llama3-405B, DLIO's 405b shape: ~5.7 TB per checkpoint).
+  const absl::StatusOr<CheckpointPlan> big = MakeCheckpointPlan(Llama(126, 16384, 53248, 128, 8, 128256), 8);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_LT(big->TotalBytes(), kMaxCheckpointBytes);
+}
+
+// The saves a job makes, as the coordinator orders them (the names tests/checkpoint_test.cc finds on disk).
+TEST(CheckpointPlan, SaveDirsListEverySaveOfTheJob) {
+  WorkloadSpec spec;
+  EXPECT_TRUE(CheckpointSaveDirs(spec, 2).empty());  // workflow.checkpoint off
+  spec.checkpoint = true;
+  spec.train = false;
+  spec.num_checkpoints_write = 3;
+  spec.num_checkpoints_read = 2;
+  EXPECT_THAT(CheckpointSaveDirs(spec, 2),
+              ElementsAre("global_epoch1_step1", "global_epoch1_step2", "global_epoch1_step3"));
+  // 8 files x 4 samples, batch 2 on 2 ranks: 8 steps per epoch, 2 epochs.
+  spec.train = true;
+  spec.num_files_train = 8;
+  spec.num_samples_per_file = 4;
+  spec.batch_size = 2;
+  spec.epochs = 2;
+  spec.checkpoint_after_epoch = 1;
+  spec.epochs_between_checkpoints = 1;
+  EXPECT_THAT(CheckpointSaveDirs(spec, 2), ElementsAre("global_epoch1_step9", "global_epoch2_step9"));
+  spec.steps_between_checkpoints = 3;
+  EXPECT_THAT(CheckpointSaveDirs(spec, 2), ElementsAre("global_epoch1_step3", "global_epoch1_step6",
+                                                       "global_epoch2_step3", "global_epoch2_step6"));
+  spec.batch_size = 64;  // no step for this world: no save either (PreRunRefusals refuses the job)
+  EXPECT_TRUE(CheckpointSaveDirs(spec, 2).empty());
+}
+
 }  // namespace
 }  // namespace dlio

@@ -8,6 +8,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "plan/checkpoint_plan.h"
 #include "job/workload_spec.h"
@@ -346,6 +348,61 @@ checkpoint:
               m["load_checkpoint_mlperf_io_mean_GB_per_second"].get<double>());
   EXPECT_GT(peak, 0u);
   EXPECT_LT(peak, uint64_t{512} * 1024) << "KiB";  // far under the 2 GiB bound, and under half the checkpoint
+}
+
+// A non-transformer checkpoint-only job: rank 0 saves `bytes` once (tests of issue 24).
+std::string BigCheckpointJob(const std::string& bytes, const std::string& extra) {
+  return "model:\n  name: big\n  model_size_bytes: " + bytes +
+         "\nworkflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n  checkpoint_folder: ckpt\n"
+         "  num_checkpoints_write: 1\n" + extra;
+}
+
+// Issue 24 item 3: under dlio_ext.checkpoint_bandwidth_limit 1MiB a 256 MiB save takes minutes; a cancel during it
+// used to go unconfirmed ("did not confirm the stop within 2 s") while the agent kept writing, and refused every
+// next job ("still running job ..."). The cancel now stops the save within the grace, leaves no temporary file,
+// and the next job runs on the same agent.
+TEST(CheckpointCancel, ACancelDuringACappedSaveStopsItWithinTwoSecondsAndTheNextJobRuns) {
+  TempDir dir;
+  Fleet fleet(dir, 1, 1);
+  WriteFile(dir.str() + "/capped.yaml",
+            BigCheckpointJob("268435456", "dlio_ext:\n  checkpoint_bandwidth_limit: 1MiB\n"));
+  CommandResult r = fleet.Client({"submit", dir.str() + "/capped.yaml", "--wait-for-agents", "30", "--agents", "1",
+                                  "--detach"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string job = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(Eventually([&] { return fleet.Status(job)["phase_id"] == "save-checkpoint-1"; }, seconds(60)))
+      << fleet.Logs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the first 64 MiB are written, the cap sleeps
+  r = fleet.Client({"cancel", job});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(every agent stopped within ([0-9.]+) s)")))
+      << r.out << fleet.Logs();
+  EXPECT_LT(std::stod(m[1].str()), 2.0) << r.out;
+  EXPECT_EQ(fleet.Status(job)["state"], "cancelled");
+  std::vector<std::string> temporaries;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "root")) {
+    if (e.path().extension() == ".tmp") temporaries.push_back(e.path().string());
+  }
+  EXPECT_TRUE(temporaries.empty()) << temporaries.front();
+  WriteFile(dir.str() + "/next.yaml", BigCheckpointJob("4096", ""));
+  r = Submit(fleet, dir.str() + "/next.yaml", dir.str() + "/out", 1, seconds(60));
+  EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
+}
+
+// Issue 24 item 2: a checkpoint larger than the data root's free space (1 PiB, model_size_bytes' bound) is refused
+// by the agent before the job writes anything, with both numbers; it used to write until ENOSPC and leave its .tmp.
+TEST(CheckpointSpace, ACheckpointLargerThanTheFreeSpaceIsRefusedBeforeAnyFileIsWritten) {
+  TempDir dir;
+  Fleet fleet(dir, 1, 1);
+  WriteFile(dir.str() + "/job.yaml", BigCheckpointJob("1125899906842624", ""));
+  const CommandResult r = Submit(fleet, dir.str() + "/job.yaml", dir.str() + "/out", 1, seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("phase save-checkpoint-1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("checkpoint.checkpoint_folder"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs about 1125899906842624 bytes"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(has only \d+ bytes \([0-9.]+ [kMGTP]?B\) available)"))) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "root" / "ckpt")) << "a file was written";
 }
 
 }  // namespace
