@@ -61,7 +61,8 @@ std::vector<FormatTraits> Rows() {
   f.dlio_differs = "mmap_indexed_binary reads touch every 4 KiB page of each sample here; DLIO's reader only "
                    "slices a memmap view and reads almost nothing, so its bytes read are not comparable";
   v.push_back(f);
-  f = Row("synthetic");  // placeholder files, no reads
+  f = Row("synthetic");
+  f.note = "placeholder files, no reads";
   f.no_engines = " (it reads nothing; use posix)";
   v.push_back(f);
   return v;

@@ -52,6 +52,8 @@ struct FormatTraits {
   // The warning of every job with this format, where our reads differ from DLIO's ("" = none); it follows
   // "dataset.format: ".
   const char* dlio_differs = "";
+  // What the docs add to the name in the list of formats (dataset.format's note in docs/workload-keys.md).
+  const char* note = "";
 
   // The sample shape decides whether the format can write a file (image sides, hdf5 datasets and chunks), so the
   // shape of every file is checked (CheckSampleShape in job/workload_spec.h).

@@ -1,14 +1,40 @@
 // The rows of the key table (key_table.h) for the dataset section.
+#include <algorithm>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "base/text.h"
 #include "job/format_traits.h"
 #include "job/key_table.h"
 
 namespace dlio::workload_internal {
+namespace {
 
 const std::vector<std::string> kDlioOnlyFormats = {"hdf5_opt"};
 const std::vector<std::string> kElementTypes = {"uint8",  "int8",  "uint16",  "int16",   "uint32", "int32",
                                                 "uint64", "int64", "float16", "float32", "float64"};
+
+// The formats of the registry for the key's note: "npz, ..., synthetic (placeholder files, no reads)".
+std::string FormatList() {
+  std::vector<std::string> names;
+  for (const FormatTraits& f : Formats()) {
+    names.push_back(*f.note == '\0' ? std::string(f.name) : fmt::format("{} ({})", f.name, f.note));
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+// Every compression some format writes, the formats with the most choices first: "none, gzip, szip, lzf, zip".
+std::vector<std::string> Compressions() {
+  std::vector<std::string> all;
+  for (const FormatTraits* f : CompressingFormats()) {
+    for (const std::string& c : f->compressions) {
+      if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+    }
+  }
+  return all;
+}
+
+}  // namespace
 
 // Data table: the dataset section.
 void AddDatasetKeys(std::vector<KeyInfo>& v) {
@@ -16,9 +42,9 @@ void AddDatasetKeys(std::vector<KeyInfo>& v) {
                         "root of train/ (and valid/); resolved under the agent's --data-root"));
   v.push_back(Custom(
       "dataset.format", KeyStatus::kImplemented,
-      "npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, mmap_indexed_binary, synthetic (placeholder files, "
-      "no reads); hdf5_opt has no generator in DLIO either. mmap_indexed_binary warns: our reads touch every page "
-      "of a sample, DLIO's only slice a memmap view",
+      FormatList() +
+          "; hdf5_opt has no generator in DLIO either. mmap_indexed_binary warns: our reads touch every page of a "
+          "sample, DLIO's only slice a memmap view",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, FormatNames(), kDlioOnlyFormats, "format", &s.format);
       },
@@ -106,8 +132,7 @@ void AddDatasetKeys(std::vector<KeyInfo>& v) {
       "named <name>.csv.gz as DLIO's generator names them, which DLIO's own reader does not list); DLIO's other csv "
       "compressions (bz2, zip, xz) are not supported yet",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseChoice(n, p, {"none", "gzip", "szip", "lzf", "zip"}, {"bz2", "xz"}, "compression",
-                           &s.compression);
+        return ParseChoice(n, p, Compressions(), {"bz2", "xz"}, "compression", &s.compression);
       },
       [](const WorkloadSpec& s) { return Quote(s.compression); }));
   v.push_back(IntKey("dataset.compression_level", &WorkloadSpec::compression_level, 0, 9, "gzip level"));
