@@ -6,6 +6,7 @@
 
 #include "plan/checkpoint_plan.h"
 #include "plan/epoch_plan.h"
+#include "job/format_traits.h"
 #include "job/s3_limits.h"
 #include "fmt/format.h"
 
@@ -16,7 +17,7 @@ namespace {
 // stop at the first file whose shape the format refuses).
 void CheckFileShapes(const WorkloadSpec& spec, std::vector<std::string>* out) {
   if (!spec.generate_data || spec.record_length_bytes_stdev <= 0) return;
-  if (spec.format != "hdf5" && spec.format != "jpeg" && spec.format != "png") return;
+  if (!FormatTraitsOf(spec.format).shape_rules()) return;
   std::set<int64_t> dims;
   const int64_t files = spec.num_files_train + std::max<int64_t>(0, spec.num_files_eval);
   for (int64_t n = 0; n < files; ++n) dims.insert(spec.SampleDimForFile(n));

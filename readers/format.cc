@@ -25,17 +25,13 @@ namespace {
 // Ranks above this are refused: the readers keep shapes in fixed arrays (no allocation per sample), and DLIO's
 // samples are 2-D.
 constexpr size_t kMaxSampleRank = 15;
-// libjpeg's JPEG_MAX_DIMENSION; PNG allows more, but DLIO's images are the same either way.
-constexpr int64_t kMaxImageSide = 65500;
 
 std::string Dims(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ", "), "]"); }
 
-absl::Status ValidateHdf5(const FormatOptions& o) {
+// The records_k datasets of a chunked format (hdf5; its row's `chunking`): gzip level, num_dset_per_record, max
+// shape and chunk shape against the samples.
+absl::Status ValidateChunked(const FormatOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
-  const std::vector<std::string> allowed = {"none", "gzip", "szip", "lzf"};
-  if (std::find(allowed.begin(), allowed.end(), o.compression) == allowed.end()) {
-    return bad("dataset.compression: '", o.compression, "' is not supported for hdf5 (allowed: none, gzip, szip, lzf)");
-  }
   if (o.compression == "gzip" && (o.compression_level < 0 || o.compression_level > 9)) {
     return bad("dataset.compression_level: gzip level must be 0..9, got ", o.compression_level);
   }
@@ -91,8 +87,8 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
     return bad("dataset.record_element_type: '", o.element_type, "' is not one of ", internal::DTypeNames());
   }
   if (o.transfer_size < 1) return bad("reader.transfer_size: must be >= 1, got ", o.transfer_size);
-  const FormatTraits* traits = FindFormatTraits(name);
-  if (traits != nullptr && traits->image) {
+  const FormatTraits& traits = FormatTraitsOf(name);
+  if (traits.image) {
     if (t->itemsize != 1 || t->kind != 'u') {
       return bad("dataset.record_element_type: ", name, " images are uint8 (DLIO forces it), got ", o.element_type);
     }
@@ -101,26 +97,29 @@ absl::Status Validate(const std::string& name, const FormatOptions& o) {
                  Dims(o.sample_dims));
     }
     for (int64_t d : o.sample_dims) {
-      if (d > kMaxImageSide) return bad("dataset: ", name, " images are at most ", kMaxImageSide, " pixels a side, got ", Dims(o.sample_dims));
+      if (d > traits.max_side) {
+        return bad("dataset: ", name, " images are at most ", traits.max_side, " pixels a side, got ",
+                   Dims(o.sample_dims));
+      }
     }
-  }
-  if (name == "csv" && o.compression != "none" && o.compression != "gzip") {
-    return bad("dataset.compression: '", o.compression, "' for csv is not supported yet (allowed: none, gzip)");
-  }
-  if (name == "npz" && o.compression != "none" && o.compression != "zip") {
-    return bad("dataset.compression: '", o.compression, "' is not supported for npz (allowed: none, zip)");
   }
   if (o.io_engine == IoEngine::kS3) {
     if (!o.s3) return bad("storage.storage_type: s3 without a bucket configuration");
     if (absl::Status s = CheckFormatReadsObjects(name); !s.ok()) return s;
-  } else if (o.io_engine != IoEngine::kPosix && (traits == nullptr || !traits->io_engines)) {
-    return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine), " is not available for ", name,
-               name == "hdf5"        ? " (libhdf5 does its own reads; use posix)"
-               : name == "synthetic" ? " (it reads nothing; use posix)"
-                                     : " yet (use posix; npz, npy, csv, jpeg, png and tfrecord have it)");
+  } else if (o.io_engine != IoEngine::kPosix && !traits.io_engines) {
+    return bad("dlio_ext.io_engine: ", IoEngineName(o.io_engine), " is not available for ", name, traits.no_engines);
   }
-  if (name == "hdf5") return ValidateHdf5(o);
-  return absl::OkStatus();  // DLIO ignores compression and chunking for the other formats
+  // DLIO ignores compression for the formats without compressions.
+  if (!traits.compressions.empty() && !traits.Compresses(o.compression)) {
+    const std::string allowed = absl::StrJoin(traits.compressions, ", ");
+    return traits.dlio_compresses_more
+               ? bad("dataset.compression: '", o.compression, "' for ", name, " is not supported yet (allowed: ",
+                     allowed, ")")
+               : bad("dataset.compression: '", o.compression, "' is not supported for ", name, " (allowed: ",
+                     allowed, ")");
+  }
+  if (traits.chunking) return ValidateChunked(o);
+  return absl::OkStatus();  // DLIO ignores chunking for the other formats
 }
 
 size_t Digits(int64_t v) { return std::to_string(v).size(); }
@@ -192,7 +191,7 @@ std::vector<std::string> DatasetFolders(const std::string& format, int64_t num_f
   };
   subfolders("train", num_subfolders_train);
   subfolders("valid", num_subfolders_eval);
-  if (const FormatTraits* t = FindFormatTraits(format); t != nullptr && t->streams) {  // tfrecord's index folders
+  if (FormatTraitsOf(format).index_folder) {  // tfrecord's DALI index files
     out.push_back("index");
     if (num_files_train > 0) out.push_back("index/train");
     if (num_files_eval > 0) out.push_back("index/valid");

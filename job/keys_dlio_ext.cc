@@ -1,0 +1,65 @@
+// The rows of the key table (key_table.h) for dlio_ext, this project's own keys (DLIO does not know them).
+#include "absl/strings/str_cat.h"
+#include "base/bandwidth_limiter.h"
+#include "job/key_table.h"
+
+namespace dlio::workload_internal {
+
+// Data table: the dlio_ext section.
+void AddDlioExtKeys(std::vector<KeyInfo>& v) {
+  v.push_back(Custom(
+      "dlio_ext.io_engine", KeyStatus::kImplemented,
+      "how npz, npy, csv, jpeg, png and tfrecord files are read: posix (pread), odirect (O_DIRECT, 4 KiB-aligned, "
+      "whole files rounded up as DLIO's O_DIRECT readers do), io_uring (several reads in flight), mmap (the file "
+      "mapped, reads copied out of it: page faults do the I/O); hdf5 reads go "
+      "through libhdf5 and indexed_binary with pread (posix only; docs/io.md)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"posix", "odirect", "io_uring", "mmap"}, {}, "I/O engine", &s.io_engine);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
+  // A per-agent byte-rate cap (base/bandwidth_limiter.h): a number of bytes/s or one with a unit.
+  auto rate_key = [](const char* path, int64_t WorkloadSpec::*field, std::string note) {
+    return Custom(
+        path, KeyStatus::kImplemented,
+        note + " (0 = none): a number of bytes/s or one with a unit (KB, MB, GB powers of 1000; KiB, MiB, GiB "
+               "powers of 1024; optional /s), e.g. 200MiB/s. Shared by every rank of the agent (docs/mlperf.md); "
+               "emulates a slower device",
+        [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+          if (!n.IsScalar()) return MustBe(p, "a rate in bytes per second (e.g. 200MiB/s)", n);
+          absl::StatusOr<double> r = ParseByteRate(n.Scalar());
+          if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", r.status().message()));
+          if (*r > kMaxBandwidth) {
+            return MustBe(p, fmt::format("a rate of at most {} bytes/s (1 PB/s)", FormatDouble(kMaxBandwidth)), n);
+          }
+          s.*field = static_cast<int64_t>(*r);
+          return absl::OkStatus();
+        },
+        [field](const WorkloadSpec& s) { return std::to_string(s.*field); });
+  };
+  v.push_back(rate_key("dlio_ext.read_bandwidth_limit", &WorkloadSpec::read_bandwidth_limit,
+                       "per-agent cap on the bytes the agent's loader threads read per second"));
+
+  v.push_back(BoolKey("dlio_ext.checkpoint_evict_cache", &WorkloadSpec::checkpoint_evict_cache,
+                      "before each checkpoint load, flush and evict the files' pages from the page cache "
+                      "(posix_fadvise DONTNEED), so loads read the storage, as MLPerf's rules require between "
+                      "write and read"));
+  v.push_back(rate_key("dlio_ext.checkpoint_bandwidth_limit", &WorkloadSpec::checkpoint_bandwidth_limit,
+                       "per-agent cap on the bytes the agent's ranks write and read per second in checkpoint saves "
+                       "and loads (makes small checkpoint rehearsals repeatable)"));
+  v.push_back(BoolKey("dlio_ext.trace", &WorkloadSpec::trace,
+                      "record open, read, wait, compute and barrier events per rank and loader thread into a Chrome "
+                      "trace (trace.json in the results; `--trace FILE` sets it); off costs one branch per event"));
+  v.push_back(IntKey("dlio_ext.trace_events_per_thread", &WorkloadSpec::trace_events_per_thread, 1, 1 << 20,
+                     "trace events kept per thread and phase (32 bytes each, preallocated); the rest are counted as "
+                     "dropped"));
+  v.push_back(Custom(
+      "dlio_ext.evict_cache", KeyStatus::kImplemented,
+      "page-cache hygiene as MLPerf requires: before_training evicts every data file of this agent's ranks "
+      "(posix_fadvise DONTNEED) after generation, before epoch 1; every_epoch before every training epoch; none",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"none", "before_training", "every_epoch"}, {}, "cache eviction", &s.evict_cache);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
+}
+
+}  // namespace dlio::workload_internal

@@ -1,0 +1,85 @@
+// The rows of the key table (key_table.h) for the storage section (object storage: docs/object-storage.md).
+#include "base/text.h"
+#include "job/format_traits.h"
+#include "job/key_table.h"
+
+namespace dlio::workload_internal {
+
+// storage.*: where the dataset and checkpoints live. local_fs (and parallel_fs) are POSIX paths under the agent's
+// --data-root; s3 is a bucket (storage_root) reached through storage_options (docs/object-storage.md). Kept apart
+// from the other sections: object storage bypasses the POSIX path confinement (agent/paths.h) altogether.
+// Data table: the storage section.
+void AddStorageKeys(std::vector<KeyInfo>& v) {
+  {
+    KeyInfo k = Custom(
+        "storage.storage_type", KeyStatus::kImplementedDiffers,
+        "local_fs; parallel_fs is a POSIX path here too (warns: DLIO's StorageFactory rejects it); s3: the dataset "
+        "and checkpoints are objects of the bucket storage_root (docs/object-storage.md; warns for formats other "
+        "than npz and npy, which DLIO refuses over s3); aistore is not supported yet",
+        [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+          return ParseChoice(n, p, {"local_fs", "parallel_fs", "s3"}, {"aistore"}, "storage type", &s.storage_type);
+        },
+        [](const WorkloadSpec& s) { return Quote(s.storage_type); });
+    k.differs = [](const YAML::Node& n, const WorkloadSpec& s) -> std::string {
+      if (n.Scalar() == "parallel_fs") {
+        return "parallel_fs reads and writes data_folder through POSIX here, as local_fs; DLIO's StorageFactory "
+               "raises an error for parallel_fs";
+      }
+      const FormatTraits* f = FindFormatTraits(s.format);
+      if (n.Scalar() == "s3" && f != nullptr && !f->dlio_s3) {
+        return fmt::format("s3 with {} files works here ({}); DLIO allows only npz and npy over s3", s.format,
+                           f->ranged_gets ? "ranged GETs" : "whole-object GETs");
+      }
+      return "";
+    };
+    v.push_back(k);
+  }
+  v.push_back(Custom(
+      "storage.storage_root", KeyStatus::kImplemented,
+      "s3: the bucket (at least 3 characters); local_fs: DLIO's ./ only (a path prefix is not supported yet: use "
+      "dataset.data_folder)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        if (n.IsNull()) {
+          s.storage_root = "./";
+          return absl::OkStatus();
+        }
+        if (!n.IsScalar()) return MustBe(p, "a bucket name (s3) or ./", n);
+        s.storage_root = n.Scalar();
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) { return Quote(s.storage_root); }));
+  v.push_back(StringKey("storage.storage_options.endpoint_url", &WorkloadSpec::s3_endpoint_url, true,
+                        "s3: http(s)://host[:port] of the S3 service; empty = the agent's AWS_ENDPOINT_URL"));
+  v.push_back(StringKey("storage.storage_options.region", &WorkloadSpec::s3_region, true,
+                        "s3: the SigV4 signing region; empty = the agent's AWS_REGION, else us-east-1"));
+  v.push_back(StringKey("storage.storage_options.access_key_id", &WorkloadSpec::s3_access_key_id, true,
+                        "s3: the access key id (named in credential errors); empty = the agent's credentials "
+                        "(--s3-credentials FILE, else AWS_ACCESS_KEY_ID)"));
+  {
+    // The secret: stored for the run, never written back (no `get`), shown as *** by --explain.
+    KeyInfo k = Custom(
+        "storage.storage_options.secret_access_key", KeyStatus::kImplemented,
+        "s3: the secret key, handled as a secret: never in logs, --explain, the job store, result files or "
+        "metrics; better given to the agents (--s3-credentials FILE or AWS_SECRET_ACCESS_KEY)",
+        [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+          if (n.IsNull()) {
+            s.s3_secret_access_key.clear();
+            return absl::OkStatus();
+          }
+          if (!n.IsScalar()) return absl::InvalidArgumentError(fmt::format("{}: must be a string", p));
+          s.s3_secret_access_key = n.Scalar();
+          return absl::OkStatus();
+        },
+        nullptr);
+    k.dlio_default = "~";
+    v.push_back(k);
+  }
+  v.push_back(BoolKey("storage.storage_options.s3_force_path_style", &WorkloadSpec::s3_force_path_style,
+                      "s3: path-style URLs (endpoint/bucket/key); false = virtual-hosted (bucket.endpoint/key) except "
+                      "for IP and localhost endpoints, as boto3 does"));
+  v.push_back(IntKey("storage.storage_options.s3_max_attempts", &WorkloadSpec::s3_max_attempts, 1, 100,
+                     "s3: attempts per request in all (retries with backoff on 5xx, SlowDown and timeouts, each "
+                     "counted in dlio_s3_retries_total)"));
+}
+
+}  // namespace dlio::workload_internal
