@@ -3,13 +3,16 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "mlperf/rules.h"
 #include "mlperf/set_verdict.h"
+#include "client/client.h"
+#include "client/coordinator_client.h"
+#include "client/render.h"
 #include "results/results.h"
 #include "client/explain.h"
 #include "job/workload_spec.h"
@@ -50,47 +53,67 @@ json LoadJsonFile(const std::string& path) {
   return json::parse(in);
 }
 
-// One job through SubmitAndWait with --json captured. `ok` = the job succeeded (whatever its verdict) and its
-// figures were parsed; a figure its metric window left unmeasured is nullopt.
+// One job of a set or a search, as `submit --json` would run it. `ok` = the job succeeded (whatever its verdict); a
+// figure its metric window left unmeasured is nullopt.
 struct RunOutcome {
   int rc = 1;
   bool ok = false;
   std::string job_id;
   std::optional<double> au;
   std::optional<double> samples_per_second;
-  json summary;  // the fetched summary.json when an output folder was given
+  json summary;                  // the fetched summary.json when an output folder was given
+  std::optional<LoadedJob> job;  // the job as submitted (the command's job with the run's overrides)
 };
 
-std::optional<double> OptNum(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& extra, int accelerators_per_agent,
-                     const std::string& output_dir, std::ostream& err, const std::atomic<bool>* cancel) {
-  SubmitOptions o = base;
-  o.client.json = true;
-  o.detach = false;
-  for (const std::string& e : extra) o.overrides.push_back(e);
-  if (accelerators_per_agent > 0) o.accelerators_per_agent = accelerators_per_agent;
-  o.output_dir = output_dir;
-  std::ostringstream out;
+// `job` with the `extra` overrides after its own, submitted with `base`'s placement (and `accelerators_per_agent`
+// when > 0) through CoordinatorClient::Run: the pre-run check when the fleet's shape is known, then one connection
+// that submits, follows the job and fetches its files into `output_dir` (empty: the job's output.folder). Every
+// failure is one line on `err`, as `submit --json` prints it.
+RunOutcome SubmitOne(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
+                     int accelerators_per_agent, const std::string& output_dir, std::ostream& err,
+                     const std::atomic<bool>* cancel) {
   RunOutcome r;
-  r.rc = SubmitAndWait(o, out, err, cancel);
-  try {
-    const json doc = json::parse(out.str());
-    r.job_id = doc.value("job_id", "");
-    if (doc.contains("mean")) {
-      r.au = OptNum(doc["mean"], "au_percent");
-      r.samples_per_second = OptNum(doc["mean"], "samples_per_second");
-    }
-    // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same; a job that
-    // trains nothing (data generation, checkpointing) has no "mean".
-    r.ok = doc.value("state", "") == "succeeded";
-  } catch (const std::exception&) {
-    r.ok = false;
+  absl::StatusOr<LoadedJob> run = job.WithOverrides(extra);
+  if (!run.ok()) {
+    r.rc = ReportFailure(run.status(), err);
+    return r;
   }
+  JobPlacement placement = PlacementOf(base);
+  if (accelerators_per_agent > 0) placement.accelerators_per_agent = accelerators_per_agent;
+  if (placement.agents > 0 && placement.accelerators_per_agent > 0) {
+    const JobWorld world{placement.agents, placement.accelerators_per_agent};
+    if (absl::Status s = CheckPreRun(*run, world); !s.ok()) {
+      r.rc = ReportFailure(s, err);
+      return r;
+    }
+  }
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(base.client);
+  if (!client.ok()) {
+    r.rc = ReportFailure(client.status(), err);
+    return r;
+  }
+  SubmitView view(nullptr, err, base.client.coordinator, /*tty=*/false);  // a signal's cancel lines only
+  RunOptions options;
+  options.output_dir = output_dir;
+  options.trace_path = base.trace_path;
+  options.cancel = cancel;
+  options.observer = &view;
+  const absl::StatusOr<JobOutcome> o = client->Run(*run, placement, options);
+  // A fetch that failed leaves the run without a job id, as `submit --json` then prints no document.
+  if (!o.ok() || !o->files.status.ok()) {
+    r.rc = ReportFailure(o.ok() ? o->files.status : o.status(), err);
+    return r;
+  }
+  r.rc = ExitStatusOf(*o);
+  r.job_id = o->job_id;
+  // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same; a job that
+  // trains nothing (data generation, checkpointing) has no epochs.
+  r.ok = o->succeeded();
+  if (!o->epochs.empty()) {
+    r.au = o->mean.au_percent;
+    r.samples_per_second = o->mean.samples_per_second;
+  }
+  r.job = *std::move(run);
   if (r.ok && !output_dir.empty()) {
     std::error_code ec;
     if (fs::exists(fs::path(output_dir) / "summary.json", ec)) {
@@ -118,11 +141,11 @@ struct FolderRun {
   json classification;
   int rc = 0;  // non-zero: stop with this status
 };
-FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string>& extra, const fs::path& dir,
-                        RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
+FolderRun RunIntoFolder(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
+                        const fs::path& dir, RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
                         const std::atomic<bool>* cancel) {
   FolderRun f;
-  f.outcome = SubmitOne(base, extra, 0, dir.string(), err, cancel);
+  f.outcome = SubmitOne(base, job, extra, 0, dir.string(), err, cancel);
   RunOutcome& r = f.outcome;
   if (!r.ok) {
     err << "MLPerf mode: " << meta.role << (meta.index > 0 ? absl::StrCat(" ", meta.index) : "") << " did not succeed"
@@ -130,16 +153,9 @@ FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string
     f.rc = r.rc != 0 ? r.rc : 1;
     return f;
   }
-  std::vector<std::string> all = base.overrides;
-  all.insert(all.end(), extra.begin(), extra.end());
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, all);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    f.rc = kExitBadInput;
-    return f;
-  }
+  const WorkloadSpec& spec = r.job->spec();
   if (meta.command != "datagen") {
-    absl::StatusOr<json> c = ClassifyRun(*spec, r.summary, "", refs.get());
+    absl::StatusOr<json> c = ClassifyRun(spec, r.summary, "", refs.get());
     if (!c.ok()) {
       err << "MLPerf mode: " << c.status().message() << "\n";
       f.rc = kExitBadInput;
@@ -149,10 +165,10 @@ FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string
     if (c->is_object()) meta.accelerator = c->value("accelerator", "");
   }
   meta.job_id = r.job_id;
-  meta.overrides = all;
+  meta.overrides = r.job->overrides();
   meta.classification = f.classification;
   meta.references = refs.label;
-  if (absl::Status s = WriteRunFolderFiles(dir, *spec, meta, r.summary); !s.ok()) {
+  if (absl::Status s = WriteRunFolderFiles(dir, spec, meta, r.summary); !s.ok()) {
     err << s.message() << "\n";
     f.rc = 1;
   }
@@ -335,23 +351,18 @@ struct SetContext {
   const MlperfWorkload* workload = nullptr;  // null: not an MLPerf training workload (the threshold is metric.au)
   double threshold = 0;
   fs::path root, model_dir, parent;  // the results root, <root>/<type>/<model>, the folder of the runs' folders
-  SubmitOptions run_base;            // the submission, with the overrides of the data generation the runs read
+  std::vector<std::string> datagen;  // the overrides of the data generation the runs read (before each run's own)
   std::string datagen_from;          // that generation's folder, if one was found
 };
 
-// Loads the job and the references and names the set's folders: 0, or the exit status of bad input.
-int ResolveSet(const SubmitOptions& base, const MlperfRunOptions& opt, SetContext* s, std::ostream& err) {
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return kExitBadInput;
-  }
+// Loads the references and names the set's folders: 0, or the exit status of bad input.
+int ResolveSet(const LoadedJob& job, const MlperfRunOptions& opt, SetContext* s, std::ostream& err) {
   absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
   if (!refs.ok()) {
     err << refs.status().message() << "\n";
     return kExitBadInput;
   }
-  s->spec = std::move(*spec);
+  s->spec = job.spec();
   s->refs = std::move(*refs);
   s->type = BenchmarkTypeOf(s->spec);
   s->ckpt = s->type == kMlperfCheckpointing;
@@ -361,12 +372,7 @@ int ResolveSet(const SubmitOptions& base, const MlperfRunOptions& opt, SetContex
   s->root = fs::path(opt.results_dir);
   s->model_dir = s->root / s->type / s->model;
   s->parent = s->ckpt ? s->model_dir : s->model_dir / "run";
-  s->run_base = base;
-  if (!s->ckpt) {
-    for (const std::string& o : DatagenOverrides(s->root, s->model, base.overrides, &s->datagen_from)) {
-      s->run_base.overrides.push_back(o);
-    }
-  }
+  if (!s->ckpt) s->datagen = DatagenOverrides(s->root, s->model, job.overrides(), &s->datagen_from);
   return 0;
 }
 
@@ -420,10 +426,10 @@ RunFolderMeta RunMeta(const SetContext& s, const PlannedRun& p, const std::strin
 
 }  // namespace
 
-int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
-              const std::atomic<bool>* cancel) {
+int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,
+              std::ostream& err, const std::atomic<bool>* cancel) {
   SetContext s;
-  if (const int rc = ResolveSet(base, opt, &s, err); rc != 0) return rc;
+  if (const int rc = ResolveSet(job, opt, &s, err); rc != 0) return rc;
   const bool text = !base.client.json;
   if (text) PrintSetPlan(s, base, opt, out);
   std::string set;
@@ -432,14 +438,15 @@ int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostre
     if (cancel != nullptr && *cancel) return 130;
     const PlannedRun& p = plan[i];
     const int64_t seed = s.spec.seed + p.index;
-    std::vector<std::string> extra = p.extra;
+    std::vector<std::string> extra = s.datagen;
+    extra.insert(extra.end(), p.extra.begin(), p.extra.end());
     if (!s.ckpt) extra.push_back(absl::StrCat("train.seed=", seed));
     // Generate (when the job asks) in the first submission only: the runs measure reading.
     if (s.spec.generate_data && i > 0) extra.push_back("workflow.generate_data=False");
     const std::string stamp = NextRunStamp(s.parent);
     if (set.empty()) set = stamp;
     const FolderRun f =
-        RunIntoFolder(s.run_base, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
+        RunIntoFolder(base, job, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
     if (f.rc != 0) return f.rc;
     if (text) PrintRunLine(s, p, seed, f.outcome, out);
   }
@@ -541,19 +548,15 @@ void PrintDatagenDone(const DatagenPlan& g, const RunOutcome& o, const fs::path&
 
 }  // namespace
 
-int RunMlperfDatagen(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
-                     const std::atomic<bool>* cancel) {
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return kExitBadInput;
-  }
-  if (BenchmarkTypeOf(*spec) == kMlperfCheckpointing) {
-    err << "--mlperf-datagen: " << MlperfModelName(*spec) << " is a checkpointing workload: it reads no dataset\n";
+int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,
+                     std::ostream& err, const std::atomic<bool>* cancel) {
+  const WorkloadSpec& spec = job.spec();
+  if (BenchmarkTypeOf(spec) == kMlperfCheckpointing) {
+    err << "--mlperf-datagen: " << MlperfModelName(spec) << " is a checkpointing workload: it reads no dataset\n";
     return kExitBadInput;
   }
   DatagenPlan g;
-  if (const int rc = PlanDatagen(base, *spec, &g, err); rc != 0) return rc;
+  if (const int rc = PlanDatagen(base, spec, &g, err); rc != 0) return rc;
   const bool text = !base.client.json;
   if (text) PrintDatagenPlan(g, out);
   const fs::path parent = fs::path(opt.results_dir) / kMlperfTraining / g.model / "datagen";
@@ -569,8 +572,8 @@ int RunMlperfDatagen(const SubmitOptions& base, const MlperfRunOptions& opt, std
   meta.datetime = NextRunStamp(parent);
   meta.set = meta.datetime;
   meta.role = "datagen";
-  meta.seed = spec->seed;
-  const FolderRun f = RunIntoFolder(base, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
+  meta.seed = spec.seed;
+  const FolderRun f = RunIntoFolder(base, job, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
   if (f.rc != 0) return f.rc;
   PrintDatagenDone(g, f.outcome, parent / meta.datetime, text, out);
   return kExitOk;
@@ -582,15 +585,15 @@ namespace {
 // threshold, each a line of text (or an entry of the JSON report).
 class AcceleratorTrials {
  public:
-  AcceleratorTrials(const SubmitOptions& base, const WorkloadSpec& spec, double threshold, bool text,
-                    std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel)
-      : base_(base), spec_(spec), threshold_(threshold), text_(text), out_(out), err_(err), cancel_(cancel) {}
+  AcceleratorTrials(const SubmitOptions& base, const LoadedJob& job, double threshold, bool text, std::ostream& out,
+                    std::ostream& err, const std::atomic<bool>* cancel)
+      : base_(base), job_(job), threshold_(threshold), text_(text), out_(out), err_(err), cancel_(cancel) {}
 
   // Returns 1 pass, 0 fail, -1 error (the exit status in *rc).
   int Run(int n, int* rc) {
     std::vector<std::string> extra;
-    if (spec_.generate_data && generated_) extra.push_back("workflow.generate_data=False");
-    RunOutcome r = SubmitOne(base_, extra, n, "", err_, cancel_);
+    if (job_.spec().generate_data && generated_) extra.push_back("workflow.generate_data=False");
+    RunOutcome r = SubmitOne(base_, job_, extra, n, "", err_, cancel_);
     if (!r.ok) {
       *rc = r.rc != 0 ? r.rc : 1;
       err_ << "trial with " << n << " accelerators per agent did not succeed"
@@ -616,7 +619,7 @@ class AcceleratorTrials {
 
  private:
   const SubmitOptions& base_;
-  const WorkloadSpec& spec_;
+  const LoadedJob& job_;
   const double threshold_;
   const bool text_;
   std::ostream& out_;
@@ -662,26 +665,22 @@ int SearchMaxAccelerators(AcceleratorTrials& trials, int bound, const std::atomi
 
 }  // namespace
 
-int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, std::ostream& out, std::ostream& err,
-                        const std::atomic<bool>* cancel) {
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return 2;
-  }
+int FindMaxAccelerators(const SubmitOptions& base, const LoadedJob& job, const FindMaxOptions& opt, std::ostream& out,
+                        std::ostream& err, const std::atomic<bool>* cancel) {
+  const WorkloadSpec& spec = job.spec();
   if (opt.max_accelerators < 1) {
     err << "--max-accelerators: must be >= 1\n";
     return 2;
   }
-  const MlperfWorkload* w = FindMlperfWorkload(spec->model_name);
-  const double threshold = w != nullptr ? w->au_threshold : spec->au_threshold;
+  const MlperfWorkload* w = FindMlperfWorkload(spec.model_name);
+  const double threshold = w != nullptr ? w->au_threshold : spec.au_threshold;
   const bool text = !base.client.json;
   if (text) {
     out << "searching the largest accelerators per agent (1.." << opt.max_accelerators << ") with AU >= "
         << threshold * 100 << " %" << (w == nullptr ? " (metric.au)" : absl::StrCat(" (", w->name, ")")) << "\n"
         << std::flush;
   }
-  AcceleratorTrials trials(base, *spec, threshold, text, out, err, cancel);
+  AcceleratorTrials trials(base, job, threshold, text, out, err, cancel);
   int rc = 0;
   const int lo = SearchMaxAccelerators(trials, opt.max_accelerators, cancel, &rc);
   if (lo < 0) return rc;
