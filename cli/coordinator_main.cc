@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -266,7 +268,7 @@ class ServeVerb : public Verb {
   double heartbeat_s_ = 1, lease_s_ = 8, barrier_timeout_s_ = 300;
 };
 
-// --- submit and run: one job (or the MLPerf modes) through SubmitAndWait ----------------------------------------
+// --- submit and run: one job (or the MLPerf modes), loaded once --------------------------------------------------
 
 class JobVerb : public Verb {
  protected:
@@ -276,8 +278,9 @@ class JobVerb : public Verb {
     AddMlperfOptions(sub, &mlperf_);
   }
 
-  // Overrides merged, then --explain (exit), validation (exit 2 on bad input) and the signal handler; nullopt when
-  // the job should be driven.
+  // Overrides merged, then --explain (exit), the job loaded (exit 2 on bad input) and the signal handler; nullopt
+  // when the job should be driven. The job file is read and parsed here, once per command: job_ is what --explain,
+  // the pre-run checks and the submission all see.
   std::optional<int> Prepare(const dlio::LocalFleetShape* local) {
     MergeOverrides(&opt_.overrides, trailing_, set_);
     if (opt_.explain) {
@@ -285,10 +288,15 @@ class JobVerb : public Verb {
         std::cerr << (local->agents < 1 ? "--local-agents" : "--accelerators") << ": must be >= 1\n";
         return 2;
       }
-      return dlio::ExplainJobPlan(opt_, local, std::cout, std::cerr);
+      absl::StatusOr<dlio::LoadedJob> job = dlio::LoadSubmission(opt_, /*plan_only=*/true);
+      if (!job.ok()) return dlio::ReportFailure(job.status(), std::cerr);
+      return dlio::ExplainJobPlan(opt_, *job, local, std::cout);
     }
     // Bad input is reported before anything starts or is written.
-    if (int rc = dlio::ValidateJob(opt_, std::cerr); rc != 0) return rc;
+    absl::StatusOr<dlio::LoadedJob> job = dlio::LoadSubmission(opt_, /*plan_only=*/false);
+    if (!job.ok()) return dlio::ReportFailure(job.status(), std::cerr);
+    dlio::RenderWarnings(*job, std::cerr);
+    job_ = *std::move(job);
     // First signal: cancel the job (and, for run, stop the local agents in order). Second: leave at once.
     dlio::OnTerminationSignal([](int) {
       if (!g_cancel.exchange(true)) return;
@@ -303,15 +311,16 @@ class JobVerb : public Verb {
     return std::nullopt;
   }
 
-  // One job, the 5-run MLPerf mode, or the accelerator search: all go through SubmitAndWait.
+  // One job, the 5-run MLPerf mode, or the accelerator search, all of job_ (Prepare made it).
   int Drive(const dlio::SubmitOptions& o) {
-    if (mlperf_.mlperf) return dlio::RunMlperf(o, mlperf_.run, std::cout, std::cerr, &g_cancel);
-    if (mlperf_.datagen) return dlio::RunMlperfDatagen(o, mlperf_.run, std::cout, std::cerr, &g_cancel);
-    if (mlperf_.find_max) return dlio::FindMaxAccelerators(o, mlperf_.find, std::cout, std::cerr, &g_cancel);
-    return dlio::SubmitAndWait(o, std::cout, std::cerr, &g_cancel);
+    if (mlperf_.mlperf) return dlio::RunMlperf(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
+    if (mlperf_.datagen) return dlio::RunMlperfDatagen(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
+    if (mlperf_.find_max) return dlio::FindMaxAccelerators(o, *job_, mlperf_.find, std::cout, std::cerr, &g_cancel);
+    return dlio::SubmitAndWait(o, *job_, std::cout, std::cerr, &g_cancel);
   }
 
   dlio::SubmitOptions opt_;
+  std::optional<dlio::LoadedJob> job_;  // the command's job, loaded once by Prepare()
   std::vector<std::string> trailing_, set_;
   MlperfFlags mlperf_;
 };
@@ -401,8 +410,8 @@ class RunVerb : public JobVerb {
     // What the job's values make impossible on this fleet, before any agent starts (the accelerator search's
     // trials each have their own world: the coordinator checks every one when it places it).
     if (!mlperf_.find_max) {
-      if (int rc = dlio::CheckPreRun(opt_, dlio::JobWorld{local_agents_, accelerators_}, std::cerr); rc != 0) {
-        return rc;
+      if (absl::Status s = dlio::CheckPreRun(*job_, dlio::JobWorld{local_agents_, accelerators_}); !s.ok()) {
+        return dlio::ReportFailure(s, std::cerr);
       }
     }
     return RunOnLocalFleet();

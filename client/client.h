@@ -1,21 +1,16 @@
-// Client verbs of dlio-coordinator: submit (used by `run` too), status, list, cancel, results. The only gRPC client
-// code of the coordinator binary.
+// Client verbs of dlio-coordinator: submit (used by `run` too), status, list, cancel, results, --explain. Each verb
+// is three steps in three places: the job file loaded once (LoadedJob, loaded_job.h), the calls to the coordinator
+// (CoordinatorClient, coordinator_client.h: the only gRPC client code of the binary), and what is printed and the
+// exit status (render.h, where the exit statuses 0-6 are listed).
 //
-// SubmitAndWait(): validates the job file locally (bad input -> exit code 2 and one line naming the key or file,
-// before anything is sent or written), submits it, and (unless --detach) follows it: on a terminal a live progress
-// bar per phase (steps or files done of total, ETA, samples/s), plain lines otherwise; then the result table, and
-// the result files received over gRPC written into the output folder when one is given (--output, else the job's
-// output.folder), partial ones included when the job failed after completing epochs. With --trace FILE the job runs
-// with dlio_ext.trace on and the coordinator's merged trace.json is written to FILE. A signal (the `cancel` flag)
+// `submit` and `run` load the job once per command (LoadSubmission: bad input -> exit code 2 and one line naming the
+// key or file, before anything is sent or written) and hand that LoadedJob to --explain, the pre-run checks and
+// SubmitAndWait(), which submits it and (unless --detach) follows it: on a terminal a live progress bar per phase
+// (steps or files done of total, ETA, samples/s), plain lines otherwise; then the result table, and the result files
+// received over gRPC written into the output folder when one is given (--output, else the job's output.folder),
+// partial ones included when the job failed after completing epochs. With --trace FILE the job runs with
+// dlio_ext.trace on and the coordinator's merged trace.json is written to FILE. A signal (the `cancel` flag)
 // cancels the job on the coordinator and says so. With --json, one JSON document on stdout and nothing else.
-//
-// Exit statuses (every verb; ExitStatus below): 0 the job ran and met its target (or had none to meet); 1 the job
-// did not succeed (failed, cancelled, interrupted), or the job or its results do not exist; 2 bad input (job file,
-// options, token or certificate files, or a job its values make impossible on its fleet: plan/preflight.h); 3 coordinator unreachable or lost; 4 refused by the coordinator (no token or
-// a wrong one); 5 the job ran but missed its AU target (or an --mlperf result is FAIL or INVALID); 6 the job ran but
-// its AU could not be measured (too few steps per epoch, docs/results.md).
-// Every job ends with one verdict line (results/verdict.h), e.g. "verdict: AU 72.2 % (min rank 70.9 %, sd 0.8) <
-// target 90.0 %: FAIL", and a "verdict" object in --json.
 // Thread-safety: each call is independent; SubmitAndWait reads `cancel` from a helper thread.
 #pragma once
 
@@ -25,39 +20,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/coordinator_client.h"
 #include "client/explain.h"
+#include "client/loaded_job.h"
+#include "client/render.h"
 #include "plan/preflight.h"
-#include "results/verdict.h"
-#include "dlio/v1/transport.h"
 
 namespace dlio {
-
-enum ExitStatus : int {
-  kExitOk = 0,
-  kExitJobNotSucceeded = 1,
-  kExitBadInput = 2,
-  kExitUnreachable = 3,
-  kExitRefused = 4,
-  kExitBelowTarget = 5,
-  kExitNotMeasured = 6,
-};
-// The exit status a finished job's verdict gives: PASS and NOT_APPLICABLE 0, FAIL 5, NOT_MEASURED 6, INCOMPLETE 1.
-int ExitStatusFor(const Verdict& v);
-// The text --help and docs/cli.md give for the statuses above.
-inline constexpr const char* kExitStatusHelp =
-    "Exit status: 0 ran and met its AU target (or had none), 1 job failed/cancelled or not found, 2 bad input "
-    "(a job its fleet cannot run included), "
-    "3 coordinator unreachable, 4 refused (token), 5 ran but AU below target (--mlperf: FAIL or INVALID), "
-    "6 ran but AU not measured (too few steps per epoch)";
-
-// How to reach the coordinator; shared by every verb.
-struct ClientOptions {
-  std::string coordinator = "127.0.0.1:7543";  // host:port (the CLI: --coordinator, else $DLIO_COORDINATOR)
-  TransportFiles transport;                     // --token-file, --tls-ca, --tls-cert, --tls-key, --tls-server-name
-  int connect_timeout_s = 10;                   // how long a connection may take to complete before exit code 3
-  int wait_for_coordinator_s = 0;               // how long to retry while nothing listens (refused); 0 = fail at once
-  bool json = false;                            // --json: machine-readable output only
-};
 
 struct SubmitOptions {
   ClientOptions client;
@@ -89,26 +60,29 @@ struct LocalFleetShape {
 // 2 s.
 ExplainFleet DescribeFleet(const SubmitOptions& opt, const LocalFleetShape* local);
 
-// --explain: loads the job (not-supported keys are listed, not fatal; --strict still applies), derives the plan
-// (client/explain.h) and prints it (text, or one JSON document with --json). `local` set: `run`'s local fleet;
-// null: `submit`, which asks the coordinator for the attached agents (their accelerators and memory) and falls back
-// to the flags and local memory, saying so, when it cannot reach it within 2 s. 0 when a run of the job on that
-// fleet could start; 2 on bad input, or when the plan shows a run would be refused (a key not supported yet, or a
-// refusal of plan/preflight.h, listed first).
-int ExplainJobPlan(const SubmitOptions& opt, const LocalFleetShape* local, std::ostream& out, std::ostream& err);
+// The job of a `submit` or `run` command, loaded once: the job file with the overrides (--strict applies;
+// plan_only: as --explain loads it, listing the keys not supported yet instead of failing), then the placement
+// flags checked. InvalidArgument, one line naming the file, key or flag.
+absl::StatusOr<LoadedJob> LoadSubmission(const SubmitOptions& opt, bool plan_only);
+// The placement flags of `opt`.
+JobPlacement PlacementOf(const SubmitOptions& opt);
 
-// The job's refusals on a fleet of this shape (plan/preflight.h), one line each to `err` and a last line naming
-// the fleet; 2 if there is any, else 0. `run` calls it with its local fleet before starting it; SubmitAndWait when
-// --agents and --accelerators-per-agent are both given, before submitting.
-int CheckPreRun(const SubmitOptions& opt, const JobWorld& world, std::ostream& err);
+// --explain: the plan of `job` (loaded plan_only: not-supported keys are listed, not fatal) on its fleet
+// (client/explain.h), printed (text, or one JSON document with --json). `local` set: `run`'s local fleet; null:
+// `submit`, which asks the coordinator for the attached agents (their accelerators and memory) and falls back to
+// the flags and local memory, saying so, when it cannot reach it within 2 s. 0 when a run of the job on that fleet
+// could start; 2 when the plan shows a run would be refused (a key not supported yet, or a refusal of
+// plan/preflight.h, listed first).
+int ExplainJobPlan(const SubmitOptions& opt, const LoadedJob& job, const LocalFleetShape* local, std::ostream& out);
 
-// Validation only: loads the job file with the overrides; on error prints one line to `err` and returns 2. Keys
-// implemented where DLIO ignores or breaks them print one "warning: ..." line each to `err` (when `warn`), once per
-// key; with opt.strict such a key is the error instead.
-int ValidateJob(const SubmitOptions& opt, std::ostream& err, bool warn = true);
+// The job's refusals on a fleet of this shape (plan/preflight.h): InvalidArgument with one line each and a last
+// line naming the fleet. `run` calls it with its local fleet before starting it; SubmitAndWait when --agents and
+// --accelerators-per-agent are both given, before submitting.
+absl::Status CheckPreRun(const LoadedJob& job, const JobWorld& world);
 
-// `cancel`: set by a signal handler; the client then cancels the job and reports it.
-int SubmitAndWait(const SubmitOptions& opt, std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel);
+// Submits `job` (LoadSubmission of `opt`) and follows it as the header says; returns the exit status.
+int SubmitAndWait(const SubmitOptions& opt, const LoadedJob& job, std::ostream& out, std::ostream& err,
+                  const std::atomic<bool>* cancel);
 
 // `status JOB`: the job's state, placement, phase progress, completed epochs, results and last message.
 int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err);

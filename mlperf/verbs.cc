@@ -3,12 +3,16 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "mlperf/rules.h"
+#include "mlperf/set_verdict.h"
+#include "client/client.h"
+#include "client/coordinator_client.h"
+#include "client/render.h"
 #include "results/results.h"
 #include "client/explain.h"
 #include "job/workload_spec.h"
@@ -49,56 +53,67 @@ json LoadJsonFile(const std::string& path) {
   return json::parse(in);
 }
 
-// One job through SubmitAndWait with --json captured. `ok` = the job succeeded (whatever its verdict) and its
-// figures were parsed; a figure its metric window left unmeasured is nullopt.
+// One job of a set or a search, as `submit --json` would run it. `ok` = the job succeeded (whatever its verdict); a
+// figure its metric window left unmeasured is nullopt.
 struct RunOutcome {
   int rc = 1;
   bool ok = false;
   std::string job_id;
   std::optional<double> au;
   std::optional<double> samples_per_second;
-  json summary;  // the fetched summary.json when an output folder was given
+  json summary;                  // the fetched summary.json when an output folder was given
+  std::optional<LoadedJob> job;  // the job as submitted (the command's job with the run's overrides)
 };
 
-std::optional<double> OptNum(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-std::string Pct(const std::optional<double>& v) { return v ? absl::StrFormat("%.2f %%", *v) : "not measured"; }
-std::string Gib(const std::optional<double>& v) {
-  return v ? absl::StrFormat("%.3f GiB/s", *v) : "GiB/s not measured";
-}
-std::string Secs(const std::optional<double>& v) { return v ? absl::StrFormat("%.3f s", *v) : "n/m"; }
-std::string Rate(const std::optional<double>& v) {
-  return v ? absl::StrFormat("%.2f samples/s", *v) : "samples/s not measured";
-}
-
-RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& extra, int accelerators_per_agent,
-                     const std::string& output_dir, std::ostream& err, const std::atomic<bool>* cancel) {
-  SubmitOptions o = base;
-  o.client.json = true;
-  o.detach = false;
-  for (const std::string& e : extra) o.overrides.push_back(e);
-  if (accelerators_per_agent > 0) o.accelerators_per_agent = accelerators_per_agent;
-  o.output_dir = output_dir;
-  std::ostringstream out;
+// `job` with the `extra` overrides after its own, submitted with `base`'s placement (and `accelerators_per_agent`
+// when > 0) through CoordinatorClient::Run: the pre-run check when the fleet's shape is known, then one connection
+// that submits, follows the job and fetches its files into `output_dir` (empty: the job's output.folder). Every
+// failure is one line on `err`, as `submit --json` prints it.
+RunOutcome SubmitOne(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
+                     int accelerators_per_agent, const std::string& output_dir, std::ostream& err,
+                     const std::atomic<bool>* cancel) {
   RunOutcome r;
-  r.rc = SubmitAndWait(o, out, err, cancel);
-  try {
-    const json doc = json::parse(out.str());
-    r.job_id = doc.value("job_id", "");
-    if (doc.contains("mean")) {
-      r.au = OptNum(doc["mean"], "au_percent");
-      r.samples_per_second = OptNum(doc["mean"], "samples_per_second");
-    }
-    // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same; a job that
-    // trains nothing (data generation, checkpointing) has no "mean".
-    r.ok = doc.value("state", "") == "succeeded";
-  } catch (const std::exception&) {
-    r.ok = false;
+  absl::StatusOr<LoadedJob> run = job.WithOverrides(extra);
+  if (!run.ok()) {
+    r.rc = ReportFailure(run.status(), err);
+    return r;
   }
+  JobPlacement placement = PlacementOf(base);
+  if (accelerators_per_agent > 0) placement.accelerators_per_agent = accelerators_per_agent;
+  if (placement.agents > 0 && placement.accelerators_per_agent > 0) {
+    const JobWorld world{placement.agents, placement.accelerators_per_agent};
+    if (absl::Status s = CheckPreRun(*run, world); !s.ok()) {
+      r.rc = ReportFailure(s, err);
+      return r;
+    }
+  }
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(base.client);
+  if (!client.ok()) {
+    r.rc = ReportFailure(client.status(), err);
+    return r;
+  }
+  SubmitView view(nullptr, err, base.client.coordinator, /*tty=*/false);  // a signal's cancel lines only
+  RunOptions options;
+  options.output_dir = output_dir;
+  options.trace_path = base.trace_path;
+  options.cancel = cancel;
+  options.observer = &view;
+  const absl::StatusOr<JobOutcome> o = client->Run(*run, placement, options);
+  // A fetch that failed leaves the run without a job id, as `submit --json` then prints no document.
+  if (!o.ok() || !o->files.status.ok()) {
+    r.rc = ReportFailure(o.ok() ? o->files.status : o.status(), err);
+    return r;
+  }
+  r.rc = ExitStatusOf(*o);
+  r.job_id = o->job_id;
+  // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same; a job that
+  // trains nothing (data generation, checkpointing) has no epochs.
+  r.ok = o->succeeded();
+  if (!o->epochs.empty()) {
+    r.au = o->mean.au_percent;
+    r.samples_per_second = o->mean.samples_per_second;
+  }
+  r.job = *std::move(run);
   if (r.ok && !output_dir.empty()) {
     std::error_code ec;
     if (fs::exists(fs::path(output_dir) / "summary.json", ec)) {
@@ -109,22 +124,6 @@ RunOutcome SubmitOne(const SubmitOptions& base, const std::vector<std::string>& 
     }
   }
   return r;
-}
-
-// Prints a ClassifyRun() JSON: the class, the reference, one line per differing key and per job-level problem.
-void PrintClassification(const json& c, std::ostream& out) {
-  if (!c.is_object()) return;
-  out << "classification: " << c.value("class", "");
-  if (c.value("reference", json(nullptr)).is_string()) {
-    out << " (the effective workload against " << c["reference"].get<std::string>() << ": "
-        << c.value("differences", json::array()).size() << " key(s) differ)";
-  }
-  out << "\n";
-  for (const json& d : c.value("differences", json::array())) {
-    out << absl::StrFormat("  %-8s %s=%s: %s\n", d.value("class", ""), d.value("key", ""), d.value("value", ""),
-                           d.value("reason", ""));
-  }
-  for (const json& p : c.value("problems", json::array())) out << "  problem  " << p.get<std::string>() << "\n";
 }
 
 // Whether the user set `key` (canonical dotted form) among the overrides.
@@ -142,11 +141,11 @@ struct FolderRun {
   json classification;
   int rc = 0;  // non-zero: stop with this status
 };
-FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string>& extra, const fs::path& dir,
-                        RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
+FolderRun RunIntoFolder(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
+                        const fs::path& dir, RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
                         const std::atomic<bool>* cancel) {
   FolderRun f;
-  f.outcome = SubmitOne(base, extra, 0, dir.string(), err, cancel);
+  f.outcome = SubmitOne(base, job, extra, 0, dir.string(), err, cancel);
   RunOutcome& r = f.outcome;
   if (!r.ok) {
     err << "MLPerf mode: " << meta.role << (meta.index > 0 ? absl::StrCat(" ", meta.index) : "") << " did not succeed"
@@ -154,16 +153,9 @@ FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string
     f.rc = r.rc != 0 ? r.rc : 1;
     return f;
   }
-  std::vector<std::string> all = base.overrides;
-  all.insert(all.end(), extra.begin(), extra.end());
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, all);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    f.rc = kExitBadInput;
-    return f;
-  }
+  const WorkloadSpec& spec = r.job->spec();
   if (meta.command != "datagen") {
-    absl::StatusOr<json> c = ClassifyRun(*spec, r.summary, "", refs.get());
+    absl::StatusOr<json> c = ClassifyRun(spec, r.summary, "", refs.get());
     if (!c.ok()) {
       err << "MLPerf mode: " << c.status().message() << "\n";
       f.rc = kExitBadInput;
@@ -173,10 +165,10 @@ FolderRun RunIntoFolder(const SubmitOptions& base, const std::vector<std::string
     if (c->is_object()) meta.accelerator = c->value("accelerator", "");
   }
   meta.job_id = r.job_id;
-  meta.overrides = all;
+  meta.overrides = r.job->overrides();
   meta.classification = f.classification;
   meta.references = refs.label;
-  if (absl::Status s = WriteRunFolderFiles(dir, *spec, meta, r.summary); !s.ok()) {
+  if (absl::Status s = WriteRunFolderFiles(dir, spec, meta, r.summary); !s.ok()) {
     err << s.message() << "\n";
     f.rc = 1;
   }
@@ -350,176 +342,6 @@ std::vector<PlannedRun> PlanRuns(bool checkpointing, const MlperfRunOptions& opt
   return plan;
 }
 
-std::string Verdict(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "NOT_MEASURED";
-}
-
-// The runs of a set's result file: each run's label, its folder relative to the result file's folder
-// (<type>/<model>/), and for training its AU verdict against the threshold.
-json ResultRuns(const json& score, double threshold, bool ckpt) {
-  json runs = json::array();
-  for (const json& r : score.value("runs", json::array())) {
-    json e = r;
-    const std::string role = r.value("role", "");
-    const int k = r.value("run", 0);
-    e["run"] = role == "warmup" ? std::string("warmup") : ckpt ? absl::StrCat("run-", k, " ", role)
-                                                              : absl::StrCat("run-", k);
-    e["warmup"] = role == "warmup";
-    e["dir"] = fs::path(r.value("dir", ""))
-                   .lexically_relative(fs::path(score.value("benchmark_type", "")) / score.value("model", ""))
-                   .string();
-    if (!ckpt) {
-      const json au = r.value("au_percentage", json(nullptr));
-      e["au_verdict"] = !au.is_number() ? "NOT_MEASURED" : au.get<double>() >= threshold * 100 ? "PASS" : "FAIL";
-    }
-    runs.push_back(e);
-  }
-  return runs;
-}
-
-// The first replication check of a training set (it has one: samples/s), or an empty object.
-json FirstReplication(const json& score) {
-  return score.value("replication", json::array()).empty() ? json::object() : score["replication"][0];
-}
-
-// What a set's score says, gathered once for its result file, its printed summary and its exit status.
-struct SetVerdicts {
-  std::vector<std::string> replication;  // one per figure (checkpointing: "write PASS", "read PASS")
-  std::string au;                        // training: PASS, FAIL or NOT_MEASURED
-  std::string division;                  // empty when the set is not an MLPerf workload
-  json first_class;                      // the classification of the set's first timed run (an object), or null
-  int status = kExitOk;
-};
-
-SetVerdicts JudgeSet(const json& score, bool ckpt) {
-  SetVerdicts v;
-  bool rep_fail = false, rep_nm = false;
-  for (const json& r : score.value("replication", json::array())) {
-    const std::string verdict = Verdict(r, "verdict");
-    rep_fail |= verdict == "FAIL";
-    rep_nm |= verdict == "NOT_MEASURED";
-    const std::string figure = r.value("figure", "");
-    v.replication.push_back(ckpt ? absl::StrCat(figure.substr(0, figure.find('_')), " ", verdict) : verdict);
-  }
-  v.division = score.value("division", json(nullptr)).is_string() ? score["division"].get<std::string>() : "";
-  v.status = rep_fail || v.division == "INVALID" ? kExitBelowTarget : rep_nm ? kExitNotMeasured : kExitOk;
-  if (!ckpt) {
-    v.au = Verdict(score.value("au", json::object()), "verdict");
-    if (v.au == "FAIL") v.status = kExitBelowTarget;
-    if (v.au == "NOT_MEASURED" && v.status == kExitOk) v.status = kExitNotMeasured;
-  }
-  // The classification of the set's first timed run, under the set's division.
-  for (const json& r : score.value("runs", json::array())) {
-    if (r.value("role", "") == "warmup") continue;
-    v.first_class = r.value("classification", json(nullptr));
-    break;
-  }
-  if (v.first_class.is_object()) v.first_class["class"] = v.division;
-  return v;
-}
-
-// The content of <type>/<model>/mlperf_result_<set>.json (the fields `dlio-coordinator report` renders).
-json SetResult(const json& score, const SetVerdicts& v, double threshold, bool mlperf_workload, bool ckpt) {
-  const json sc = score.value("score", json::object());
-  json result = {{"benchmark_type", score.value("benchmark_type", "")},
-                 {"model", score.value("model", "")},
-                 {"run_datetime", score.value("set", "")},
-                 {"runs", ResultRuns(score, threshold, ckpt)},
-                 {"score", sc},
-                 {"replication", score.value("replication", json::array())},
-                 {"replication_tolerance", kReplicationTolerance},
-                 {"tool", "dlio-cpp"},
-                 {"version", ToolVersion()},
-                 {"git_commit", ToolCommit()}};
-  if (!ckpt) {
-    const json au = score.value("au", json::object());
-    const json rep = FirstReplication(score);
-    result["mean_au_percentage"] = sc.value("au_percentage", json(nullptr));
-    result["mean_throughput_samples_per_second"] = sc.value("throughput_samples_per_second", json(nullptr));
-    result["au_threshold_percentage"] = threshold * 100;
-    result["au_verdict"] = v.au;
-    result["au_meets_threshold"] = v.au == "PASS";
-    result["au_failed_runs"] = au.value("failed_runs", 0);
-    result["replication_max_deviation"] = rep.value("max_deviation", json(nullptr));
-    result["replicates"] = Verdict(rep, "verdict") == "PASS";
-    result["replication_verdict"] = Verdict(rep, "verdict");
-  }
-  if (v.first_class.is_object()) {
-    result["classification"] = v.first_class;
-    result["required_num_files_train"] = v.first_class.value("required_num_files_train", 0);
-  } else {
-    const json classification = score.value("division", json(nullptr));
-    result["classification"] = mlperf_workload || ckpt ? classification : json("not an MLPerf workload");
-  }
-  result["exit_status"] = v.status;
-  return result;
-}
-
-// The set's figures as text: the means of the timed runs, the AU verdict (training) and the replication checks.
-void PrintSetFigures(const json& score, const json& result, const SetVerdicts& v, double threshold, bool ckpt,
-                     std::ostream& out) {
-  const json sc = score.value("score", json::object());
-  const int timed = score.value("timed_runs", 0);
-  if (ckpt) {
-    out << absl::StrFormat("mean of %d runs: write %s (%s per checkpoint), read %s (%s per checkpoint)\n", timed,
-                           Gib(OptNum(sc, "write_GiB_per_second")), Secs(OptNum(sc, "write_duration_seconds")),
-                           Gib(OptNum(sc, "read_GiB_per_second")), Secs(OptNum(sc, "read_duration_seconds")));
-    for (const json& r : score.value("replication", json::array())) {
-      const std::optional<double> dev = OptNum(r, "max_deviation");
-      out << "replication of " << r.value("figure", "") << " (within 5 % of the mean): " << Verdict(r, "verdict")
-          << (dev ? absl::StrFormat(" (max deviation %.2f %%)", *dev * 100) : std::string()) << "\n";
-    }
-    return;
-  }
-  const json rep = FirstReplication(score);
-  out << absl::StrFormat("mean of %d runs: AU %s, throughput %s\n", timed, Pct(OptNum(sc, "au_percentage")),
-                         Rate(OptNum(sc, "throughput_samples_per_second")));
-  out << absl::StrFormat("AU threshold %.0f %%: %s (%d of %d runs below)\n", threshold * 100, v.au,
-                         result.value("au_failed_runs", 0), timed);
-  const std::optional<double> dev = OptNum(rep, "max_deviation");
-  out << absl::StrFormat("replication (every run within %.0f %% of the mean): %s", kReplicationTolerance * 100,
-                         Verdict(rep, "verdict"))
-      << (dev ? absl::StrFormat(" (max deviation %.2f %%)", *dev * 100)
-              : std::string(" (a run's samples/s was not measured)"))
-      << "\n";
-}
-
-// The verdict of a set from its score (ScoreMlperfSet): written as <type>/<model>/mlperf_result_<set>.json (runs,
-// means, verdicts, classification; the fields `dlio-coordinator report` renders), printed, and the exit status.
-int FinishMlperfSet(const json& score, const fs::path& model_dir, double threshold, bool mlperf_workload, bool text,
-                    std::ostream& out, std::ostream& err) {
-  const bool ckpt = score.value("benchmark_type", "") == kMlperfCheckpointing;
-  const SetVerdicts v = JudgeSet(score, ckpt);
-  const json result = SetResult(score, v, threshold, mlperf_workload, ckpt);
-  std::error_code ec;
-  fs::create_directories(model_dir, ec);
-  const fs::path file = model_dir / absl::StrCat("mlperf_result_", score.value("set", ""), ".json");
-  if (absl::Status s = WriteFileAtomic(file.string(), result.dump(2) + "\n"); !s.ok()) {
-    err << s.message() << "\n";
-    return 1;
-  }
-  if (!text) {
-    json doc = result;
-    doc["results_dir"] = model_dir.string();
-    doc["result_file"] = file.string();
-    out << doc.dump(2) << "\n";
-    return v.status;
-  }
-  PrintSetFigures(score, result, v, threshold, ckpt, out);
-  if (v.first_class.is_object()) {
-    const int64_t required = v.first_class.value("required_num_files_train", int64_t{0});
-    if (required > 0) out << "datasize for these hosts: " << required << " files\n";
-    PrintClassification(v.first_class, out);
-  }
-  out << "results: " << file.string() << "\n";
-  out << "verdict: MLPerf " << score.value("model", "") << ": "
-      << (ckpt ? absl::StrCat("replication ", absl::StrJoin(v.replication, ", "))
-               : absl::StrCat("AU ", v.au, ", replication ",
-                              v.replication.empty() ? "NOT_MEASURED" : v.replication[0]))
-      << ", " << (v.division.empty() ? "not an MLPerf workload" : v.division) << "\n";
-  return v.status;
-}
-
 // One --mlperf set as RunMlperf resolves it before its first job.
 struct SetContext {
   WorkloadSpec spec;
@@ -529,23 +351,18 @@ struct SetContext {
   const MlperfWorkload* workload = nullptr;  // null: not an MLPerf training workload (the threshold is metric.au)
   double threshold = 0;
   fs::path root, model_dir, parent;  // the results root, <root>/<type>/<model>, the folder of the runs' folders
-  SubmitOptions run_base;            // the submission, with the overrides of the data generation the runs read
+  std::vector<std::string> datagen;  // the overrides of the data generation the runs read (before each run's own)
   std::string datagen_from;          // that generation's folder, if one was found
 };
 
-// Loads the job and the references and names the set's folders: 0, or the exit status of bad input.
-int ResolveSet(const SubmitOptions& base, const MlperfRunOptions& opt, SetContext* s, std::ostream& err) {
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return kExitBadInput;
-  }
+// Loads the references and names the set's folders: 0, or the exit status of bad input.
+int ResolveSet(const LoadedJob& job, const MlperfRunOptions& opt, SetContext* s, std::ostream& err) {
   absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
   if (!refs.ok()) {
     err << refs.status().message() << "\n";
     return kExitBadInput;
   }
-  s->spec = std::move(*spec);
+  s->spec = job.spec();
   s->refs = std::move(*refs);
   s->type = BenchmarkTypeOf(s->spec);
   s->ckpt = s->type == kMlperfCheckpointing;
@@ -555,12 +372,7 @@ int ResolveSet(const SubmitOptions& base, const MlperfRunOptions& opt, SetContex
   s->root = fs::path(opt.results_dir);
   s->model_dir = s->root / s->type / s->model;
   s->parent = s->ckpt ? s->model_dir : s->model_dir / "run";
-  s->run_base = base;
-  if (!s->ckpt) {
-    for (const std::string& o : DatagenOverrides(s->root, s->model, base.overrides, &s->datagen_from)) {
-      s->run_base.overrides.push_back(o);
-    }
-  }
+  if (!s->ckpt) s->datagen = DatagenOverrides(s->root, s->model, job.overrides(), &s->datagen_from);
   return 0;
 }
 
@@ -582,16 +394,16 @@ void PrintRunLine(const SetContext& s, const PlannedRun& p, int64_t seed, const 
   if (s.ckpt) {
     const bool read = p.role == "read";
     out << absl::StrFormat("run-%d %-5s: %s, %s per checkpoint, %d checkpoint(s) (job %s)\n", p.index, p.role,
-                           Gib(read ? fig.read_gib_per_second : fig.write_gib_per_second),
-                           Secs(read ? fig.read_duration_s : fig.write_duration_s), read ? fig.reads : fig.writes,
-                           o.job_id)
+                           GibPerSecondText(read ? fig.read_gib_per_second : fig.write_gib_per_second),
+                           SecondsText(read ? fig.read_duration_s : fig.write_duration_s),
+                           read ? fig.reads : fig.writes, o.job_id)
         << std::flush;
     return;
   }
   const std::string label = p.index == 0 ? "warmup" : absl::StrCat("run-", p.index);
   const bool pass = fig.au_percent && *fig.au_percent >= s.threshold * 100;
-  out << absl::StrFormat("%-8s seed %d: AU %s, %s (job %s): %s\n", label, seed, Pct(fig.au_percent),
-                         Rate(fig.samples_per_second), o.job_id,
+  out << absl::StrFormat("%-8s seed %d: AU %s, %s (job %s): %s\n", label, seed, PercentText(fig.au_percent),
+                         SamplesPerSecondText(fig.samples_per_second), o.job_id,
                          p.index == 0 ? "warm-up, not judged" : !fig.au_percent ? "NOT_MEASURED" : pass ? "PASS"
                                                                                                       : "FAIL")
       << std::flush;
@@ -614,10 +426,10 @@ RunFolderMeta RunMeta(const SetContext& s, const PlannedRun& p, const std::strin
 
 }  // namespace
 
-int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
-              const std::atomic<bool>* cancel) {
+int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,
+              std::ostream& err, const std::atomic<bool>* cancel) {
   SetContext s;
-  if (const int rc = ResolveSet(base, opt, &s, err); rc != 0) return rc;
+  if (const int rc = ResolveSet(job, opt, &s, err); rc != 0) return rc;
   const bool text = !base.client.json;
   if (text) PrintSetPlan(s, base, opt, out);
   std::string set;
@@ -626,14 +438,15 @@ int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostre
     if (cancel != nullptr && *cancel) return 130;
     const PlannedRun& p = plan[i];
     const int64_t seed = s.spec.seed + p.index;
-    std::vector<std::string> extra = p.extra;
+    std::vector<std::string> extra = s.datagen;
+    extra.insert(extra.end(), p.extra.begin(), p.extra.end());
     if (!s.ckpt) extra.push_back(absl::StrCat("train.seed=", seed));
     // Generate (when the job asks) in the first submission only: the runs measure reading.
     if (s.spec.generate_data && i > 0) extra.push_back("workflow.generate_data=False");
     const std::string stamp = NextRunStamp(s.parent);
     if (set.empty()) set = stamp;
     const FolderRun f =
-        RunIntoFolder(s.run_base, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
+        RunIntoFolder(base, job, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
     if (f.rc != 0) return f.rc;
     if (text) PrintRunLine(s, p, seed, f.outcome, out);
   }
@@ -735,19 +548,15 @@ void PrintDatagenDone(const DatagenPlan& g, const RunOutcome& o, const fs::path&
 
 }  // namespace
 
-int RunMlperfDatagen(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
-                     const std::atomic<bool>* cancel) {
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return kExitBadInput;
-  }
-  if (BenchmarkTypeOf(*spec) == kMlperfCheckpointing) {
-    err << "--mlperf-datagen: " << MlperfModelName(*spec) << " is a checkpointing workload: it reads no dataset\n";
+int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,
+                     std::ostream& err, const std::atomic<bool>* cancel) {
+  const WorkloadSpec& spec = job.spec();
+  if (BenchmarkTypeOf(spec) == kMlperfCheckpointing) {
+    err << "--mlperf-datagen: " << MlperfModelName(spec) << " is a checkpointing workload: it reads no dataset\n";
     return kExitBadInput;
   }
   DatagenPlan g;
-  if (const int rc = PlanDatagen(base, *spec, &g, err); rc != 0) return rc;
+  if (const int rc = PlanDatagen(base, spec, &g, err); rc != 0) return rc;
   const bool text = !base.client.json;
   if (text) PrintDatagenPlan(g, out);
   const fs::path parent = fs::path(opt.results_dir) / kMlperfTraining / g.model / "datagen";
@@ -763,8 +572,8 @@ int RunMlperfDatagen(const SubmitOptions& base, const MlperfRunOptions& opt, std
   meta.datetime = NextRunStamp(parent);
   meta.set = meta.datetime;
   meta.role = "datagen";
-  meta.seed = spec->seed;
-  const FolderRun f = RunIntoFolder(base, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
+  meta.seed = spec.seed;
+  const FolderRun f = RunIntoFolder(base, job, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
   if (f.rc != 0) return f.rc;
   PrintDatagenDone(g, f.outcome, parent / meta.datetime, text, out);
   return kExitOk;
@@ -776,15 +585,15 @@ namespace {
 // threshold, each a line of text (or an entry of the JSON report).
 class AcceleratorTrials {
  public:
-  AcceleratorTrials(const SubmitOptions& base, const WorkloadSpec& spec, double threshold, bool text,
-                    std::ostream& out, std::ostream& err, const std::atomic<bool>* cancel)
-      : base_(base), spec_(spec), threshold_(threshold), text_(text), out_(out), err_(err), cancel_(cancel) {}
+  AcceleratorTrials(const SubmitOptions& base, const LoadedJob& job, double threshold, bool text, std::ostream& out,
+                    std::ostream& err, const std::atomic<bool>* cancel)
+      : base_(base), job_(job), threshold_(threshold), text_(text), out_(out), err_(err), cancel_(cancel) {}
 
   // Returns 1 pass, 0 fail, -1 error (the exit status in *rc).
   int Run(int n, int* rc) {
     std::vector<std::string> extra;
-    if (spec_.generate_data && generated_) extra.push_back("workflow.generate_data=False");
-    RunOutcome r = SubmitOne(base_, extra, n, "", err_, cancel_);
+    if (job_.spec().generate_data && generated_) extra.push_back("workflow.generate_data=False");
+    RunOutcome r = SubmitOne(base_, job_, extra, n, "", err_, cancel_);
     if (!r.ok) {
       *rc = r.rc != 0 ? r.rc : 1;
       err_ << "trial with " << n << " accelerators per agent did not succeed"
@@ -799,8 +608,9 @@ class AcceleratorTrials {
                        {"throughput_samples_per_second", Num(r.samples_per_second)}, {"pass", pass},
                        {"job_id", r.job_id}});
     if (text_) {
-      out_ << absl::StrFormat("trial %d: %d accelerators per agent: AU %s, %s: %s\n", no, n, Pct(r.au),
-                              Rate(r.samples_per_second), pass ? "pass" : r.au ? "fail" : "fail (AU not measured)")
+      out_ << absl::StrFormat("trial %d: %d accelerators per agent: AU %s, %s: %s\n", no, n, PercentText(r.au),
+                              SamplesPerSecondText(r.samples_per_second),
+                              pass ? "pass" : r.au ? "fail" : "fail (AU not measured)")
            << std::flush;
     }
     return pass ? 1 : 0;
@@ -809,7 +619,7 @@ class AcceleratorTrials {
 
  private:
   const SubmitOptions& base_;
-  const WorkloadSpec& spec_;
+  const LoadedJob& job_;
   const double threshold_;
   const bool text_;
   std::ostream& out_;
@@ -855,26 +665,22 @@ int SearchMaxAccelerators(AcceleratorTrials& trials, int bound, const std::atomi
 
 }  // namespace
 
-int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, std::ostream& out, std::ostream& err,
-                        const std::atomic<bool>* cancel) {
-  absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(base.job_path, base.overrides);
-  if (!spec.ok()) {
-    err << spec.status().message() << "\n";
-    return 2;
-  }
+int FindMaxAccelerators(const SubmitOptions& base, const LoadedJob& job, const FindMaxOptions& opt, std::ostream& out,
+                        std::ostream& err, const std::atomic<bool>* cancel) {
+  const WorkloadSpec& spec = job.spec();
   if (opt.max_accelerators < 1) {
     err << "--max-accelerators: must be >= 1\n";
     return 2;
   }
-  const MlperfWorkload* w = FindMlperfWorkload(spec->model_name);
-  const double threshold = w != nullptr ? w->au_threshold : spec->au_threshold;
+  const MlperfWorkload* w = FindMlperfWorkload(spec.model_name);
+  const double threshold = w != nullptr ? w->au_threshold : spec.au_threshold;
   const bool text = !base.client.json;
   if (text) {
     out << "searching the largest accelerators per agent (1.." << opt.max_accelerators << ") with AU >= "
         << threshold * 100 << " %" << (w == nullptr ? " (metric.au)" : absl::StrCat(" (", w->name, ")")) << "\n"
         << std::flush;
   }
-  AcceleratorTrials trials(base, *spec, threshold, text, out, err, cancel);
+  AcceleratorTrials trials(base, job, threshold, text, out, err, cancel);
   int rc = 0;
   const int lo = SearchMaxAccelerators(trials, opt.max_accelerators, cancel, &rc);
   if (lo < 0) return rc;

@@ -4,16 +4,17 @@
 // report`/`mlperf check`, are mlperf/submission.h.
 //
 // Contract:
-//  - The drivers reuse SubmitAndWait() as a library: every run or trial is an ordinary job submitted to the
-//    coordinator (embedded for `run`), with --json output captured and parsed, and its result files fetched into the
-//    MLPerf results layout. Nothing here talks gRPC itself.
+//  - Every run or trial is an ordinary job submitted to the coordinator (embedded for `run`) through
+//    CoordinatorClient::Run (client/coordinator_client.h), its result files fetched into the MLPerf results layout.
+//    Each is the command's job (LoadedJob, loaded once by the verb) with the run's overrides after its own: the job
+//    file is not read again. Nothing here talks gRPC itself.
 //  - Run k (1-based, after the warm-up run 0) uses train.seed = the job's seed + k, so every run reads in another
 //    order (the rules require a seed change per run; mlpstorage v2.0 does not do it). Data generation, when the job
 //    asks for it, happens in the warm-up (or the first trial) only. A checkpointing workload (llama3 8B..1T) runs
 //    per run a write job and a read job that clears the cache first, and has no warm-up.
 //  - Every run is a folder of the results tree, written as it finishes; the set's verdict is computed from the tree
 //    by the same code as `mlperf report` (ScoreMlperfSet).
-//  - Exit statuses as the client verbs (client.h): 0 every verdict passed (--mlperf: AU PASS in every run,
+//  - Exit statuses as the client verbs (client/render.h): 0 every verdict passed (--mlperf: AU PASS in every run,
 //    replication PASS, CLOSED or OPEN; --find-max-accelerators: some count passed), 5 a verdict failed (AU FAIL,
 //    replication FAIL, INVALID; no count passed), 6 a figure a verdict needs was not measured, 1 a run did not
 //    succeed, 2 bad input, 3 coordinator unreachable.
@@ -64,23 +65,24 @@ struct MlperfRunOptions {
   std::string results_dir = "mlperf-results";  // root of the results tree (mlperf_submission.h)
   std::string references_dir;           // --mlperf-references; empty = the shipped references
 };
-int RunMlperf(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
-              const std::atomic<bool>* cancel);
+// `base` is the command's options, `job` its job (LoadSubmission of `base`).
+int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,
+              std::ostream& err, const std::atomic<bool>* cancel);
 
 // `run|submit --mlperf-datagen`: MLPerf's datagen step through the fleet. Asks the coordinator for the attached
 // agents (their nodes and memory), computes datasize's count for them and this job's batch, record length and
 // samples per file (num_files_train, and num_subfolders_train above 10,000 files, unless the overrides set them),
 // and runs a generate-only job into <results>/training/<model>/datagen/<datetime>/. The 5-run mode then reads that
 // count from the tree when the user does not override it. Checkpointing workloads have no dataset (exit 2).
-int RunMlperfDatagen(const SubmitOptions& base, const MlperfRunOptions& opt, std::ostream& out, std::ostream& err,
-                     const std::atomic<bool>* cancel);
+int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,
+                     std::ostream& err, const std::atomic<bool>* cancel);
 
 struct FindMaxOptions {
   int max_accelerators = 16;            // upper bound of the search (accelerators per agent)
 };
 // Exponential then binary search over accelerators per agent (each trial a real job with
 // --accelerators-per-agent N); prints every trial and the largest N whose mean AU >= the workload's threshold.
-int FindMaxAccelerators(const SubmitOptions& base, const FindMaxOptions& opt, std::ostream& out, std::ostream& err,
-                        const std::atomic<bool>* cancel);
+int FindMaxAccelerators(const SubmitOptions& base, const LoadedJob& job, const FindMaxOptions& opt, std::ostream& out,
+                        std::ostream& err, const std::atomic<bool>* cancel);
 
 }  // namespace dlio

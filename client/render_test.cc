@@ -1,0 +1,192 @@
+#include "client/render.h"
+
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace dlio {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using json = nlohmann::json;
+
+// The documented exit statuses (README, --help) of a step that failed, by the code CoordinatorClient gives it.
+TEST(ExitStatusOf, FollowsTheStatusCode) {
+  EXPECT_EQ(ExitStatusOf(absl::OkStatus()), kExitOk);
+  EXPECT_EQ(ExitStatusOf(absl::InvalidArgumentError("x")), kExitBadInput);
+  EXPECT_EQ(ExitStatusOf(absl::UnavailableError("x")), kExitUnreachable);
+  EXPECT_EQ(ExitStatusOf(absl::DeadlineExceededError("x")), kExitUnreachable);
+  EXPECT_EQ(ExitStatusOf(absl::UnimplementedError("x")), kExitUnreachable);
+  EXPECT_EQ(ExitStatusOf(absl::UnauthenticatedError("x")), kExitRefused);
+  EXPECT_EQ(ExitStatusOf(absl::NotFoundError("x")), kExitJobNotSucceeded);
+  EXPECT_EQ(ExitStatusOf(absl::AbortedError("x")), kExitJobNotSucceeded);
+  EXPECT_EQ(ExitStatusOf(absl::FailedPreconditionError("x")), kExitJobNotSucceeded);
+  EXPECT_EQ(ExitStatusOf(absl::ResourceExhaustedError("x")), kExitJobNotSucceeded);
+}
+
+TEST(CallFailure, NamesTheCoordinatorWhenTheConnectionOrTheTokenIsTheCause) {
+  const std::string at = "host:7543";
+  EXPECT_EQ(CallFailure(absl::UnauthenticatedError("bad token"), at).message(),
+            "refused by the coordinator at host:7543: bad token");
+  EXPECT_EQ(CallFailure(absl::UnavailableError("Socket closed"), at).message(),
+            "lost the coordinator at host:7543: Socket closed");
+  EXPECT_EQ(CallFailure(absl::DeadlineExceededError("Deadline Exceeded"), at).message(),
+            "lost the coordinator at host:7543: Deadline Exceeded");
+  EXPECT_EQ(CallFailure(absl::UnimplementedError(""), at).message(),
+            "the coordinator at host:7543 does not offer this call (an older build?)");
+  EXPECT_EQ(CallFailure(absl::InvalidArgumentError("dataset.x: unknown key"), at).message(), "dataset.x: unknown key");
+  EXPECT_EQ(CallFailure(absl::NotFoundError("no job j1"), at).message(), "no job j1");
+  EXPECT_EQ(CallFailure(absl::Status(absl::StatusCode::kInternal, ""), at).message(), "gRPC error 13");
+  // The code stays: the exit status follows from it.
+  EXPECT_EQ(CallFailure(absl::UnauthenticatedError("x"), at).code(), absl::StatusCode::kUnauthenticated);
+}
+
+Verdict VerdictOf(VerdictStatus s) {
+  Verdict v;
+  v.status = s;
+  return v;
+}
+
+TEST(ExitStatusOf, AJobThatRanToItsEnd) {
+  JobOutcome o;
+  o.state = JobState::kSucceeded;
+  o.verdict = VerdictOf(VerdictStatus::kPass);
+  EXPECT_EQ(ExitStatusOf(o), kExitOk);
+  o.verdict = VerdictOf(VerdictStatus::kNotApplicable);
+  EXPECT_EQ(ExitStatusOf(o), kExitOk);
+  o.verdict = VerdictOf(VerdictStatus::kFail);
+  EXPECT_EQ(ExitStatusOf(o), kExitBelowTarget);
+  o.verdict = VerdictOf(VerdictStatus::kNotMeasured);
+  EXPECT_EQ(ExitStatusOf(o), kExitNotMeasured);
+  o.files.status = absl::AbortedError("--output: cannot create 'x'");
+  EXPECT_EQ(ExitStatusOf(o), kExitJobNotSucceeded);
+  o.files.status = absl::OkStatus();
+  o.state = JobState::kFailed;
+  EXPECT_EQ(ExitStatusOf(o), kExitJobNotSucceeded);
+  o.refused = true;
+  EXPECT_EQ(ExitStatusOf(o), kExitBadInput);
+  o.state = JobState::kCancelled;
+  o.refused = false;
+  EXPECT_EQ(ExitStatusOf(o), kExitJobNotSucceeded);
+}
+
+TEST(ExitStatusOfJob, ZeroWhileItRunsThenAsItEnded) {
+  JobInfoData i;
+  i.record.state = JobState::kRunning;
+  EXPECT_EQ(ExitStatusOfJob(i), kExitOk);
+  i.record.state = JobState::kInterrupted;
+  EXPECT_EQ(ExitStatusOfJob(i), kExitJobNotSucceeded);
+  i.record.state = JobState::kSucceeded;
+  i.verdict = VerdictOf(VerdictStatus::kFail);
+  EXPECT_EQ(ExitStatusOfJob(i), kExitBelowTarget);
+}
+
+JobOutcome Succeeded() {
+  JobOutcome o;
+  o.job_id = "j1";
+  o.state = JobState::kSucceeded;
+  o.message = "job j1 succeeded";
+  o.verdict = VerdictOf(VerdictStatus::kNotApplicable);
+  EpochMetric e;
+  e.epoch = 1;
+  e.au_percent = 95.0;
+  e.samples_per_second = 100.0;
+  o.epochs = {e};
+  o.mean = e;
+  return o;
+}
+
+TEST(RenderOutcome, TextIsTheFinalLineTheTableTheFilesAndTheVerdict) {
+  JobOutcome o = Succeeded();
+  o.files.output = "out";
+  o.files.count = 3;
+  o.files.trace = "t.json";
+  std::ostringstream out, err;
+  EXPECT_EQ(RenderOutcome(o, "", /*json=*/false, out, err), kExitOk);
+  const std::string text = out.str();
+  EXPECT_EQ(text.rfind("job j1 succeeded\n\nepoch ", 0), 0u) << text;
+  EXPECT_THAT(text, HasSubstr("\nresults: 3 files in out\ntrace: t.json\nverdict: "));
+  EXPECT_EQ(err.str(), "");
+}
+
+TEST(RenderOutcome, JsonIsOneDocument) {
+  JobOutcome o = Succeeded();
+  o.cancelled_by_signal = true;
+  std::ostringstream out, err;
+  EXPECT_EQ(RenderOutcome(o, "results", /*json=*/true, out, err), kExitOk);
+  const json doc = json::parse(out.str());
+  EXPECT_EQ(doc["job_id"], "j1");
+  EXPECT_EQ(doc["state"], "succeeded");
+  EXPECT_EQ(doc["exit_status"], 0);
+  EXPECT_EQ(doc["epochs"].size(), 1u);
+  EXPECT_EQ(doc["mean"]["au_percent"], 95.0);
+  EXPECT_EQ(doc["results_dir"], "results/j1");  // nothing fetched: where the coordinator keeps them
+  EXPECT_EQ(doc["cancelled_by_signal"], true);
+  EXPECT_TRUE(doc.contains("verdict"));
+}
+
+// A fetch that failed: what was fetched before it is said, then the failure; no verdict line, no document.
+TEST(RenderOutcome, AFetchThatFailedEndsItWithExitOne) {
+  JobOutcome o = Succeeded();
+  o.files.output = "out";
+  o.files.count = 2;
+  o.files.status = absl::AbortedError("--trace: job j1 left no trace (no phase with reads completed)");
+  std::ostringstream out, err;
+  EXPECT_EQ(RenderOutcome(o, "results", /*json=*/false, out, err), kExitJobNotSucceeded);
+  EXPECT_THAT(out.str(), HasSubstr("results: 2 files in out\n"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("verdict:")));
+  EXPECT_EQ(err.str(), "--trace: job j1 left no trace (no phase with reads completed)\n");
+  std::ostringstream jout, jerr;
+  EXPECT_EQ(RenderOutcome(o, "results", /*json=*/true, jout, jerr), kExitJobNotSucceeded);
+  EXPECT_EQ(jout.str(), "");
+}
+
+TEST(RenderOutcome, AFailedJobSaysSoOnStderrAndKeepsItsCompletedEpochs) {
+  JobOutcome o = Succeeded();
+  o.state = JobState::kFailed;
+  o.message = "job j1 failed: agent a0 lost";
+  o.verdict = VerdictOf(VerdictStatus::kIncomplete);
+  std::ostringstream out, err;
+  EXPECT_EQ(RenderOutcome(o, "", /*json=*/false, out, err), kExitJobNotSucceeded);
+  EXPECT_EQ(err.str(), "dlio-coordinator: job j1 failed: agent a0 lost\n");
+  EXPECT_EQ(out.str().rfind("results of the completed epoch(s):\nepoch ", 0), 0u) << out.str();
+}
+
+TEST(RenderDetached, TheJobIdAlone) {
+  std::ostringstream text, doc;
+  RenderDetached("j7", false, text);
+  RenderDetached("j7", true, doc);
+  EXPECT_EQ(text.str(), "j7\n");
+  EXPECT_EQ(doc.str(), "{\"job_id\":\"j7\",\"state\":\"queued\"}\n");
+}
+
+TEST(SubmitView, WithoutStdoutOnlyTheCancelLinesAreShown) {
+  std::ostringstream err;
+  SubmitView view(nullptr, err, "host:1", /*tty=*/false);
+  view.Submitted("j1");
+  JobEventData e;
+  e.phase_id = "train-epoch-1";
+  e.message = "phase started";
+  view.Progress(e);
+  view.Cancelling("j1");
+  view.CancelFailed("j1", absl::DeadlineExceededError("Deadline Exceeded"));
+  view.Clear();
+  EXPECT_EQ(err.str(),
+            "\ninterrupted: cancelling job j1 on the coordinator\ncancelling job j1 failed: Deadline Exceeded\n");
+}
+
+TEST(SubmitView, TextShowsTheSubmissionAndTheMessages) {
+  std::ostringstream out, err;
+  SubmitView view(&out, err, "host:1", /*tty=*/false);
+  view.Submitted("j1");
+  JobEventData e;
+  e.message = "phase generate started";
+  view.Progress(e);
+  EXPECT_EQ(out.str(), "job j1 submitted to host:1\nphase generate started\n");
+}
+
+}  // namespace
+}  // namespace dlio
