@@ -1,6 +1,5 @@
 #include "agent/object_store.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <utility>
@@ -117,34 +116,6 @@ absl::Status S3Preflight(const std::shared_ptr<const S3Config>& config, const st
     }
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::string>> ListDataObjects(const std::shared_ptr<const S3Config>& config,
-                                                         const std::string& prefix, const std::string& split,
-                                                         const std::string& ext, int64_t count,
-                                                         const std::string& count_key) {
-  S3Client client(config);
-  const std::string dir = S3Join(prefix, split) + "/";
-  absl::StatusOr<std::vector<S3Object>> objects = client.List(dir);
-  if (!objects.ok()) return objects.status();
-  const std::string suffix = "." + ext;
-  std::vector<std::pair<std::string, std::string>> keyed;  // (basename, key): DLIO sorts by basename
-  for (S3Object& o : *objects) {
-    if (!absl::EndsWith(o.key, suffix)) continue;
-    const std::string rel = o.key.substr(dir.size());
-    if (std::count(rel.begin(), rel.end(), '/') > 1) continue;  // the split folder and one level of subfolders
-    keyed.emplace_back(rel.substr(rel.rfind('/') + 1), std::move(o.key));
-  }
-  std::sort(keyed.begin(), keyed.end());
-  if (static_cast<int64_t>(keyed.size()) < count) {
-    return absl::NotFoundError(absl::StrCat(count_key, ": ", count, " .", ext, " objects expected under s3://",
-                                            config->bucket, "/", dir, " (", config->Describe(), "), found ",
-                                            keyed.size(), " (generate them with workflow.generate_data: true)"));
-  }
-  std::vector<std::string> keys;
-  keys.reserve(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) keys.push_back(std::move(keyed[static_cast<size_t>(i)].second));
-  return keys;
 }
 
 }  // namespace dlio

@@ -1,5 +1,5 @@
-// Object storage on the agent side: where a job's S3 settings and credentials come from, the per-job preflight, and
-// DLIO's file discovery over a bucket (docs/object-storage.md).
+// Object storage on the agent side: where a job's S3 settings and credentials come from, and the per-job preflight
+// (docs/object-storage.md). DLIO's file discovery over a bucket is agent/dataset_files.h's, as over a folder.
 //
 // Credentials and endpoint, first found wins, per setting: the job's storage.storage_options; the file named by
 // `dlio-agent --s3-credentials FILE` (KEY=VALUE lines: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL,
@@ -13,7 +13,6 @@
 
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "job/workload_spec.h"
@@ -38,13 +37,5 @@ absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& 
 
 // The preflight (see above). `first_object`: a key to HEAD ("" = none, e.g. before generation).
 absl::Status S3Preflight(const std::shared_ptr<const S3Config>& config, const std::string& first_object);
-
-// DLIO's discovery over a bucket: the objects under `<prefix>/<split>/` (and its subfolders) whose names end in
-// `.<ext>`, sorted by name (by basename, as DLIO sorts with subfolders), the first `count`. Error if fewer, naming
-// `count_key`.
-absl::StatusOr<std::vector<std::string>> ListDataObjects(const std::shared_ptr<const S3Config>& config,
-                                                         const std::string& prefix, const std::string& split,
-                                                         const std::string& ext, int64_t count,
-                                                         const std::string& count_key);
 
 }  // namespace dlio

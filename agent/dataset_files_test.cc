@@ -1,0 +1,112 @@
+// DLIO's file discovery (agent/dataset_files.h) over a data folder: which files count, their order, and the errors,
+// which name the key, the folder and how to make the files. (The bucket side runs against a real gateway in
+// tests/s3_test.cc.)
+#include "agent/dataset_files.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dlio {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Dir {
+ public:
+  Dir() {
+    std::string t = "/tmp/dlio_dataset_files_test.XXXXXX";
+    path_ = ::mkdtemp(t.data());
+    root_ = *ConfinedDir::OpenRoot(path_.string());
+  }
+  ~Dir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  const ConfinedDir& root() const { return *root_; }
+  void Touch(const std::string& rel) const {
+    fs::create_directories((path_ / rel).parent_path());
+    std::ofstream(path_ / rel) << "x";
+  }
+
+ private:
+  fs::path path_;
+  std::shared_ptr<const ConfinedDir> root_;
+};
+
+DatasetLocation Folder(const Dir& d) { return DatasetLocation::Folder(d.root()); }
+
+std::vector<std::string> Names(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) out.push_back(fs::path(p).filename().string());
+  return out;
+}
+
+// Only data files: indexed_binary's index files, agents' temporary names and other formats' files are left out.
+TEST(ListDataFiles, KeepsOnlyDataFilesSortedAndTakesTheFirstN) {
+  Dir d;
+  for (const char* f : {"img_1_of_3.indexed_binary", "img_0_of_3.indexed_binary", "img_2_of_3.indexed_binary"}) {
+    d.Touch(std::string("train/") + f);
+    d.Touch(std::string("train/") + f + ".off.idx");
+    d.Touch(std::string("train/") + f + ".sz.idx");
+  }
+  d.Touch("train/img_3_of_4.indexed_binary.tmp-123");
+  d.Touch("train/img_0_of_1.mmap_indexed_binary");
+  d.Touch("train/notes.txt");
+  auto files = ListDataFiles(Folder(d), "train", "indexed_binary", 2);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(Names(*files), (std::vector<std::string>{"img_0_of_3.indexed_binary", "img_1_of_3.indexed_binary"}));
+  auto all = ListDataFiles(Folder(d), "train", "indexed_binary", 3);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+  auto too_many = ListDataFiles(Folder(d), "train", "indexed_binary", 4);
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(too_many.status().message()).find("found 3"), std::string::npos) << too_many.status();
+  auto mmap = ListDataFiles(Folder(d), "train", "mmap_indexed_binary", 1);
+  ASSERT_TRUE(mmap.ok());
+  EXPECT_EQ(Names(*mmap), std::vector<std::string>{"img_0_of_1.mmap_indexed_binary"});
+}
+
+// DLIO's subfolders (train/<i % S>/...): files are found in them and sorted by name.
+TEST(ListDataFiles, FindsFilesInSubfolders) {
+  Dir d;
+  d.Touch("train/1/img_1_of_4.npy");
+  d.Touch("train/0/img_0_of_4.npy");
+  d.Touch("train/1/img_3_of_4.npy");
+  d.Touch("train/0/img_2_of_4.npy");
+  auto files = ListDataFiles(Folder(d), "train", "npy", 4);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(Names(*files),
+            (std::vector<std::string>{"img_0_of_4.npy", "img_1_of_4.npy", "img_2_of_4.npy", "img_3_of_4.npy"}));
+}
+
+// The errors name the key, the folder and what to do; the hint follows. A symbolic link is refused, a name that is
+// only the extension, a folder so named and a file two subfolders down are no data files.
+TEST(ListDataFiles, ErrorsNameKeyAndFolderAndLinksAreRefused) {
+  Dir d;
+  d.Touch("train/img_0_of_2.npy");
+  d.Touch("train/.npy");
+  d.Touch("train/0/deeper/img_1_of_2.npy");
+  fs::create_directories(d.path() / "train" / "dir.npy");
+  const std::string train = d.root().path() + "/train";
+  auto few = ListDataFiles(Folder(d), "train", "npy", 2, "dataset.num_files_train", "; HINT");
+  EXPECT_EQ(few.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(few.status().message(), "dataset.num_files_train: 2 .npy files expected under '" + train +
+                                        "', found 1 (generate them with workflow.generate_data: true); HINT");
+  auto missing = ListDataFiles(Folder(d), "valid", "npy", 1, "dataset.num_files_eval", "; HINT");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "dataset.data_folder: cannot list 'valid' does not exist under '" +
+                                            d.root().path() +
+                                            "' (generate the dataset with workflow.generate_data: true); HINT");
+  fs::create_symlink(d.path() / "train" / "img_0_of_2.npy", d.path() / "train" / "img_1_of_2.npy");
+  auto linked = ListDataFiles(Folder(d), "train", "npy", 1);
+  EXPECT_EQ(linked.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(linked.status().message(), "dataset.data_folder: '" + train + "/img_1_of_2.npy' is a symbolic link; the "
+                                       "agent follows none below its data root (docs/fleet.md)");
+}
+
+}  // namespace
+}  // namespace dlio
