@@ -313,6 +313,140 @@ class Hdf5SampleReader final : public SampleReader {
   uint64_t last_bytes_ = 0;
 };
 
+// The records_k datasets of a generated file, as DLIO's generator shapes them: (samples_per_file, *record dims)
+// each (Hdf5RecordDims), growable up to hdf5.max_shape when one is given.
+struct RecordsLayout {
+  const internal::DType* type = nullptr;  // the element type (options.element_type)
+  int64_t datasets = 1;                   // records_0..k-1 (hdf5.num_dset_per_record)
+  int rank = 0;
+  hsize_t nspf = 0;                       // samples per file, the first axis
+  hsize_t dims[kMaxRank] = {}, maxdims[kMaxRank] = {};
+  std::vector<int64_t> shape;             // dims as h5py's guess_chunk takes them
+  uint64_t sample_elems = 1, sample_bytes = 0;  // one sample of one dataset
+};
+
+RecordsLayout LayoutOf(const FormatOptions& o) {
+  RecordsLayout l;
+  l.type = internal::FindDType(o.element_type);
+  l.datasets = o.hdf5_num_dset_per_record;
+  const std::vector<int64_t> rec = Hdf5RecordDims(o.sample_dims, o.hdf5_num_dset_per_record);
+  l.rank = 1 + static_cast<int>(rec.size());
+  l.nspf = static_cast<hsize_t>(o.samples_per_file);
+  l.shape = {o.samples_per_file};
+  l.dims[0] = l.maxdims[0] = l.nspf;
+  for (int d = 1; d < l.rank; ++d) {
+    l.dims[d] = l.maxdims[d] = static_cast<hsize_t>(rec[d - 1]);
+    if (!o.hdf5_max_shape.empty()) l.maxdims[d] = static_cast<hsize_t>(o.hdf5_max_shape[d - 1]);
+    l.sample_elems *= l.dims[d];
+    l.shape.push_back(rec[d - 1]);
+  }
+  l.sample_bytes = l.sample_elems * l.type->itemsize;
+  return l;
+}
+
+// dataset.compression's filter on `dcpl`: gzip at its level, szip with h5py's options, lzf; none adds nothing.
+absl::Status SetFilter(hid_t dcpl, const FormatOptions& o, const std::string& path) {
+  const std::string& comp = o.compression;
+  if (comp == "gzip" && H5Pset_deflate(dcpl, static_cast<unsigned>(o.compression_level)) < 0) {
+    return Hdf5Error(path, "set gzip");
+  }
+  if (comp == "szip") {
+    if (H5Zfilter_avail(H5Z_FILTER_SZIP) <= 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": dataset.compression: szip is not available in this libhdf5 build"));
+    }
+    if (H5Pset_szip(dcpl, H5_SZIP_NN_OPTION_MASK, kSzipPixelsPerBlock) < 0) return Hdf5Error(path, "set szip");
+  }
+  if (comp == "lzf") {
+    if (!LzfAvailable()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": dataset.compression: HDF5's lzf filter (id 32000) cannot be loaded; install Debian's "
+                "hdf5-plugin-lzf and liblzf1, or point HDF5_PLUGIN_PATH at a folder holding the plugin"));
+    }
+    if (H5Pset_filter(dcpl, kLzfFilter, H5Z_FLAG_OPTIONAL, 0, nullptr) < 0) return Hdf5Error(path, "set lzf");
+  }
+  return absl::OkStatus();
+}
+
+// Dataset creation properties of the records, as h5py's fill_dcpl() sets them for DLIO's create_dataset()
+// arguments: no timestamps, the chunk shape (given, or h5py's guess when a filter or a max shape needs chunks), the
+// filter. `dcpl` may be the failed H5Pcreate (< 0).
+absl::Status SetRecordsProperties(hid_t dcpl, const RecordsLayout& l, const FormatOptions& o,
+                                  const std::string& path) {
+  if (dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0) return Hdf5Error(path, "dataset properties");
+  std::vector<int64_t> chunks = o.hdf5_chunk_dims;
+  if (chunks.empty() && (o.compression != "none" || !o.hdf5_max_shape.empty())) {
+    chunks = H5pyGuessChunk(l.shape, l.type->itemsize);  // h5py: a filter or a max shape without chunks guesses them
+  }
+  if (!chunks.empty()) {
+    hsize_t chunk[kMaxRank];
+    for (int d = 0; d < l.rank; ++d) chunk[d] = static_cast<hsize_t>(chunks[d]);
+    // h5py sets fill time "alloc" on every chunked dataset it creates; so do we, for identical properties.
+    if (H5Pset_chunk(dcpl, l.rank, chunk) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC) < 0) {
+      return Hdf5Error(path, "set chunk shape");
+    }
+  }
+  return SetFilter(dcpl, o, path);
+}
+
+// Creates and fills records_0..k-1. DLIO writes them in one pass; each gets its own random bytes here, from one
+// generator seeded with `seed`, in slabs of kGenSlabBytes.
+absl::Status WriteRecords(hid_t file, hid_t ftype, hid_t dcpl, const RecordsLayout& l, uint64_t seed,
+                          const std::string& path) {
+  Hid fspace(H5Screate_simple(l.rank, l.dims, l.maxdims), H5Sclose);
+  if (!fspace.ok()) return Hdf5Error(path, "dataspace");
+  const hsize_t per_slab =
+      std::max<hsize_t>(1, std::min<hsize_t>(l.nspf, kGenSlabBytes / std::max<uint64_t>(l.sample_bytes, 1)));
+  std::vector<uint8_t> slab(per_slab * l.sample_bytes);
+  internal::Rng rng(seed);
+  for (int64_t k = 0; k < l.datasets; ++k) {
+    const std::string name = RecordsName(k);
+    Hid dset(H5Dcreate2(file, name.c_str(), ftype, fspace.get(), H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose);
+    if (!dset.ok()) return Hdf5Error(path, absl::StrCat("create dataset ", name).c_str());
+    hsize_t start[kMaxRank] = {}, count[kMaxRank];
+    for (int d = 1; d < l.rank; ++d) count[d] = l.dims[d];
+    for (hsize_t s = 0; s < l.nspf; s += per_slab) {
+      const hsize_t n = std::min(per_slab, l.nspf - s);
+      internal::FillRandom(*l.type, rng, slab.data(), n * l.sample_elems);
+      start[0] = s;
+      count[0] = n;
+      Hid mem(H5Screate_simple(l.rank, count, nullptr), H5Sclose);  // the selection's shape (see the reader)
+      if (!mem.ok() || H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+          H5Dwrite(dset.get(), ftype, mem.get(), fspace.get(), H5P_DEFAULT, slab.data()) < 0) {
+        return Hdf5Error(path, absl::StrCat("write ", name).c_str());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// DLIO's labels dataset: `nspf` int64 zeros (no timestamps).
+absl::Status WriteLabels(hid_t file, hsize_t nspf, const std::string& path) {
+  Hid ldcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Hid lspace(H5Screate_simple(1, &nspf, nullptr), H5Sclose);
+  if (!ldcpl.ok() || !lspace.ok() || H5Pset_obj_track_times(ldcpl.get(), 0) < 0) {
+    return Hdf5Error(path, "labels properties");
+  }
+  Hid labels(H5Dcreate2(file, "labels", H5T_STD_I64LE, lspace.get(), H5P_DEFAULT, ldcpl.get(), H5P_DEFAULT),
+             H5Dclose);
+  std::vector<int64_t> zeros(nspf, 0);
+  if (!labels.ok() || H5Dwrite(labels.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data()) < 0) {
+    return Hdf5Error(path, "write labels");
+  }
+  return absl::OkStatus();
+}
+
+// The bytes of the finished in-memory file: flushed, its image taken, the superblock checksum repaired.
+absl::StatusOr<std::vector<uint8_t>> FileImage(hid_t file, const std::string& path) {
+  if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) return Hdf5Error(path, "flush");
+  const ssize_t size = H5Fget_file_image(file, nullptr, 0);
+  if (size < 0) return Hdf5Error(path, "file image size");
+  std::vector<uint8_t> image(static_cast<size_t>(size));
+  if (H5Fget_file_image(file, image.data(), image.size()) != size) return Hdf5Error(path, "file image");
+  if (absl::Status s = FixSuperblockChecksum(image, path); !s.ok()) return s;
+  return image;
+}
+
 class Hdf5Format final : public Format {
  public:
   explicit Hdf5Format(FormatOptions o) : Format(std::move(o)) {}
@@ -322,28 +456,14 @@ class Hdf5Format final : public Format {
     return std::make_unique<Hdf5SampleReader>(options_.hdf5_num_dset_per_record, options_.target());
   }
 
+  // Builds the file in memory with the core driver (records_0..k-1, then labels), as DLIO's generator lays it out,
+  // and writes its image through FileWriter.
   absl::Status Generate(const std::string& path, uint64_t seed, IoStats& stats) const override {
     SilenceHdf5();
-    const internal::DType& t = *internal::FindDType(options_.element_type);
-    const std::vector<int64_t> rec = Hdf5RecordDims(options_.sample_dims, options_.hdf5_num_dset_per_record);
-    const int rank = 1 + static_cast<int>(rec.size());
-    const hsize_t nspf = static_cast<hsize_t>(options_.samples_per_file);
-    const int64_t datasets = options_.hdf5_num_dset_per_record;
-    hsize_t dims[kMaxRank], maxdims[kMaxRank];
-    std::vector<int64_t> shape = {options_.samples_per_file};
-    dims[0] = maxdims[0] = nspf;
-    uint64_t sample_elems = 1;
-    for (int d = 1; d < rank; ++d) {
-      dims[d] = maxdims[d] = static_cast<hsize_t>(rec[d - 1]);
-      if (!options_.hdf5_max_shape.empty()) maxdims[d] = static_cast<hsize_t>(options_.hdf5_max_shape[d - 1]);
-      sample_elems *= dims[d];
-      shape.push_back(rec[d - 1]);
-    }
-    const uint64_t sample_bytes = sample_elems * t.itemsize;
-
+    const RecordsLayout l = LayoutOf(options_);
     Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
     if (!fapl.ok() || H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0 ||
-        H5Pset_fapl_core(fapl.get(), sample_bytes * nspf * static_cast<uint64_t>(datasets) + kCoreSlack,
+        H5Pset_fapl_core(fapl.get(), l.sample_bytes * l.nspf * static_cast<uint64_t>(l.datasets) + kCoreSlack,
                          /*backing_store=*/0) < 0) {
       return Hdf5Error(path, "file access properties");
     }
@@ -355,97 +475,20 @@ class Hdf5Format final : public Format {
     // With the core driver and no backing store, `path` only names the in-memory file.
     Hid file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
     if (!file.ok()) return Hdf5Error(path, "create");
-    Hid ftype(FileTypeOf(t), H5Tclose);
+    Hid ftype(FileTypeOf(*l.type), H5Tclose);
     if (!ftype.ok()) return Hdf5Error(path, "element type");
-
-    // Dataset creation properties, as h5py's fill_dcpl() sets them for DLIO's create_dataset() arguments.
     Hid dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-    if (!dcpl.ok() || H5Pset_obj_track_times(dcpl.get(), 0) < 0) return Hdf5Error(path, "dataset properties");
-    const std::string& comp = options_.compression;
-    std::vector<int64_t> chunks = options_.hdf5_chunk_dims;
-    if (chunks.empty() && (comp != "none" || !options_.hdf5_max_shape.empty())) {
-      chunks = H5pyGuessChunk(shape, t.itemsize);  // h5py: a filter or a max shape without chunks guesses them
-    }
-    if (!chunks.empty()) {
-      hsize_t chunk[kMaxRank];
-      for (int d = 0; d < rank; ++d) chunk[d] = static_cast<hsize_t>(chunks[d]);
-      // h5py sets fill time "alloc" on every chunked dataset it creates; so do we, for identical properties.
-      if (H5Pset_chunk(dcpl.get(), rank, chunk) < 0 || H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_ALLOC) < 0) {
-        return Hdf5Error(path, "set chunk shape");
-      }
-    }
-    if (comp == "gzip" && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(options_.compression_level)) < 0) {
-      return Hdf5Error(path, "set gzip");
-    }
-    if (comp == "szip") {
-      if (H5Zfilter_avail(H5Z_FILTER_SZIP) <= 0) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(path, ": dataset.compression: szip is not available in this libhdf5 build"));
-      }
-      if (H5Pset_szip(dcpl.get(), H5_SZIP_NN_OPTION_MASK, kSzipPixelsPerBlock) < 0) return Hdf5Error(path, "set szip");
-    }
-    if (comp == "lzf") {
-      if (!LzfAvailable()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            path, ": dataset.compression: HDF5's lzf filter (id 32000) cannot be loaded; install Debian's "
-                  "hdf5-plugin-lzf and liblzf1, or point HDF5_PLUGIN_PATH at a folder holding the plugin"));
-      }
-      if (H5Pset_filter(dcpl.get(), kLzfFilter, H5Z_FLAG_OPTIONAL, 0, nullptr) < 0) return Hdf5Error(path, "set lzf");
-    }
-    Hid fspace(H5Screate_simple(rank, dims, maxdims), H5Sclose);
-    if (!fspace.ok()) return Hdf5Error(path, "dataspace");
-
-    // DLIO writes records_0..k-1 in one pass; each gets its own random bytes here, in slabs of kGenSlabBytes.
-    const hsize_t per_slab =
-        std::max<hsize_t>(1, std::min<hsize_t>(nspf, kGenSlabBytes / std::max<uint64_t>(sample_bytes, 1)));
-    std::vector<uint8_t> slab(per_slab * sample_bytes);
-    internal::Rng rng(seed);
-    for (int64_t k = 0; k < datasets; ++k) {
-      const std::string name = RecordsName(k);
-      Hid dset(H5Dcreate2(file.get(), name.c_str(), ftype.get(), fspace.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-               H5Dclose);
-      if (!dset.ok()) return Hdf5Error(path, absl::StrCat("create dataset ", name).c_str());
-      hsize_t start[kMaxRank] = {}, count[kMaxRank];
-      for (int d = 1; d < rank; ++d) count[d] = dims[d];
-      for (hsize_t s = 0; s < nspf; s += per_slab) {
-        const hsize_t n = std::min(per_slab, nspf - s);
-        internal::FillRandom(t, rng, slab.data(), n * sample_elems);
-        start[0] = s;
-        count[0] = n;
-        Hid mem(H5Screate_simple(rank, count, nullptr), H5Sclose);  // the selection's shape (see the reader)
-        if (!mem.ok() || H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
-            H5Dwrite(dset.get(), ftype.get(), mem.get(), fspace.get(), H5P_DEFAULT, slab.data()) < 0) {
-          return Hdf5Error(path, absl::StrCat("write ", name).c_str());
-        }
-      }
-    }
-    slab = {};
-
-    Hid ldcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-    Hid lspace(H5Screate_simple(1, &nspf, nullptr), H5Sclose);
-    if (!ldcpl.ok() || !lspace.ok() || H5Pset_obj_track_times(ldcpl.get(), 0) < 0) {
-      return Hdf5Error(path, "labels properties");
-    }
-    Hid labels(H5Dcreate2(file.get(), "labels", H5T_STD_I64LE, lspace.get(), H5P_DEFAULT, ldcpl.get(), H5P_DEFAULT),
-               H5Dclose);
-    std::vector<int64_t> zeros(nspf, 0);
-    if (!labels.ok() ||
-        H5Dwrite(labels.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data()) < 0) {
-      return Hdf5Error(path, "write labels");
-    }
-
-    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return Hdf5Error(path, "flush");
-    const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
-    if (size < 0) return Hdf5Error(path, "file image size");
-    std::vector<uint8_t> image(static_cast<size_t>(size));
-    if (H5Fget_file_image(file.get(), image.data(), image.size()) != size) return Hdf5Error(path, "file image");
-    if (absl::Status s = FixSuperblockChecksum(image, path); !s.ok()) return s;
+    if (absl::Status s = SetRecordsProperties(dcpl.get(), l, options_, path); !s.ok()) return s;
+    if (absl::Status s = WriteRecords(file.get(), ftype.get(), dcpl.get(), l, seed, path); !s.ok()) return s;
+    if (absl::Status s = WriteLabels(file.get(), l.nspf, path); !s.ok()) return s;
+    absl::StatusOr<std::vector<uint8_t>> image = FileImage(file.get(), path);
+    if (!image.ok()) return image.status();
 
     internal::FileWriter w(NewWriteSink(options_.target()));
     absl::Status st = w.Open(path);
-    if (st.ok()) st = w.Append(image.data(), image.size(), stats);
+    if (st.ok()) st = w.Append(image->data(), image->size(), stats);
     if (st.ok()) st = w.Finish(stats);
-    if (st.ok()) stats.AddSamples(nspf);
+    if (st.ok()) stats.AddSamples(l.nspf);
     return st;
   }
 };
