@@ -390,6 +390,19 @@ TEST(EpochPlan, TenMillionShuffledSamplesStaySmall) {
   EXPECT_EQ(MakeOk(Index(100000, 100, 32, 8)).MemoryBytes(), 0u);
 }
 
+// Issue 24: the documented maximum, 2^32 samples in one file with a seeded sample shuffle, was a 16 GiB stored
+// permutation built on every agent before any file was listed. The plan's memory no longer grows with the samples.
+TEST(EpochPlan, FourBillionShuffledSamplesAreBuiltInBoundedMemoryAndTime) {
+  PlanParams p = Index(1, int64_t{1} << 32, 1024, 8);
+  p.sample_shuffle = ShuffleMode::kSeed;
+  const auto t0 = std::chrono::steady_clock::now();
+  const EpochPlan plan = MakeOk(p, 1);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(plan.MemoryBytes(), size_t{64} << 20);
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(plan.steps(), (int64_t{1} << 32) / (1024 * 8));
+}
+
 TEST(EpochPlan, TrainPlanParamsFollowTheSpec) {
   WorkloadSpec s;
   s.format = "tfrecord";
