@@ -32,6 +32,28 @@ inline uint32_t FileOfSample(uint32_t x, uint64_t spf, uint64_t recip) {
   return spf == 1 ? x : static_cast<uint32_t>((static_cast<unsigned __int128>(recip) * x) >> 64);
 }
 
+// Index mode: the samples at positions [begin, begin + count) of the epoch's order, in order, to emit(SampleRef).
+// The sample order is read a block of positions at a time (a computed order is up to twice as fast so), the file
+// order through one loop per kind (stored, computed, none), chosen once: no branch on the kind per sample. At most
+// one of the two is not the identity (EpochPlan::Make).
+template <typename Emit>
+void ReadOrder(const Permutation& sample_order, const Permutation& file_order, int64_t samples_per_file,
+               uint64_t recip, int64_t begin, int64_t count, Emit emit) {
+  const auto spf = static_cast<uint64_t>(samples_per_file);
+  constexpr int64_t kBlock = 512;
+  uint32_t ids[kBlock];
+  file_order.Visit([&](auto file_at) {
+    for (int64_t done = 0; done < count; done += kBlock) {
+      const auto m = static_cast<size_t>(std::min(kBlock, count - done));
+      sample_order.Fill(static_cast<uint32_t>(begin + done), m, ids);
+      for (size_t j = 0; j < m; ++j) {
+        const uint32_t f = FileOfSample(ids[j], spf, recip);
+        emit(SampleRef{file_at(f), static_cast<uint32_t>(ids[j] - f * spf)});
+      }
+    }
+  });
+}
+
 int64_t Threads(const PlanParams& p) { return std::max<int64_t>(1, p.read_threads); }
 
 // Stream mode: files of rank r (of P, F files) with file sharding = ceil((F - r) / P).
@@ -187,26 +209,15 @@ std::vector<SampleRef> EpochPlan::RankSamples(int64_t rank) const {
   std::vector<SampleRef> out;
   if (params_.mode != AccessMode::kIndex || rank < 0 || rank >= params_.world) return out;
   const int64_t per_rank = steps_ * params_.batch;
-  const int64_t begin = rank * per_rank;
-  const auto spf = static_cast<uint64_t>(params_.samples_per_file);
-  const uint64_t recip = spf_reciprocal_;
   out.reserve(static_cast<size_t>(per_rank));  // push_back below: no zero-filling pass over the list first
-  // The sample order is read a block of positions at a time (a computed order is up to twice as fast so), the file
-  // order through one loop per kind (stored, computed, none), chosen once: no branch on the kind per sample. At
-  // most one of the two is not the identity (Make).
-  constexpr int64_t kBlock = 512;
-  uint32_t ids[kBlock];
-  file_order_.Visit([&](auto file_at) {
-    for (int64_t done = 0; done < per_rank; done += kBlock) {
-      const auto m = static_cast<size_t>(std::min(kBlock, per_rank - done));
-      sample_order_.Fill(static_cast<uint32_t>(begin + done), m, ids);
-      for (size_t j = 0; j < m; ++j) {
-        const uint32_t f = FileOfSample(ids[j], spf, recip);
-        out.push_back(SampleRef{file_at(f), static_cast<uint32_t>(ids[j] - f * spf)});
-      }
-    }
-  });
+  ReadOrder(sample_order_, file_order_, params_.samples_per_file, spf_reciprocal_, rank * per_rank, per_rank,
+            [&out](SampleRef s) { out.push_back(s); });
   return out;
+}
+
+void EpochPlan::RankSlice(int64_t rank, int64_t first, int64_t count, SampleRef* out) const {
+  ReadOrder(sample_order_, file_order_, params_.samples_per_file, spf_reciprocal_,
+            rank * steps_ * params_.batch + first, count, [&out](SampleRef s) { *out++ = s; });
 }
 
 int64_t StreamAssignment::PassRecords(size_t t) const {

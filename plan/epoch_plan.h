@@ -29,8 +29,8 @@
 // with cycle walking, keyed the same way), computed per sample and holding nothing per id. Golden tests pin both.
 // Cost: index mode with sample_shuffle is O(N) time for up to 2^24 samples (10 M samples: ~0.2 s with the rank's
 // list, 40 MB; bench/ measures it) and O(1) above (2^32 samples: nothing on the heap); without it nothing per
-// sample is stored. RankSamples() materialises the rank's slice (8 bytes per sample); RankSample() computes one
-// entry of it without materialising anything.
+// sample is stored. RankSamples() materialises the rank's slice (8 bytes per sample); RankSample() and RankSlice()
+// compute one entry or a run of it without materialising the rest.
 // Thread-safety: immutable after Make(); const methods are safe from any thread.
 #pragma once
 
@@ -125,6 +125,9 @@ class EpochPlan {
   // kIndex: RankSamples(rank)[i] without building the list (0 <= rank < world, 0 <= i < steps * batch): O(1)
   // (expected, for a computed order), no allocation.
   SampleRef RankSample(int64_t rank, int64_t i) const;
+  // kIndex: RankSamples(rank)[first, first + count) into out[0, count), without building the list (a loader can read
+  // batch k as RankSlice(rank, k * B, B, buffer)); as fast per sample as RankSamples(), no allocation.
+  void RankSlice(int64_t rank, int64_t first, int64_t count, SampleRef* out) const;
   // kStream: the rank's files over its loader threads, the records each reads, and which of them are delivered.
   StreamAssignment RankStream(int64_t rank) const;
   // Heap bytes held by the plan (the stored permutations; a computed one holds none), for sizing checks.

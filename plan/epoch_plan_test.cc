@@ -51,10 +51,14 @@ void ExpectIndexCoverage(const PlanParams& p, int64_t epoch) {
   for (int64_t r = 0; r < p.world; ++r) {
     const std::vector<SampleRef> mine = plan.RankSamples(r);
     ASSERT_EQ(static_cast<int64_t>(mine.size()), plan.steps() * p.batch);
+    std::vector<SampleRef> batch(static_cast<size_t>(p.batch));
     for (size_t i = 0; i < mine.size(); ++i) {
       const SampleRef& s = mine[i];
       const SampleRef one = plan.RankSample(r, static_cast<int64_t>(i));
       ASSERT_EQ(std::make_pair(one.file, one.sample), std::make_pair(s.file, s.sample)) << "rank " << r << " " << i;
+      if (i % batch.size() == 0) plan.RankSlice(r, static_cast<int64_t>(i), p.batch, batch.data());
+      const SampleRef& sliced = batch[i % batch.size()];
+      ASSERT_EQ(std::make_pair(sliced.file, sliced.sample), std::make_pair(s.file, s.sample)) << "rank " << r << " " << i;
       ASSERT_LT(s.file, p.num_files);
       ASSERT_LT(s.sample, p.samples_per_file);
       ASSERT_TRUE(seen.insert({s.file, s.sample}).second) << "sample read twice: " << s.file << "/" << s.sample;
@@ -416,6 +420,12 @@ TEST(EpochPlan, FourBillionShuffledSamplesAreBuiltInBoundedMemoryAndTime) {
     }
   }
   for (int64_t i = 0; i < 100000; ++i) EXPECT_TRUE(seen.insert(plan.RankSample(3, i + 2).sample).second);
+  std::vector<SampleRef> batch(1024);  // a loader's batch 5 of rank 6
+  plan.RankSlice(6, 5 * 1024, 1024, batch.data());
+  for (size_t j = 0; j < batch.size(); ++j) {
+    EXPECT_EQ(batch[j].sample, plan.RankSample(6, 5 * 1024 + static_cast<int64_t>(j)).sample);
+    EXPECT_TRUE(seen.insert(batch[j].sample).second);
+  }
   EXPECT_EQ(plan.RankSample(0, 0).sample, 3516261535u);
   EXPECT_EQ(plan.RankSample(0, 3).sample, 4263642198u);
   EXPECT_EQ(plan.RankSample(7, per_rank - 1).sample, 1849194874u);
@@ -424,7 +434,7 @@ TEST(EpochPlan, FourBillionShuffledSamplesAreBuiltInBoundedMemoryAndTime) {
 }
 
 // Every sample at most once across the fleet, with a bitmap: for plans too large for a std::set of the samples.
-// RankSample() agrees with RankSamples() (checked at a stride).
+// RankSample() and RankSlice() agree with RankSamples() (checked at a stride).
 void ExpectLargeIndexCoverage(const PlanParams& p, int64_t epoch) {
   const EpochPlan plan = MakeOk(p, epoch);
   EXPECT_EQ(plan.MemoryBytes(), 0u);
@@ -444,6 +454,13 @@ void ExpectLargeIndexCoverage(const PlanParams& p, int64_t epoch) {
       if (i % 997 == 0 || i + 1 == mine.size()) {
         const SampleRef one = plan.RankSample(r, static_cast<int64_t>(i));
         ASSERT_EQ(std::make_pair(one.file, one.sample), std::make_pair(s.file, s.sample)) << "rank " << r << " " << i;
+      }
+      if (i % 99991 == 0 && i + 600 <= mine.size()) {  // runs longer than RankSlice's block of 512
+        std::vector<SampleRef> run(600);
+        plan.RankSlice(r, static_cast<int64_t>(i), 600, run.data());
+        for (size_t j = 0; j < run.size(); ++j) {
+          ASSERT_EQ(std::make_pair(run[j].file, run[j].sample), std::make_pair(mine[i + j].file, mine[i + j].sample));
+        }
       }
     }
   }

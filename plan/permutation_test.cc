@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
@@ -170,7 +169,6 @@ TEST(Permutation, ComputedCostPerId) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(sum, uint64_t{n} * (n - 1) / 2);
   RecordProperty("ns_per_id", std::to_string(seconds * 1e9 / n));
-  std::printf("computed permutation: %.1f ns per id\n", seconds * 1e9 / n);
 }
 
 }  // namespace
