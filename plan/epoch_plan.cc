@@ -1,45 +1,19 @@
 #include "plan/epoch_plan.h"
 
 #include <algorithm>
-#include <numeric>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "job/format_traits.h"
 #include "base/random.h"
+#include "plan/permutation.h"
 #include "fmt/format.h"
 
 namespace dlio {
 namespace {
 
-// Sample and file ids are uint32 (4 bytes per sample for a shuffled 10 M-sample epoch).
+// Sample and file ids are uint32 (4 bytes per id where a permutation is stored, plan/permutation.h).
 constexpr int64_t kMaxIds = int64_t{1} << 32;
-
-// Our own generator (base/random.h) and Fisher-Yates, so a plan is the same on every agent whatever standard
-// library it was built with (std::shuffle's algorithm is implementation-defined).
-using Rng = Xoshiro256;
-
-void FisherYates(std::vector<uint32_t>& v, Rng& rng) {
-  // The swap partners j are drawn kAhead steps before they are used (the same draws in the same order, so the same
-  // permutation) and their cache lines prefetched: a 10 M-entry permutation is 40 MB, and waiting for memory on
-  // every random swap was most of EpochPlan::Make's time.
-  constexpr size_t kAhead = 16;
-  size_t ahead[kAhead];
-  const size_t n = v.size();
-  size_t drawn = n;  // the next i whose j is drawn (i runs n, n-1, ..., 2)
-  auto draw = [&] {
-    const size_t j = static_cast<size_t>(rng.Below(drawn));
-    ahead[drawn % kAhead] = j;
-    __builtin_prefetch(&v[j], 1);
-    --drawn;
-  };
-  while (drawn > 1 && n - drawn < kAhead) draw();
-  for (size_t i = n; i > 1; --i) {
-    const size_t j = ahead[i % kAhead];
-    if (drawn > 1) draw();  // i - kAhead's partner: it lands in ahead[] after j was read
-    std::swap(v[i - 1], v[j]);
-  }
-}
 
 // The seed of one permutation: DLIO's seed (+ epoch when seed_change_epoch), mixed with what is shuffled, so the
 // file order and the sample order of an epoch are independent.
@@ -49,6 +23,35 @@ uint64_t PermutationSeed(const PlanParams& p, int64_t epoch, Stream what) {
   uint64_t mixed = SplitMix64(state);
   mixed ^= static_cast<uint64_t>(what) * 0xD6E8FEB86659FD93ull;
   return SplitMix64(mixed);
+}
+
+// The file of sample id x (x / spf). Ids and positions are < 2^32 (Validate), so a division by spf is a
+// multiplication by recip = ceil(2^64 / spf) (Lemire, Kaser & Kurz 2019: exact for 32-bit numerators and divisors;
+// spf 1 would need 2^64, so recip is 0 then); a hardware division per sample was a quarter of RankSamples().
+inline uint32_t FileOfSample(uint32_t x, uint64_t spf, uint64_t recip) {
+  return spf == 1 ? x : static_cast<uint32_t>((static_cast<unsigned __int128>(recip) * x) >> 64);
+}
+
+// Index mode: the samples at positions [begin, begin + count) of the epoch's order, in order, to emit(SampleRef).
+// The sample order is read a block of positions at a time (a computed order is up to twice as fast so), the file
+// order through one loop per kind (stored, computed, none), chosen once: no branch on the kind per sample. At most
+// one of the two is not the identity (EpochPlan::Make).
+template <typename Emit>
+void ReadOrder(const Permutation& sample_order, const Permutation& file_order, int64_t samples_per_file,
+               uint64_t recip, int64_t begin, int64_t count, Emit emit) {
+  const auto spf = static_cast<uint64_t>(samples_per_file);
+  constexpr int64_t kBlock = 512;
+  uint32_t ids[kBlock];
+  file_order.Visit([&](auto file_at) {
+    for (int64_t done = 0; done < count; done += kBlock) {
+      const auto m = static_cast<size_t>(std::min(kBlock, count - done));
+      sample_order.Fill(static_cast<uint32_t>(begin + done), m, ids);
+      for (size_t j = 0; j < m; ++j) {
+        const uint32_t f = FileOfSample(ids[j], spf, recip);
+        emit(SampleRef{file_at(f), static_cast<uint32_t>(ids[j] - f * spf)});
+      }
+    }
+  });
 }
 
 int64_t Threads(const PlanParams& p) { return std::max<int64_t>(1, p.read_threads); }
@@ -186,45 +189,35 @@ absl::StatusOr<EpochPlan> EpochPlan::Make(const PlanParams& params, int64_t epoc
   const bool global_sample_shuffle = params.mode == AccessMode::kIndex && params.sample_shuffle != ShuffleMode::kOff;
   if (global_sample_shuffle) {
     // A permutation of all sample ids makes a file permutation redundant: skip it.
-    plan.sample_order_.resize(static_cast<size_t>(n));
-    std::iota(plan.sample_order_.begin(), plan.sample_order_.end(), uint32_t{0});
-    Rng rng(PermutationSeed(params, epoch, Stream::kSamples));
-    FisherYates(plan.sample_order_, rng);
+    plan.sample_order_ = Permutation::Make(static_cast<uint64_t>(n), PermutationSeed(params, epoch, Stream::kSamples));
   } else if (params.file_shuffle != ShuffleMode::kOff) {
-    plan.file_order_.resize(static_cast<size_t>(params.num_files));
-    std::iota(plan.file_order_.begin(), plan.file_order_.end(), uint32_t{0});
-    Rng rng(PermutationSeed(params, epoch, Stream::kFiles));
-    FisherYates(plan.file_order_, rng);
+    plan.file_order_ =
+        Permutation::Make(static_cast<uint64_t>(params.num_files), PermutationSeed(params, epoch, Stream::kFiles));
   }
+  const auto spf = static_cast<uint64_t>(params.samples_per_file);
+  plan.spf_reciprocal_ = spf == 1 ? 0 : UINT64_MAX / spf + 1;
   return plan;
+}
+
+SampleRef EpochPlan::RankSample(int64_t rank, int64_t i) const {
+  const uint32_t id = sample_order_.At(static_cast<uint32_t>(rank * steps_ * params_.batch + i));
+  const uint32_t f = FileOfSample(id, static_cast<uint64_t>(params_.samples_per_file), spf_reciprocal_);
+  return SampleRef{file_order_.At(f), static_cast<uint32_t>(id - f * static_cast<uint64_t>(params_.samples_per_file))};
 }
 
 std::vector<SampleRef> EpochPlan::RankSamples(int64_t rank) const {
   std::vector<SampleRef> out;
   if (params_.mode != AccessMode::kIndex || rank < 0 || rank >= params_.world) return out;
   const int64_t per_rank = steps_ * params_.batch;
-  const int64_t begin = rank * per_rank;
-  const auto spf = static_cast<uint64_t>(params_.samples_per_file);
-  // Ids and positions are < 2^32 (Validate), so a division by spf is a multiplication by ceil(2^64 / spf) (Lemire,
-  // Kaser & Kurz 2019: exact for 32-bit numerators and divisors; spf 1 would need 2^64); a hardware division per
-  // sample was a quarter of this function.
-  const uint64_t recip = spf == 1 ? 0 : UINT64_MAX / spf + 1;
-  auto div = [&](uint32_t x) {
-    return spf == 1 ? x : static_cast<uint32_t>((static_cast<unsigned __int128>(recip) * x) >> 64);
-  };
   out.reserve(static_cast<size_t>(per_rank));  // push_back below: no zero-filling pass over the list first
-  for (int64_t i = 0; i < per_rank; ++i) {
-    const auto pos = static_cast<uint32_t>(begin + i);
-    if (!sample_order_.empty()) {
-      const uint32_t id = sample_order_[pos];
-      const uint32_t f = div(id);
-      out.push_back(SampleRef{f, static_cast<uint32_t>(id - f * spf)});
-    } else {
-      const uint32_t f = div(pos);
-      out.push_back(SampleRef{file_order_.empty() ? f : file_order_[f], static_cast<uint32_t>(pos - f * spf)});
-    }
-  }
+  ReadOrder(sample_order_, file_order_, params_.samples_per_file, spf_reciprocal_, rank * per_rank, per_rank,
+            [&out](SampleRef s) { out.push_back(s); });
   return out;
+}
+
+void EpochPlan::RankSlice(int64_t rank, int64_t first, int64_t count, SampleRef* out) const {
+  ReadOrder(sample_order_, file_order_, params_.samples_per_file, spf_reciprocal_,
+            rank * steps_ * params_.batch + first, count, [&out](SampleRef s) { *out++ = s; });
 }
 
 int64_t StreamAssignment::PassRecords(size_t t) const {
@@ -253,7 +246,7 @@ StreamAssignment EpochPlan::RankStream(int64_t rank) const {
   // file goes to thread j mod T (TF's interleave slot).
   int64_t c = 0;
   for (int64_t pos = record_shard ? 0 : rank; pos < params_.num_files; pos += record_shard ? 1 : params_.world, ++c) {
-    const uint32_t file = file_order_.empty() ? static_cast<uint32_t>(pos) : file_order_[static_cast<size_t>(pos)];
+    const uint32_t file = file_order_.At(static_cast<uint32_t>(pos));
     a.threads[static_cast<size_t>(c % t_count)].files.push_back(file);
   }
   a.narrow_files = c / t_count;
@@ -281,7 +274,7 @@ StreamAssignment EpochPlan::RankStream(int64_t rank) const {
 }
 
 size_t EpochPlan::MemoryBytes() const {
-  return file_order_.capacity() * sizeof(uint32_t) + sample_order_.capacity() * sizeof(uint32_t);
+  return file_order_.MemoryBytes() + sample_order_.MemoryBytes();
 }
 
 std::optional<double> DemandBytesPerSecondPerAccelerator(const WorkloadSpec& spec) {

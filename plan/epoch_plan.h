@@ -23,11 +23,14 @@
 // samples (RereadSamples()), and DroppedSamples() counts the samples no rank delivered.
 // Seeds: with shuffle mode "seed" the permutation uses seed (+ epoch when seed_change_epoch); "random" uses the seed
 // the coordinator drew for the job (it writes it into the normalised spec), so all agents still agree.
-// Permutations are our own Fisher-Yates over xoshiro256** seeded through splitmix64 with (seed [+ epoch], what is
-// shuffled), so they do not depend on the standard library; a golden test pins them.
-// Cost: O(N) time and 4 bytes per sample for index mode with sample_shuffle (10 M samples: ~0.2 s with the rank's
-// list, 40 MB; bench/ measures it); without it nothing per sample is stored. RankSamples() materialises only the
-// rank's slice (8 bytes per sample).
+// Permutations (plan/permutation.h) are the same on every agent whatever standard library it was built with:
+// up to 2^24 ids our own Fisher-Yates over xoshiro256** seeded through splitmix64 with (seed [+ epoch], what is
+// shuffled), stored, 4 bytes per id (at most 64 MiB); above that a keyed bijection of the ids (a Feistel network
+// with cycle walking, keyed the same way), computed per sample and holding nothing per id. Golden tests pin both.
+// Cost: index mode with sample_shuffle is O(N) time for up to 2^24 samples (10 M samples: ~0.2 s with the rank's
+// list, 40 MB; bench/ measures it) and O(1) above (2^32 samples: nothing on the heap); without it nothing per
+// sample is stored. RankSamples() materialises the rank's slice (8 bytes per sample); RankSample() and RankSlice()
+// compute one entry or a run of it without materialising the rest.
 // Thread-safety: immutable after Make(); const methods are safe from any thread.
 #pragma once
 
@@ -38,6 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "job/workload_spec.h"
+#include "plan/permutation.h"
 
 namespace dlio {
 
@@ -118,9 +122,15 @@ class EpochPlan {
 
   // kIndex: the rank's samples in consumption order (steps * batch entries).
   std::vector<SampleRef> RankSamples(int64_t rank) const;
+  // kIndex: RankSamples(rank)[i] without building the list (0 <= rank < world, 0 <= i < steps * batch): O(1)
+  // (expected, for a computed order), no allocation.
+  SampleRef RankSample(int64_t rank, int64_t i) const;
+  // kIndex: RankSamples(rank)[first, first + count) into out[0, count), without building the list (a loader can read
+  // batch k as RankSlice(rank, k * B, B, buffer)); as fast per sample as RankSamples(), no allocation.
+  void RankSlice(int64_t rank, int64_t first, int64_t count, SampleRef* out) const;
   // kStream: the rank's files over its loader threads, the records each reads, and which of them are delivered.
   StreamAssignment RankStream(int64_t rank) const;
-  // Heap bytes held by the plan (the permutations), for sizing checks.
+  // Heap bytes held by the plan (the stored permutations; a computed one holds none), for sizing checks.
   size_t MemoryBytes() const;
 
  private:
@@ -129,8 +139,9 @@ class EpochPlan {
   int64_t steps_ = 0;
   int64_t dropped_ = 0;
   int64_t reread_ = 0;
-  std::vector<uint32_t> file_order_;    // permuted file ids; empty = identity (file_shuffle off)
-  std::vector<uint32_t> sample_order_;  // kIndex with sample_shuffle: permuted global sample ids; else empty
+  Permutation file_order_;    // position in the file list -> file id; the identity when file_shuffle is off
+  Permutation sample_order_;  // kIndex with sample_shuffle: position -> global sample id; else the identity
+  uint64_t spf_reciprocal_ = 0;  // ceil(2^64 / samples_per_file), 0 for 1: divides ids by it (epoch_plan.cc)
 };
 
 // The bytes per second one accelerator reads at 100 % AU in training: batch_size x record_length_bytes / the mean

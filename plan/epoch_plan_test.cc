@@ -51,7 +51,14 @@ void ExpectIndexCoverage(const PlanParams& p, int64_t epoch) {
   for (int64_t r = 0; r < p.world; ++r) {
     const std::vector<SampleRef> mine = plan.RankSamples(r);
     ASSERT_EQ(static_cast<int64_t>(mine.size()), plan.steps() * p.batch);
-    for (const SampleRef& s : mine) {
+    std::vector<SampleRef> batch(static_cast<size_t>(p.batch));
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const SampleRef& s = mine[i];
+      const SampleRef one = plan.RankSample(r, static_cast<int64_t>(i));
+      ASSERT_EQ(std::make_pair(one.file, one.sample), std::make_pair(s.file, s.sample)) << "rank " << r << " " << i;
+      if (i % batch.size() == 0) plan.RankSlice(r, static_cast<int64_t>(i), p.batch, batch.data());
+      const SampleRef& sliced = batch[i % batch.size()];
+      ASSERT_EQ(std::make_pair(sliced.file, sliced.sample), std::make_pair(s.file, s.sample)) << "rank " << r << " " << i;
       ASSERT_LT(s.file, p.num_files);
       ASSERT_LT(s.sample, p.samples_per_file);
       ASSERT_TRUE(seen.insert({s.file, s.sample}).second) << "sample read twice: " << s.file << "/" << s.sample;
@@ -388,6 +395,91 @@ TEST(EpochPlan, TenMillionShuffledSamplesStaySmall) {
   RecordProperty("make_seconds", std::to_string(seconds));
   // Without a sample shuffle nothing per sample is stored.
   EXPECT_EQ(MakeOk(Index(100000, 100, 32, 8)).MemoryBytes(), 0u);
+}
+
+// Issue 24: the documented maximum, 2^32 samples in one file with a seeded sample shuffle, was a 16 GiB stored
+// permutation built on every agent before any file was listed. The plan's memory no longer grows with the samples.
+TEST(EpochPlan, FourBillionShuffledSamplesAreBuiltInBoundedMemoryAndTime) {
+  PlanParams p = Index(1, int64_t{1} << 32, 1024, 8);
+  p.sample_shuffle = ShuffleMode::kSeed;
+  const auto t0 = std::chrono::steady_clock::now();
+  const EpochPlan plan = MakeOk(p, 1);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(plan.MemoryBytes(), size_t{64} << 20);
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(plan.steps(), (int64_t{1} << 32) / (1024 * 8));
+  // Read without building the ranks' lists (2^29 samples each): distinct samples, in range, pinned (an independent
+  // Python rendering of the seed derivation and the Feistel network gave them).
+  const int64_t per_rank = plan.steps() * 1024;
+  std::set<uint32_t> seen;
+  for (int64_t r : {0, 3, 7}) {
+    for (int64_t i : {int64_t{0}, int64_t{1}, per_rank / 2, per_rank - 1}) {
+      const SampleRef s = plan.RankSample(r, i);
+      EXPECT_EQ(s.file, 0u);
+      EXPECT_TRUE(seen.insert(s.sample).second) << "rank " << r << " " << i;
+    }
+  }
+  for (int64_t i = 0; i < 100000; ++i) EXPECT_TRUE(seen.insert(plan.RankSample(3, i + 2).sample).second);
+  std::vector<SampleRef> batch(1024);  // a loader's batch 5 of rank 6
+  plan.RankSlice(6, 5 * 1024, 1024, batch.data());
+  for (size_t j = 0; j < batch.size(); ++j) {
+    EXPECT_EQ(batch[j].sample, plan.RankSample(6, 5 * 1024 + static_cast<int64_t>(j)).sample);
+    EXPECT_TRUE(seen.insert(batch[j].sample).second);
+  }
+  EXPECT_EQ(plan.RankSample(0, 0).sample, 3516261535u);
+  EXPECT_EQ(plan.RankSample(0, 3).sample, 4263642198u);
+  EXPECT_EQ(plan.RankSample(7, per_rank - 1).sample, 1849194874u);
+  EXPECT_EQ(MakeOk(p, 1).RankSample(5, 12345).sample, plan.RankSample(5, 12345).sample);
+  EXPECT_NE(MakeOk(p, 2).RankSample(5, 12345).sample, plan.RankSample(5, 12345).sample);
+}
+
+// Every sample at most once across the fleet, with a bitmap: for plans too large for a std::set of the samples.
+// RankSample() and RankSlice() agree with RankSamples() (checked at a stride).
+void ExpectLargeIndexCoverage(const PlanParams& p, int64_t epoch) {
+  const EpochPlan plan = MakeOk(p, epoch);
+  EXPECT_EQ(plan.MemoryBytes(), 0u);
+  const int64_t n = p.num_files * p.samples_per_file;
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  const int64_t per_rank = plan.steps() * p.batch;
+  for (int64_t r = 0; r < p.world; ++r) {
+    const std::vector<SampleRef> mine = plan.RankSamples(r);
+    ASSERT_EQ(static_cast<int64_t>(mine.size()), per_rank);
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const SampleRef& s = mine[i];
+      ASSERT_LT(s.file, p.num_files);
+      ASSERT_LT(s.sample, p.samples_per_file);
+      const auto id = static_cast<size_t>(s.file * p.samples_per_file + s.sample);
+      ASSERT_FALSE(seen[id]) << "sample read twice: " << s.file << "/" << s.sample;
+      seen[id] = true;
+      if (i % 997 == 0 || i + 1 == mine.size()) {
+        const SampleRef one = plan.RankSample(r, static_cast<int64_t>(i));
+        ASSERT_EQ(std::make_pair(one.file, one.sample), std::make_pair(s.file, s.sample)) << "rank " << r << " " << i;
+      }
+      if (i % 99991 == 0 && i + 600 <= mine.size()) {  // runs longer than RankSlice's block of 512
+        std::vector<SampleRef> run(600);
+        plan.RankSlice(r, static_cast<int64_t>(i), 600, run.data());
+        for (size_t j = 0; j < run.size(); ++j) {
+          ASSERT_EQ(std::make_pair(run[j].file, run[j].sample), std::make_pair(mine[i + j].file, mine[i + j].sample));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(plan.DroppedSamples(), n - per_rank * p.world);
+  EXPECT_LT(plan.DroppedSamples(), p.batch * p.world);
+}
+
+// Just above the stored orders' 2^24 ids the orders are computed (the sample order, or the file order of 2^24 + 1
+// files); the rules stay: each sample at most once, and RankSamples() the list of RankSample().
+TEST(EpochPlan, ComputedOrdersAboveTwoToTheTwentyFourReadEverySampleOnce) {
+  PlanParams samples = Index(7, 2396749, 5, 3);  // 16,777,243 samples, 3 ranks of 5,592,410
+  samples.sample_shuffle = ShuffleMode::kSeed;
+  ExpectLargeIndexCoverage(samples, 2);
+  const SampleRef first = MakeOk(samples, 2).RankSample(0, 0);  // pinned with the Python rendering, as above
+  EXPECT_EQ(std::make_pair(first.file, first.sample), std::make_pair(6u, 1334389u));
+  PlanParams files = Index((int64_t{1} << 24) + 1, 1, 4, 2);
+  files.file_shuffle = ShuffleMode::kSeed;
+  ExpectLargeIndexCoverage(files, 1);
+  EXPECT_NE(MakeOk(files, 1).RankSample(0, 0).file, MakeOk(files, 2).RankSample(0, 0).file);
 }
 
 TEST(EpochPlan, TrainPlanParamsFollowTheSpec) {
