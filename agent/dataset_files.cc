@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "job/format_traits.h"
 #include "storage/storage.h"
 
 namespace dlio {
@@ -22,14 +23,14 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const C
   o.compression = spec.compression;
   o.compression_level = spec.compression_level;
   o.transfer_size = spec.transfer_size;
-  if (spec.format == "tfrecord" && data_dir) o.tfrecord_index_dir = data_dir->path() + "/index/" + split;
+  if (FormatTraitsOf(spec.format).index_folder && data_dir) o.tfrecord_index_dir = data_dir->path() + "/index/" + split;
   // The spec was validated when loaded: an unknown engine name cannot reach this point.
   if (absl::StatusOr<IoEngine> e = ParseIoEngine(spec.io_engine); e.ok()) o.io_engine = *e;
   o.read_in_memory = spec.read_type == "memory";
   if (s3) {
     o.io_engine = IoEngine::kS3;
     o.s3 = s3;
-    if (spec.format == "tfrecord") o.tfrecord_index_dir = S3Join(spec.S3DataPrefix(), "index/" + split);
+    if (FormatTraitsOf(spec.format).index_folder) o.tfrecord_index_dir = S3Join(spec.S3DataPrefix(), "index/" + split);
   }
   return o;
 }

@@ -284,6 +284,7 @@ class RankSteps {
                                                 CheckpointSeed(spec_, rank_), Checkpointer::kDefaultBufferBytes,
                                                 setup_.ckpt->s3, setup_.ckpt->s3_prefix);
       ckpt_io_->set_limiter(setup_.ckpt_limiter.get());
+      ckpt_io_->set_cancel(cancel_);  // a cancel stops the save between chunks and wakes the cap's sleep
     }
   }
 
@@ -374,7 +375,9 @@ class RankSteps {
         [&] { return group_.barrier.Arrive(barrier_seq_++); }, rm_.get());
     if (rm_) rm_->SetPhase(RankPhase::kTrain);
     if (!c.ok()) {
-      Fail(c.status());
+      Fail(c.status().code() == absl::StatusCode::kCancelled && CancelAsked()
+               ? Cancelled(" in the checkpoint after step ", step + 1)
+               : c.status());
       return false;
     }
     if (step_trace_ != nullptr) {  // one event per rank and save, its bytes the rank's files
