@@ -145,7 +145,7 @@ class Bench:
 
     def put_case(self, name, files, record):
         threads = self.args.threads
-        # The agent generates with min(8, cores / ranks) workers per rank (phase_runner.cc GenerationWorkers); the
+        # The agent generates with min(8, cores / ranks) workers per rank (agent/generate_phase.cc GenerationWorkers); the
         # reference gets as many PUT threads, and objects of the agent's object size.
         workers = max(1, min(8, os.cpu_count() or 1))
         ours, theirs = [], []

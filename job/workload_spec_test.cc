@@ -639,7 +639,7 @@ TEST(WorkloadKeysDoc, MatchesTheKeyTable) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_EQ(text.str(), md) << path << " is stale; regenerate: DLIO_UPDATE_DOCS=1 common_test "
+  EXPECT_EQ(text.str(), md) << path << " is stale; regenerate: DLIO_UPDATE_DOCS=1 job_test "
                             << "--gtest_filter='WorkloadKeysDoc.*'";
 }
 

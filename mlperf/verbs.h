@@ -62,7 +62,7 @@ int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostrea
 struct MlperfRunOptions {
   int runs = 5;                         // timed runs after the warm-up
   bool warmup = true;                   // training only (§6.6); checkpointing runs have none
-  std::string results_dir = "mlperf-results";  // root of the results tree (mlperf_submission.h)
+  std::string results_dir = "mlperf-results";  // root of the results tree (mlperf/submission.h)
   std::string references_dir;           // --mlperf-references; empty = the shipped references
 };
 // `base` is the command's options, `job` its job (LoadSubmission of `base`).
