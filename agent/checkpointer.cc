@@ -173,8 +173,11 @@ absl::Status Checkpointer::CheckFits(const std::string& dir, const std::vector<C
     }
   }
   if (need == 0) return absl::OkStatus();
-  return CheckSpace(dir, "checkpoint.checkpoint_folder", need, existing - largest,
-                    absl::StrCat("the save of ", files.size(), " file(s)"));
+  absl::Status s = CheckSpace(dir, "checkpoint.checkpoint_folder", need, existing - largest,
+                              absl::StrCat("the save of ", files.size(), " file(s)"));
+  // Only a save known not to fit is refused: a file system that cannot tell its free space (statvfs failing on some
+  // FUSE or network mounts) is written to as before this check existed.
+  return s.code() == absl::StatusCode::kResourceExhausted ? s : absl::OkStatus();
 }
 
 absl::Status Checkpointer::WriteTemporary(const std::string& tmp, int64_t bytes) {

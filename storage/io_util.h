@@ -173,10 +173,11 @@ class FileSink final : public WriteSink {
 // kS3MultipartThreshold, no temporary name needed since an object appears whole). Small appends are gathered in a
 // kWriteChunk buffer and handed to the sink a chunk at a time; an append of >= kWriteChunk with an empty buffer, and
 // AppendDirect(), go to the sink straight from the caller's memory, in kWriteChunk pieces. Finish() hands over what
-// is left and finishes the sink (a file: writeback started, closed, counted; an object: uploaded, counted).
+// is left and finishes the sink (a file: writeback started, closed, counted; an object: uploaded, counted). A sink
+// that gathers appends itself (WriteSink::Gathers(): S3's part buffer) gets every append as it comes, uncopied.
 class FileWriter {
  public:
-  explicit FileWriter(std::unique_ptr<WriteSink> sink) : sink_(std::move(sink)) {}
+  explicit FileWriter(std::unique_ptr<WriteSink> sink) : sink_(std::move(sink)), pass_through_(sink_->Gathers()) {}
   absl::Status Open(const std::string& path) {
     handed_ = 0;
     used_ = 0;
@@ -184,6 +185,7 @@ class FileWriter {
   }
   absl::Status Append(const void* data, size_t n, IoStats& stats) {
     const uint8_t* p = static_cast<const uint8_t*>(data);
+    if (pass_through_) return Write(p, n, stats);  // the sink gathers (S3 parts): no staging copy
     while (n > 0) {
       if (used_ == 0 && n >= kWriteChunk) {
         if (absl::Status s = Write(p, kWriteChunk, stats); !s.ok()) return s;
@@ -238,6 +240,7 @@ class FileWriter {
   }
 
   std::unique_ptr<WriteSink> sink_;
+  const bool pass_through_;  // sink_->Gathers(): appends go to it as they come
   uint64_t handed_ = 0;  // bytes handed to the sink since Open()
   size_t used_ = 0;      // bytes gathered in buf_
   AlignedBuffer buf_;

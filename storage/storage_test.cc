@@ -384,6 +384,8 @@ TEST(EnginesThroughFormats, Hdf5RefusesEnginesOtherThanPosix) {
 // AppendDirect() straight from the caller's memory, and what is left at Finish().
 class RecordingSink final : public internal::WriteSink {
  public:
+  explicit RecordingSink(bool gathers = false) : gathers_(gathers) {}
+  bool Gathers() const override { return gathers_; }
   struct Call {
     const void* data;
     size_t n;
@@ -405,6 +407,9 @@ class RecordingSink final : public internal::WriteSink {
   std::vector<Call> appends;
   std::string bytes;
   int finished = 0;
+
+ private:
+  bool gathers_;
 };
 
 TEST(FileWriter, HandsTheSinkOneCallPerChunk) {
@@ -427,6 +432,23 @@ TEST(FileWriter, HandsTheSinkOneCallPerChunk) {
   EXPECT_EQ(sink.finished, 1);
   EXPECT_EQ(sink.bytes, data);
   EXPECT_EQ(sink.opened, std::vector<std::string>{"obj/a"});
+}
+
+// A sink that gathers itself (S3ObjectWriter's part buffer) gets every append as it comes, from the caller's memory.
+TEST(FileWriter, ASinkThatGathersGetsEveryAppendUncopied) {
+  auto owned = std::make_unique<RecordingSink>(/*gathers=*/true);
+  RecordingSink& sink = *owned;
+  internal::FileWriter w(std::move(owned));
+  IoStats stats;
+  ASSERT_TRUE(w.Open("obj/b").ok());
+  const std::string data = RandomBytes(10000, 9);
+  for (size_t off = 0; off < data.size(); off += 1000) ASSERT_TRUE(w.Append(data.data() + off, 1000, stats).ok());
+  ASSERT_EQ(sink.appends.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(sink.appends[i].data, data.data() + i * 1000);
+  ASSERT_TRUE(w.Finish(stats).ok());
+  EXPECT_EQ(sink.appends.size(), 10u);
+  EXPECT_EQ(sink.bytes, data);
+  EXPECT_EQ(w.bytes_written(), 0u + data.size());
 }
 
 TEST(FileWriter, LargeAppendsAndAppendDirectSkipTheStagingBuffer) {

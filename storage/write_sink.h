@@ -10,7 +10,10 @@
 //  - Append(data, n) writes n bytes after those written since Open(); the caller's memory is not kept.
 //  - Finish() makes the file or object complete and counts it (IoStats::AddFile). After an error the sink may be
 //    opened again for another path.
-//  - A sink is reused across files: a connection (S3) or a buffer it holds is kept from one to the next.
+//  - A sink may be opened again for the next file (its connection or buffer kept); today's callers make one
+//    FileWriter, and so one sink, per file.
+//  - Gathers() is true for a sink that gathers appends into its own buffer (S3ObjectWriter's parts): FileWriter then
+//    hands it every append as it comes instead of copying it into a staging chunk first.
 // Thread-safety: none; a sink belongs to the thread that writes through it.
 #pragma once
 
@@ -28,6 +31,7 @@ class WriteSink {
   virtual absl::Status Open(const std::string& path) = 0;
   virtual absl::Status Append(const void* data, size_t n, IoStats& stats) = 0;
   virtual absl::Status Finish(IoStats& stats) = 0;
+  virtual bool Gathers() const { return false; }
 };
 
 }  // namespace dlio::internal

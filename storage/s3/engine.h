@@ -48,6 +48,8 @@ class S3ObjectWriter final : public internal::WriteSink {
   // before; n must be >= kS3MinPartBytes unless it is the object's last part. Used by the checkpoint writer.
   absl::Status AppendPart(const void* data, size_t n, IoStats& stats);
   absl::Status Finish(IoStats& stats) override;
+  // Appends are gathered into the part buffer here: FileWriter passes them through without a staging copy.
+  bool Gathers() const override { return true; }
   // Aborts the multipart upload in progress, if any (best effort).
   void Abort();
   uint64_t bytes_written() const { return written_ + used_; }
