@@ -19,6 +19,7 @@ Exit status: 0 when the code keeps to the table, 1 otherwise (each offending inc
 import argparse
 import pathlib
 import re
+import subprocess
 import sys
 
 OUTSIDE = {"tests", "bench", "fuzz", "node_modules", "build", "cmake", "scripts", "docs", "configs", "dashboards",
@@ -95,6 +96,16 @@ def readme_problems(text, rooms):
            [f"README.md's source layout does not list room {r}/" for r in sorted(set(rooms) - listed)]
 
 
+def code_folders(src):
+    """Top-level folders holding C++ that git tracks (build folders such as build-release/ hold generated .cc)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "*.cc", "*.h"], cwd=src, capture_output=True, text=True,
+                             check=True).stdout.split()
+        return {f.split("/", 1)[0] for f in out if "/" in f}
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout (an unpacked tarball): every folder
+        return {p.name for p in src.iterdir() if p.is_dir() and not p.name.startswith(".") and any(p.rglob("*.cc"))}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -106,8 +117,7 @@ def main():
         sys.exit("room_graph: self-check failed: an upward include was not reported")
 
     problems = order_problems(rooms)
-    folders = {p.name for p in src.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in OUTSIDE
-               and any(p.rglob("*.cc")) }
+    folders = {f for f in code_folders(src) if f not in OUTSIDE}
     for f in sorted(folders - set(rooms)):
         problems.append(f"{f}/ holds C++ but is not a room of docs/architecture.md's table")
     for r in sorted(set(rooms) - {p.name for p in src.iterdir() if p.is_dir()}):
