@@ -36,6 +36,9 @@ std::vector<std::string> Compressions() {
 
 }  // namespace
 
+// Data table: the dataset section's HDF5 layout and compression rows (AddDatasetKeys adds them last).
+void AddDatasetLayoutKeys(std::vector<KeyInfo>& v);
+
 // Data table: the dataset section.
 void AddDatasetKeys(std::vector<KeyInfo>& v) {
   v.push_back(StringKey("dataset.data_folder", &WorkloadSpec::data_folder, false,
@@ -107,6 +110,11 @@ void AddDatasetKeys(std::vector<KeyInfo>& v) {
     };
     v.push_back(k);
   }
+  AddDatasetLayoutKeys(v);
+}
+
+// Data table: the dataset section's HDF5 layout and compression rows.
+void AddDatasetLayoutKeys(std::vector<KeyInfo>& v) {
   v.push_back(Custom(
       "dataset.hdf5.chunk_dims", KeyStatus::kImplemented,
       "HDF5 chunk shape of each records_k dataset [samples, *sample axes]; [] = contiguous (or h5py's guess when a "

@@ -4,6 +4,9 @@
 
 namespace dlio::workload_internal {
 
+// Data table: the reader section's rows after the shuffles (AddReaderKeys adds them last).
+void AddReaderAccessKeys(std::vector<KeyInfo>& v);
+
 // Data table: the reader section.
 void AddReaderKeys(std::vector<KeyInfo>& v) {
   v.push_back(Custom(
@@ -55,6 +58,11 @@ void AddReaderKeys(std::vector<KeyInfo>& v) {
     };
     v.push_back(k);
   }
+  AddReaderAccessKeys(v);
+}
+
+// Data table: the reader section's rows after the shuffles.
+void AddReaderAccessKeys(std::vector<KeyInfo>& v) {
   v.push_back(Label("reader.shuffle_size", "1024",
                     "TF shuffle buffer: reorders records after they are read; no effect on the I/O order"));
   v.push_back(Custom(
