@@ -88,8 +88,8 @@ struct AgentServer::Impl : public PhaseHost {
 
   // Before generating: the data folder inside the data root and the dataset within the free space; at the job's
   // first phase that writes, its checkpoints within the free space too. An empty result vector on success (the
-  // phase then runs).
-  absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseCommand& cmd) const;
+  // phase then runs). `*refused` tells a free-space refusal (the job ends refused) from a bad folder (it fails).
+  absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseCommand& cmd, bool* refused) const;
   AgentSession::Identity MakeIdentity(const std::string& instance) const;
   SessionEnd Session();
   // Serves one accepted connection until it ends.
@@ -97,7 +97,9 @@ struct AgentServer::Impl : public PhaseHost {
                    const AgentSession::Timing& timing);
 };
 
-absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseCommand& cmd) const {
+absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseCommand& cmd,
+                                                                          bool* refused) const {
+  *refused = false;
   const bool generate = cmd.kind == PhaseKind::kGenerate;
   if (!generate && !FirstWritingPhase(cmd, cmd.spec)) return std::vector<RankEpochResult>();
   const std::string ranks = cmd.local_ranks == 1 ? absl::StrCat("rank ", cmd.first_rank)
@@ -110,6 +112,7 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
   if (!generate) {  // the job's checkpoints against the free space, at its first phase that writes (preflight.h)
     const absl::Status fits = root.ok() ? CheckCheckpointsFit(**root, cmd, cmd.spec, "") : absl::OkStatus();
     if (fits.ok()) return std::vector<RankEpochResult>();
+    *refused = true;
     return absl::Status(fits.code(), absl::StrCat(where, ": ", fits.message()));
   }
   if (!root.ok()) return absl::Status(root.status().code(), absl::StrCat(where, ": ", root.status().message()));
@@ -122,7 +125,10 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
   const std::string ext = format.ok() ? (*format)->extension() : cmd.spec.format;
   absl::Status fits = CheckDatasetFits(dir, cmd.spec, ext);
   if (fits.ok()) fits = CheckCheckpointsFit(**root, cmd, cmd.spec, ext);
-  if (!fits.ok()) return absl::Status(fits.code(), absl::StrCat(where, ": ", fits.message()));
+  if (!fits.ok()) {
+    *refused = true;
+    return absl::Status(fits.code(), absl::StrCat(where, ": ", fits.message()));
+  }
   return std::vector<RankEpochResult>();
 }
 
@@ -133,9 +139,10 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
       if (!session->Arrive(cmd, step)) return absl::UnavailableError("connection to coordinator lost");
       return session->WaitRelease(step);
     };
-    absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(cmd);
+    bool refused = false;
+    absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(cmd, &refused);
     if (r.ok()) r = runner->Run(cmd, barrier, session->cancel_flag());
-    session->Finish(cmd, std::move(r));
+    session->Finish(cmd, std::move(r), refused);
   });
 }
 

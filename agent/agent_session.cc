@@ -237,7 +237,7 @@ absl::Status AgentSession::WaitRelease(uint64_t step) {
                                            session_alive_ ? "phase cancelled" : "connection to coordinator lost"));
 }
 
-void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<RankEpochResult>> r) {
+void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<RankEpochResult>> r, bool refused) {
   v1::AgentMessage m;
   if (r.ok()) {
     v1::PhaseDone* d = m.mutable_phase_done();
@@ -246,8 +246,10 @@ void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<Ra
     for (const RankEpochResult& rr : *r) ToProto(rr, d->add_ranks());
   } else {
     const bool cancelled = r.status().code() == absl::StatusCode::kCancelled;
-    m = ErrorMessage(cancelled ? v1::ERROR_CODE_CANCELLED : v1::ERROR_CODE_PHASE_FAILED, std::string(r.status().message()), order.job_id,
-                     order.phase_id);
+    const v1::ErrorCode code = cancelled  ? v1::ERROR_CODE_CANCELLED
+                               : refused ? v1::ERROR_CODE_REFUSED
+                                         : v1::ERROR_CODE_PHASE_FAILED;
+    m = ErrorMessage(code, std::string(r.status().message()), order.job_id, order.phase_id);
     if (cancelled && cancel_) {
       // A stop we were asked for (or a lost session): expected, not an error of this agent.
       spdlog::info("agent '{}': job {} phase {} stopped: {}", id_.name, order.job_id, order.phase_id,

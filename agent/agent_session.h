@@ -128,9 +128,10 @@ class AgentSession {
   bool Arrive(const PhaseOrder& order, uint64_t step);
   // Blocks until `step` of the running phase is released (OK), or the phase is cancelled or the session ends.
   absl::Status WaitRelease(uint64_t step);
-  // The phase's answer: PhaseDone with one result per local rank, or an Error (CANCELLED for a stop, else
-  // PHASE_FAILED) carrying the status's message, which names agent, rank, job and phase.
-  void Finish(const PhaseOrder& order, absl::StatusOr<std::vector<RankEpochResult>> result);
+  // The phase's answer: PhaseDone with one result per local rank, or an Error (CANCELLED for a stop, REFUSED when
+  // `refused`: the phase was refused before it touched anything, else PHASE_FAILED) carrying the status's message,
+  // which names agent, rank, job and phase.
+  void Finish(const PhaseOrder& order, absl::StatusOr<std::vector<RankEpochResult>> result, bool refused = false);
 
  private:
   void StartPhase(const v1::RunPhase& rp);

@@ -24,10 +24,11 @@ Loader::~Loader() {
   for (auto& th : threads_) th.join();
 }
 
-std::unique_ptr<Loader> Loader::StartIndex(const LoaderConfig& cfg, std::vector<SampleRef> samples, int64_t steps,
-                                           const std::atomic<bool>* cancel) {
+std::unique_ptr<Loader> Loader::StartIndex(const LoaderConfig& cfg, const EpochPlan& plan, int64_t rank,
+                                           int64_t steps, const std::atomic<bool>* cancel) {
   std::unique_ptr<Loader> l(new Loader(cfg, steps, cancel));
-  l->samples_ = std::move(samples);
+  l->index_plan_ = &plan;
+  l->index_rank_ = rank;
   const int64_t t_count = l->cfg_.threads;
   // torch: prefetch_factor = ceil(prefetch_size / read_threads) batches per worker.
   const int64_t per_thread = std::max<int64_t>(1, (l->cfg_.prefetch + t_count - 1) / t_count);
@@ -35,7 +36,7 @@ std::unique_ptr<Loader> Loader::StartIndex(const LoaderConfig& cfg, std::vector<
     l->queues_.push_back(std::make_unique<Queue>());
     l->queues_.back()->capacity = per_thread;
   }
-  auto loop = [p = l.get()](int t) { p->IndexThread(t, &p->samples_); };
+  auto loop = [p = l.get()](int t) { p->IndexThread(t); };
   if (l->cfg_.pool != nullptr) {
     l->cfg_.pool->Run(static_cast<int>(t_count), loop);
   } else {
@@ -110,22 +111,29 @@ void Loader::Finish(Queue& q) {
   q.cv.notify_all();
 }
 
-void Loader::IndexThread(int t, const std::vector<SampleRef>* samples) {
+void Loader::IndexThread(int t) {
   RequestBulkSlices();
   Queue& q = *queues_[t];
   IoStats& stats = *stats_[t];
   std::unique_ptr<SampleReader> reader = cfg_.format->NewSampleReader();
   const int64_t b = cfg_.batch;
+  // The batch's samples come from the plan a slice at a time: one buffer per thread, allocated once.
+  constexpr int64_t kSlice = 1024;
+  std::vector<SampleRef> slice(static_cast<size_t>(std::min(b, kSlice)));
   Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
   uint64_t charged = stats.bytes();
   for (int64_t k = t; k < steps_; k += cfg_.threads) {
-    for (int64_t i = k * b; i < (k + 1) * b; ++i) {
-      if (Stopped()) return;
-      const SampleRef s = (*samples)[i];
-      absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files[s.file], s.sample, stats);
-      if (!n.ok()) return Fail(q, n.status());  // the reader counted the sample itself
-      if (cfg_.limiter != nullptr) Throttle(stats, &charged);
-      Preprocess(rng);
+    for (int64_t first = k * b; first < (k + 1) * b; first += kSlice) {
+      const int64_t count = std::min(kSlice, (k + 1) * b - first);
+      index_plan_->RankSlice(index_rank_, first, count, slice.data());
+      for (int64_t j = 0; j < count; ++j) {
+        if (Stopped()) return;
+        const SampleRef s = slice[static_cast<size_t>(j)];
+        absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files[s.file], s.sample, stats);
+        if (!n.ok()) return Fail(q, n.status());  // the reader counted the sample itself
+        if (cfg_.limiter != nullptr) Throttle(stats, &charged);
+        Preprocess(rng);
+      }
     }
     if (!Push(q)) return;
   }

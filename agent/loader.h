@@ -62,7 +62,10 @@ struct LoaderConfig {
 
 class Loader {
  public:
-  static std::unique_ptr<Loader> StartIndex(const LoaderConfig& cfg, std::vector<SampleRef> samples, int64_t steps,
+  // Index mode: rank `rank`'s batches of `plan` (kIndex), computed batch by batch (EpochPlan::RankSlice), so the
+  // loader holds nothing per sample of the epoch (a few KiB per thread, whatever the sample count). `plan` must
+  // outlive the Loader.
+  static std::unique_ptr<Loader> StartIndex(const LoaderConfig& cfg, const EpochPlan& plan, int64_t rank, int64_t steps,
                                             const std::atomic<bool>* cancel);
   static std::unique_ptr<Loader> StartStream(const LoaderConfig& cfg, StreamAssignment assignment, int64_t steps,
                                              const std::atomic<bool>* cancel);
@@ -96,7 +99,7 @@ class Loader {
   void Preprocess(Xoshiro256& rng);
   // Charges the limiter with the bytes `stats` counted since `*charged` (and sleeps as it says, until cancelled).
   void Throttle(const IoStats& stats, uint64_t* charged);
-  void IndexThread(int t, const std::vector<SampleRef>* samples);
+  void IndexThread(int t);
   void StreamThread(int t);
   // Stream mode: waits until stream record `claim` (0-based, in claim order) falls within the prefetch window of
   // batches; false when cancelled.
@@ -108,7 +111,8 @@ class Loader {
   const std::atomic<bool>* external_cancel_;
   std::atomic<bool> cancel_{false};
   bool stream_ = false;
-  std::vector<SampleRef> samples_;
+  const EpochPlan* index_plan_ = nullptr;          // index: the rank's plan (outlives the Loader)
+  int64_t index_rank_ = 0;
   StreamAssignment stream_plan_;                  // stream: per thread, its files and records
   std::atomic<int64_t> claimed_{0};               // stream: delivered records admitted so far (all threads)
   std::atomic<int64_t> delivered_{0};             // stream: delivered records read so far (all threads)

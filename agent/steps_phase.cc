@@ -128,7 +128,13 @@ absl::Status EvictEpochFiles(const PhaseCommand& cmd, const EpochPlan& plan, con
         for (uint32_t f : ts.files) mine[f] = 1;
       }
     } else {
-      for (const SampleRef& s : plan.RankSamples(rank)) mine[s.file] = 1;
+      std::vector<SampleRef> slice(4096);  // the plan a slice at a time: nothing held per sample
+      const int64_t per_rank = plan.steps() * plan.params().batch;
+      for (int64_t first = 0; first < per_rank; first += static_cast<int64_t>(slice.size())) {
+        const int64_t count = std::min<int64_t>(static_cast<int64_t>(slice.size()), per_rank - first);
+        plan.RankSlice(rank, first, count, slice.data());
+        for (int64_t j = 0; j < count; ++j) mine[slice[static_cast<size_t>(j)].file] = 1;
+      }
     }
   }
   std::vector<std::string> evict;
@@ -271,7 +277,7 @@ class RankSteps {
     block_start_ = window_start_ = prev_step_end_ = SteadyClock::now();
     loader_ = AccessModeFor(spec_) == AccessMode::kStream
                   ? Loader::StartStream(cfg, setup_.plan.RankStream(rank_), steps, &group_.stop)
-                  : Loader::StartIndex(cfg, setup_.plan.RankSamples(rank_), steps, &group_.stop);
+                  : Loader::StartIndex(cfg, setup_.plan, rank_, steps, &group_.stop);
     if (rm_) {
       rm_->AttachLoader(loader_.get(), setup_.eval);
       rm_->epoch = cmd_.epoch;

@@ -98,7 +98,7 @@ TEST(WorkerPool, LoaderReusesThePoolAcrossEpochs) {
       ASSERT_TRUE(plan.ok());
       std::unique_ptr<Loader> l = p.mode == AccessMode::kStream
                                       ? Loader::StartStream(cfg, plan->RankStream(0), plan->steps(), &cancel)
-                                      : Loader::StartIndex(cfg, plan->RankSamples(0), plan->steps(), &cancel);
+                                      : Loader::StartIndex(cfg, *plan, 0, plan->steps(), &cancel);
       for (int64_t s = 0; s < plan->steps(); ++s) ASSERT_TRUE(l->Next().ok()) << name << " epoch " << epoch;
       EXPECT_EQ(l->Next().code(), absl::StatusCode::kOutOfRange);
       l.reset();  // waits for the pool's loops before the next epoch's Run()

@@ -61,18 +61,13 @@ bool RunLoader(const LoaderConfig& cfg, PlanParams params, int64_t steps, Counts
   absl::StatusOr<EpochPlan> plan = EpochPlan::Make(params, 1);
   if (!plan.ok()) return Fail("plan", plan.status());
   std::atomic<bool> cancel{false};
-  std::vector<SampleRef> samples;
   StreamAssignment stream;
   const bool streaming = params.mode == AccessMode::kStream;
-  if (streaming) {
-    stream = plan->RankStream(0);
-  } else {
-    samples = plan->RankSamples(0);
-  }
+  if (streaming) stream = plan->RankStream(0);
   testing::GlobalAllocationCounter allocs;
   {
     std::unique_ptr<Loader> loader = streaming ? Loader::StartStream(cfg, std::move(stream), steps, &cancel)
-                                               : Loader::StartIndex(cfg, std::move(samples), steps, &cancel);
+                                               : Loader::StartIndex(cfg, *plan, 0, steps, &cancel);
     for (int64_t s = 0; s < steps; ++s) {
       if (absl::Status st = loader->Next(); !st.ok()) {
         return Fail("loader", st);

@@ -112,7 +112,8 @@ void AgentInbox::Deliver(const v1::AgentMessage& in) {
     }
     case v1::AgentMessage::kError:
       core_->OnAgentError(agent_, in.error().job_id(), in.error().phase_id(),
-                          in.error().code() == v1::ERROR_CODE_CANCELLED ? AgentErrorKind::kCancelled
+                          in.error().code() == v1::ERROR_CODE_CANCELLED  ? AgentErrorKind::kCancelled
+                          : in.error().code() == v1::ERROR_CODE_REFUSED ? AgentErrorKind::kRefused
                                                                         : AgentErrorKind::kFailure,
                           in.error().message());
       break;

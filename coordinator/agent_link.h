@@ -30,7 +30,8 @@ class AgentLink {
 
 // What an agent's Error says about its phase: a confirmation of a stop the coordinator asked for (the phase was
 // cancelled, or its session ended), or a failure of the job.
-enum class AgentErrorKind { kFailure, kCancelled };
+// kRefused: the agent refused the phase before it touched anything (what the job asks does not fit it).
+enum class AgentErrorKind { kFailure, kCancelled, kRefused };
 
 // One agent's progress report of a running phase (the Progress message): steps (files for a generate phase) done of
 // total, samples and bytes read so far.

@@ -328,7 +328,7 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
   const bool stop_confirmation =
       kind == AgentErrorKind::kCancelled && (job.cancel_requested || stopping_ || !driver_.error().empty());
   if (!stop_confirmation) spdlog::error("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
-  if (!job.cancel_requested && !stopping_) driver_.Fail(message);
+  if (!job.cancel_requested && !stopping_) driver_.Fail(message, kind == AgentErrorKind::kRefused);
   cv_.notify_all();
 }
 

@@ -40,7 +40,8 @@ struct Coordinator::Job {
   std::unordered_map<std::string, size_t> agent_index;  // rec.agent_names[i] -> i, once placed
   std::map<uint64_t, EventSink> watchers;  // Watch(): sinks fed by Emit() until the final event
   std::unique_ptr<TraceWriter> trace;  // dlio_ext.trace: the merged trace, fed phase by phase (runner thread only)
-  bool refused = false;              // refused at placement (plan/preflight.h): its final event says so
+  bool refused = false;              // refused at placement (plan/preflight.h) or by an agent's preflight
+                                     // (agent/preflight.h): its final event says so
 };
 
 }  // namespace dlio

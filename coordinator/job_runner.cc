@@ -391,6 +391,7 @@ void Coordinator::StopPhase(Job& job, MutexLock& lk) {
   if (!driver_.error().empty()) {
     job.end_state = JobState::kFailed;
     job.end_message = driver_.error();
+    job.refused = driver_.refused();
   } else if (job.cancel_requested) {
     job.end_state = JobState::kCancelled;
     job.end_message = absl::StrCat("job ", job.rec.id, " cancelled during phase ", phase_id, where);

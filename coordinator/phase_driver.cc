@@ -98,6 +98,7 @@ void PhaseDriver::Begin(Setup setup, Clock::time_point now) {
   progress_ = PhaseProgress(n, generate());
   results_.clear();
   error_.clear();
+  refused_ = false;
 }
 
 void PhaseDriver::Order(size_t i, std::shared_ptr<AgentLink> link, const PhaseOrder& order) {

@@ -112,9 +112,12 @@ class PhaseDriver {
   void Settle(const std::string& agent);
   // The agent is gone (closed, expired, replaced): it owes nothing, and the phase fails naming it and how far it got.
   void Lost(const std::string& agent, const std::string& why);
-  // The phase failed; the first failure is the one kept (one line).
-  void Fail(const std::string& message) {
-    if (error_.empty()) error_ = message;
+  // The phase failed; the first failure is the one kept (one line). `refused`: an agent refused the phase before it
+  // touched anything (the job then ends refused).
+  void Fail(const std::string& message, bool refused = false) {
+    if (!error_.empty()) return;
+    error_ = message;
+    refused_ = refused;
   }
   // A training phase over several agents fails when its barrier released no step for `timeout` (0: never), naming
   // the agents that did not arrive. True when it failed now.
@@ -125,6 +128,8 @@ class PhaseDriver {
   // The agents still owing their PhaseDone, in placement order.
   std::vector<std::string> Unsettled() const;
   const std::string& error() const { return error_; }
+  // The kept failure is an agent's refusal (see Fail).
+  bool refused() const { return refused_; }
   // "after step N of M": how far the phase got (the barrier's step over several agents, else the agent's report).
   std::string StepText() const;
   PhaseProgress& progress() { return progress_; }
@@ -154,6 +159,7 @@ class PhaseDriver {
   PhaseProgress progress_;
   std::vector<RankEpochResult> results_;
   std::string error_;                // first failure, one line
+  bool refused_ = false;             // the first failure is an agent's refusal
 };
 
 }  // namespace dlio

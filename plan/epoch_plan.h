@@ -30,7 +30,8 @@
 // Cost: index mode with sample_shuffle is O(N) time for up to 2^24 samples (10 M samples: ~0.2 s with the rank's
 // list, 40 MB; bench/ measures it) and O(1) above (2^32 samples: nothing on the heap); without it nothing per
 // sample is stored. RankSamples() materialises the rank's slice (8 bytes per sample); RankSample() and RankSlice()
-// compute one entry or a run of it without materialising the rest (the agent's loader still takes RankSamples()).
+// compute one entry or a run of it without materialising the rest (the agent's loader and cache eviction read
+// RankSlice() a slice at a time, so an agent holds nothing per sample of an epoch).
 // Thread-safety: immutable after Make(); const methods are safe from any thread.
 #pragma once
 
