@@ -117,14 +117,19 @@ std::vector<std::string> Parts(const std::string& rel) {
 ConfinedDir::~ConfinedDir() { ::close(fd_); }
 
 absl::StatusOr<std::shared_ptr<const ConfinedDir>> ConfinedDir::OpenRoot(const std::string& root) {
+  return OpenRoot(root, Names{"--data-root", "the agent", "its data root"});
+}
+
+absl::StatusOr<std::shared_ptr<const ConfinedDir>> ConfinedDir::OpenRoot(const std::string& root, Names names) {
   const int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--data-root: '", EscapeText(root), "': ", std::strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat(names.flag, ": '", EscapeText(root), "': ", std::strerror(errno)));
   }
   char buf[PATH_MAX];
   std::string path = ::realpath(root.c_str(), buf) != nullptr ? std::string(buf) : root;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return std::shared_ptr<const ConfinedDir>(new ConfinedDir(fd, path));
+  return std::shared_ptr<const ConfinedDir>(
+      new ConfinedDir(fd, path, std::make_shared<const Names>(std::move(names))));
 }
 
 absl::StatusOr<std::string> ConfinedDir::Relative(const std::string& path, const std::string& key) const {
@@ -137,7 +142,8 @@ absl::StatusOr<std::string> ConfinedDir::Relative(const std::string& path, const
       p = p.substr(prefix.size());
     } else {
       return absl::PermissionDeniedError(absl::StrCat(key, ": '", EscapeText(path), "' is outside '", path_,
-                                                      "', the folder the agent is confined to (its data root)"));
+                                                      "', the folder ", names_->who, " is confined to (",
+                                                      names_->root, ")"));
     }
   }
   std::vector<std::string> parts;
@@ -146,7 +152,8 @@ absl::StatusOr<std::string> ConfinedDir::Relative(const std::string& path, const
     if (c == "..") {
       if (parts.empty()) {
         return absl::PermissionDeniedError(absl::StrCat(key, ": '", EscapeText(path), "' leaves '", path_,
-                                                        "' through '..'; the agent is confined to its data root"));
+                                                        "' through '..'; ", names_->who, " is confined to ",
+                                                        names_->root));
       }
       parts.pop_back();
       continue;
@@ -257,7 +264,7 @@ absl::StatusOr<std::shared_ptr<const ConfinedDir>> ConfinedDir::Sub(const std::s
     return err == ENOENT ? absl::NotFoundError(absl::StrCat(key, ": ", why))
                          : absl::PermissionDeniedError(absl::StrCat(key, ": ", why));
   }
-  return std::shared_ptr<const ConfinedDir>(new ConfinedDir(fd, *rel == "." ? path_ : path_ + "/" + *rel));
+  return std::shared_ptr<const ConfinedDir>(new ConfinedDir(fd, *rel == "." ? path_ : path_ + "/" + *rel, names_));
 }
 
 absl::StatusOr<std::shared_ptr<const ConfinedDir>> ConfinedDir::NearestExisting(const std::string& path,
@@ -280,7 +287,7 @@ absl::StatusOr<std::shared_ptr<const ConfinedDir>> ConfinedDir::NearestExisting(
     done = done.empty() ? name : done + "/" + name;
   }
   if (cur < 0) return absl::InternalError(absl::StrCat(key, ": ", std::strerror(errno)));
-  return std::shared_ptr<const ConfinedDir>(new ConfinedDir(cur, done.empty() ? path_ : path_ + "/" + done));
+  return std::shared_ptr<const ConfinedDir>(new ConfinedDir(cur, done.empty() ? path_ : path_ + "/" + done, names_));
 }
 
 absl::StatusOr<std::vector<ConfinedDir::Entry>> ConfinedDir::List(const std::string& path, bool sizes) const {
@@ -329,7 +336,7 @@ std::string ConfinedDir::Explain(const std::string& path, int err) const {
     }
     if (S_ISLNK(st.st_mode)) {
       why = absl::StrCat("'", EscapeText(path), "' passes through '", EscapeText(prefix),
-                         "', a symbolic link; the agent follows none below its data root ('", path_, "')");
+                         "', a symbolic link; ", names_->who, " follows none below ", names_->root, " ('", path_, "')");
       break;
     }
     const int next = ::openat(cur, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);

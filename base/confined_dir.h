@@ -20,6 +20,8 @@
 // directory), the StatusOr functions one line naming `key`, e.g.
 //   "dataset.data_folder: 'zz/../lnk' passes through 'lnk', a symbolic link; the agent follows none below its data
 //    root '/data'".
+// The coordinator opens its --results-dir the same way (Names below: its messages name the coordinator's results
+// folder) and writes a job's result files through the job folder's descriptor (base/atomic_file.h).
 // Thread-safety: immutable after creation; any number of threads may use one (descriptors are per call).
 #pragma once
 
@@ -36,8 +38,14 @@ namespace dlio {
 
 class ConfinedDir {
  public:
+  // How messages name the root and who is confined below it (OpenRoot(root) gives the agent's: "--data-root",
+  // "the agent", "its data root").
+  struct Names {
+    std::string flag, who, root;
+  };
   // Opens `root` (following links in its own path) as the anchor every later path stays below.
   static absl::StatusOr<std::shared_ptr<const ConfinedDir>> OpenRoot(const std::string& root);
+  static absl::StatusOr<std::shared_ptr<const ConfinedDir>> OpenRoot(const std::string& root, Names names);
   ~ConfinedDir();
   ConfinedDir(const ConfinedDir&) = delete;
   ConfinedDir& operator=(const ConfinedDir&) = delete;
@@ -78,9 +86,11 @@ class ConfinedDir {
   std::string Explain(const std::string& path, int err) const;
 
  private:
-  ConfinedDir(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ConfinedDir(int fd, std::string path, std::shared_ptr<const Names> names)
+      : fd_(fd), path_(std::move(path)), names_(std::move(names)) {}
   const int fd_;
   const std::string path_;
+  const std::shared_ptr<const Names> names_;  // shared by the root and every folder opened below it
 };
 
 }  // namespace dlio

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/atomic_file.h"
 #include "base/text.h"
 #include "coordinator/coordinator_job.h"
 #include "coordinator/messages.h"
@@ -124,18 +124,19 @@ void Coordinator::MarkInterrupted(JobRecord& rec) {
   rec.state = JobState::kInterrupted;
   rec.ended_unix_us = NowUnixUs();
   const std::string dir = absl::StrCat(options_.results_dir, "/", rec.id);
-  if (absl::StatusOr<std::string> checked = ResultDir(rec.id); checked.ok()) {
+  if (absl::StatusOr<std::shared_ptr<const ConfinedDir>> folder = OpenResultDir(rec.id, /*create=*/false);
+      folder.ok()) {
     // The files on disk are what was kept: a crash between writing an epoch's partial results and recording it in
     // the store leaves the store one epoch behind, so the summary's epoch count wins. It was written as "partial";
     // say what became of the job.
-    const std::string path = *checked + "/summary.json";
-    std::ifstream in(path);
-    nlohmann::json j = in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+    const absl::StatusOr<std::string> text = ReadFileIn(**folder, "summary.json");
+    nlohmann::json j =
+        text.ok() ? nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
     if (j.is_object()) {
       rec.has_results = true;
       if (j.contains("epochs") && j["epochs"].is_number_integer()) rec.epochs_done = j["epochs"].get<int>();
       j["dlio_ext"]["job_state"] = JobStateName(JobState::kInterrupted);
-      if (absl::Status s = WriteFileAtomic(path, j.dump(4) + "\n"); !s.ok()) {
+      if (absl::Status s = WriteFileAtomic(**folder, "summary.json", j.dump(4) + "\n"); !s.ok()) {
         spdlog::error("{}", std::string(s.message()));
       }
     }
@@ -531,6 +532,26 @@ absl::StatusOr<std::string> Coordinator::ResultDir(const std::string& job_id) co
                                                     root.string(), "'"));
   }
   return dir;
+}
+
+absl::StatusOr<std::shared_ptr<const ConfinedDir>> Coordinator::OpenResultDir(const std::string& job_id,
+                                                                               bool create) const {
+  absl::StatusOr<std::string> checked = ResultDir(job_id);
+  if (!checked.ok()) return checked.status();
+  std::error_code ec;
+  if (create) {
+    fs::create_directories(options_.results_dir, ec);
+    if (ec) return ErrnoStatus(ec.value(), absl::StrCat(options_.results_dir, ": cannot create directory"));
+  } else if (!fs::is_directory(options_.results_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("results of job ", job_id, ": no results folder '",
+                                            options_.results_dir, "'"));
+  }
+  // The results folder's own path may hold links (the operator chose it); below it, none is followed.
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> root =
+      ConfinedDir::OpenRoot(options_.results_dir, {"--results-dir", "the coordinator", "its results folder"});
+  if (!root.ok()) return root.status();
+  return (*root)->Sub(job_id, create ? ConfinedDir::Mode::kCreate : ConfinedDir::Mode::kExisting,
+                      absl::StrCat("results of job ", job_id));
 }
 
 Coordinator::Counts Coordinator::GetCounts() const {

@@ -10,7 +10,7 @@
 //   stop and result collection, progress events, the result files) over a PhaseDriver (phase_driver.h: the
 //   running phase's orders, step barrier, PhaseProgress, results and first failure). Results go through the one
 //   Aggregator path into the result files under `results_dir/<job-id>/` (rewritten after every completed epoch, so
-//   a crash keeps the completed epochs).
+//   a crash keeps the completed epochs), written through the job folder's descriptor (OpenResultDir).
 //
 // Registry and leases: an agent must send something (a heartbeat at least) every heartbeat interval; one not heard
 // from for `lease` is dropped (its link is told to close the session). A second agent with an attached name is
@@ -47,6 +47,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "results/latency_histogram.h"
+#include "base/confined_dir.h"
 #include "base/mutex.h"
 #include "results/results.h"
 #include "results/verdict.h"
@@ -182,6 +183,12 @@ class Coordinator {
   // The job's result folder, checked to lie inside the results folder (InvalidArgument for a malformed id,
   // PermissionDenied when it would resolve elsewhere, e.g. through a symlink).
   absl::StatusOr<std::string> ResultDir(const std::string& job_id) const;
+  // The job's result folder opened (after ResultDir()'s check): the results folder, then the job's folder below it
+  // without following a link (base/confined_dir.h; `create`: the folders are made when missing, else NotFound).
+  // Every result file of a job is written (base/atomic_file.h) and read through such a descriptor, so a folder
+  // renamed or swapped for a symbolic link after it was opened receives the files wherever it went, and nothing is
+  // ever written through the link. A running job holds its folder from its first file to its end.
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> OpenResultDir(const std::string& job_id, bool create) const;
 
   // Stops taking work: a running job ends INTERRUPTED (agents told to stop, completed epochs written), queued jobs
   // stay queued in the store. Idempotent; the destructor calls it.
@@ -243,6 +250,8 @@ class Coordinator {
   void WaitForPhase(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StopPhase(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The running job's result folder: opened (and made) at its first use, then held until the job ends.
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> JobFolder(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the result files of the epochs completed so far (mu_ released while writing).
   void WriteResults(Job& job, MutexLock& lk, const std::string& job_state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

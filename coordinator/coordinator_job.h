@@ -2,7 +2,8 @@
 // its record, its workload, its events and watchers, and, once placed and running, where it runs and what its
 // phases returned. Private to the coordinator's files (coordinator.cc, job_runner.cc).
 // Thread-safety: guarded by the coordinator's mutex (reached only through its guarded jobs_ and running_); the
-// fields only the runner thread changes (result, trace) are read by it without the lock while it writes files.
+// fields only the runner thread changes (result, trace, folder) are read by it without the lock while it writes
+// files.
 #pragma once
 
 #include <chrono>
@@ -40,6 +41,8 @@ struct Coordinator::Job {
   std::unordered_map<std::string, size_t> agent_index;  // rec.agent_names[i] -> i, once placed
   std::map<uint64_t, EventSink> watchers;  // Watch(): sinks fed by Emit() until the final event
   std::unique_ptr<TraceWriter> trace;  // dlio_ext.trace: the merged trace, fed phase by phase (runner thread only)
+  // The result folder (Coordinator::OpenResultDir), held from the job's first file to its end (runner thread only).
+  std::shared_ptr<const ConfinedDir> folder;
   bool refused = false;              // refused at placement (plan/preflight.h) or by an agent's preflight
                                      // (agent/preflight.h): its final event says so
 };

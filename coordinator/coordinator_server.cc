@@ -1,13 +1,12 @@
 #include "coordinator/coordinator_server.h"
 
+#include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <mutex>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 #include "base/mutex.h"
 #include "results/prometheus_family.h"
 #include "base/text.h"
@@ -27,8 +26,6 @@
 namespace dlio {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 // Messages queued for one agent before it counts as not reading its stream and is dropped. An agent receives about
 // one message per step (the barrier release) and one per heartbeat; 4096 queued means it has been stuck for
@@ -327,30 +324,30 @@ class Service final : public ServiceBase {
   grpc::Status GetResults(const v1::GetResultsRequest* req, Writer* writer) {
     absl::StatusOr<JobInfoData> job = core_->GetJob(req->job_id());
     if (!job.ok()) return ToGrpc(job.status());
-    absl::StatusOr<std::string> dir = core_->ResultDir(req->job_id());
-    if (!dir.ok()) return ToGrpc(dir.status());
-    std::error_code ec;
-    if (!fs::is_directory(*dir, ec)) {
+    // Read through the folder's descriptor (Coordinator::OpenResultDir): no link is followed, in the folder or to it.
+    absl::StatusOr<std::shared_ptr<const ConfinedDir>> dir = core_->OpenResultDir(req->job_id(), /*create=*/false);
+    if (!dir.ok() && dir.status().code() != absl::StatusCode::kNotFound) return ToGrpc(dir.status());
+    if (!dir.ok()) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND,
                           absl::StrCat("job ", req->job_id(), " (", JobStateName(job->record.state),
                                        ") has no result files", IsFinal(job->record.state)
                                                                     ? " (it ended before completing an epoch)"
                                                                     : " yet (they appear after its first epoch)"));
     }
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(*dir, ec)) {
-      if (e.is_regular_file() && e.path().filename().string().find(".tmp") == std::string::npos) {
-        files.push_back(e.path());
+    absl::StatusOr<std::vector<ConfinedDir::Entry>> entries = (*dir)->List(".");
+    if (!entries.ok()) return ToGrpc(entries.status());
+    std::vector<std::string> files;
+    for (const ConfinedDir::Entry& e : *entries) {
+      if (e.type == ConfinedDir::Entry::Type::kFile && e.name.find(".tmp") == std::string::npos) {
+        files.push_back(e.name);
       }
     }
     std::sort(files.begin(), files.end());
-    for (const fs::path& f : files) {
-      std::ifstream in(f, std::ios::binary);
-      std::ostringstream ss;
-      ss << in.rdbuf();
+    for (const std::string& f : files) {
+      absl::StatusOr<std::string> content = ReadFileIn(**dir, f);
       v1::ResultFile rf;
-      rf.set_name(f.filename().string());
-      rf.set_content(ss.str());
+      rf.set_name(f);
+      rf.set_content(content.ok() ? std::move(*content) : std::string());
       if (!writer->Write(rf)) break;
     }
     return grpc::Status::OK;

@@ -22,13 +22,20 @@
 
 namespace dlio {
 
+absl::StatusOr<std::shared_ptr<const ConfinedDir>> Coordinator::JobFolder(Job& job) {
+  if (job.folder) return job.folder;
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> folder = OpenResultDir(job.rec.id, /*create=*/true);
+  if (folder.ok()) job.folder = *folder;
+  return folder;
+}
+
 void Coordinator::WriteResults(Job& job, MutexLock& lk, const std::string& job_state) {
   job.result.job_state = job_state;
   job.result.end_unix_us = NowUnixUs();
-  absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
+  absl::StatusOr<std::shared_ptr<const ConfinedDir>> dir = JobFolder(job);
   // Only this thread changes job.result, so the files are written without the lock (a fleet's files take a while).
   mu_.Unlock();
-  absl::Status s = dir.ok() ? WriteResultFiles(*dir, job.result) : dir.status();
+  absl::Status s = dir.ok() ? WriteResultFiles(**dir, job.result) : dir.status();
   mu_.Lock();
   if (s.ok()) {
     job.rec.has_results = true;
@@ -180,6 +187,7 @@ void Coordinator::RunJob(Job& job) {
   if (!StartJob(job, lk)) return;
   const bool ok = RunPhases(job, lk);
   FinishJob(job, lk, ok);
+  job.folder.reset();  // a finished job holds no descriptor (jobs stay in jobs_ for status and results)
 }
 
 bool Coordinator::StartJob(Job& job, MutexLock& lk) {
@@ -422,8 +430,10 @@ void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
   // Every PhaseDone is in (the phase settled): the results are ours, also while the lock is released for the trace.
   std::vector<RankEpochResult> results = driver_.TakeResults();
   if (job.spec.trace && !generate) {
-    absl::StatusOr<std::string> dir = ResultDir(job.rec.id);
-    if (dir.ok() && !job.trace) job.trace = std::make_unique<TraceWriter>(*dir, job.rec.id, job.result.start_unix_us);
+    if (!job.trace) {
+      absl::StatusOr<std::shared_ptr<const ConfinedDir>> dir = JobFolder(job);
+      if (dir.ok()) job.trace = std::make_unique<TraceWriter>(*dir, job.rec.id, job.result.start_unix_us);
+    }
     if (job.trace) {
       mu_.Unlock();
       absl::Status ts = job.trace->AddPhase(phase_id, results, job.result.agents);

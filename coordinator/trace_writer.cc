@@ -1,19 +1,24 @@
 #include "coordinator/trace_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
-#include <filesystem>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 #include "results/trace_buffer.h"
 
 namespace dlio {
 
-namespace fs = std::filesystem;
-
 namespace {
+
+// The events written so far, in the job's folder, until Finish() (its ".tmp" keeps it out of `results`).
+constexpr char kPart[] = "trace.events.tmp";
 
 // Microseconds with 3 decimals from nanoseconds, exactly (no double rounding of large values).
 std::string Micros(int64_t ns) {
@@ -50,26 +55,29 @@ int AgentOf(int rank, const std::vector<AgentInfo>& agents) {
 
 }  // namespace
 
-TraceWriter::TraceWriter(std::string dir, std::string job_id, int64_t start_unix_us)
+TraceWriter::TraceWriter(std::shared_ptr<const ConfinedDir> dir, std::string job_id, int64_t start_unix_us)
     : dir_(std::move(dir)), job_id_(std::move(job_id)), origin_ns_(start_unix_us * 1000) {}
 
 TraceWriter::~TraceWriter() {
   if (part_ != nullptr) {
     std::fclose(part_);
-    std::error_code ec;
-    fs::remove(dir_ + "/trace.events.tmp", ec);
+    ::unlinkat(dir_->fd(), kPart, 0);
   }
 }
 
 absl::Status TraceWriter::AddPhase(const std::string& phase_id, std::vector<RankEpochResult>& ranks,
                                    const std::vector<AgentInfo>& agents) {
   if (part_ == nullptr) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    part_ = std::fopen((dir_ + "/trace.events.tmp").c_str(), "w+");
+    // A leftover of a coordinator that died is replaced; the new file is created, never opened through a link.
+    ::unlinkat(dir_->fd(), kPart, 0);
+    const int fd = ::openat(dir_->fd(), kPart, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int err = errno;
+    part_ = fd < 0 ? nullptr : ::fdopen(fd, "w+");
     if (part_ == nullptr) {
-      return absl::InternalError(absl::StrCat("--trace: cannot create '", dir_, "/trace.events.tmp': ",
-                                              std::strerror(errno)));
+      if (fd >= 0) ::close(fd);
+      ::unlinkat(dir_->fd(), kPart, 0);
+      return absl::InternalError(absl::StrCat("--trace: cannot create '", dir_->path(), "/", kPart, "': ",
+                                              std::strerror(fd < 0 ? err : errno)));
     }
   }
   const std::string phase = JsonString(phase_id);
@@ -96,7 +104,7 @@ absl::Status TraceWriter::AddPhase(const std::string& phase_id, std::vector<Rank
       }
       line += "}}";
       if (std::fwrite(line.data(), 1, line.size(), part_) != line.size()) {
-        return absl::InternalError(absl::StrCat("--trace: writing '", dir_, "/trace.events.tmp' failed"));
+        return absl::InternalError(absl::StrCat("--trace: writing '", dir_->path(), "/", kPart, "' failed"));
       }
       ++events_;
     }
@@ -105,11 +113,8 @@ absl::Status TraceWriter::AddPhase(const std::string& phase_id, std::vector<Rank
 }
 
 absl::Status TraceWriter::Finish(const std::vector<AgentInfo>& agents) {
-  const std::string tmp = dir_ + "/trace.json.tmp";
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  std::FILE* out = std::fopen(tmp.c_str(), "w");
-  if (out == nullptr) return absl::InternalError(absl::StrCat("--trace: cannot create '", tmp, "': ", std::strerror(errno)));
+  absl::StatusOr<AtomicFile> out = AtomicFile::Create(dir_->fd(), "trace.json", path());
+  if (!out.ok()) return absl::InternalError(absl::StrCat("--trace: ", out.status().message()));
   std::string head = "{\"traceEvents\":[\n";
   bool first = true;
   for (const auto& [pid, tids] : tracks_) {
@@ -126,22 +131,23 @@ absl::Status TraceWriter::Finish(const std::vector<AgentInfo>& agents) {
     }
   }
   if (events_ > 0 && !first) head += ",\n";
-  bool ok = std::fwrite(head.data(), 1, head.size(), out) == head.size();
+  auto failed = [](const absl::Status& s) { return absl::InternalError(absl::StrCat("--trace: ", s.message())); };
+  if (absl::Status s = out->Write(head); !s.ok()) return failed(s);
   if (part_ != nullptr) {
     std::fflush(part_);
     std::rewind(part_);
     char buf[1 << 16];
     size_t n;
-    while (ok && (n = std::fread(buf, 1, sizeof(buf), part_)) > 0) ok = std::fwrite(buf, 1, n, out) == n;
+    while ((n = std::fread(buf, 1, sizeof(buf), part_)) > 0) {
+      if (absl::Status s = out->Write(std::string_view(buf, n)); !s.ok()) return failed(s);
+    }
   }
   const std::string tail = absl::StrCat("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"job_id\":", JsonString(job_id_),
                                         ",\"start_unix_us\":", origin_ns_ / 1000, ",\"events\":", events_,
                                         ",\"dropped_events\":", dropped_, "}}\n");
-  ok = ok && std::fwrite(tail.data(), 1, tail.size(), out) == tail.size();
-  ok = (std::fclose(out) == 0) && ok;
-  if (!ok) return absl::InternalError(absl::StrCat("--trace: writing '", tmp, "' failed"));
-  fs::rename(tmp, path(), ec);
-  if (ec) return absl::InternalError(absl::StrCat("--trace: rename to '", path(), "': ", ec.message()));
+  if (absl::Status s = out->Write(tail); !s.ok()) return failed(s);
+  // Not fsync'ed (it never was): a trace is a diagnostic, rewritten whole by the next run.
+  if (absl::Status s = out->Commit(/*sync=*/false); !s.ok()) return failed(s);
   return absl::OkStatus();
 }
 

@@ -13,25 +13,29 @@
 //  - otherData: job_id, start_unix_us, events (written), dropped_events (the agents' full buffers).
 // Memory: bounded by one phase's events: AddPhase() appends them to `<dir>/trace.events.tmp` and frees them;
 // Finish() streams that file into `<dir>/trace.json` (temp name, then rename) and removes it.
+// Files: all of them through the job folder's descriptor (base/atomic_file.h), never by path, so a folder renamed
+// or swapped for a symbolic link mid-job receives them wherever it went and nothing is written through the link.
 // Thread-safety: none; the coordinator's runner thread owns it.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/confined_dir.h"
 #include "results/results.h"
 
 namespace dlio {
 
 class TraceWriter {
  public:
-  // `dir`: the job's result folder (created if missing); `start_unix_us`: the origin of ts.
-  TraceWriter(std::string dir, std::string job_id, int64_t start_unix_us);
+  // `dir`: the job's result folder, open (Coordinator::OpenResultDir); `start_unix_us`: the origin of ts.
+  TraceWriter(std::shared_ptr<const ConfinedDir> dir, std::string job_id, int64_t start_unix_us);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -45,10 +49,11 @@ class TraceWriter {
 
   uint64_t events() const { return events_; }
   uint64_t dropped() const { return dropped_; }
-  std::string path() const { return dir_ + "/trace.json"; }
+  std::string path() const { return dir_->path() + "/trace.json"; }
 
  private:
-  std::string dir_, job_id_;
+  std::shared_ptr<const ConfinedDir> dir_;
+  std::string job_id_;
   int64_t origin_ns_;
   std::FILE* part_ = nullptr;  // <dir>/trace.events.tmp: events written so far, comma-separated
   uint64_t events_ = 0;

@@ -53,7 +53,7 @@ TEST(TraceWriter, MergesPhasesIntoChromeTraceSortedPerTrackWithNamedProcessesAnd
   agents[1].name = "b";
   agents[1].first_rank = 1;
   agents[1].ranks = 1;
-  TraceWriter w(dir, "job-1", start_us);
+  TraceWriter w(*ConfinedDir::OpenRoot(dir), "job-1", start_us);
   std::vector<RankEpochResult> phase1(2);
   for (int r = 0; r < 2; ++r) {
     phase1[r].rank = r;
@@ -112,6 +112,42 @@ TEST(TraceWriter, MergesPhasesIntoChromeTraceSortedPerTrackWithNamedProcessesAnd
   }
   EXPECT_TRUE(found);
   fs::remove_all(dir);
+}
+
+// Issue 24 item 5: the job folder renamed away and replaced by a link to an outside folder between two phases.
+// The events file and trace.json stay in the folder that was opened (now "moved"); nothing appears outside.
+TEST(TraceWriter, AJobFolderSwappedForALinkMidJobKeepsEveryTraceFileOutOfTheLinksTarget) {
+  const fs::path base = MakeDir();
+  fs::create_directories(base / "results" / "job-1");
+  fs::create_directories(base / "outside");
+  std::vector<AgentInfo> agents(1);
+  agents[0].name = "a";
+  agents[0].ranks = 1;
+  auto phase = [] {
+    std::vector<RankEpochResult> ranks(1);
+    TraceBuffer step(StepTrackId(0), 4);
+    step.Record(TraceKind::kCompute, 100, 10, 0);
+    step.Pack(0, &ranks[0].trace_events);
+    return ranks;
+  };
+  {
+    TraceWriter w(*ConfinedDir::OpenRoot((base / "results" / "job-1").string()), "job-1", 0);
+    std::vector<RankEpochResult> p1 = phase();
+    ASSERT_TRUE(w.AddPhase("train-epoch-1", p1, agents).ok());
+    fs::rename(base / "results" / "job-1", base / "results" / "moved");
+    fs::create_directory_symlink(base / "outside", base / "results" / "job-1");
+    std::vector<RankEpochResult> p2 = phase();
+    ASSERT_TRUE(w.AddPhase("train-epoch-2", p2, agents).ok());
+    ASSERT_TRUE(w.Finish(agents).ok());
+  }
+  EXPECT_TRUE(fs::is_empty(base / "outside"));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(base / "results" / "moved")) names.push_back(e.path().filename());
+  EXPECT_EQ(names, std::vector<std::string>{"trace.json"}) << "the events file is removed, through the folder";
+  std::ifstream in(base / "results" / "moved" / "trace.json");
+  const json t = json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  EXPECT_EQ(t["otherData"]["events"], 2);
+  fs::remove_all(base);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/atomic_file.h"
 #include "base/host_facts.h"
 #include "fmt/format.h"
 #include "results/reduction.h"
@@ -151,24 +151,6 @@ std::map<int, const RankEpochResult*> EpochsOfRank(const JobResult& job, int ran
     if (r.rank == rank) by[r.epoch] = &r;
   }
   return by;
-}
-
-absl::Status ErrnoStatus(int err, const std::string& message) {
-  const std::string msg = fmt::format("{} ({})", message, std::strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(msg);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
 }
 
 }  // namespace
@@ -476,66 +458,36 @@ nlohmann::json Aggregator::RankPerEpochStatsJson(int rank) const {
   return j;
 }
 
-absl::Status WriteResultFiles(const std::string& dir, const JobResult& job) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return ErrnoStatus(ec.value(), fmt::format("{}: cannot create directory", dir));
+absl::Status WriteResultFiles(const ConfinedDir& dir, const JobResult& job) {
   const Aggregator agg(job);
-  const auto path = [&](const std::string& name) { return (std::filesystem::path(dir) / name).string(); };
-  if (absl::Status s = WriteFileAtomic(path("summary.json"), agg.SummaryJson().dump(4) + "\n"); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomic(dir, "summary.json", agg.SummaryJson().dump(4) + "\n"); !s.ok()) return s;
   std::set<int> ranks;
   for (int r = 0; r < job.world; ++r) ranks.insert(r);
   for (const RankEpochResult& r : job.train) ranks.insert(r.rank);
   for (int r : ranks) {
-    if (absl::Status s = WriteFileAtomic(path(fmt::format("{}_output.json", r)), agg.RankOutputJson(r).dump(4) + "\n");
+    if (absl::Status s = WriteFileAtomic(dir, fmt::format("{}_output.json", r), agg.RankOutputJson(r).dump(4) + "\n");
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = WriteFileAtomic(path(fmt::format("{}_per_epoch_stats.json", r)),
+    if (absl::Status s = WriteFileAtomic(dir, fmt::format("{}_per_epoch_stats.json", r),
                                          agg.RankPerEpochStatsJson(r).dump(4) + "\n");
         !s.ok()) {
       return s;
     }
   }
-  return WriteFileAtomic(path("job.yaml"), ToYaml(job.spec));
+  return WriteFileAtomic(dir, "job.yaml", ToYaml(job.spec));
 }
 
 absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
-  // Temp name in the same directory (rename() is atomic only within a file system), hidden, unique per process
-  // and call.
-  static std::atomic<uint64_t> counter{0};
+  // The caller's own path (links in it are followed): its folder is opened once, and the file is written
+  // relative to it (base/atomic_file.h).
   const std::filesystem::path target(path);
-  const std::filesystem::path tmp =
-      target.parent_path() /
-      fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, fmt::format("{}: cannot write", path));
-  auto fail = [&](int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
-  };
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return fail(errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, fmt::format("{}: cannot write", path));
-  }
-  return absl::OkStatus();
+  const std::string parent = target.has_parent_path() ? target.parent_path().string() : ".";
+  const int dir = ::open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return ErrnoStatus(errno, fmt::format("{}: cannot write", path));
+  absl::Status s = WriteFileAtomicAt(dir, target.filename().string(), content, path);
+  ::close(dir);
+  return s;
 }
 
 std::string FormatTimestamp(int64_t unix_us) {

@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "results/io_stats.h"
+#include "base/confined_dir.h"
 #include "base/host_facts.h"
 #include "results/s3_stats.h"
 #include "job/workload_spec.h"
@@ -249,11 +250,13 @@ MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps);
 // included; empty when every figure will be measured. --explain prints them, the coordinator warns at job start.
 std::vector<std::string> UnmeasuredFigureWarnings(const WorkloadSpec& spec, int64_t epoch_steps, int64_t eval_steps);
 
-// Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json and job.yaml into `dir` (created if
-// missing), each under a temporary name then renamed.
-absl::Status WriteResultFiles(const std::string& dir, const JobResult& job);
+// Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json and job.yaml into the open folder `dir`,
+// each under a temporary name then renamed, all through its descriptor (base/atomic_file.h): whatever becomes of
+// the folder's path meanwhile, the files land in the folder that was opened, never through a symbolic link.
+absl::Status WriteResultFiles(const ConfinedDir& dir, const JobResult& job);
 
-// Writes `content` to `path` via a temporary name in the same directory and rename().
+// Writes `content` to `path` via a temporary name in the same directory and rename() (base/atomic_file.h, relative
+// to the folder of `path`, opened once; links in the caller's own path are followed).
 absl::Status WriteFileAtomic(const std::string& path, const std::string& content);
 
 // ISO-8601 local-time string with microseconds, DLIO's timestamp format ("2026-11-22T02:03:49.804834").

@@ -341,8 +341,11 @@ TEST(Aggregator, RankFilesHaveDliosLayout) {
 TEST(Results, WriteResultFilesWritesEveryFileAtomically) {
   const std::string dir = ::testing::TempDir() + "/results_" + std::to_string(::getpid()) + "/job-1";
   std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const absl::StatusOr<std::shared_ptr<const ConfinedDir>> folder = ConfinedDir::OpenRoot(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status();
   JobResult job = SyntheticJob();
-  ASSERT_TRUE(WriteResultFiles(dir, job).ok());
+  ASSERT_TRUE(WriteResultFiles(**folder, job).ok());
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
@@ -359,10 +362,29 @@ TEST(Results, WriteResultFilesWritesEveryFileAtomically) {
   EXPECT_EQ(*back, job.spec);
   // Rewriting replaces the files in place.
   job.job_id = "job-1-again";
-  ASSERT_TRUE(WriteResultFiles(dir, job).ok());
+  ASSERT_TRUE(WriteResultFiles(**folder, job).ok());
   std::ifstream in2(dir + "/summary.json");
   EXPECT_EQ(json::parse(in2)["dlio_ext"]["job_id"], "job-1-again");
   std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
+}
+
+// Issue 24 item 5: a job folder renamed away and replaced by a link to an outside folder between two writes. The
+// files go to the folder that was opened (now "moved"); nothing at all, not even a temporary, appears outside.
+TEST(Results, WriteResultFilesIntoAFolderSwappedForALinkWriteNothingOutside) {
+  const std::filesystem::path base = ::testing::TempDir() + "/results_swap_" + std::to_string(::getpid());
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base / "results" / "job-1");
+  std::filesystem::create_directories(base / "outside");
+  const absl::StatusOr<std::shared_ptr<const ConfinedDir>> folder =
+      ConfinedDir::OpenRoot((base / "results" / "job-1").string());
+  ASSERT_TRUE(folder.ok()) << folder.status();
+  std::filesystem::rename(base / "results" / "job-1", base / "results" / "moved");
+  std::filesystem::create_directory_symlink(base / "outside", base / "results" / "job-1");
+  ASSERT_TRUE(WriteResultFiles(**folder, SyntheticJob()).ok());
+  EXPECT_TRUE(std::filesystem::is_empty(base / "outside"));
+  EXPECT_TRUE(std::filesystem::exists(base / "results" / "moved" / "summary.json"));
+  EXPECT_TRUE(std::filesystem::exists(base / "results" / "moved" / "3_per_epoch_stats.json"));
+  std::filesystem::remove_all(base);
 }
 
 TEST(Results, WriteFileAtomicNamesThePathOnError) {
