@@ -170,6 +170,12 @@ class ServeVerb : public Verb {
     serve->add_option("--store", o_.store,
                       "SQLite job store: jobs survive a restart (queued ones run later, a running one is marked "
                       "interrupted); default: jobs live in memory only");
+    serve->add_option("--keep-jobs", keep_jobs_,
+                      "Finished jobs to keep, the N that ended last (queued and running jobs are always kept): an "
+                      "older one leaves list, status and the --store when a job ends and at start; its result folder "
+                      "stays")
+        ->default_val(1000)
+        ->check(CLI::Range(size_t{1}, size_t{10000000}).description(""));
     serve->add_option("--token-file", tls_.token_file,
                       "Require this token (one line in the file) from every agent and client");
     serve->add_option("--tls-cert", tls_.tls_cert, "Serve TLS with this certificate (PEM); needs --tls-key");
@@ -205,6 +211,7 @@ class ServeVerb : public Verb {
     o_.core.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s_ * 1000));
     o_.core.lease = std::chrono::milliseconds(static_cast<int64_t>(lease_s_ * 1000));
     o_.core.barrier_timeout = std::chrono::milliseconds(static_cast<int64_t>(barrier_timeout_s_ * 1000));
+    o_.core.keep_jobs = keep_jobs_;
     // Signals are handled by a thread of their own, started before gRPC starts its threads (they inherit the mask).
     dlio::OnTerminationSignal([](int) {
       if (dlio::CoordinatorServer* s = g_server.load()) {
@@ -266,6 +273,7 @@ class ServeVerb : public Verb {
   dlio::CoordinatorServer::Options o_;
   dlio::TransportFiles tls_;
   double heartbeat_s_ = 1, lease_s_ = 8, barrier_timeout_s_ = 300;
+  size_t keep_jobs_ = 1000;  // --keep-jobs (Coordinator::Options::keep_jobs)
 };
 
 // --- submit and run: one job (or the MLPerf modes), loaded once --------------------------------------------------
@@ -459,7 +467,7 @@ class RunVerb : public JobVerb {
 
 // --- status, list, cancel, results -------------------------------------------------------------------------------
 
-// A client verb on one job (or, for list, none): `act` runs it with the parsed options.
+// A client verb on one job (status, cancel, results): `act` runs it with the parsed options.
 class ClientVerb : public Verb {
  public:
   using Act = int (*)(const dlio::ClientOptions&, const std::string& job_id, const std::string& output);
@@ -490,6 +498,25 @@ std::unique_ptr<Verb> MakeClientVerb(CLI::App* sub, bool takes_job, bool output,
   v->AddClient();
   return v;
 }
+
+// list [--limit N]: the newest jobs, fetched a page at a time, and the attached agents.
+class ListVerb : public Verb {
+ public:
+  explicit ListVerb(CLI::App* sub) {
+    sub->add_option("--limit", limit_, "Show the newest N jobs, newest first (0 = every job the coordinator keeps)")
+        ->default_val(dlio::kListDefaultLimit)
+        ->check(CLI::Range(size_t{0}, size_t{10000000}).description(""));
+    AddClientOptions(sub, &copt_);
+  }
+  int Run() override {
+    DefaultCoordinator(&copt_);
+    return dlio::ListJobs(copt_, limit_, std::cout, std::cerr);
+  }
+
+ private:
+  dlio::ClientOptions copt_;
+  size_t limit_ = dlio::kListDefaultLimit;
+};
 
 // --- report and the mlperf helpers ------------------------------------------------------------------------------
 
@@ -607,13 +634,8 @@ const VerbRow kVerbs[] = {
          return dlio::ShowStatus(c, job, std::cout, std::cerr);
        });
      }},
-    {"list", "list every job and the attached agents", "List every job the coordinator knows and the attached agents",
-     [](CLI::App* sub) {
-       return MakeClientVerb(sub, false, false, [](const dlio::ClientOptions& c, const std::string&,
-                                                   const std::string&) {
-         return dlio::ListJobs(c, std::cout, std::cerr);
-       });
-     }},
+    {"list", "list the newest jobs and the attached agents",
+     "List the newest jobs the coordinator keeps (newest first) and the attached agents", Make<ListVerb>},
     {"cancel", "cancel a queued or running job", "Cancel a queued or running job; its agents stop within 2 s",
      [](CLI::App* sub) {
        return MakeClientVerb(sub, true, false, [](const dlio::ClientOptions& c, const std::string& job,

@@ -60,7 +60,7 @@ std::optional<JobList> QuickList(const ClientOptions& opt) {
   quick.wait_for_coordinator_s = std::min(quick.wait_for_coordinator_s, 2);
   absl::StatusOr<CoordinatorClient> c = CoordinatorClient::Connect(quick);
   if (!c.ok()) return std::nullopt;
-  absl::StatusOr<JobList> list = c->List(std::chrono::seconds(2));
+  absl::StatusOr<JobList> list = c->List(/*limit=*/1, std::chrono::seconds(2));  // for its agents
   if (!list.ok()) return std::nullopt;
   return *std::move(list);
 }
@@ -168,10 +168,10 @@ int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream
   return RenderStatus(*job, opt.json, out);
 }
 
-int ListJobs(const ClientOptions& opt, std::ostream& out, std::ostream& err) {
+int ListJobs(const ClientOptions& opt, size_t limit, std::ostream& out, std::ostream& err) {
   absl::StatusOr<CoordinatorClient> c = CoordinatorClient::Connect(opt);
   if (!c.ok()) return ReportFailure(c.status(), err);
-  const absl::StatusOr<JobList> list = c->List();
+  const absl::StatusOr<JobList> list = c->List(limit);
   if (!list.ok()) return ReportFailure(list.status(), err);
   RenderList(*list, opt.json, out);
   return kExitOk;

@@ -86,8 +86,11 @@ int SubmitAndWait(const SubmitOptions& opt, const LoadedJob& job, std::ostream& 
 
 // `status JOB`: the job's state, placement, phase progress, completed epochs, results and last message.
 int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err);
-// `list`: every job the coordinator knows (its store included) and the attached agents.
-int ListJobs(const ClientOptions& opt, std::ostream& out, std::ostream& err);
+// `list --limit N`: the newest N jobs the coordinator keeps (its store included; 0: all of them), newest first, and
+// the attached agents.
+int ListJobs(const ClientOptions& opt, size_t limit, std::ostream& out, std::ostream& err);
+// The jobs `list` shows without --limit: a screenful.
+inline constexpr size_t kListDefaultLimit = 50;
 // `cancel JOB`: cancels a queued or running job and waits (a few seconds at most) for it to end, printing the
 // final line, which says whether every agent confirmed the stop.
 int CancelJob(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err);

@@ -204,8 +204,10 @@ absl::Status CoordinatorClient::Impl::Open() {
 std::string CoordinatorClient::Impl::FailureReason() const {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  v1::ListJobsRequest req;
+  req.set_page_size(1);  // a probe: the smallest answer
   v1::ListJobsResponse resp;
-  const grpc::Status s = stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
+  const grpc::Status s = stub->ListJobs(&ctx, req, &resp);
   return s.ok() ? "no connection" : s.error_message();
 }
 
@@ -278,15 +280,27 @@ absl::StatusOr<JobInfoData> CoordinatorClient::GetJob(const std::string& job_id)
   return InfoFromProto(i);
 }
 
-absl::StatusOr<JobList> CoordinatorClient::List(std::chrono::seconds timeout) {
-  grpc::ClientContext ctx;
-  impl_->Prepare(&ctx);
-  if (timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  v1::ListJobsResponse resp;
-  if (grpc::Status s = impl_->stub->ListJobs(&ctx, v1::ListJobsRequest(), &resp); !s.ok()) return impl_->Fail(s);
+absl::StatusOr<JobList> CoordinatorClient::List(size_t limit, std::chrono::seconds timeout) {
   JobList list;
-  for (const v1::JobInfo& i : resp.jobs()) list.jobs.push_back(InfoFromProto(i));
-  for (const v1::AgentStatus& a : resp.agents()) list.agents.push_back(AgentFromProto(a));
+  v1::ListJobsRequest req;
+  do {
+    grpc::ClientContext ctx;
+    impl_->Prepare(&ctx);
+    if (timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+    const size_t left = limit == 0 ? kMaxJobsPageSize : limit - list.jobs.size();
+    req.set_page_size(static_cast<uint32_t>(std::min(left, kMaxJobsPageSize)));
+    v1::ListJobsResponse resp;
+    if (grpc::Status s = impl_->stub->ListJobs(&ctx, req, &resp); !s.ok()) return impl_->Fail(s);
+    for (const v1::JobInfo& i : resp.jobs()) list.jobs.push_back(InfoFromProto(i));
+    for (const v1::AgentStatus& a : resp.agents()) list.agents.push_back(AgentFromProto(a));
+    list.more = !resp.next_page_token().empty();
+    if (resp.jobs().empty() || resp.next_page_token() == req.page_token()) break;  // no progress: never loop
+    req.set_page_token(resp.next_page_token());
+  } while (list.more && (limit == 0 || list.jobs.size() < limit));
+  if (limit > 0 && list.jobs.size() > limit) {  // a coordinator that ignores page_size
+    list.jobs.resize(limit);
+    list.more = true;
+  }
   return list;
 }
 

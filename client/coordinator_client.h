@@ -67,10 +67,11 @@ struct AttachedAgent {
   uint64_t host_memory_bytes = 0;    // its node's RAM (0: not reported)
 };
 
-// `list`: every job the coordinator knows (its store included), in submission order, and the attached agents.
+// `list`: the newest jobs the coordinator keeps (its store included), newest first, and the attached agents.
 struct JobList {
   std::vector<JobInfoData> jobs;
   std::vector<AttachedAgent> agents;
+  bool more = false;                 // the coordinator keeps older jobs than the ones listed (List's limit)
 };
 
 // One result file of a job (summary.json, per-rank files, trace.json, ...).
@@ -153,8 +154,9 @@ class CoordinatorClient {
   // The new job's id.
   absl::StatusOr<std::string> Submit(const JobRequest& request);
   absl::StatusOr<JobInfoData> GetJob(const std::string& job_id);
-  // `timeout` > 0 bounds the call (an absent coordinator must not hang --explain).
-  absl::StatusOr<JobList> List(std::chrono::seconds timeout = std::chrono::seconds(0));
+  // The newest `limit` jobs (0: every job kept), fetched a page (ListJobs, at most kMaxJobsPageSize jobs) at a time,
+  // and the attached agents. `timeout` > 0 bounds each call (an absent coordinator must not hang --explain).
+  absl::StatusOr<JobList> List(size_t limit, std::chrono::seconds timeout = std::chrono::seconds(0));
   // True: the job was cancelled; false: it had already ended.
   absl::StatusOr<bool> Cancel(const std::string& job_id);
   // Streams the job's result files to `each`, in the coordinator's order; an error of `each` ends the stream and is

@@ -420,7 +420,9 @@ void RenderList(const JobList& list, bool json_out, std::ostream& out) {
                         {"last_heard_s", a.last_heard_s},
                         {"job_id", a.job_id}});
     }
-    out << json{{"jobs", jobs}, {"agents", agents}}.dump(2) << "\n";
+    json doc{{"jobs", jobs}, {"agents", agents}};
+    if (list.more) doc["more"] = true;  // only then: a list of every job reads as it always did
+    out << doc.dump(2) << "\n";
     return;
   }
   if (list.jobs.empty()) {
@@ -436,6 +438,10 @@ void RenderList(const JobList& list, bool json_out, std::ostream& out) {
       out << absl::StrFormat("%-26s %-12s %-14s %-19s %-7s %-6d %s\n", r.id, JobStateName(r.state),
                              VerdictStatusName(i.verdict.status), LocalTime(r.submitted_unix_us),
                              absl::StrCat(r.epochs_done, "/", r.epochs_total), r.world, msg);
+    }
+    if (list.more) {
+      out << "(the newest " << list.jobs.size() << " jobs; the coordinator keeps older ones: --limit N shows N, "
+          << "--limit 0 every one)\n";
     }
   }
   out << "\n" << list.agents.size() << " agent(s) attached";

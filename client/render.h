@@ -97,7 +97,8 @@ void RenderDetached(const std::string& job_id, bool json, std::ostream& out);
 // `status JOB`: the job's state, placement, phase progress, completed epochs, results and last message; returns
 // the exit status.
 int RenderStatus(const JobInfoData& job, bool json, std::ostream& out);
-// `list`: the jobs and the attached agents.
+// `list`: the jobs (as listed: newest first) and the attached agents; when the coordinator keeps older jobs
+// (list.more), a line saying how to see them (text) or "more": true (JSON).
 void RenderList(const JobList& list, bool json, std::ostream& out);
 // `cancel JOB`: whether it was cancelled and the job as it is now.
 void RenderCancel(const std::string& job_id, bool cancelled, const JobInfoData& job, bool json, std::ostream& out);

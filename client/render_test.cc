@@ -155,6 +155,33 @@ TEST(RenderOutcome, AFailedJobSaysSoOnStderrAndKeepsItsCompletedEpochs) {
   EXPECT_EQ(out.str().rfind("results of the completed epoch(s):\nepoch ", 0), 0u) << out.str();
 }
 
+// `list` shows the newest jobs it fetched; when the coordinator keeps older ones it says so (text) or sets "more"
+// (JSON), and a complete list reads as before (issue 24 item 7: paged `list`).
+TEST(RenderList, SaysWhenTheCoordinatorKeepsOlderJobsThanTheOnesShown) {
+  JobList list;
+  for (const char* id : {"20260101-000000-2-abcd", "20260101-000000-1-abcd"}) {
+    JobInfoData j;
+    j.record.id = id;
+    j.record.state = JobState::kSucceeded;
+    list.jobs.push_back(j);
+  }
+  std::ostringstream text, doc;
+  RenderList(list, false, text);
+  RenderList(list, true, doc);
+  EXPECT_THAT(text.str(), Not(HasSubstr("the newest")));
+  EXPECT_FALSE(json::parse(doc.str()).contains("more"));
+  list.more = true;
+  text.str("");
+  doc.str("");
+  RenderList(list, false, text);
+  RenderList(list, true, doc);
+  EXPECT_LT(text.str().find("20260101-000000-2-abcd"), text.str().find("20260101-000000-1-abcd")) << "as listed";
+  EXPECT_THAT(text.str(), HasSubstr("\n(the newest 2 jobs; the coordinator keeps older ones: --limit N shows N, "
+                                    "--limit 0 every one)\n\n0 agent(s) attached"));
+  EXPECT_EQ(json::parse(doc.str())["more"], true);
+  EXPECT_EQ(json::parse(doc.str())["jobs"].size(), 2u);
+}
+
 TEST(RenderDetached, TheJobIdAlone) {
   std::ostringstream text, doc;
   RenderDetached("j7", false, text);

@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <random>
+#include <tuple>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -43,6 +48,21 @@ bool ValidJobId(const std::string& id) {
   });
 }
 
+// ListJobs page tokens: the submission number the next page continues below. Submission numbers only grow (and
+// survive a restart in the store), so a token stays valid while jobs are added; clients treat it as opaque.
+constexpr absl::string_view kPageTokenPrefix = "before-";
+
+std::string PageToken(int64_t seq) { return absl::StrCat(kPageTokenPrefix, seq); }
+
+// About the bytes of a job's ListJobs entry: its text, plus 256 for the numbers, tags and verdict figures.
+size_t InfoBytes(const JobInfoData& d) {
+  const JobRecord& r = d.record;
+  size_t n = 256 + r.id.size() + r.source_name.size() + r.phase_id.size() + r.message.size() + d.result_dir.size() +
+             d.verdict.reason.size();
+  for (const std::string& a : r.agent_names) n += a.size() + 2;
+  return n;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(Options options, std::unique_ptr<JobStore> store)
@@ -53,6 +73,9 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
     return absl::InvalidArgumentError(absl::StrCat("--lease (", SecsText(options.lease),
                                                    ") must be at least twice --heartbeat-interval (",
                                                    SecsText(options.heartbeat_interval), ")"));
+  }
+  if (options.keep_jobs < 1) {
+    return absl::InvalidArgumentError("--keep-jobs must be at least 1 (the job that just ended is kept)");
   }
   std::unique_ptr<Coordinator> c(new Coordinator(std::move(options), std::move(store)));
   if (c->store_) {
@@ -75,6 +98,17 @@ absl::Status Coordinator::RestoreFromStore() {
   for (JobRecord& r : *records) {
     if (absl::Status s = RestoreJob(std::move(r)); !s.ok()) return s;
   }
+  // Retention at start: the finished jobs in the order they ended (a lower --keep-jobs than before drops the rest;
+  // the persister deletes their rows in one transaction once it starts).
+  std::vector<const Job*> ended;
+  for (const auto& [id, job] : jobs_) {
+    if (IsFinal(job->rec.state)) ended.push_back(job.get());
+  }
+  std::sort(ended.begin(), ended.end(), [](const Job* a, const Job* b) {
+    return std::tie(a->rec.ended_unix_us, a->rec.seq) < std::tie(b->rec.ended_unix_us, b->rec.seq);
+  });
+  for (const Job* j : ended) finished_.push_back(j->rec.id);
+  DropOldFinished();
   if (!queue_.empty()) {
     spdlog::info("{} queued job(s) restored from {}; placement waits up to {} for the agents to reattach",
                  queue_.size(), store_->path(), SecsText(options_.restart_grace));
@@ -92,6 +126,7 @@ absl::Status Coordinator::RestoreJob(JobRecord record) {
     spdlog::error("job store: skipping a job with the malformed id '{}'", rec.id);
     return absl::OkStatus();
   }
+  const JobState stored = rec.state;
   JobEventData e;
   if (rec.state == JobState::kQueued) {
     absl::StatusOr<WorkloadSpec> spec = LoadWorkload(rec.workload_yaml, rec.overrides, rec.source_name);
@@ -114,7 +149,9 @@ absl::Status Coordinator::RestoreJob(JobRecord record) {
   e.state = rec.state;
   e.phase_id = rec.phase_id;
   job->events.push_back(std::move(e));
-  if (absl::Status s = store_->Put(rec); !s.ok()) return s;
+  if (rec.state != stored) {
+    if (absl::Status s = store_->Put(rec); !s.ok()) return s;
+  }
   jobs_[rec.id] = std::move(job);
   return absl::OkStatus();
 }
@@ -437,9 +474,18 @@ absl::Status Coordinator::WaitEvents(const std::string& job_id, size_t from, std
   MutexLock lk(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
-  const Job& job = *it->second;
-  cv_.WaitFor(&lk, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return job.events.size() > from; });
-  for (size_t i = from; i < job.events.size(); ++i) out->push_back(job.events[i]);
+  // Looked up again after the wait: a finished job may have been dropped meanwhile (retention).
+  auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto j = jobs_.find(job_id);
+    return j == jobs_.end() ? nullptr : j->second.get();
+  };
+  cv_.WaitFor(&lk, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const Job* job = find();
+    return job == nullptr || job->events.size() > from;
+  });
+  const Job* job = find();
+  if (job == nullptr) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
+  for (size_t i = from; i < job->events.size(); ++i) out->push_back(job->events[i]);
   return absl::OkStatus();
 }
 
@@ -498,6 +544,36 @@ std::vector<JobInfoData> Coordinator::ListJobs() const {
   std::sort(out.begin(), out.end(),
             [](const JobInfoData& a, const JobInfoData& b) { return a.record.seq < b.record.seq; });
   return out;
+}
+
+absl::StatusOr<JobPage> Coordinator::ListJobsPage(size_t page_size, const std::string& page_token) const {
+  int64_t before = std::numeric_limits<int64_t>::max();
+  if (!page_token.empty() && (!absl::StartsWith(page_token, kPageTokenPrefix) ||
+                              !absl::SimpleAtoi(page_token.substr(kPageTokenPrefix.size()), &before) || before < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ListJobs: page_token '", EscapeText(page_token, 64),
+        "' is not one this coordinator gave: pass the next_page_token of the previous answer, or none for the first "
+        "page"));
+  }
+  if (page_size == 0 || page_size > kMaxJobsPageSize) page_size = kMaxJobsPageSize;
+  MutexLock lk(&mu_);
+  std::vector<const Job*> older;
+  for (const auto& [id, job] : jobs_) {
+    if (job->rec.seq < before) older.push_back(job.get());
+  }
+  const size_t take = std::min(page_size, older.size());
+  std::partial_sort(older.begin(), older.begin() + static_cast<std::ptrdiff_t>(take), older.end(),
+                    [](const Job* a, const Job* b) { return a->rec.seq > b->rec.seq; });
+  JobPage page;
+  size_t bytes = 0;
+  for (size_t i = 0; i < take; ++i) {
+    JobInfoData d = InfoLocked(*older[i]);
+    bytes += InfoBytes(d);
+    if (i > 0 && bytes > kJobsPageBytes) break;
+    page.jobs.push_back(std::move(d));
+  }
+  if (page.jobs.size() < older.size()) page.next_page_token = PageToken(page.jobs.back().record.seq);
+  return page;
 }
 
 std::vector<AgentStatusData> Coordinator::ListAgents() const {
@@ -584,17 +660,20 @@ void Coordinator::Emit(Job& job, JobEventData e) {
   cv_.notify_all();
 }
 
-void Coordinator::Save(Job& job) {
+void Coordinator::Save(Job& job) { Persist(job.rec.id, job.rec); }
+
+void Coordinator::Persist(const std::string& id, std::optional<JobRecord> rec) {
   if (!store_) return;
   MutexLock sl(&store_mu_);
   if (!store_stop_) {
-    store_pending_[job.rec.id] = job.rec;  // a newer record of the same job replaces one not written yet
+    store_pending_[id] = std::move(rec);  // a newer record (or the deletion) of the same job replaces one not written
     store_cv_.notify_all();
     return;
   }
   // After Stop() (a cancel arriving during shutdown): once the persister's last batch is written, at once.
   store_cv_.Wait(&sl, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_) { return !store_writing_ && store_pending_.empty(); });
-  if (absl::Status s = store_->Put(job.rec); !s.ok()) spdlog::error("{}", std::string(s.message()));
+  const absl::Status s = rec ? store_->Put(*rec) : store_->Delete({id});
+  if (!s.ok()) spdlog::error("{}", std::string(s.message()));
 }
 
 void Coordinator::PersisterLoop() {
@@ -602,13 +681,19 @@ void Coordinator::PersisterLoop() {
   while (true) {
     store_cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_) { return store_stop_ || !store_pending_.empty(); });
     if (store_pending_.empty()) break;  // stopping, and everything is written
-    std::map<std::string, JobRecord> batch;
+    std::map<std::string, std::optional<JobRecord>> batch;
     batch.swap(store_pending_);
     store_writing_ = true;
     lk.Unlock();
+    std::vector<std::string> dropped;  // deleted in one transaction (thousands at a start with a lower --keep-jobs)
     for (const auto& [id, rec] : batch) {
-      if (absl::Status s = store_->Put(rec); !s.ok()) spdlog::error("{}", std::string(s.message()));
+      if (!rec) {
+        dropped.push_back(id);
+      } else if (absl::Status s = store_->Put(*rec); !s.ok()) {
+        spdlog::error("{}", std::string(s.message()));
+      }
     }
+    if (absl::Status s = store_->Delete(dropped); !s.ok()) spdlog::error("{}", std::string(s.message()));
     lk.Lock();
     store_writing_ = false;
     store_cv_.notify_all();
@@ -646,6 +731,25 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
   } else {
     spdlog::info("{}", message);
   }
+  finished_.push_back(job.rec.id);  // the newest finished job: kept, as keep_jobs >= 1
+  DropOldFinished();
+}
+
+void Coordinator::DropOldFinished() {
+  std::vector<std::string> dropped;
+  while (finished_.size() > options_.keep_jobs) {
+    const std::string id = std::move(finished_.front());
+    finished_.pop_front();
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !IsFinal(it->second->rec.state) || it->second.get() == running_) continue;
+    jobs_.erase(it);
+    Persist(id, std::nullopt);
+    dropped.push_back(id);
+  }
+  if (dropped.empty()) return;
+  spdlog::info("dropped {} finished job(s) beyond --keep-jobs {} ({}{}); their result folders stay under {}",
+               dropped.size(), options_.keep_jobs, dropped.front(),
+               dropped.size() > 1 ? absl::StrCat(" .. ", dropped.back()) : std::string(), options_.results_dir);
 }
 
 }  // namespace dlio

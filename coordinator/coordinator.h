@@ -25,6 +25,12 @@
 // Job store: records are written by a persister thread of their own (the newest record per job, in order), so
 // SQLite's synchronous commits never run under the coordinator's lock; Stop() writes what is pending before it
 // returns, and Submit() writes the new job's row itself (a job the store cannot hold is refused).
+// Retention: queued and running jobs are always kept; of the finished ones, the Options::keep_jobs that ended last.
+// An older one is dropped (from memory, from `list` and `status`, and its store row deleted) when a job ends and at
+// start (Create). Its result folder stays on disk: result files are the benchmark's output, not the store's.
+// Listing: ListJobsPage() answers a page at a time, newest first, bounded in jobs and bytes (kMaxJobsPageSize,
+// kJobsPageBytes); its tokens name the submission number to continue below, so they stay valid while jobs are
+// added and across a restart with the same store.
 // Thread-safety: every public method may be called from any thread (gRPC handlers, the runner, the watchdog).
 // mu_ guards all state, the PhaseDriver included (ABSL_GUARDED_BY, checked by clang's -Wthread-safety build);
 // AgentLink calls and event sinks (Watch) are made with mu_ held, so they must not block or call back into the
@@ -100,6 +106,20 @@ struct JobInfoData {
   std::string result_dir;
 };
 
+// Most jobs in one page of ListJobsPage (a larger or zero page size means this many). 500 typical rows are about
+// 0.3 MB on the wire; a client pages through thousands in a few calls.
+inline constexpr size_t kMaxJobsPageSize = 500;
+// A page stops once its jobs hold about this many bytes (their text plus 256 bytes each for the numbers), the first
+// job aside: with names of 4 KiB and long messages 500 jobs could reach tens of MB, and a job's agent list is as
+// long as its fleet. 4 MiB stays far below the client's 256 MiB receive limit and gRPC's 4 MiB default.
+inline constexpr size_t kJobsPageBytes = size_t{4} << 20;
+
+// One page of ListJobsPage: jobs newest (highest submission number) first.
+struct JobPage {
+  std::vector<JobInfoData> jobs;
+  std::string next_page_token;       // empty: no older job; else the page_token of the next page
+};
+
 struct AgentStatusData {
   AgentInfo info;
   double attached_s = 0;
@@ -131,6 +151,11 @@ class Coordinator {
     // of at most 5 s (agent_server.h), so 10 s covers every live agent's second attempt. The wait ends early once
     // every agent of the interrupted job (if there was one) is back.
     std::chrono::milliseconds restart_grace{10000};
+    // Finished jobs kept (serve --keep-jobs, at least 1): the ones that ended last; queued and running jobs are
+    // never dropped. 1000: a day of short jobs or months of MLPerf runs, a few MB of memory and store, two pages of
+    // `list`; a coordinator that kept every job grew without bound (60,000 jobs with long names made one `list`
+    // answer pass the client's 256 MiB limit).
+    size_t keep_jobs = 1000;
     // Steady clock for leases and timeouts; tests inject a fake one.
     std::function<Clock::time_point()> now = [] { return Clock::now(); };
   };
@@ -178,7 +203,12 @@ class Coordinator {
   // Drops a sink (a watcher went away); after it returns the sink is never called again. Unknown ids are ignored.
   void Unwatch(uint64_t id);
   absl::StatusOr<JobInfoData> GetJob(const std::string& job_id) const;
+  // Every job kept, in submission order.
   std::vector<JobInfoData> ListJobs() const;
+  // One page of the jobs kept, newest first: at most `page_size` (0 or above kMaxJobsPageSize: that many) and about
+  // kJobsPageBytes; `page_token` empty for the first page, else a next_page_token of an earlier page (InvalidArgument
+  // for any other text).
+  absl::StatusOr<JobPage> ListJobsPage(size_t page_size, const std::string& page_token) const;
   std::vector<AgentStatusData> ListAgents() const;
   // The job's result folder, checked to lie inside the results folder (InvalidArgument for a malformed id,
   // PermissionDenied when it would resolve elsewhere, e.g. through a symlink).
@@ -223,6 +253,9 @@ class Coordinator {
   absl::Status RestoreJob(JobRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A job that was running when the coordinator stopped: INTERRUPTED, with what its result folder kept.
   void MarkInterrupted(JobRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Retention: drops the finished jobs that ended before the newest Options::keep_jobs (finished_'s front), with
+  // their store rows.
+  void DropOldFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WatchdogLoop();
 
   // --- The job runner (job_runner.cc) ---
@@ -270,6 +303,8 @@ class Coordinator {
   void EndJob(Job& job, JobState state, const std::string& message, bool error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands the job's record to the persister thread (after Stop(): writes it at once).
   void Save(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for a record (`rec` set) or the deletion of a job's row (`rec` empty).
+  void Persist(const std::string& id, std::optional<JobRecord> rec);
   void PersisterLoop();
   JobInfoData InfoLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -285,6 +320,8 @@ class Coordinator {
   std::map<std::string, Agent> agents_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
+  // The finished jobs of jobs_, in the order they ended (restored ones by end time, then submission), oldest first.
+  std::deque<std::string> finished_ ABSL_GUARDED_BY(mu_);
   Job* running_ ABSL_GUARDED_BY(mu_) = nullptr;
   // The running job's running phase (after it, until the job ends, its last phase).
   PhaseDriver driver_ ABSL_GUARDED_BY(mu_);
@@ -302,10 +339,11 @@ class Coordinator {
   std::vector<std::string> restart_agents_ ABSL_GUARDED_BY(mu_);
   uint64_t watch_counter_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::string> watch_jobs_ ABSL_GUARDED_BY(mu_);  // watch id -> job id, for Unwatch()
-  // Records waiting for the store, the newest per job (lock order: mu_ before store_mu_).
+  // Records waiting for the store, the newest per job; an empty one deletes the job's row (lock order: mu_ before
+  // store_mu_).
   Mutex store_mu_;
   CondVar store_cv_;
-  std::map<std::string, JobRecord> store_pending_ ABSL_GUARDED_BY(store_mu_);
+  std::map<std::string, std::optional<JobRecord>> store_pending_ ABSL_GUARDED_BY(store_mu_);
   bool store_writing_ ABSL_GUARDED_BY(store_mu_) = false;   // the persister is writing a batch
   bool store_stop_ ABSL_GUARDED_BY(store_mu_) = false;      // the persister has stopped (or is stopping)
   std::thread persister_;

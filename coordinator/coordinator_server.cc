@@ -263,7 +263,7 @@ class Service final : public ServiceBase {
   }
   grpc::Status StreamedListJobs(grpc::ServerContext* ctx,
                                 grpc::ServerUnaryStreamer<v1::ListJobsRequest, v1::ListJobsResponse>* st) override {
-    return Unary(ctx, st, "ListJobs", [&](const v1::ListJobsRequest*, v1::ListJobsResponse* r) { return ListAll(r); });
+    return Unary(ctx, st, "ListJobs", [&](const v1::ListJobsRequest* q, v1::ListJobsResponse* r) { return ListAll(q, r); });
   }
   grpc::Status StreamedGetJob(grpc::ServerContext* ctx,
                               grpc::ServerUnaryStreamer<v1::GetJobRequest, v1::JobInfo>* st) override {
@@ -353,8 +353,13 @@ class Service final : public ServiceBase {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListAll(v1::ListJobsResponse* resp) {
-    for (const JobInfoData& d : core_->ListJobs()) FillInfo(d, resp->add_jobs());
+  // A page of jobs (Coordinator::ListJobsPage: bounded in jobs and bytes); the agents on the first page only.
+  grpc::Status ListAll(const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
+    absl::StatusOr<JobPage> page = core_->ListJobsPage(req->page_size(), req->page_token());
+    if (!page.ok()) return ToGrpc(page.status());
+    for (const JobInfoData& d : page->jobs) FillInfo(d, resp->add_jobs());
+    resp->set_next_page_token(page->next_page_token);
+    if (!req->page_token().empty()) return grpc::Status::OK;
     for (const AgentStatusData& a : core_->ListAgents()) {
       v1::AgentStatus* out = resp->add_agents();
       out->set_name(a.info.name);

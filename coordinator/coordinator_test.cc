@@ -389,6 +389,146 @@ TEST_F(CoordinatorTest, RestoredQueuedJobsWaitForTheAgentsToReattach) {
   c->Stop();
 }
 
+// Issue 24 item 7: the job store and ListJobs had no retention and no paging.
+std::vector<std::string> IdsOf(const std::vector<JobInfoData>& jobs) {
+  std::vector<std::string> ids;
+  for (const JobInfoData& j : jobs) ids.push_back(j.record.id);
+  return ids;
+}
+
+std::vector<std::string> StoredIds(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return {};
+  absl::StatusOr<std::vector<JobRecord>> all = (*store)->LoadAll();
+  EXPECT_TRUE(all.ok()) << all.status();
+  std::vector<std::string> ids;
+  for (const JobRecord& r : *all) ids.push_back(r.id);
+  return ids;
+}
+
+TEST_F(CoordinatorTest, KeepJobsDropsTheOldestFinishedJobsWhenOneEndsAndAtStartButNeverQueuedOrRunningOnes) {
+  const std::string path = (dir_ / "jobs.db").string();
+  options_.keep_jobs = 2;
+  std::vector<std::string> q;  // q[0] waits for agents (the runner's job), q[1..5] queue behind it
+  {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto c = Make(std::move(*store));
+    JobRequest r;
+    r.workload_yaml = Yaml(1);
+    r.wait_for_agents_s = 60;
+    for (int i = 0; i < 6; ++i) {
+      absl::StatusOr<std::string> id = c->Submit(r);
+      ASSERT_TRUE(id.ok()) << id.status();
+      q.push_back(*id);
+    }
+    // Three queued jobs end (cancelled) one after the other: the first of them is dropped when the third ends.
+    for (int i = 1; i <= 3; ++i) ASSERT_TRUE(*c->Cancel(q[static_cast<size_t>(i)]));
+    const absl::StatusOr<JobInfoData> dropped = c->GetJob(q[1]);
+    ASSERT_FALSE(dropped.ok());
+    EXPECT_EQ(dropped.status().code(), absl::StatusCode::kNotFound) << dropped.status();
+    EXPECT_EQ(IdsOf(c->ListJobs()), (std::vector<std::string>{q[0], q[2], q[3], q[4], q[5]}))
+        << "the waiting job and the queued ones are kept however many there are";
+    std::vector<JobEventData> events;
+    EXPECT_EQ(c->WaitEvents(q[1], 0, &events, milliseconds(10)).code(), absl::StatusCode::kNotFound);
+    c->Stop();  // q[0] had not started: it stays queued
+  }
+  EXPECT_EQ(StoredIds(path), (std::vector<std::string>{q[0], q[2], q[3], q[4], q[5]})) << "its row is deleted too";
+  // A restart with a lower --keep-jobs drops the finished jobs beyond it, in the order they ended.
+  options_.keep_jobs = 1;
+  {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto c = Make(std::move(*store));
+    EXPECT_EQ(IdsOf(c->ListJobs()), (std::vector<std::string>{q[0], q[3], q[4], q[5]}));
+    c->Stop();
+  }
+  EXPECT_EQ(StoredIds(path), (std::vector<std::string>{q[0], q[3], q[4], q[5]}));
+  options_.keep_jobs = 0;
+  EXPECT_EQ(Coordinator::Create(options_, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CoordinatorTest, ListJobsPagesNewestFirstWithTokensThatHoldWhileJobsAreAdded) {
+  auto c = Make();
+  JobRequest r;
+  r.workload_yaml = Yaml(1);
+  r.wait_for_agents_s = 60;  // the first job waits for agents; the others stay queued
+  std::vector<std::string> ids;
+  auto submit = [&] {
+    absl::StatusOr<std::string> id = c->Submit(r);
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  };
+  for (int i = 0; i < 7; ++i) submit();
+  absl::StatusOr<JobPage> p1 = c->ListJobsPage(3, "");
+  ASSERT_TRUE(p1.ok()) << p1.status();
+  EXPECT_EQ(IdsOf(p1->jobs), (std::vector<std::string>{ids[6], ids[5], ids[4]}));
+  ASSERT_FALSE(p1->next_page_token.empty());
+  submit();  // newer jobs do not shift the pages after the first
+  submit();
+  absl::StatusOr<JobPage> p2 = c->ListJobsPage(3, p1->next_page_token);
+  ASSERT_TRUE(p2.ok()) << p2.status();
+  EXPECT_EQ(IdsOf(p2->jobs), (std::vector<std::string>{ids[3], ids[2], ids[1]}));
+  absl::StatusOr<JobPage> p3 = c->ListJobsPage(3, p2->next_page_token);
+  ASSERT_TRUE(p3.ok()) << p3.status();
+  EXPECT_EQ(IdsOf(p3->jobs), (std::vector<std::string>{ids[0]}));
+  EXPECT_EQ(p3->next_page_token, "") << "no older job";
+  // The page size is capped: 0 and anything larger mean kMaxJobsPageSize.
+  while (ids.size() < kMaxJobsPageSize + 2) submit();
+  for (size_t size : {size_t{0}, size_t{100000}}) {
+    absl::StatusOr<JobPage> all = c->ListJobsPage(size, "");
+    ASSERT_TRUE(all.ok()) << all.status();
+    ASSERT_EQ(all->jobs.size(), kMaxJobsPageSize) << size;
+    EXPECT_EQ(all->jobs.front().record.id, ids.back());
+    absl::StatusOr<JobPage> rest = c->ListJobsPage(size, all->next_page_token);
+    ASSERT_TRUE(rest.ok()) << rest.status();
+    EXPECT_EQ(IdsOf(rest->jobs), (std::vector<std::string>{ids[1], ids[0]}));
+  }
+  for (const std::string bad : {"x", "before-", "before-abc", "before--3", "before-0"}) {
+    const absl::StatusOr<JobPage> p = c->ListJobsPage(3, bad);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(p.status().message().find("page_token '" + bad + "'"), std::string::npos) << p.status();
+  }
+  c->Stop();
+}
+
+TEST_F(CoordinatorTest, ListJobsPagesStayNearTheirByteBoundWhateverTheJobsHold) {
+  const std::string path = (dir_ / "jobs.db").string();
+  {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int i = 1; i <= 12; ++i) {  // finished jobs with 1 MiB messages; the newest one holds 6 MiB
+      JobRecord rec;
+      rec.id = "20260101-000000-" + std::to_string(i) + "-abcd";
+      rec.seq = i;
+      rec.state = JobState::kFailed;
+      rec.ended_unix_us = i;
+      rec.message = std::string(i == 12 ? (6u << 20) : (1u << 20), 'm');
+      ASSERT_TRUE((*store)->Put(rec).ok());
+    }
+  }
+  absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto c = Make(std::move(*store));
+  std::vector<size_t> sizes;
+  std::string token;
+  do {
+    absl::StatusOr<JobPage> page = c->ListJobsPage(0, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_FALSE(page->jobs.empty());
+    size_t bytes = 0;
+    for (const JobInfoData& j : page->jobs) bytes += j.record.message.size();
+    EXPECT_TRUE(page->jobs.size() == 1 || bytes <= kJobsPageBytes) << page->jobs.size() << " jobs, " << bytes;
+    sizes.push_back(page->jobs.size());
+    token = page->next_page_token;
+  } while (!token.empty() && sizes.size() < 20);
+  // The 6 MiB job alone, then pages of 3 (4 x 1 MiB and their numbers pass 4 MiB): 11 more in 4 pages.
+  EXPECT_EQ(sizes, (std::vector<size_t>{1, 3, 3, 3, 2}));
+  c->Stop();
+}
+
 TEST_F(CoordinatorTest, ResultFoldersStayInsideTheResultsFolder) {
   auto c = Make();
   EXPECT_FALSE(c->ResultDir("../etc").ok());

@@ -176,6 +176,29 @@ absl::Status JobStore::Put(const JobRecord& r) {
   return absl::OkStatus();
 }
 
+absl::Status JobStore::Delete(const std::vector<std::string>& ids) {
+  if (ids.empty()) return absl::OkStatus();
+  MutexLock lk(&mu_);
+  if (absl::Status s = Exec("BEGIN"); !s.ok()) return s;
+  absl::Status status;
+  {
+    Stmt st;
+    if (sqlite3_prepare_v2(db_, "DELETE FROM jobs WHERE id=?", -1, &st.st, nullptr) != SQLITE_OK) {
+      status = Error("prepare");
+    }
+    for (size_t i = 0; status.ok() && i < ids.size(); ++i) {
+      sqlite3_bind_text(st.st, 1, ids[i].data(), static_cast<int>(ids[i].size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(st.st) != SQLITE_DONE) status = Error(absl::StrCat("deleting job ", ids[i]).c_str());
+      sqlite3_reset(st.st);
+    }
+  }
+  if (!status.ok()) {
+    (void)Exec("ROLLBACK");
+    return status;
+  }
+  return Exec("COMMIT");
+}
+
 absl::StatusOr<std::vector<JobRecord>> JobStore::LoadAll() const {
   MutexLock lk(&mu_);
   Stmt st;

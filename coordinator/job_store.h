@@ -10,6 +10,8 @@
 // handful of times per job, never per step). The store is opened in exclusive locking mode: a second coordinator
 // on the same file is refused at start-up instead of corrupting the queue; the lock dies with the process, so a
 // restart after `kill -9` just works.
+// Retention is the coordinator's (Coordinator::Options::keep_jobs): it deletes the rows of the finished jobs it
+// drops. The store holds records only; the result files under the results folder are not its to delete.
 // Thread-safety: every method may be called from any thread (one connection, guarded by mu_).
 #pragma once
 
@@ -72,6 +74,8 @@ class JobStore {
 
   // Inserts or replaces the row of r.id.
   absl::Status Put(const JobRecord& r);
+  // Removes the rows of `ids` (unknown ids are ignored), in one transaction: all of them or none.
+  absl::Status Delete(const std::vector<std::string>& ids);
   // Every row, in submission order.
   absl::StatusOr<std::vector<JobRecord>> LoadAll() const;
   const std::string& path() const { return path_; }

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "coordinator/job_store.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/harness.h"
@@ -244,6 +245,70 @@ TEST(Store, ARestartedCoordinatorWaitsForItsAgentsBeforePlacingQueuedJobs) {
                          seconds(60)))
       << s.dump() << fleet.Logs();
   EXPECT_EQ(fleet.Status(running)["state"], "interrupted");
+}
+
+// Issue 24 item 7: the store and `list` had no retention and no paging (60,000 jobs with long names made one answer
+// pass the client's 256 MiB limit). A store of 1,200 finished jobs (written with the store's own code, job N
+// submitted and ended N-th): `serve --keep-jobs 1000` keeps the 1,000 that ended last, deleting the other rows at
+// start, and `list` pages through them (at most 500 a page), newest first.
+TEST(Store, KeepJobsTrimsTheStoreAtStartAndListPagesNewestFirstAcrossPages) {
+  TempDir dir;
+  const std::string db = dir.str() + "/jobs.db";
+  auto id_of = [](int seq) { return "20260101-000000-" + std::to_string(seq) + "-abcd"; };
+  {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(db);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int seq = 1; seq <= 1200; ++seq) {
+      JobRecord rec;
+      rec.id = id_of(seq);
+      rec.seq = seq;
+      rec.state = seq % 2 ? JobState::kFailed : JobState::kCancelled;
+      rec.source_name = "jobs/" + std::string(200, 'n') + ".yaml";
+      rec.submitted_unix_us = rec.ended_unix_us = 1767225600000000 + seq;
+      rec.message = "job " + rec.id + " ended";
+      ASSERT_TRUE((*store)->Put(rec).ok());
+    }
+  }
+  Fleet fleet(dir, {"--store", db, "--keep-jobs", "1000"});
+  auto ids = [](const json& list) {
+    std::vector<std::string> v;
+    for (const json& j : list["jobs"]) v.push_back(j["job_id"].get<std::string>());
+    return v;
+  };
+  auto newest = [&](int n) {
+    std::vector<std::string> v;
+    for (int seq = 1200; seq > 1200 - n; --seq) v.push_back(id_of(seq));
+    return v;
+  };
+  json all;
+  ASSERT_TRUE(Eventually([&] { return (all = fleet.ClientJson({"list", "--limit", "0"})).is_object(); }, seconds(20)))
+      << fleet.Logs();
+  EXPECT_EQ(ids(all), newest(1000)) << "two pages of 500, newest first, jobs 1..200 dropped";
+  EXPECT_FALSE(all.contains("more"));
+  const json some = fleet.ClientJson({"list", "--limit", "600"});
+  EXPECT_EQ(ids(some), newest(600));
+  EXPECT_EQ(some["more"], true);
+  // Without --limit: the newest 50, and a line saying there are more.
+  const CommandResult r = fleet.Client({"list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> rows;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("20260101-", 0) == 0) rows.push_back(line.substr(0, line.find(' ')));
+  }
+  EXPECT_EQ(rows, newest(50)) << r.out;
+  EXPECT_TRUE(Contains(r.out, "(the newest 50 jobs; the coordinator keeps older ones: --limit N")) << r.out;
+  const CommandResult gone = fleet.Client({"status", id_of(200)});
+  EXPECT_EQ(gone.exit_code, 1) << gone.out << gone.err;
+  EXPECT_TRUE(Contains(gone.err, "no such job")) << gone.err;
+  fleet.coordinator().Signal(SIGTERM);
+  ASSERT_EQ(fleet.coordinator().Wait(milliseconds(10000)), 0) << fleet.Logs();
+  absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<JobRecord>> rows_left = (*store)->LoadAll();
+  ASSERT_TRUE(rows_left.ok()) << rows_left.status();
+  ASSERT_EQ(rows_left->size(), 1000u);
+  EXPECT_EQ(rows_left->front().id, id_of(201));
 }
 
 // D1 of issue 13: every job's first training phase is "train-epoch-1"; the agents must not take a late barrier
