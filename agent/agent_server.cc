@@ -299,7 +299,7 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
   impl->runner = std::make_unique<PhaseRunner>(impl->opt.data_root, impl->opt.name, impl->metrics.get());
   impl->session = std::make_unique<AgentSession>(impl->MakeIdentity(instance), impl.get(), impl->metrics.get());
   // Read once at start: a bad file fails the agent at once, naming the file and line (never a value).
-  absl::StatusOr<S3AgentDefaults> s3 = LoadS3Defaults(impl->opt.s3_credentials_file);
+  absl::StatusOr<S3AgentDefaults> s3 = LoadS3Defaults(impl->opt.s3_credentials_file, impl->opt.s3_allow_endpoints);
   if (!s3.ok()) return s3.status();
   impl->runner->set_s3_defaults(std::move(*s3));
   return std::unique_ptr<AgentServer>(new AgentServer(std::move(impl)));

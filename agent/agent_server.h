@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "dlio/v1/transport.h"
@@ -42,6 +43,8 @@ class AgentServer {
     Transport transport;                     // token and TLS material (LoadTransport); empty = plaintext
     // Object storage: KEY=VALUE file of AWS_* settings (agent/object_store.h); "" = the environment only.
     std::string s3_credentials_file;
+    // --s3-allow-endpoint: the only endpoints (besides its own) the agent reaches (agent/object_store.h); empty = any.
+    std::vector<std::string> s3_allow_endpoints;
     uint64_t host_memory_bytes = 0;          // --host-memory: DRAM of this host node; 0 = MemTotal or cgroup limit
   };
 

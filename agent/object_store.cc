@@ -1,12 +1,15 @@
 #include "agent/object_store.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 
 namespace dlio {
@@ -17,44 +20,142 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
+// The --s3-credentials file's lines into `d`.
+absl::Status ReadCredentialsFile(const std::string& file, S3AgentDefaults* d) {
+  std::ifstream in(file);
+  if (!in) return absl::NotFoundError(absl::StrCat("--s3-credentials: cannot read '", file, "'"));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    absl::string_view l = absl::StripAsciiWhitespace(line);
+    if (l.empty() || l.front() == '#') continue;
+    absl::ConsumePrefix(&l, "export ");
+    const size_t eq = l.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--s3-credentials: ", file, ":", n, ": expected KEY=VALUE"));
+    }
+    const std::string key(absl::StripAsciiWhitespace(l.substr(0, eq)));
+    std::string value(absl::StripAsciiWhitespace(l.substr(eq + 1)));
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (key == "AWS_ACCESS_KEY_ID") d->access_key_id = value;
+    else if (key == "AWS_SECRET_ACCESS_KEY") d->secret_access_key = S3Secret(value);
+    else if (key == "AWS_ENDPOINT_URL") d->endpoint = value;
+    else if (key == "AWS_REGION" || key == "AWS_DEFAULT_REGION") d->region = value;
+    else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--s3-credentials: ", file, ":", n, ": unknown key '", key,
+          "' (allowed: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsHostChar(char ch) { return absl::ascii_isalnum(ch) || ch == '-' || ch == '.'; }
+bool IsIpv6Char(char ch) { return absl::ascii_isxdigit(ch) || ch == ':' || ch == '.'; }
+bool IsPathChar(char ch) {
+  return absl::ascii_isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '/';
+}
+
+// The agent's own endpoint, normalised; "" when it has none (or one that does not parse: then nothing matches it).
+std::string OwnEndpoint(const S3AgentDefaults& agent) {
+  if (agent.endpoint.empty()) return "";
+  absl::StatusOr<std::string> own = NormalizeS3Endpoint(agent.endpoint);
+  return own.ok() ? *own : "";
+}
+
 }  // namespace
 
-absl::StatusOr<S3AgentDefaults> LoadS3Defaults(const std::string& file) {
+absl::StatusOr<S3AgentDefaults> LoadS3Defaults(const std::string& file, const std::vector<std::string>& allow) {
   S3AgentDefaults d;
   if (!file.empty()) {
-    std::ifstream in(file);
-    if (!in) return absl::NotFoundError(absl::StrCat("--s3-credentials: cannot read '", file, "'"));
-    std::string line;
-    for (int n = 1; std::getline(in, line); ++n) {
-      absl::string_view l = absl::StripAsciiWhitespace(line);
-      if (l.empty() || l.front() == '#') continue;
-      absl::ConsumePrefix(&l, "export ");
-      const size_t eq = l.find('=');
-      if (eq == absl::string_view::npos) {
-        return absl::InvalidArgumentError(absl::StrCat("--s3-credentials: ", file, ":", n, ": expected KEY=VALUE"));
-      }
-      const std::string key(absl::StripAsciiWhitespace(l.substr(0, eq)));
-      std::string value(absl::StripAsciiWhitespace(l.substr(eq + 1)));
-      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
-        value = value.substr(1, value.size() - 2);
-      }
-      if (key == "AWS_ACCESS_KEY_ID") d.access_key_id = value;
-      else if (key == "AWS_SECRET_ACCESS_KEY") d.secret_access_key = S3Secret(value);
-      else if (key == "AWS_ENDPOINT_URL") d.endpoint = value;
-      else if (key == "AWS_REGION" || key == "AWS_DEFAULT_REGION") d.region = value;
-      else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--s3-credentials: ", file, ":", n, ": unknown key '", key,
-            "' (allowed: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION)"));
-      }
-    }
+    if (absl::Status s = ReadCredentialsFile(file, &d); !s.ok()) return s;
   }
   if (d.access_key_id.empty()) d.access_key_id = Env("AWS_ACCESS_KEY_ID");
   if (d.secret_access_key.empty()) d.secret_access_key = S3Secret(Env("AWS_SECRET_ACCESS_KEY"));
   if (d.endpoint.empty()) d.endpoint = Env("AWS_ENDPOINT_URL");
   if (d.region.empty()) d.region = Env("AWS_REGION");
   if (d.region.empty()) d.region = Env("AWS_DEFAULT_REGION");
+  for (const std::string& a : allow) {
+    absl::StatusOr<std::string> e = NormalizeS3Endpoint(a);
+    if (!e.ok()) return absl::InvalidArgumentError(absl::StrCat("--s3-allow-endpoint: ", e.status().message()));
+    if (std::find(d.allowed_endpoints.begin(), d.allowed_endpoints.end(), *e) == d.allowed_endpoints.end()) {
+      d.allowed_endpoints.push_back(*e);
+    }
+  }
   return d;
+}
+
+absl::StatusOr<std::string> NormalizeS3Endpoint(absl::string_view url) {
+  const auto bad = [url](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("s3 endpoint '", url, "': ", why, " (expected http(s)://host[:port][/path])"));
+  };
+  absl::string_view rest = url;
+  std::string scheme;
+  if (absl::StartsWithIgnoreCase(rest, "http://")) scheme = "http";
+  else if (absl::StartsWithIgnoreCase(rest, "https://")) scheme = "https";
+  else return bad("not http:// or https://");
+  rest.remove_prefix(scheme.size() + 3);
+  const size_t slash = std::min(rest.find('/'), rest.size());
+  absl::string_view authority = rest.substr(0, slash);
+  absl::string_view path = rest.substr(slash);
+  std::string host;
+  if (absl::ConsumePrefix(&authority, "[")) {  // [IPv6]
+    const size_t close = authority.find(']');
+    if (close == absl::string_view::npos || close == 0) return bad("an unclosed or empty [IPv6] host");
+    host = absl::StrCat("[", absl::AsciiStrToLower(authority.substr(0, close)), "]");
+    if (!std::all_of(host.begin() + 1, host.end() - 1, IsIpv6Char)) return bad("a character an IPv6 host has not");
+    authority.remove_prefix(close + 1);
+  } else {
+    const size_t colon = std::min(authority.find(':'), authority.size());
+    host = absl::AsciiStrToLower(authority.substr(0, colon));
+    if (host.empty()) return bad("no host");
+    if (!std::all_of(host.begin(), host.end(), IsHostChar)) {
+      return bad("a host of letters, digits, '-' and '.' only (no user info, query or fragment)");
+    }
+    authority.remove_prefix(colon);
+  }
+  uint32_t port = scheme == "http" ? 80 : 443;
+  if (absl::ConsumePrefix(&authority, ":")) {
+    if (authority.empty() || !std::all_of(authority.begin(), authority.end(), absl::ascii_isdigit) ||
+        authority.size() > 5 || !absl::SimpleAtoi(authority, &port) || port == 0 || port > 65535) {
+      return bad("a port of 1 to 65535");
+    }
+  } else if (!authority.empty()) {
+    return bad("a character after the host");
+  }
+  if (!std::all_of(path.begin(), path.end(), IsPathChar)) {
+    return bad("a path of letters, digits, '-', '.', '_', '~' and '/' only (no query or fragment)");
+  }
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  return absl::StrCat(scheme, "://", host, ":", port, path);
+}
+
+absl::Status CheckS3Endpoints(const std::vector<S3EndpointUse>& uses, const S3AgentDefaults& agent) {
+  const std::string own = OwnEndpoint(agent);
+  const std::string own_text = agent.endpoint.empty() ? "this agent has no AWS_ENDPOINT_URL"
+                               : own.empty() ? absl::StrCat("AWS_ENDPOINT_URL '", agent.endpoint, "' does not parse")
+                                             : absl::StrCat("AWS_ENDPOINT_URL ", own);
+  const std::vector<std::string>& allowed = agent.allowed_endpoints;
+  for (const S3EndpointUse& use : uses) {
+    absl::StatusOr<std::string> e = NormalizeS3Endpoint(use.endpoint);
+    if (!e.ok()) return e.status();
+    if (*e == own || std::find(allowed.begin(), allowed.end(), *e) != allowed.end()) continue;
+    if (!allowed.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "s3 endpoint ", *e, " is neither this agent's own (", own_text, ") nor in its --s3-allow-endpoint list (",
+          absl::StrJoin(allowed, ", "), "): an agent with that list reaches no other endpoint, whoever's keys the "
+          "job brings; to allow it, start the agent with --s3-allow-endpoint ", *e));
+    }
+    if (use.agent_credentials) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "s3 endpoint ", *e, " is not this agent's own (", own_text, "): an agent's own credentials go only to its "
+          "own endpoint or to one it allows; give the job its own storage.storage_options.access_key_id and "
+          "secret_access_key, or start the agent with --s3-allow-endpoint ", *e));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& spec, const S3AgentDefaults& d) {
@@ -75,6 +176,9 @@ absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& 
     c->secret_access_key = !spec.s3_secret_access_key.empty() ? S3Secret(spec.s3_secret_access_key)
                                                               : d.secret_access_key;
   }
+  // Anything of the agent's own credentials in the pair: its key id, or its secret.
+  const bool agent_credentials = (spec.s3_access_key_id.empty() && !d.access_key_id.empty()) ||
+                                 (spec.s3_secret_access_key.empty() && !c->secret_access_key.empty());
   c->force_path_style = spec.s3_force_path_style;
   c->max_attempts = static_cast<int>(spec.s3_max_attempts);
   if (c->endpoint.empty()) {
@@ -86,6 +190,7 @@ absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& 
     return absl::InvalidArgumentError(
         absl::StrCat("s3 endpoint '", c->endpoint, "' must start with http:// or https://"));
   }
+  if (absl::Status s = CheckS3Endpoints({{c->endpoint, agent_credentials}}, d); !s.ok()) return s;
   if (c->access_key_id.empty() || c->secret_access_key.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "s3 ", c->Describe(), ": no ", c->access_key_id.empty() ? "access key id" : "secret key",

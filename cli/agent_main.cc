@@ -50,6 +50,13 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
   app->add_option("--s3-credentials", f->opt.s3_credentials_file,
                   "Object storage: file of KEY=VALUE lines (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
                   "AWS_ENDPOINT_URL, AWS_REGION) used where an s3 job's storage_options leave them out; default: the AWS_* environment");
+  app->add_option("--s3-allow-endpoint", f->opt.s3_allow_endpoints,
+                  "Object storage: an endpoint http(s)://host[:port] this agent may reach besides its own "
+                  "AWS_ENDPOINT_URL, with its own credentials too (repeatable, or a comma list). Given, no other "
+                  "endpoint is reached whoever's keys the job brings; not given, a job naming another endpoint must "
+                  "bring its own access_key_id and secret_access_key")
+      ->delimiter(',')
+      ->type_name("URL");
   dlio::AddClientTransportOptions(app, &f->tls, "when attaching");
   app->add_option("--log-level", f->log_level, "Log level: trace, debug, info, warn, error, critical or off")
       ->default_val("info");

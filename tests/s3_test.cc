@@ -3,7 +3,10 @@
 // $DLIO_S3_DIR/env). Real coordinator and agent processes; boto3 (python3-boto3) is the independent S3 client that
 // uploads DLIO's own files and reads back what the agents write, checked with numpy/h5py (tests/python/).
 // Each test uses buckets of its own, so the tests may run in parallel against the one gateway.
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -97,6 +101,71 @@ CommandResult RunJob(const TempDir& dir, const std::string& job, const std::vect
   argv.insert(argv.end(), extra.begin(), extra.end());
   return RunCommand(argv, seconds(240));
 }
+
+// The gateway's key pair as the job's own (overrides): what a job naming an endpoint other than the agents' own
+// AWS_ENDPOINT_URL must bring (agent/object_store.h).
+std::string JobKeyId() { return "storage.storage_options.access_key_id=" + Gateway().at("AWS_ACCESS_KEY_ID"); }
+std::string JobSecret() { return "storage.storage_options.secret_access_key=" + Gateway().at("AWS_SECRET_ACCESS_KEY"); }
+
+// A plain TCP socket listening on a loopback port of its own, standing for an endpoint nobody should reach: it
+// accepts and records whatever connects (the request's head, up to 1 s of it) until destroyed.
+class Trap {
+ public:
+  Trap() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 16) == 0 &&
+          ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~Trap() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  bool ok() const { return ok_; }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int connections() const { return connections_; }
+  // Everything the connections sent (their request heads).
+  std::string seen() {
+    std::lock_guard<std::mutex> l(mu_);
+    return seen_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) != 1) continue;  // 50 ms: how soon the destructor's stop is seen
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      ++connections_;
+      std::string head;
+      char buf[4096];
+      pollfd cp{c, POLLIN, 0};
+      while (head.find("\r\n\r\n") == std::string::npos && ::poll(&cp, 1, 1000) == 1) {
+        const ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        head.append(buf, static_cast<size_t>(n));
+      }
+      ::close(c);  // no answer: a client that got this far fails at once
+      std::lock_guard<std::mutex> l(mu_);
+      seen_ += head;
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::string seen_;  // guarded by mu_
+  std::thread thread_;
+};
 
 // The check of check_formats.py for objects downloaded with boto3.
 struct FormatCase {
@@ -207,12 +276,14 @@ uint64_t VmHwmKib(pid_t pid) {
 // The harness Fleet (a coordinator with a job store and /metrics, one agent with /metrics) for the agent's RSS, its
 // scrape and its log.
 struct S3Fleet {
-  explicit S3Fleet(const TempDir& dir)
+  explicit S3Fleet(const TempDir& dir, const std::vector<std::string>& agent_extra = {})
       : metrics_port(FreePort()),
         coordinator_metrics_port(FreePort()),
         fleet(dir, {"--store", dir.str() + "/jobs.sqlite", "--metrics-listen",
                     "127.0.0.1:" + std::to_string(coordinator_metrics_port)}) {
-    fleet.AddAgent("agent-0", {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)});
+    std::vector<std::string> flags = {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)};
+    flags.insert(flags.end(), agent_extra.begin(), agent_extra.end());
+    fleet.AddAgent("agent-0", flags);
   }
   CommandResult Submit(const std::string& job, const std::string& output, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {"submit", job, "--agents", "1", "--output", output, "--wait-for-agents", "30"};
@@ -293,9 +364,10 @@ TEST_F(S3, GatewayKilledMidEpochFailsTheJobWithinMaxAttempts) {
     ::kill(pid, SIGTERM);  // exactly the gateway this test started (SIGTERM: see ceph-rgw.sh extra-rgw)
   });
   const auto t0 = std::chrono::steady_clock::now();
+  // The extra gateway is not the agents' own endpoint: the job brings its own keys (docs/object-storage.md).
   CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
                         {"workflow.generate_data=false", "storage.storage_options.endpoint_url=" + endpoint,
-                         "storage.storage_options.s3_max_attempts=3"},
+                         "storage.storage_options.s3_max_attempts=3", JobKeyId(), JobSecret()},
                         1);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   killer.join();
@@ -367,7 +439,7 @@ TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
   });
   CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
                         {"storage.storage_options.endpoint_url=" + endpoint,
-                         "storage.storage_options.s3_max_attempts=2"}, 1);
+                         "storage.storage_options.s3_max_attempts=2", JobKeyId(), JobSecret()}, 1);
   killer.join();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   // The dead gateway could not be told to abort: the uploads in flight stay open (no object shows them).
@@ -379,6 +451,64 @@ TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
   const json objects = List(bucket, "data/train/");
   ASSERT_EQ(objects.size(), 8u) << objects.dump();
   for (const auto& [key, size] : objects.items()) EXPECT_GT(size.get<int64_t>(), 25000000) << key;
+}
+
+// A job that names an endpoint other than the agents' own and brings no keys of its own: every agent would sign with
+// its own key and send it there. The agent refuses before connecting, naming itself, the rule, the endpoint and the
+// flag that would allow it; the endpoint (a plain socket) sees no connection, let alone an Authorization header.
+TEST_F(S3, AJobNamingAnotherEndpointWithoutItsOwnKeysIsRefusedBeforeAnyConnection) {
+  Trap trap;
+  ASSERT_TRUE(trap.ok());
+  TempDir dir;
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 2, 1, 4096, 1, 0, 1, true, Storage("trap-bucket")));
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
+                           {"storage.storage_options.endpoint_url=" + trap.endpoint(),
+                            "storage.storage_options.s3_max_attempts=1"}, 1);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("agent 'local-0' rank 0 job "));
+  EXPECT_THAT(r.err, HasSubstr(": s3 endpoint " + trap.endpoint() + " is not this agent's own (AWS_ENDPOINT_URL " +
+                               Gateway().at("AWS_ENDPOINT_URL") + "): an agent's own credentials go only to its own "
+                               "endpoint or to one it allows; give the job its own "
+                               "storage.storage_options.access_key_id and secret_access_key, or start the agent with "
+                               "--s3-allow-endpoint " + trap.endpoint()));
+  EXPECT_EQ(trap.connections(), 0) << trap.seen();
+  EXPECT_THAT(trap.seen(), ::testing::Not(HasSubstr("Authorization")));
+  EXPECT_THAT(trap.seen(), ::testing::Not(HasSubstr(Gateway().at("AWS_ACCESS_KEY_ID"))));
+}
+
+// --s3-allow-endpoint: the agent's own keys go to a listed endpoint (here the same gateway by another name: 127.1 is
+// 127.0.0.1 to the resolver but another endpoint to the rule, which resolves no names; RGW answers "localhost" with
+// 404), and an endpoint outside the list is refused even with the job's own keys, before any connection.
+TEST_F(S3, AnAgentsAllowListLetsItsKeysGoThereAndIsAllItReaches) {
+  const std::string own = Gateway().at("AWS_ENDPOINT_URL");  // http://127.0.0.1:PORT
+  const std::string alias = std::regex_replace(own, std::regex("127\\.0\\.0\\.1"), "127.1");
+  ASSERT_NE(alias, own);
+  Trap trap;
+  ASSERT_TRUE(trap.ok());
+  TempDir dir;
+  S3Fleet fleet(dir, {"--s3-allow-endpoint", alias});
+  const std::string bucket = NewBucket("allow");
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 2, 1, 4096, 1, 0, 1, true,
+                                              Storage(bucket) + "  storage_options:\n    endpoint_url: " + alias +
+                                                  "\n"));
+  CommandResult listed = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
+  ASSERT_PRED1(JobRan, listed.exit_code) << listed.out << listed.err << fleet.Logs();
+  EXPECT_EQ(List(bucket, "data/train/").size(), 2u);
+
+  WriteFile(dir.str() + "/trap.yaml",
+            Workload("npz", 2, 1, 4096, 1, 0, 1, true,
+                     Storage(bucket) + "  storage_options:\n    endpoint_url: " + trap.endpoint() +
+                         "\n    access_key_id: " + Gateway().at("AWS_ACCESS_KEY_ID") + "\n    secret_access_key: " +
+                         Gateway().at("AWS_SECRET_ACCESS_KEY") + "\n    s3_max_attempts: 1\n"));
+  CommandResult refused = fleet.Submit(dir.str() + "/trap.yaml", dir.str() + "/out-trap");
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  const std::string all = refused.out + refused.err;
+  EXPECT_THAT(all, HasSubstr("agent 'agent-0' rank 0 job "));
+  EXPECT_THAT(all, HasSubstr(": s3 endpoint " + trap.endpoint() + " is neither this agent's own (AWS_ENDPOINT_URL " +
+                             own + ") nor in its --s3-allow-endpoint list (" + alias + "): an agent with that list "
+                             "reaches no other endpoint, whoever's keys the job brings; to allow it, start the agent "
+                             "with --s3-allow-endpoint " + trap.endpoint()));
+  EXPECT_EQ(trap.connections(), 0) << trap.seen();
 }
 
 // The secret given in the job file reaches the agents (the job succeeds with agents that have no secret of their

@@ -263,6 +263,9 @@ S3Client::S3Client(std::shared_ptr<const S3Config> config) : config_(std::move(c
     curl_easy_setopt(curl_, CURLOPT_HEADERFUNCTION, OnHeader);
     curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, OnWrite);
     curl_easy_setopt(curl_, CURLOPT_READFUNCTION, OnRead);
+    // A redirect is never followed (libcurl's default, made explicit): the signed request and the access key id go
+    // to the configured endpoint only (agent/object_store.h's endpoint rule), never to a host a 3xx names.
+    curl_easy_setopt(curl_, CURLOPT_FOLLOWLOCATION, 0L);
     // RGW answers a 100-continue at once; without the header curl would wait for it anyway on large bodies.
   }
   S3Metrics::Global().Register(&stats_);
@@ -310,6 +313,9 @@ absl::Status S3Client::HttpError(const Request& req, int status, absl::string_vi
         "' (storage.storage_options, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the agent's --s3-credentials file)"));
   }
   if (!message.empty()) absl::StrAppend(&what, " (", message, ")");
+  if (status >= 300 && status < 400) {
+    absl::StrAppend(&what, ": a redirect, not followed (requests go to the endpoint only)");
+  }
   absl::StrAppend(&what, tries);
   return status >= 500 ? absl::UnavailableError(what) : absl::InternalError(what);
 }

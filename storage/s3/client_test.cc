@@ -1,10 +1,15 @@
-// Pure parts of the S3 client (storage/s3/client.h): key encoding, s3:// URLs, key joins, the statistics' arithmetic, and
-// the retry path against a loopback port nobody listens on (the real gateway is tests/s3_test.cc's).
+// Pure parts of the S3 client (storage/s3/client.h): key encoding, s3:// URLs, key joins, the statistics' arithmetic,
+// the retry path against a loopback port nobody listens on, and a redirect to another port that is never followed
+// (the real gateway is tests/s3_test.cc's).
 #include "storage/s3/client.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <string>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -88,6 +93,68 @@ TEST(S3Client, TransportErrorsAreRetriedUpToMaxAttemptsAndCounted) {
   EXPECT_EQ(g.requests, 3u);
   EXPECT_EQ(g.retries, 2u);
   EXPECT_EQ(g.errors[11], 3u);  // "none": no HTTP answer
+}
+
+// A listening loopback socket (port 0, read back); closed with the object.
+struct LoopbackListener {
+  LoopbackListener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd, 8) == 0 &&
+         ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    port = ntohs(a.sin_port);
+  }
+  ~LoopbackListener() { ::close(fd); }
+  // True when a connection is waiting to be accepted within `ms`.
+  bool Pending(int ms) const {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1;
+  }
+  int fd = -1;
+  int port = 0;
+  bool ok = false;
+};
+
+// An endpoint that answers 307 with a Location on another loopback port: the client does not follow it (the signed
+// request would go to a host the endpoint named), and says the answer was a redirect. Never reached: `trap`.
+TEST(S3Client, RedirectsToAnotherHostAreNeverFollowed) {
+  LoopbackListener endpoint, trap;
+  ASSERT_TRUE(endpoint.ok && trap.ok);
+  std::string request;
+  std::thread server([&] {
+    if (!endpoint.Pending(10000)) return;
+    const int c = ::accept(endpoint.fd, nullptr, nullptr);
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::read(c, buf, sizeof buf);
+      if (n <= 0) break;
+      request.append(buf, static_cast<size_t>(n));
+    }
+    const std::string answer = "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:" +
+                               std::to_string(trap.port) + "/bkt/k/obj.npz\r\nContent-Length: 0\r\n"
+                               "Connection: close\r\n\r\n";
+    EXPECT_EQ(::write(c, answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
+    ::close(c);
+  });
+  auto c = std::make_shared<S3Config>();
+  c->endpoint = "http://127.0.0.1:" + std::to_string(endpoint.port);
+  c->bucket = "bkt";
+  c->access_key_id = "AKID";
+  c->secret_access_key = S3Secret("TopSecret");
+  c->max_attempts = 1;
+  c->stall_timeout_s = 2;  // a followed redirect would wait on `trap` (which never answers) this long, not 30 s
+  S3Client client(c);
+  AlignedBuffer buf;
+  absl::StatusOr<uint64_t> r = client.Get("k/obj.npz", buf);
+  server.join();
+  EXPECT_THAT(request, HasSubstr("Authorization: AWS4-HMAC-SHA256 Credential=AKID/"));  // the endpoint's own request
+  EXPECT_FALSE(trap.Pending(200)) << "the client followed the redirect to port " << trap.port;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "s3 GET endpoint " + c->endpoint + " bucket 'bkt' object 'k/obj.npz': HTTP 307: a "
+                                  "redirect, not followed (requests go to the endpoint only)");
 }
 
 }  // namespace
