@@ -9,7 +9,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake g++ make pkg-config ca-certificates nodejs npm \
-      libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+      libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev \
       libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev \
       libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev \
       libjpeg62-turbo-dev libpng-dev zlib1g-dev libsqlite3-dev libcurl4-openssl-dev libpugixml-dev \

@@ -8,8 +8,11 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "agent/agent_session.h"
 #include "agent/metrics.h"
 #include "agent/phase_runner.h"
@@ -59,6 +62,31 @@ class StreamLink : public CoordinatorLink {
   bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// One line saying why a connection to the coordinator `at` failed, from gRPC's reason `why`: with TLS the handshake's
+// cause (a certificate without the expected name, a CA that did not sign it, a server that speaks plain text), without
+// it a hint when the server seems to speak TLS. The flags named are the agent's.
+std::string ConnectCause(std::string why, const Transport& t, const std::string& at) {
+  why = absl::StrReplaceAll(why, {{"\n", " "}, {"\r", " "}});
+  if (t.tls() && absl::StrContains(why, "not in peer certificate")) {  // "Peer name X is not in peer certificate"
+    const std::string expected = t.server_name.empty() ? at.substr(0, at.rfind(':')) : t.server_name;
+    return absl::StrCat("TLS handshake failed: the coordinator's certificate does not hold the name '", expected,
+                        "' (", why, "); pass --tls-server-name with a name it holds");
+  }
+  const std::string lower = absl::AsciiStrToLower(why);  // OpenSSL 3's words, or BoringSSL's constant
+  if (t.tls() &&
+      (absl::StrContains(lower, "wrong version number") || absl::StrContains(lower, "wrong_version_number"))) {
+    return absl::StrCat("TLS handshake failed: the coordinator answers in plain text, not TLS (", why,
+                        "); leave out --tls-ca, or serve with --tls-cert/--tls-key");
+  }
+  if (t.tls()) {
+    return absl::StrCat("TLS handshake failed (", why, "); check --tls-ca (the CA that signed the coordinator's ",
+                        "certificate) and --tls-cert/--tls-key (mutual TLS)");
+  }
+  // A TLS server hangs up on a plaintext client's HTTP/2 preface: gRPC then says "Socket closed".
+  return absl::StrContains(why, "Socket closed") ? absl::StrCat(why, "; if the coordinator serves TLS, pass --tls-ca")
+                                                 : why;
+}
+
 }  // namespace
 
 // The facade: the connection (channel, stream, reader loop, heartbeat thread, reconnects) and the phase host (a
@@ -71,6 +99,10 @@ struct AgentServer::Impl : public PhaseHost {
   std::unique_ptr<AgentSession> session;
   std::atomic<bool> shutdown{false};
   absl::Status refusal;
+  // Why the last connection attempt failed, and why the last session ended (one line each; written by Session() and,
+  // for a lease that ran out, by Serve()'s heartbeat thread before Serve() joins it): the agent's last line when it
+  // gives up.
+  std::string unreachable_cause, lost_cause;
 
   // The current connection (guarded by mu), for Shutdown().
   Mutex mu;
@@ -91,6 +123,11 @@ struct AgentServer::Impl : public PhaseHost {
   // phase then runs). `*refused` tells a free-space refusal (the job ends refused) from a bad folder (it fails).
   absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseCommand& cmd, bool* refused) const;
   AgentSession::Identity MakeIdentity(const std::string& instance) const;
+  // Why `channel` is not connected after the wait: gRPC's reason for a channel in TRANSIENT_FAILURE (a call on it
+  // fails at once with it: connection refused, the TLS handshake's error), as ConnectCause words it.
+  std::string ConnectFailure(grpc::Channel& channel, v1::Coordinator::Stub& stub) const;
+  // The error Run() returns when the reconnect window ran out.
+  absl::Status GiveUp() const;
   SessionEnd Session();
   // Serves one accepted connection until it ends.
   SessionEnd Serve(grpc::ClientContext& context, Stream& stream, std::shared_ptr<StreamLink> stream_link,
@@ -177,15 +214,38 @@ AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instan
   return id;
 }
 
+std::string AgentServer::Impl::ConnectFailure(grpc::Channel& channel, v1::Coordinator::Stub& stub) const {
+  if (channel.GetState(false) != GRPC_CHANNEL_TRANSIENT_FAILURE) return "the connection did not complete within 2 s";
+  grpc::ClientContext probe;
+  // 1 s: a call on a failed channel fails at once; the bound is for one that connects meanwhile.
+  probe.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  AddToken(&probe, opt.transport);
+  v1::ListJobsResponse resp;
+  const grpc::Status st = stub.ListJobs(&probe, v1::ListJobsRequest(), &resp);
+  return st.ok() ? "the connection did not complete within 2 s" : ConnectCause(st.error_message(), opt.transport,
+                                                                                opt.coordinator);
+}
+
+absl::Status AgentServer::Impl::GiveUp() const {
+  const double window_s = std::chrono::duration<double>(opt.reconnect_window).count();
+  return absl::UnavailableError(absl::StrCat(
+      "gave up on the coordinator at ", opt.coordinator, ": ",
+      lost_cause.empty() ? "" : absl::StrCat("the connection was lost (", lost_cause, "), then "),
+      "unreachable for ", window_s, " s (--reconnect-window): ",
+      unreachable_cause.empty() ? "not retried" : unreachable_cause));
+}
+
 SessionEnd AgentServer::Impl::Session() {
   auto channel = grpc::CreateCustomChannel(opt.coordinator, ChannelCredentials(opt.transport),
                                           SessionChannelArgs(opt.transport));
+  auto stub = v1::Coordinator::NewStub(channel);
   // 2 s to establish a connection: long enough for a loaded machine, short enough for a responsive backoff loop.
   if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2))) {
-    return shutdown ? SessionEnd::kShutdown : SessionEnd::kUnreachable;
+    if (shutdown) return SessionEnd::kShutdown;
+    unreachable_cause = ConnectFailure(*channel, *stub);
+    return SessionEnd::kUnreachable;
   }
   if (shutdown) return SessionEnd::kShutdown;
-  auto stub = v1::Coordinator::NewStub(channel);
   grpc::ClientContext context;
   AddToken(&context, opt.transport);
   std::unique_ptr<Stream> s = stub->Attach(&context);
@@ -211,6 +271,8 @@ SessionEnd AgentServer::Impl::Session() {
       refusal = absl::FailedPreconditionError(st.error_message());
       return SessionEnd::kRefused;
     }
+    unreachable_cause = ConnectCause(st.ok() ? "the coordinator closed the stream before its Welcome"
+                                             : st.error_message(), opt.transport, opt.coordinator);
     return SessionEnd::kUnreachable;
   }
   absl::StatusOr<AgentSession::Timing> timing = session->Welcome(in);
@@ -222,9 +284,15 @@ SessionEnd AgentServer::Impl::Session() {
     return SessionEnd::kRefused;
   }
   spdlog::info("agent '{}' attached to {} ({} accelerators)", opt.name, opt.coordinator, opt.accelerators);
+  unreachable_cause.clear();
+  lost_cause.clear();
   const SessionEnd end = Serve(context, *s, stream_link, *timing);
   detach();
-  s->Finish();
+  const grpc::Status fin = s->Finish();
+  if (end == SessionEnd::kLost && lost_cause.empty()) {
+    lost_cause = fin.ok() ? "the coordinator ended the session"
+                          : absl::StrReplaceAll(fin.error_message(), {{"\n", " "}, {"\r", " "}});
+  }
   return end;
 }
 
@@ -240,9 +308,9 @@ SessionEnd AgentServer::Impl::Serve(grpc::ClientContext& context, Stream& stream
       if (ended || shutdown) break;
       AgentSession::Clock::duration silent{};
       if (session->LeaseExpired(std::chrono::steady_clock::now(), timing, &silent)) {
-        spdlog::warn("agent '{}': the coordinator {} has been silent for {:.1f} s (lease {:.1f} s); reconnecting",
-                     opt.name, opt.coordinator, std::chrono::duration<double>(silent).count(),
-                     timing.lease.count() / 1000.0);
+        lost_cause = absl::StrFormat("the coordinator was silent for %.1f s, longer than its lease of %.1f s",
+                                     std::chrono::duration<double>(silent).count(), timing.lease.count() / 1000.0);
+        spdlog::warn("agent '{}': {} ({}); reconnecting", opt.name, lost_cause, opt.coordinator);
         context.TryCancel();
         break;
       }
@@ -309,22 +377,24 @@ absl::Status AgentServer::Run() {
   Impl& im = *impl_;
   auto deadline = std::chrono::steady_clock::now() + im.opt.reconnect_window;
   auto backoff = std::chrono::milliseconds(200);
+  std::string logged;  // the last connection failure logged: each new cause once, at once, not after the window
   while (!im.shutdown) {
     const SessionEnd end = im.Session();
     if (end == SessionEnd::kShutdown || im.shutdown) return absl::OkStatus();
     if (end == SessionEnd::kRefused) return im.refusal;
+    if (end == SessionEnd::kUnreachable && im.unreachable_cause != logged) {
+      logged = im.unreachable_cause;
+      spdlog::warn("agent '{}': cannot reach the coordinator {}: {}; retrying", im.opt.name, im.opt.coordinator,
+                   logged);
+    }
     if (end == SessionEnd::kLost) {
-      spdlog::warn("agent '{}': lost the coordinator {}; reconnecting for up to {} s", im.opt.name,
-                   im.opt.coordinator, im.opt.reconnect_window.count() / 1000.0);
+      spdlog::warn("agent '{}': lost the coordinator {} ({}); reconnecting for up to {} s", im.opt.name,
+                   im.opt.coordinator, im.lost_cause, im.opt.reconnect_window.count() / 1000.0);
       deadline = std::chrono::steady_clock::now() + im.opt.reconnect_window;
       backoff = std::chrono::milliseconds(200);
     }
     const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      spdlog::warn("agent '{}': coordinator {} unreachable for {} s; exiting", im.opt.name, im.opt.coordinator,
-                   im.opt.reconnect_window.count() / 1000.0);
-      return absl::OkStatus();
-    }
+    if (now >= deadline) return im.GiveUp();
     {
       MutexLock lk(&im.mu);
       im.cv.WaitFor(&lk, std::min<std::chrono::steady_clock::duration>(backoff, deadline - now),

@@ -4,7 +4,10 @@
 // (agent/agent_session.h), which bench/agent_swarm.cc runs too; this facade owns the connection and the phase thread.
 //
 // Life cycle: Start() validates options and starts the metrics endpoint; Run() attaches and serves until the
-// coordinator has been unreachable for longer than `reconnect_window` (then it returns OK: a clean exit), or until
+// coordinator has been unreachable for longer than `reconnect_window` (then it gives up: Unavailable, one line naming
+// the coordinator's address, why the last session ended if one was lost, and why the last attempt failed, gRPC's TLS
+// handshake error included, e.g. "gave up on the coordinator at 10.0.0.5:7543: unreachable for 30 s
+// (--reconnect-window): TLS handshake failed (... certificate verify failed); check --tls-ca ..."), or until
 // the coordinator refuses the agent (protocol mismatch, duplicate name, wrong token: an error naming both sides),
 // or Shutdown() (which tells the coordinator why when a phase is running, closes the stream and returns within ~1 s).
 // Reconnection uses exponential backoff from 200 ms to 5 s (fast enough to catch a restarted coordinator, slow

@@ -1,6 +1,12 @@
 #include "agent/dataset_files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -114,5 +120,42 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
   for (int64_t i = 0; i < count; ++i) files.push_back(std::move(found[static_cast<size_t>(i)].second));
   return files;
 }
+
+namespace {
+
+// The generator made its folders before writing (agent/generate_phase.cc): one it cannot find as it was was moved,
+// removed or replaced since.
+std::string NotInPlace(const std::string& path) {
+  return absl::StrCat("dataset.data_folder: the folder '", path,
+                      "' is no longer where it was (moved or replaced during generation); generation stopped and "
+                      "removed its temporary files");
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const HeldFolder>> HeldFolder::Open(std::shared_ptr<const ConfinedDir> root,
+                                                                   const ConfinedDir& data, const std::string& path) {
+  const int fd = data.Open(path, O_RDONLY | O_DIRECTORY);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(NotInPlace(path), " (", data.Explain(path, err), ")"));
+  }
+  return std::shared_ptr<const HeldFolder>(new HeldFolder(std::move(root), path, fd, st.st_dev, st.st_ino));
+}
+
+HeldFolder::~HeldFolder() { ::close(fd_); }
+
+absl::Status HeldFolder::StillInPlace() const {
+  const int now = root_->Open(path_, O_PATH | O_DIRECTORY);
+  struct stat st {};
+  const bool same = now >= 0 && ::fstat(now, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+  if (now >= 0) ::close(now);
+  if (same) return absl::OkStatus();
+  return absl::FailedPreconditionError(NotInPlace(path_));
+}
+
+int HeldFolder::Unlink(const std::string& name) const { return ::unlinkat(fd_, name.c_str(), 0); }
 
 }  // namespace dlio

@@ -5,8 +5,14 @@
 //   subfolders (one level down) whose names end in `.<ext>`, sorted by basename (as DLIO sorts with subfolders;
 //   the padded names make it the path order too), the first `count` of them. A folder is listed without
 //   following a link (base/confined_dir.h), a bucket with ListObjectsV2.
-// Thread-safety: pure functions; the listing only reads the folder or the bucket.
+// - HeldFolder: a folder the generator writes into, held open so that generation notices when it is moved or replaced
+//   (the held descriptor against the same path from the data root: device and inode) and can still remove its
+//   temporary files from it wherever it went (unlinkat through the descriptor).
+// Thread-safety: pure functions; the listing only reads the folder or the bucket. A HeldFolder is immutable after
+// Open(); any number of threads may use one.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -49,5 +55,38 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
                                                        const std::string& ext, int64_t count,
                                                        const std::string& count_key = "dataset.num_files_train",
                                                        const std::string& hint = "");
+
+// A folder of the dataset held open while a file is generated into it (agent/generate_phase.cc). Before a temporary
+// file is renamed into place, StillInPlace() compares the held descriptor (fstat) with what the folder's path names
+// now, resolved from the data root without following a link (base/confined_dir.h): same device and inode, or the
+// folder was moved (out of the data root, say) or replaced, and generation stops. Unlink() removes a temporary file
+// through the descriptor, so it goes even from a folder moved elsewhere.
+class HeldFolder {
+ public:
+  // Opens the folder `path` (absolute, below `data` and so below `root`) through `data`, the descriptor the format
+  // library's opens go through; `root` is the data root its path is checked from. A folder that cannot be opened is
+  // one the generator made and no longer finds: the error is StillInPlace()'s, with the cause appended.
+  static absl::StatusOr<std::shared_ptr<const HeldFolder>> Open(std::shared_ptr<const ConfinedDir> root,
+                                                                const ConfinedDir& data, const std::string& path);
+  ~HeldFolder();
+  HeldFolder(const HeldFolder&) = delete;
+  HeldFolder& operator=(const HeldFolder&) = delete;
+
+  const std::string& path() const { return path_; }
+  // OK while path() from the data root is still this folder; else FailedPrecondition naming it: "dataset.data_folder:
+  // the folder '/data/ds/train' is no longer where it was (moved or replaced during generation)".
+  absl::Status StillInPlace() const;
+  // unlinkat(2) of `name` (a file directly in this folder) through the descriptor; 0, or -1 with errno.
+  int Unlink(const std::string& name) const;
+
+ private:
+  HeldFolder(std::shared_ptr<const ConfinedDir> root, std::string path, int fd, dev_t dev, ino_t ino)
+      : root_(std::move(root)), path_(std::move(path)), fd_(fd), dev_(dev), ino_(ino) {}
+  const std::shared_ptr<const ConfinedDir> root_;
+  const std::string path_;
+  const int fd_;
+  const dev_t dev_;
+  const ino_t ino_;
+};
 
 }  // namespace dlio

@@ -108,5 +108,32 @@ TEST(ListDataFiles, ErrorsNameKeyAndFolderAndLinksAreRefused) {
                                        "agent follows none below its data root (docs/fleet.md)");
 }
 
+// A held folder is in place until its path from the data root names another folder or none: moved away (out of the
+// data root), or replaced by a new folder of the same name. Its files are still removed through it once moved.
+TEST(HeldFolder, NoticesAFolderMovedOrReplacedAndUnlinksThroughTheDescriptor) {
+  Dir d;
+  d.Touch("data/train/a.tmp-1");
+  std::shared_ptr<const ConfinedDir> root = *ConfinedDir::OpenRoot(d.path().string());
+  std::shared_ptr<const ConfinedDir> data = *root->Sub("data", ConfinedDir::Mode::kExisting, "dataset.data_folder");
+  const std::string train = data->path() + "/train";
+  absl::StatusOr<std::shared_ptr<const HeldFolder>> held = HeldFolder::Open(root, *data, train);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_TRUE((*held)->StillInPlace().ok());
+  fs::rename(d.path() / "data" / "train", d.path() / "away");
+  const absl::Status moved = (*held)->StillInPlace();
+  EXPECT_EQ(moved.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(moved.message(), "dataset.data_folder: the folder '" + train + "' is no longer where it was (moved or "
+                             "replaced during generation); generation stopped and removed its temporary files");
+  EXPECT_EQ((*held)->Unlink("a.tmp-1"), 0);
+  EXPECT_FALSE(fs::exists(d.path() / "away" / "a.tmp-1"));
+  fs::create_directories(d.path() / "data" / "train");  // a new folder where the old one was
+  EXPECT_FALSE((*held)->StillInPlace().ok());
+  // A folder that is not there cannot be held; the error names it.
+  fs::remove(d.path() / "data" / "train");
+  absl::StatusOr<std::shared_ptr<const HeldFolder>> gone = HeldFolder::Open(root, *data, train);
+  EXPECT_FALSE(gone.ok());
+  EXPECT_NE(gone.status().message().find(train), std::string::npos) << gone.status();
+}
+
 }  // namespace
 }  // namespace dlio

@@ -47,6 +47,7 @@ struct GenerateSetup {
   bool objects = false;                       // s3: objects appear whole at their final keys (no rename, no fsync)
   std::shared_ptr<const S3Config> s3;         // s3 jobs
   std::string prefix;                         // s3: the data's key prefix
+  std::shared_ptr<const ConfinedDir> root;      // POSIX: the data root, where each folder's path is checked from
   std::shared_ptr<const ConfinedDir> data_dir;  // POSIX: the data folder inside the data root; null for s3
   GenerateSplit splits[2];                    // train, valid
   int workers = 1;                            // writer threads per local rank (GenerationWorkers)
@@ -100,6 +101,7 @@ absl::StatusOr<std::unique_ptr<GenerateSetup>> SetUpGenerate(const PhaseContext&
     absl::StatusOr<std::shared_ptr<const ConfinedDir>> d =
         (*ctx.root)->Sub(spec.data_folder, ConfinedDir::Mode::kCreate, "dataset.data_folder");
     if (!d.ok()) return Annotate(d.status(), ctx.Where(cmd.first_rank));
+    setup->root = *ctx.root;
     setup->data_dir = std::move(*d);
   }
   // DLIO generates the files of train/ and, when evaluation files are asked for, of valid/.
@@ -142,7 +144,9 @@ struct GenerateGroup {
 // One writer thread of one rank: writes the rank's files todo[w], todo[w + W], ... A written file is made durable
 // and renamed into place only after the worker generated its next file: Generate() started its writeback, so the
 // fdatasync then finds it (mostly) on the storage and the wait overlaps generation instead of following it. The
-// data file and its companions (index files) move to their final names together.
+// data file and its companions (index files) move to their final names together. Each file's folders are held open
+// from before it is written (HeldFolder): a folder moved or replaced meanwhile (out of the data root, say) stops the
+// phase before the rename, and every temporary file is removed through the held descriptor, wherever it went.
 // (Not storage/io_util.h's internal::FileWriter, which writes one file's bytes: this writes a rank's files.)
 class GenerateWorker {
  public:
@@ -178,6 +182,7 @@ class GenerateWorker {
   struct Pending {
     std::vector<std::string> from, to;  // companions first, the data file last
     uint64_t bytes = 0;
+    std::vector<std::shared_ptr<const HeldFolder>> folders;  // POSIX: the folder of each `from`, held open
   };
 
   bool Stopped() const { return group_.stop || ctx_.CancelAsked(); }
@@ -187,7 +192,39 @@ class GenerateWorker {
   }
   void Discard(const Pending& p) {
     if (setup_.objects) return;  // an object that failed was never created (its multipart upload is aborted)
-    for (const std::string& f : p.from) data_->Unlink(f);
+    for (size_t k = 0; k < p.from.size(); ++k) {
+      // Through the held folder (wherever it is now), then by path (a folder that replaced it: the name is ours).
+      if (k < p.folders.size()) p.folders[k]->Unlink(fs::path(p.from[k]).filename().string());
+      data_->Unlink(p.from[k]);
+    }
+  }
+  // `p` failed with `s`: its files removed and the phase stopped, naming a folder moved meanwhile (which makes the
+  // opens, syncs and renames by path fail) rather than what failed because of it.
+  void Abandon(const Pending& p, const absl::Status& s) {
+    const absl::Status moved = InPlace(p);
+    Discard(p);
+    Fail(moved.ok() ? s : moved);
+  }
+  // The folders of `p`, each held open before the file is written; an error when one is missing or not in place.
+  absl::Status HoldFolders(Pending& p) const {
+    for (const std::string& f : p.from) {
+      const std::string dir = fs::path(f).parent_path().string();
+      if (!p.folders.empty() && p.folders.back()->path() == dir) {
+        p.folders.push_back(p.folders.back());
+        continue;
+      }
+      absl::StatusOr<std::shared_ptr<const HeldFolder>> h = HeldFolder::Open(setup_.root, *data_, dir);
+      if (!h.ok()) return h.status();
+      p.folders.push_back(std::move(*h));
+    }
+    return InPlace(p);
+  }
+  static absl::Status InPlace(const Pending& p) {
+    for (size_t k = 0; k < p.folders.size(); ++k) {
+      if (k > 0 && p.folders[k] == p.folders[k - 1]) continue;
+      if (absl::Status s = p.folders[k]->StillInPlace(); !s.ok()) return s;
+    }
+    return absl::OkStatus();
   }
 
   // File i of split `sp` under a temporary name; nullopt (the error recorded) when it failed.
@@ -216,13 +253,16 @@ class GenerateWorker {
       sized = std::move(*f);
     }
     const Format& fmt = sized ? *sized : *sp.format;
-    Pending next{fmt.CompanionPaths(tmp.string()), fmt.CompanionPaths(final_path.string()), 0};
+    Pending next{fmt.CompanionPaths(tmp.string()), fmt.CompanionPaths(final_path.string()), 0, {}};
     next.from.push_back(tmp.string());
     next.to.push_back(final_path.string());
+    if (absl::Status held = setup_.objects ? absl::OkStatus() : HoldFolders(next); !held.ok()) {
+      Fail(held);
+      return std::nullopt;
+    }
     if (absl::Status s = fmt.Generate(tmp.string(), static_cast<uint64_t>(spec.seed) * 1000003u + n, stats_);
         !s.ok()) {
-      Discard(next);
-      Fail(s);
+      Abandon(next, s);
       return std::nullopt;
     }
     next.bytes = stats_.Snapshot().bytes - before;
@@ -235,14 +275,14 @@ class GenerateWorker {
     for (const std::string& f : p.from) {
       if (s.ok() && !setup_.objects) s = SyncGeneratedFile(f, data_);
     }
+    if (s.ok()) s = InPlace(p);  // right before the renames: the folders where they were (s3: none)
     for (size_t k = 0; s.ok() && !setup_.objects && k < p.from.size(); ++k) {
       if (data_->Rename(p.from[k], p.to[k]) != 0) {
         s = absl::InternalError(absl::StrCat("rename '", p.from[k], "': ", data_->Explain(p.to[k], errno)));
       }
     }
     if (!s.ok()) {
-      Discard(p);
-      Fail(s);
+      Abandon(p, s);
       return false;
     }
     ctx_.progress.done += 1;

@@ -44,7 +44,8 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
   app->add_option("--metrics-listen", f->opt.metrics_listen,
                   "Serve Prometheus /metrics on HOST:PORT (port 0 picks a free port); empty = no endpoint");
   app->add_option("--reconnect-window", f->reconnect_window_s,
-                  "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then exit cleanly")
+                  "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then give up (exit 3, "
+                  "one line naming the coordinator and the cause)")
       ->default_val(30)
       ->check(CLI::Range(0.0, 86400.0));
   app->add_option("--s3-credentials", f->opt.s3_credentials_file,
@@ -88,8 +89,9 @@ int RunAgent(AgentFlags& f) {
   f.opt.node_name = id.node;
   spdlog::info("agent name '{}' (from {}), node '{}'", f.opt.name, id.name_source, f.opt.node_name);
   absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(f.tls, /*server=*/false);
-  if (!transport.ok()) {
-    std::cerr << "dlio-agent: " << transport.status().message() << "\n";
+  const absl::Status tls_ok = transport.ok() ? dlio::CheckTlsFiles(f.tls, *transport) : transport.status();
+  if (!tls_ok.ok()) {
+    std::cerr << "dlio-agent: " << tls_ok.message() << "\n";
     return 2;
   }
   f.opt.transport = *transport;

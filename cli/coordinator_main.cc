@@ -200,8 +200,10 @@ class ServeVerb : public Verb {
 
   int Run() override {
     absl::StatusOr<dlio::Transport> transport = dlio::LoadTransport(tls_, /*server=*/true);
-    if (!transport.ok()) {
-      std::cerr << "dlio-coordinator serve: " << transport.status().message() << "\n";
+    // The key and certificates checked before listening: gRPC's own failure would read "cannot listen ... in use".
+    const absl::Status tls_ok = transport.ok() ? dlio::CheckTlsFiles(tls_, *transport) : transport.status();
+    if (!tls_ok.ok()) {
+      std::cerr << "dlio-coordinator serve: " << tls_ok.message() << "\n";
       return 2;
     }
     if (listen_.empty()) listen_ = transport->token.empty() ? "127.0.0.1:7543" : "0.0.0.0:7543";

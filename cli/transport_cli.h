@@ -2,11 +2,17 @@
 // dlio-coordinator): --token-file and the client side of TLS, filling a TransportFiles (transport.h). One place, so
 // the agent and the client verbs take the same flags with the same meaning. The server's flags (serve) differ: a
 // server presents a certificate rather than trusting one.
+// CheckTlsFiles: the TLS material LoadTransport read, parsed with OpenSSL before anything listens or connects, so a
+// key of another certificate or a garbled PEM file is refused naming its flag and file (exit 2) instead of failing
+// later inside gRPC (where `serve` could only say that it cannot listen).
+// Thread-safety: AddClientTransportOptions binds CLI11 variables (call once, from main); CheckTlsFiles is a pure
+// function (OpenSSL's error queue is per thread).
 #pragma once
 
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 #include "dlio/v1/transport.h"
 
 namespace dlio {
@@ -21,5 +27,11 @@ inline void AddClientTransportOptions(CLI::App* app, TransportFiles* files, cons
   app->add_option("--tls-server-name", files->tls_server_name,
                   "Name expected in the coordinator's certificate (default: the host of --coordinator)");
 }
+
+// Checks the PEM text `loaded` holds (read by LoadTransport from `files`): --tls-cert and --tls-ca each hold a
+// certificate OpenSSL parses, --tls-key an unencrypted private key it parses, and that key is the key of the
+// --tls-cert certificate (X509_check_private_key). InvalidArgument naming the flag and the file otherwise, e.g.
+// "--tls-key: does not match --tls-cert ('b.key' is not the private key of the certificate in 'a.pem')".
+absl::Status CheckTlsFiles(const TransportFiles& files, const Transport& loaded);
 
 }  // namespace dlio
