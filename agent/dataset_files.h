@@ -4,7 +4,9 @@
 // - ListDataFiles: DLIO's file discovery, one function for both: the files of `<location>/<split>/` and of its
 //   subfolders (one level down) whose names end in `.<ext>`, sorted by basename (as DLIO sorts with subfolders;
 //   the padded names make it the path order too), the first `count` of them. A folder is listed without
-//   following a link (base/confined_dir.h), a bucket with ListObjectsV2.
+//   following a link (base/confined_dir.h), a bucket with ListObjectsV2. Given the job's file prefix, files of
+//   several `_of_N` layouts are not mixed: the job's own layout (the names generation gives it) is read when all
+//   its files are there, the rest left out and said once; otherwise the listing is refused, naming the layouts.
 // - HeldFolder: a folder the generator writes into, held open so that generation notices when it is moved or replaced
 //   (the held descriptor against the same path from the data root: device and inode) and can still remove its
 //   temporary files from it wherever it went (unlinkat through the descriptor).
@@ -51,10 +53,17 @@ struct DatasetLocation {
 // is refused, not skipped. Error if fewer than `count` exist, naming `count_key` (dataset.num_files_train or
 // dataset.num_files_eval), the folder or the bucket, with `hint` appended; a missing split folder says how to
 // generate it.
+// Layouts (`prefix` set: dataset.file_prefix): a generated name `<p>_<i>_of_<N>.<ext>` has the layout
+// `<p>_*_of_<N>.<ext>`, any other name the layout "other names". With one layout in the folder the listing is DLIO's
+// (the first `count`: a job of 4 files over a generated set of 8 reads the first 4, DLIO's subset feature). With
+// several: the job's own layout `<prefix>_*_of_<count>.<ext>` when it holds `count` files, and `*ignored` (may be
+// null) says in one line what was left out; else FailedPrecondition naming `count_key` and every layout with its
+// file count. An empty `prefix` takes the first `count` whatever their layouts (a probe for one file).
 absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& where, const std::string& split,
                                                        const std::string& ext, int64_t count,
                                                        const std::string& count_key = "dataset.num_files_train",
-                                                       const std::string& hint = "");
+                                                       const std::string& hint = "", const std::string& prefix = "",
+                                                       std::string* ignored = nullptr);
 
 // A folder of the dataset held open while a file is generated into it (agent/generate_phase.cc). Before a temporary
 // file is renamed into place, StillInPlace() compares the held descriptor (fstat) with what the folder's path names

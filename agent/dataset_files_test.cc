@@ -135,5 +135,53 @@ TEST(HeldFolder, NoticesAFolderMovedOrReplacedAndUnlinksThroughTheDescriptor) {
   EXPECT_NE(gone.status().message().find(train), std::string::npos) << gone.status();
 }
 
+// Issue 24 item 7: files of another `_of_N` layout in the folder were read with the job's (a job of 4 files read
+// 19.7 MB instead of 6.6 MB): the first 4 sorted names mixed img_*_of_4 and img_*_of_8. With the job's prefix the
+// job reads its own layout and says what it left out; one layout alone keeps DLIO's subset feature; several without
+// the job's own complete are refused, naming them.
+TEST(ListDataFiles, ReadsOnlyTheJobsOwnLayoutAndSaysWhatItLeftOut) {
+  Dir d;
+  for (int i = 0; i < 4; ++i) d.Touch("train/img_" + std::to_string(i) + "_of_4.npz");
+  for (int i = 0; i < 8; ++i) d.Touch("train/img_" + std::to_string(i) + "_of_8.npz");
+  d.Touch("train/scan_17.npz");
+  std::string ignored;
+  auto files = ListDataFiles(Folder(d), "train", "npz", 4, "dataset.num_files_train", "", "img", &ignored);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(Names(*files),
+            (std::vector<std::string>{"img_0_of_4.npz", "img_1_of_4.npz", "img_2_of_4.npz", "img_3_of_4.npz"}));
+  EXPECT_EQ(ignored, "dataset.num_files_train: read the 4 files of this job's layout img_*_of_4.npz under '" +
+                         d.root().path() + "/train'; left out the files of other layouts (other names: 1 file, "
+                         "img_*_of_8.npz: 8 files)");
+
+  // The job of 2 files: its layout is not there, and two others are: refused, naming every layout.
+  auto mixed = ListDataFiles(Folder(d), "train", "npz", 2, "dataset.num_files_train", "", "img", &ignored);
+  EXPECT_EQ(mixed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(mixed.status().message())
+                .find("dataset.num_files_train: the data files under '" + d.root().path() +
+                      "/train' are of several layouts (other names: 1 file, img_*_of_4.npz: 4 files, img_*_of_8.npz: "
+                      "8 files) and this job's img_*_of_2.npz has 0 of its 2"),
+            std::string::npos)
+      << mixed.status();
+
+  // One layout alone: DLIO's subset feature (the first 2 of the 8 generated), whatever the job's prefix.
+  Dir one;
+  for (int i = 0; i < 8; ++i) one.Touch("train/img_" + std::to_string(i) + "_of_8.npz");
+  ignored.clear();
+  auto subset = ListDataFiles(Folder(one), "train", "npz", 2, "dataset.num_files_train", "", "img", &ignored);
+  ASSERT_TRUE(subset.ok()) << subset.status();
+  EXPECT_EQ(Names(*subset), (std::vector<std::string>{"img_0_of_8.npz", "img_1_of_8.npz"}));
+  EXPECT_EQ(ignored, "");
+  // Zero-padded indices (DLIO pads to the digits of N) and subfolders are the same layout.
+  Dir padded;
+  for (int i = 0; i < 12; ++i) {
+    padded.Touch("train/" + std::to_string(i % 2) + "/img_" + (i < 10 ? "0" : "") + std::to_string(i) + "_of_12.npz");
+  }
+  padded.Touch("train/img_0_of_3.npz");
+  auto twelve = ListDataFiles(Folder(padded), "train", "npz", 12, "dataset.num_files_train", "", "img", &ignored);
+  ASSERT_TRUE(twelve.ok()) << twelve.status();
+  EXPECT_EQ(twelve->size(), 12u);
+  EXPECT_EQ(Names(*twelve).front(), "img_00_of_12.npz");
+}
+
 }  // namespace
 }  // namespace dlio

@@ -21,6 +21,7 @@
 #include "plan/checkpoint_schedule.h"
 #include "plan/epoch_plan.h"
 #include "readers/format.h"
+#include "spdlog/spdlog.h"
 
 namespace dlio {
 
@@ -110,12 +111,16 @@ absl::StatusOr<std::shared_ptr<const ConfinedDir>> ExistingDataDir(
 // ListObjectsV2 over the bucket. The hint is for a data folder only: every agent sees the same bucket.
 absl::StatusOr<std::vector<std::string>> PhaseFiles(const WorkloadSpec& spec, bool eval, const ConfinedDir* data_dir,
                                                     const std::shared_ptr<const S3Config>& s3, const Format& format,
-                                                    const std::string& hint) {
+                                                    const std::string& hint, std::string* ignored) {
   const char* split = eval ? "valid" : "train";
   const int64_t count = eval ? spec.num_files_eval : spec.num_files_train;
   const char* key = eval ? "dataset.num_files_eval" : "dataset.num_files_train";
-  if (s3) return ListDataFiles(DatasetLocation::Bucket(s3, spec.S3DataPrefix()), split, format.extension(), count, key);
-  return ListDataFiles(DatasetLocation::Folder(*data_dir), split, format.extension(), count, key, hint);
+  if (s3) {
+    return ListDataFiles(DatasetLocation::Bucket(s3, spec.S3DataPrefix()), split, format.extension(), count, key, "",
+                         spec.file_prefix, ignored);
+  }
+  return ListDataFiles(DatasetLocation::Folder(*data_dir), split, format.extension(), count, key, hint,
+                       spec.file_prefix, ignored);
 }
 
 // Cache hygiene: drops the page cache of the files this agent's ranks read this epoch.
@@ -169,9 +174,13 @@ absl::StatusOr<std::unique_ptr<StepsSetup>> SetUpSteps(const PhaseContext& ctx) 
       MakeFormat(spec.format, FormatOptionsFor(spec, setup->data_dir, eval ? "valid" : "train", *s3));
   if (!format.ok()) return format.status();
   setup->format = std::move(*format);
+  std::string ignored;  // files of other layouts left out: said once per job, at its first phase of the split
   absl::StatusOr<std::vector<std::string>> files =
-      PhaseFiles(spec, eval, setup->data_dir.get(), *s3, *setup->format, hint);
+      PhaseFiles(spec, eval, setup->data_dir.get(), *s3, *setup->format, hint, &ignored);
   if (!files.ok()) return Annotate(files.status(), ctx.Where(cmd.first_rank));
+  if (!ignored.empty() && cmd.epoch == (eval ? spec.eval_after_epoch : 1)) {
+    spdlog::warn("{}: {}", ctx.Where(cmd.first_rank), ignored);
+  }
   if (!eval) setup->ckpt_steps = CheckpointStepsInEpoch(spec, setup->plan.steps());
   if (!setup->ckpt_steps.empty()) {
     absl::StatusOr<CheckpointSetup> c = MakeCheckpointSetup(spec, cmd.world, ctx.root, *s3);

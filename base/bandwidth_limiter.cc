@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -12,8 +13,18 @@
 
 namespace dlio {
 
+namespace {
+
+// NaN and everything below kMinRate become kMinRate.
+double BoundedRate(double r) {
+  return std::isnan(r) ? BandwidthLimiter::kMinRate
+                       : std::clamp(r, BandwidthLimiter::kMinRate, BandwidthLimiter::kMaxRate);
+}
+
+}  // namespace
+
 BandwidthLimiter::BandwidthLimiter(Options o)
-    : rate_(o.bytes_per_second), ns_per_byte_(1e9 / o.bytes_per_second), opt_(std::move(o)) {}
+    : rate_(BoundedRate(o.bytes_per_second)), ns_per_byte_(1e9 / rate_), opt_(std::move(o)) {}
 
 int64_t BandwidthLimiter::Now() const {
   if (opt_.now_ns) return opt_.now_ns();
@@ -22,13 +33,17 @@ int64_t BandwidthLimiter::Now() const {
 }
 
 int64_t BandwidthLimiter::Acquire(uint64_t bytes, const std::atomic<bool>* cancel) {
-  const int64_t cost = static_cast<int64_t>(static_cast<double>(bytes) * ns_per_byte_);
+  // In double, then bounded: 2^64 bytes at 1 B/s is 1.8e28 ns, which no int64_t holds.
+  const int64_t cost = static_cast<int64_t>(
+      std::min(static_cast<double>(bytes) * ns_per_byte_, static_cast<double>(kMaxCostNs)));
   const int64_t now = Now();
   int64_t tat = tat_ns_.load(std::memory_order_relaxed);
   int64_t next = 0;
   do {
-    // Idle time earns no credit: the schedule restarts at `now`; the burst below is the only allowance.
-    next = std::max(tat, now) + cost;
+    // Idle time earns no credit: the schedule restarts at `now`; the burst below is the only allowance. The sum
+    // saturates at int64's end (reached only after 2^3 maximal costs): waits stay long, never wrap negative.
+    const int64_t from = std::max(tat, now);
+    next = from > std::numeric_limits<int64_t>::max() - cost ? std::numeric_limits<int64_t>::max() : from + cost;
   } while (!tat_ns_.compare_exchange_weak(tat, next, std::memory_order_relaxed));
   const int64_t wait = next - now - kBurstNs;
   if (wait <= 0) return 0;

@@ -13,6 +13,9 @@
 //  - A cancel wakes the sleep: given the job's cancel flag, Acquire() sleeps in base/sleep.h slices (50 ms) and
 //    returns once the flag is set, so a cap of 1 MiB/s on a 64 MiB chunk (a minute's sleep) never holds a
 //    cancelled job's agent past the coordinator's 2 s stop grace; the caller checks the flag and stops.
+//  - The arithmetic is bounded: the rate is taken in [kMinRate, kMaxRate] (1 B/s .. 1 PB/s; the job keys refuse
+//    anything else but 0, which means no limiter at all), one Acquire() costs at most kMaxCostNs, and the schedule
+//    saturates instead of wrapping, so no rate or byte count makes a wait negative (which would mean "no cap").
 //  - Uncapped is zero cost: the loader holds a null pointer and checks it (no limiter object exists).
 //  - Time is injected (Options::now_ns / sleep_ns) so the unit test runs on a fake clock.
 // Units: rate in bytes per second; clock values in nanoseconds of the steady clock.
@@ -39,9 +42,16 @@ class BandwidthLimiter {
   // sleep shorter than ~0.1 ms mostly measures the scheduler), short enough that a 1 s trial sees the cap within
   // ~2 %.
   static constexpr int64_t kBurstNs = 20'000'000;
+  // The rates the limiter works with (bytes/s); a rate outside is taken as the nearest bound. 1 B/s: the slowest
+  // cap a job can set; 1e15 (1 PB/s): the fastest (job/workload_spec.h kMaxBandwidth).
+  static constexpr double kMinRate = 1;
+  static constexpr double kMaxRate = 1e15;
+  // The most one Acquire() adds to the schedule: 2^60 ns (36 years), far beyond any job, far below int64's end, so
+  // the sums of the schedule cannot wrap.
+  static constexpr int64_t kMaxCostNs = int64_t{1} << 60;
 
   struct Options {
-    double bytes_per_second = 0;               // > 0
+    double bytes_per_second = 0;               // in [kMinRate, kMaxRate]; outside, the nearest bound
     std::function<int64_t()> now_ns;           // steady clock; default std::chrono::steady_clock
     std::function<void(int64_t)> sleep_ns;     // default std::this_thread::sleep_for
   };

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,33 @@ TEST(BandwidthLimiter, IdleTimeEarnsNoCredit) {
   now += 10'000'000'000;              // 10 s idle
   // 1 MB after the idle time: 1 s of budget, minus only the burst.
   EXPECT_EQ(lim.Acquire(1'000'000), 1'000'000'000 - BandwidthLimiter::kBurstNs);
+}
+
+// Issue 24 item 7: the arithmetic is bounded. At a rate below 1 B/s (or a huge read at 1 B/s) bytes x ns-per-byte
+// left int64_t, and the wrapped cost made the wait negative: no cap at all. Every wait is now positive and bounded,
+// however many bytes and whatever the rate, and later acquires saturate instead of wrapping.
+TEST(BandwidthLimiter, TinyRatesAndHugeReadsNeitherWrapNorLiftTheCap) {
+  for (double rate : {1e-9, 0.001, 0.0, -5.0, 1.0}) {
+    int64_t now = 1'000'000'000;
+    BandwidthLimiter::Options o;
+    o.bytes_per_second = rate;
+    o.now_ns = [&] { return now; };
+    o.sleep_ns = [](int64_t) {};
+    BandwidthLimiter lim(o);
+    EXPECT_EQ(lim.bytes_per_second(), BandwidthLimiter::kMinRate) << rate;
+    // 1 KiB at (at least) 1 s per byte: 1024 s less the burst.
+    EXPECT_EQ(lim.Acquire(1024), int64_t{1024} * 1'000'000'000 - BandwidthLimiter::kBurstNs) << rate;
+    for (uint64_t bytes : {uint64_t{1} << 40, uint64_t{1} << 63, ~uint64_t{0}}) {
+      for (int i = 0; i < 12; ++i) {  // beyond the 8 maximal costs that reach int64's end
+        const int64_t wait = lim.Acquire(bytes);
+        EXPECT_GT(wait, 0) << "rate " << rate << ", " << bytes << " bytes: the cap was lifted";
+        EXPECT_LE(wait, std::numeric_limits<int64_t>::max() - now) << rate;
+      }
+    }
+  }
+  BandwidthLimiter::Options fast;
+  fast.bytes_per_second = 1e300;
+  EXPECT_EQ(BandwidthLimiter(fast).bytes_per_second(), BandwidthLimiter::kMaxRate);
 }
 
 // Issue 24 item 3: a 64 MiB checkpoint chunk under a 1 MiB/s cap asks for a minute's sleep; the job's cancel ends

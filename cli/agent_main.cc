@@ -65,7 +65,7 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
                   "DRAM of this host node in bytes (KB/MB/GB: powers of 1000, KiB/MiB/GiB: of 1024), reported instead "
                   "of MemTotal or the cgroup limit: for a VM or container whose limit the agent cannot see, and "
                   "scaled-down MLPerf rehearsals. MLPerf's datasize uses it; results record it as declared")
-      ->transform(CLI::AsSizeValue(true).description(""))
+      ->transform(dlio::SizeInBytes(dlio::kMaxHostMemoryBytes, "1 PiB").description(""))
       ->type_name("BYTES");
   app->add_option("--protocol-version", f->opt.protocol_version,
                   "Protocol version to announce (testing only; default: this build's)")

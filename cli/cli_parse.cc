@@ -1,9 +1,12 @@
 #include "cli/cli_parse.h"
 
+#include <charconv>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -65,6 +68,27 @@ std::string Unplaced(CLI::App* at, const std::string& arg) {
 }
 
 }  // namespace
+
+CLI::Validator SizeInBytes(uint64_t max, const char* max_text) {
+  return CLI::Validator(
+      [max, max_text](std::string& in) -> std::string {
+        const std::string given = in;
+        const std::string refused =
+            "must be a size in bytes in [0, " + std::to_string(max) + "] (" + max_text + "), got '" + given + "'";
+        const std::string trimmed(absl::StripAsciiWhitespace(in));
+        if (trimmed.empty() || trimmed[0] == '-' || trimmed[0] == '+') return refused;
+        try {
+          if (!CLI::AsSizeValue(true)(in).empty()) return refused;
+        } catch (const CLI::ValidationError&) {  // an overflow of the unit's factor, or no number at all
+          return refused;
+        }
+        uint64_t bytes = 0;
+        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), bytes);
+        if (ec != std::errc() || end != in.data() + in.size() || bytes > max) return refused;
+        return std::string();
+      },
+      "BYTES");
+}
 
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, const char* const* argv, std::ostream& err) {
   try {

@@ -395,7 +395,7 @@ class RunVerb : public JobVerb {
     run->add_option("--host-memory", host_memory_,
                     "DRAM the local agents report for this host (dlio-agent --host-memory; KB/MB/GB: powers of 1000, "
                     "KiB/MiB/GiB: of 1024); default: what they read")
-        ->transform(CLI::AsSizeValue(true).description(""))
+        ->transform(dlio::SizeInBytes(dlio::kMaxHostMemoryBytes, "1 PiB").description(""))
         ->type_name("BYTES");
     run->add_flag("--json", opt_.client.json, "Print one JSON document on stdout (for scripts) instead of text");
     AddSharedOptions(run);

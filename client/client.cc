@@ -4,18 +4,66 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/text.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
 
 namespace dlio {
 
 using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The names of the files a job's result folder holds, which the client writes into the output folder
+// (results/results.h WriteResultFiles, the coordinator's trace.json).
+bool IsResultFileName(const std::string& name) {
+  if (name == "job.yaml" || name == "summary.json" || name == "trace.json") return true;
+  for (const char* tail : {"_output.json", "_per_epoch_stats.json"}) {
+    if (absl::EndsWith(name, tail) && name.size() > std::strlen(tail)) return true;  // <rank><tail>
+  }
+  return false;
+}
+
+// Issue 24 item 7: `output.folder: .` made `run` replace the user's job.yaml by the normalised job.yaml of the
+// results. The output folder (--output, else output.folder) and --trace may not be where the job file is: the job
+// file as given (a link there is replaced, not followed) and the file it resolves to are both compared by identity
+// with where the result of that name would go. That place is resolved as the fetch will: the existing part of the
+// path through the file system, the rest (folders the fetch creates, "sub/..") lexically.
+absl::Status CheckJobFileIsSpared(const SubmitOptions& opt, const LoadedJob& job) {
+  const bool flag = !opt.output_dir.empty();
+  const std::string output = flag ? opt.output_dir : job.spec().output_folder;
+  const fs::path given(job.path());
+  std::error_code ec;
+  const fs::path resolved = fs::canonical(given, ec);
+  for (const fs::path& p : {given, resolved}) {
+    const std::string name = p.filename().string();
+    if (output.empty() || p.empty() || !IsResultFileName(name)) continue;
+    const fs::path target = fs::weakly_canonical(fs::path(output) / name, ec);
+    if (ec || !fs::equivalent(target, p, ec)) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag ? "--output" : "output.folder", ": '", EscapeText(output), "' holds the job file '", EscapeText(name),
+        "', which the run would replace by the result file of that name (a run writes job.yaml, summary.json, "
+        "trace.json, <rank>_output.json and <rank>_per_epoch_stats.json there); choose another output folder"));
+  }
+  if (!opt.trace_path.empty() && fs::equivalent(fs::weakly_canonical(opt.trace_path, ec), given, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("--trace: '", EscapeText(opt.trace_path),
+                                                   "' is the job file; the trace would replace it; name another file"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<LoadedJob> LoadSubmission(const SubmitOptions& opt, bool plan_only) {
   LoadOptions lo;
@@ -28,6 +76,7 @@ absl::StatusOr<LoadedJob> LoadSubmission(const SubmitOptions& opt, bool plan_onl
       !s.ok()) {
     return absl::InvalidArgumentError(s.message());
   }
+  if (absl::Status s = CheckJobFileIsSpared(opt, *job); !s.ok()) return s;
   return job;
 }
 

@@ -62,7 +62,9 @@ ExplainFleet DescribeFleet(const SubmitOptions& opt, const LocalFleetShape* loca
 
 // The job of a `submit` or `run` command, loaded once: the job file with the overrides (--strict applies;
 // plan_only: as --explain loads it, listing the keys not supported yet instead of failing), then the placement
-// flags checked. InvalidArgument, one line naming the file, key or flag.
+// flags checked, and the job file kept safe: an output folder (--output, else output.folder) holding the job file
+// under a result file's name (job.yaml, summary.json, ...), or a --trace FILE that is the job file, is refused, as
+// the run would replace it. InvalidArgument, one line naming the file, key or flag.
 absl::StatusOr<LoadedJob> LoadSubmission(const SubmitOptions& opt, bool plan_only);
 // The placement flags of `opt`.
 JobPlacement PlacementOf(const SubmitOptions& opt);

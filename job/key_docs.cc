@@ -64,7 +64,10 @@ std::string KeyReferenceMarkdown() {
         "runs; a value outside it is `KEY: must be ... in [MIN, MAX], got VALUE` (exit 2). Together the keys also "
         "keep a split at most 2^32 samples and 2^60 bytes, a file at most 2^40 bytes, and one agent at most 4096 "
         "loader threads (read_threads x accelerators per agent). Text values must be UTF-8 without control "
-        "characters; `dataset.file_prefix` is a name, not a path. The job file itself must be a regular file of at "
+        "characters and without Unicode format characters (category Cf: bidi controls such as U+202E, zero-width "
+        "characters), which make a folder or name print as another; `dataset.file_prefix` is a name, not a path. A "
+        "run never writes over its job file: an `output.folder` (or `--output`) holding it under a result file's "
+        "name (`job.yaml`, `summary.json`, ...) is refused. The job file itself must be a regular file of at "
         "most 1 MiB of UTF-8 holding one YAML document that sets at least one key.\n\n";
   md += "| key | default | range | policy | notes |\n|---|---|---|---|---|\n";
   for (const KeyInfo& k : Keys().keys) {

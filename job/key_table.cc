@@ -59,7 +59,7 @@ KeyInfo StringKey(std::string path, std::string WorkloadSpec::*field, bool nulla
     if (!n.IsScalar() || (!nullable && n.Scalar().empty())) {
       return MustBe(p, nullable ? "a string" : "a non-empty string", n);
     }
-    if (absl::Status t = CheckText(n.Scalar(), p, kMaxPathBytes); !t.ok()) return t;
+    if (absl::Status t = CheckKeyText(n.Scalar(), p, kMaxPathBytes); !t.ok()) return t;
     s.*field = n.Scalar();
     return absl::OkStatus();
   };
@@ -193,7 +193,8 @@ const std::map<std::string, std::string>& CustomRanges() {
       {"train.total_training_steps", "integer <= 4294967296 (<= 0: no cap)"},
       {"evaluation.eval_time", seconds},
       {"evaluation.eval_time_stdev", "number in [0, 86400]"},
-      {"dlio_ext.read_bandwidth_limit", "rate in [0, 1e15] bytes/s"},
+      {"dlio_ext.read_bandwidth_limit", "rate 0 (no cap) or in [1, 1e15] bytes/s"},
+      {"dlio_ext.checkpoint_bandwidth_limit", "rate 0 (no cap) or in [1, 1e15] bytes/s"},
   };
   return ranges;
 }

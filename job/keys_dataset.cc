@@ -100,7 +100,7 @@ void AddDatasetKeys(std::vector<KeyInfo>& v) {
     k.apply = [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
       if (!n.IsScalar() || n.Scalar().empty()) return MustBe(p, "a non-empty file name prefix", n);
       const std::string& v = n.Scalar();
-      if (absl::Status t = CheckText(v, p, kMaxNameBytes); !t.ok()) return t;
+      if (absl::Status t = CheckKeyText(v, p, kMaxNameBytes); !t.ok()) return t;
       if (absl::StrContains(v, "/") || v == "." || v == "..") {
         return MustBe(p, "a file name prefix without '/' (data files are named {prefix}_{i}_of_{N}.{format} inside "
                          "the data folder)", n);

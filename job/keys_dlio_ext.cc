@@ -21,7 +21,7 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
   auto rate_key = [](const char* path, int64_t WorkloadSpec::*field, std::string note) {
     return Custom(
         path, KeyStatus::kImplemented,
-        note + " (0 = none): a number of bytes/s or one with a unit (KB, MB, GB powers of 1000; KiB, MiB, GiB "
+        note + " (0 = none; else at least 1 byte/s): a number of bytes/s or one with a unit (KB, MB, GB powers of 1000; KiB, MiB, GiB "
                "powers of 1024; optional /s), e.g. 200MiB/s. Shared by every rank of the agent (docs/mlperf.md); "
                "emulates a slower device",
         [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
@@ -30,6 +30,10 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
           if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(p, ": ", r.status().message()));
           if (*r > kMaxBandwidth) {
             return MustBe(p, fmt::format("a rate of at most {} bytes/s (1 PB/s)", FormatDouble(kMaxBandwidth)), n);
+          }
+          // Stored in whole bytes/s: a cap below 1 B/s would become 0, which means no cap at all.
+          if (*r > 0 && *r < kMinBandwidth) {
+            return MustBe(p, "0 (no cap) or a rate of at least 1 byte/s (e.g. 200MiB/s)", n);
           }
           s.*field = static_cast<int64_t>(*r);
           return absl::OkStatus();

@@ -43,7 +43,7 @@ void AddModelKeys(std::vector<KeyInfo>& v) {
       "model.name", KeyStatus::kLabel, "DLIO uses it in the Hydra run dir",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         if (!n.IsScalar()) return MustBe(p, "a string", n);
-        if (absl::Status t = CheckText(n.Scalar(), p, kMaxPathBytes); !t.ok()) return t;
+        if (absl::Status t = CheckKeyText(n.Scalar(), p, kMaxPathBytes); !t.ok()) return t;
         s.model_name = n.Scalar();
         return absl::OkStatus();
       },

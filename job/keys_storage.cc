@@ -44,6 +44,7 @@ void AddStorageKeys(std::vector<KeyInfo>& v) {
           return absl::OkStatus();
         }
         if (!n.IsScalar()) return MustBe(p, "a bucket name (s3) or ./", n);
+        if (absl::Status t = CheckKeyText(n.Scalar(), p, kMaxPathBytes); !t.ok()) return t;
         s.storage_root = n.Scalar();
         return absl::OkStatus();
       },

@@ -44,7 +44,8 @@ inline constexpr int64_t kMaxModelBytes = int64_t{1} << 50;      // a checkpoint
 inline constexpr int64_t kMaxReadThreads = 256;                  // loader threads per rank
 inline constexpr int64_t kMaxEpochs = 100000;                    // epochs, checkpoints, epoch numbers
 inline constexpr size_t kMaxDims = 32;                           // entries of a shape (numpy allows 32)
-inline constexpr double kMaxBandwidth = 1e15;                    // dlio_ext.read_bandwidth_limit: 1 PB/s
+inline constexpr double kMaxBandwidth = 1e15;                    // dlio_ext.*_bandwidth_limit: 1 PB/s
+inline constexpr double kMinBandwidth = 1;                       // a cap other than 0 (none): 1 byte/s
 inline constexpr size_t kMaxPathBytes = 4096;                    // a folder or name value (PATH_MAX)
 inline constexpr size_t kMaxNameBytes = 255;                     // a file-name part (NAME_MAX)
 // The job file: a regular file of at most this many bytes of UTF-8 text (DLIO's workloads are a few KiB).

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "job/yaml_scalar.h"
 
 namespace dlio {
 namespace {
@@ -767,6 +768,48 @@ TEST(WorkloadSpecLimits, TextMustBeCleanUtf8AndFilePrefixAName) {
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   EXPECT_THAT(e, HasSubstr("evil\\nkey: unknown key"));
   EXPECT_THAT(Error("train:\n  epochs: 1\n", {std::string("model.name=a\x01")}), HasSubstr("override: must be text"));
+}
+
+// Issue 24 item 7e: a data_folder with U+202E (RIGHT-TO-LEFT OVERRIDE) was accepted and printed as another folder.
+// Every path and name key refuses Unicode format characters (category Cf), shown escaped, written raw or escaped.
+TEST(WorkloadSpecLimits, PathAndNameKeysRefuseUnicodeFormatCharacters) {
+  EXPECT_EQ(Error("dataset:\n  data_folder: \"data\\u202etxt.npz\"\n"),
+            "dataset.data_folder: must be text without Unicode format characters (bidi controls such as U+202E, "
+            "zero-width characters: category Cf), got 'data\\u202etxt.npz' (U+202E at byte 4)");
+  for (const char* key : {"dataset.data_folder", "checkpoint.checkpoint_folder", "output.folder", "dataset.file_prefix",
+                          "model.name", "storage.storage_root", "model.type"}) {
+    for (const char* ch : {"\xe2\x80\xae", "\xe2\x80\x8b", "\xef\xbb\xbf", "\xc2\xad", "\xe2\x81\xa6",
+                           "\xf3\xa0\x80\x81"}) {
+      EXPECT_THAT(Error("train:\n  epochs: 1\n", {std::string(key) + "=a" + ch + "b"}),
+                  HasSubstr(std::string(key) + ": must be text without Unicode format characters"))
+          << key;
+    }
+  }
+  // Other non-ASCII text stays welcome.
+  EXPECT_TRUE(LoadWorkload("model:\n  name: \"résnet-ünïcode ✓ 模型\"\n", {}).ok());
+  EXPECT_TRUE(workload_internal::IsFormatCharacter(0x202E));
+  EXPECT_TRUE(workload_internal::IsFormatCharacter(0xE007F));
+  EXPECT_FALSE(workload_internal::IsFormatCharacter(0x202F));
+  EXPECT_FALSE(workload_internal::IsFormatCharacter('a'));
+}
+
+// Issue 24 item 7a: caps below 1 B/s were stored as int64_t 0, which means no cap at all.
+TEST(WorkloadSpecLimits, BandwidthCapsBelowOneBytePerSecondAreRefused) {
+  for (const char* key : {"read_bandwidth_limit", "checkpoint_bandwidth_limit"}) {
+    for (const auto& [v, shown] : std::vector<std::pair<std::string, std::string>>{
+             {"0.001", "0.001"}, {"1e-9", "1e-9"}, {"0.5B/s", "'0.5B/s'"}, {"0.0001KB", "'0.0001KB'"}}) {
+      EXPECT_EQ(Error(std::string("dlio_ext:\n  ") + key + ": " + v + "\n"),
+                std::string("dlio_ext.") + key + ": must be 0 (no cap) or a rate of at least 1 byte/s (e.g. 200MiB/s), "
+                                                 "got " + shown)
+          << v;
+    }
+    absl::StatusOr<WorkloadSpec> none = LoadWorkload(std::string("dlio_ext:\n  ") + key + ": 0\n", {});
+    ASSERT_TRUE(none.ok()) << none.status();
+    absl::StatusOr<WorkloadSpec> one = LoadWorkload(std::string("dlio_ext:\n  ") + key + ": 1B/s\n", {});
+    ASSERT_TRUE(one.ok()) << one.status();
+    EXPECT_EQ(none->read_bandwidth_limit + none->checkpoint_bandwidth_limit, 0);
+    EXPECT_EQ(one->read_bandwidth_limit + one->checkpoint_bandwidth_limit, 1);
+  }
 }
 
 TEST(WorkloadSpecLimits, EmptyAndMultiDocumentJobsAreRefused) {

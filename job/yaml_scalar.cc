@@ -84,6 +84,56 @@ std::string Quote(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Data table: the ranges of Unicode general category Cf (format characters), Unicode 15.0.
+bool IsFormatCharacter(uint32_t cp) {
+  static constexpr std::pair<uint32_t, uint32_t> kCf[] = {
+      {0xAD, 0xAD},         {0x600, 0x605},     {0x61C, 0x61C},     {0x6DD, 0x6DD},     {0x70F, 0x70F},
+      {0x890, 0x891},       {0x8E2, 0x8E2},     {0x180E, 0x180E},   {0x200B, 0x200F},   {0x202A, 0x202E},
+      {0x2060, 0x2064},     {0x2066, 0x206F},   {0xFEFF, 0xFEFF},   {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD},
+      {0x110CD, 0x110CD},   {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
+      {0xE0020, 0xE007F}};
+  for (const auto& [lo, hi] : kCf) {
+    if (cp >= lo && cp <= hi) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The code point of the UTF-8 sequence at s[i] (`s` is valid UTF-8) and its length.
+std::pair<uint32_t, size_t> DecodeAt(const std::string& s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
+  const uint32_t c = b(0);
+  if (c < 0x80) return {c, 1};
+  if (c < 0xE0) return {((c & 0x1F) << 6) | (b(1) & 0x3F), 2};
+  if (c < 0xF0) return {((c & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F), 3};
+  return {((c & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F), 4};
+}
+
+}  // namespace
+
+absl::Status CheckKeyText(const std::string& s, const std::string& path, size_t max_bytes) {
+  if (absl::Status t = CheckText(s, path, max_bytes); !t.ok()) return t;
+  std::string shown;  // the value with every format character written as \uXXXX, so the message shows it
+  size_t first = std::string::npos;
+  uint32_t first_cp = 0;
+  for (size_t i = 0; i < s.size();) {
+    const auto [cp, n] = DecodeAt(s, i);
+    if (IsFormatCharacter(cp)) {
+      if (first == std::string::npos) first = i, first_cp = cp;
+      shown += fmt::format("\\u{:04x}", cp);
+    } else {
+      shown.append(s, i, n);
+    }
+    i += n;
+  }
+  if (first == std::string::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: must be text without Unicode format characters (bidi controls such as U+202E, zero-width characters: "
+      "category Cf), got '{}' (U+{:04X} at byte {})",
+      path, EscapeText(shown, 128), first_cp, first));
+}
+
 std::string FormatDouble(double v) { return fmt::format("{}", v); }
 
 absl::Status MustBe(const std::string& path, const std::string& what, const YAML::Node& n) {

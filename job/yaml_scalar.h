@@ -4,6 +4,9 @@
 // Contract:
 //  - Parse*() accept only plain scalars (a quoted "8" is a string, as for DLIO); they return false, never throw.
 //  - Describe() shows a value as an error message does: numbers and booleans bare, strings quoted and escaped.
+//  - CheckKeyText() is the one check of every text value (folders, names, prefixes): base/text.h's CheckText (valid
+//    UTF-8, no control characters, a length bound) and no Unicode format characters (general category Cf: bidi
+//    controls such as U+202E, zero-width characters, the BOM), which make a path print as another one.
 //  - MustBe() and friends make the loader's messages: "KEY: must be WHAT, got VALUE" (InvalidArgument) and the
 //    "not supported yet" forms (Unimplemented, which LoadOptions::plan_only tolerates).
 // Thread-safety: free functions without state; safe from any thread.
@@ -34,6 +37,14 @@ std::string FormatDouble(double v);
 std::string FlowText(const YAML::Node& n);
 // "[a, b, c]".
 std::string DimsText(const std::vector<int64_t>& v);
+
+// OK when `s` is valid UTF-8 of at most `max_bytes` bytes without control characters (base/text.h CheckText) and
+// without Unicode format characters (category Cf, Unicode 15); otherwise InvalidArgument naming `path`, e.g.
+// "dataset.data_folder: must be text without Unicode format characters (bidi controls, zero-width characters:
+// category Cf), got 'data\u202e' (U+202E at byte 4)".
+absl::Status CheckKeyText(const std::string& s, const std::string& path, size_t max_bytes);
+// True for a code point of Unicode general category Cf (format characters), Unicode 15.
+bool IsFormatCharacter(uint32_t cp);
 
 // "PATH: must be WHAT, got VALUE" (InvalidArgument).
 absl::Status MustBe(const std::string& path, const std::string& what, const YAML::Node& n);

@@ -1,9 +1,14 @@
-// Issue 13's fault and bad-input probe, kept as tests with real processes:
-//  - Corpus: 150+ bad workloads (types, ranges, overflow, distributions, paths, symbolic links, encodings, special
-//    files, sizes), each run through `run --explain` and `run`: exit 2 and one line naming the key for everything
-//    that can be judged before anything runs, exit 1 naming the key and the agent for what only an agent can judge
-//    (a folder below its --data-root that is a link or outside it); no run hangs, and nothing appears outside the
-//    sandbox's data root and results folder.
+// Issue 13's and issue 24's fault and bad-input probes, kept as tests with real processes:
+//  - Corpus: 385+ bad workloads (every integer, number, rate, enum and boolean key below and above its range and of
+//    the wrong type; overflow, distributions, paths, symbolic links, encodings and Unicode format characters, special
+//    files, sizes; bandwidth caps below 1 B/s, an output folder holding the job file, --host-memory out of range,
+//    files of another layout, checkpoint and plan sizes), each run through `run --explain` and `run`: exit 2 and one
+//    line naming the key for everything that can be judged before anything runs, exit 1 naming the key and the agent
+//    for what only an agent can judge (a folder below its --data-root that is a link or outside it, files of mixed
+//    layouts in the data folder); no run hangs, and nothing appears outside the
+//    sandbox's data root and results folder. A few cases are good input beside bad (a 100 MiB checkpoint, a data
+//    folder with files of another layout): they must run (exit 0).
+//  - Flags: --host-memory is a bounded size in both binaries.
 //  - Raw gRPC against a token-protected coordinator: a huge message without the token is refused before it is
 //    buffered (the coordinator's memory does not grow), messages above the receive limit are refused, a job name of
 //    megabytes is refused, a Hello with a newline in its name or 2^31-1 accelerators is refused naming the field,
@@ -51,6 +56,9 @@ struct Case {
   std::vector<std::string> overrides;
   std::function<std::string(const fs::path& sandbox)> job;  // the job path to pass (special files); empty = job.yaml
   std::function<void(const fs::path& root)> setup;           // prepares the data root (links)
+  // Refused by the plan (plan/preflight.h), not by the loader: --explain prints the plan with the refusal (on
+  // stdout), `run` the refusal and a last line naming the fleet (on stderr).
+  bool plan_refusal = false;
 };
 
 // A valid job around one bad value: `section.key: value` in block style under a top-level key that no case sets.
@@ -64,6 +72,115 @@ std::string With(const std::string& dotted, const std::string& value) {
     start = dot + 1;
   }
   return yaml + indent + dotted.substr(start) + ": " + value + "\n";
+}
+
+// Issue 24 item 7: every number (float, size, rate) key below and above its range and of the wrong type, and every
+// enum and boolean key with values it does not take.
+void AddNumberAndChoiceCases(std::vector<Case>& c) {
+  struct NumberKey {
+    const char* key;
+    const char* below;
+    const char* above;
+  };
+  const NumberKey numbers[] = {
+      {"dataset.record_length_bytes", "0", "17179869185"},
+      {"dataset.record_length_bytes_stdev", "-0.5", "17179869185"},
+      {"reader.preprocess_time_stdev", "-0.5", "86401"},
+      {"train.computation_time_stdev", "-0.5", "86401"},
+      {"evaluation.eval_time_stdev", "-1e-9", "86400.5"},
+      {"checkpoint.time_between_checkpoints", "-1.5", "86401"},
+      {"metric.au", "-0.01", "1.01"},
+      {"dlio_ext.read_bandwidth_limit", "-1", "2e15"},
+      {"dlio_ext.checkpoint_bandwidth_limit", "-1", "2PB/s"},
+  };
+  for (const NumberKey& k : numbers) {
+    for (const char* v : {k.below, k.above, "abc", "[1]", "{a: 1}", ".nan", ".inf", "true"}) {
+      c.push_back({std::string(k.key) + " = " + v, With(k.key, v), k.key});
+    }
+  }
+  const char* choices[] = {"model.model_datatype", "model.optimizer_datatype", "framework", "storage.storage_type",
+                           "dataset.format", "dataset.record_element_type", "dataset.compression",
+                           "reader.data_loader", "reader.file_shuffle", "reader.sample_shuffle", "reader.read_type",
+                           "dlio_ext.io_engine", "dlio_ext.evict_cache"};
+  for (const char* k : choices) {
+    for (const char* v : {"nope", "[x]", "{a: 1}", """"}) c.push_back({std::string(k) + " = " + v, With(k, v), k});
+  }
+  const char* bools[] = {"workflow.generate_data", "workflow.train", "workflow.evaluation", "workflow.checkpoint",
+                         "storage.storage_options.s3_force_path_style", "reader.odirect", "train.seed_change_epoch",
+                         "dlio_ext.checkpoint_evict_cache", "dlio_ext.trace"};
+  for (const char* k : bools) {
+    for (const char* v : {"maybe", "2", "[true]"}) c.push_back({std::string(k) + " = " + v, With(k, v), k});
+  }
+}
+
+// Issue 24's own items: bandwidth caps below 1 B/s (item 7a), an output folder holding the job file (7b),
+// --host-memory out of range (7c), files of another layout (7d), Unicode format characters in names (7e), and the
+// checkpoint and plan sizes of items 2 and 4.
+void AddIssue24Cases(std::vector<Case>& c) {
+  for (const char* key : {"dlio_ext.read_bandwidth_limit", "dlio_ext.checkpoint_bandwidth_limit"}) {
+    for (const char* v : {"0.001", "1e-9", "0.5B/s", "0.9", "1e-300", "0.0001KB"}) {
+      c.push_back({std::string(key) + " below 1 B/s: " + v, With(key, v), key});
+    }
+  }
+  const std::string runnable = "dataset:\n  format: npz\n  num_files_train: 1\n  record_length_bytes: 1024\n";
+  for (const char* folder : {".", "./", "sub/..", "./."}) {
+    c.push_back({std::string("output.folder ") + folder + " holds job.yaml",
+                 runnable + "output:\n  folder: \"" + folder + "\"\n", "output.folder"});
+  }
+  c.push_back({"--output . holds job.yaml", runnable, "--output", 2, 2, {"--output", "."}});
+  c.push_back({"job file summary.json in output.folder", "", "output.folder", 2, 2, {}, [runnable](const fs::path& s) {
+                 std::ofstream(s / "summary.json") << runnable << "output:\n  folder: .\n";
+                 return (s / "summary.json").string();
+               }});
+  c.push_back({"--trace is the job file", runnable, "--trace", 2, 2, {"--trace", "job.yaml"}});
+  c.push_back({"--trace is the job file through sub/..", runnable, "--trace", 2, 2, {"--trace", "sub/../job.yaml"}});
+  c.push_back({"--output sub/.. holds job.yaml", runnable, "--output", 2, 2, {"--output", "new/../"}});
+  for (const char* v : {"-1", "-5GiB", "18446744073709551616", "18446744073709551615", "2PiB", "1e30", "abc", "1.5"}) {
+    c.push_back({std::string("--host-memory ") + v, runnable, "--host-memory", 2, 2, {"--host-memory", v}});
+  }
+  // 7d: a data folder that also holds 8 files of another layout.
+  auto other_layout = [](const fs::path& root) {
+    fs::create_directories(root / "data" / "train");
+    for (int i = 0; i < 8; ++i) std::ofstream(root / "data" / "train" / ("img_" + std::to_string(i) + "_of_8.npz")) << "x";
+    std::ofstream(root / "data" / "train" / "img_0_of_3.npz") << "x";
+  };
+  c.push_back({"another layout beside the generated one",
+               "workflow:\n  generate_data: true\ndataset:\n  format: npz\n  num_files_train: 4\n"
+               "  record_length_bytes: 1024\n  data_folder: data\nmetric:\n  au: 0\n",
+               "", 0, 0, {}, {}, other_layout});
+  c.push_back({"two layouts, none the job's",
+               "dataset:\n  format: npz\n  num_files_train: 2\n  record_length_bytes: 1024\n  data_folder: data\n",
+               "dataset.num_files_train: the data files under", 0, 1, {}, {}, other_layout});
+  // 7e: Unicode format characters (category Cf) in every path and name key, as YAML escapes and as raw UTF-8.
+  const char* cf[] = {"\\u202e", "\\u202a", "\\u2066", "\\u200b", "\\u200d", "\\ufeff", "\\u00ad", "\\u061c",
+                      "\\U000e0001"};
+  for (const char* key : {"dataset.data_folder", "checkpoint.checkpoint_folder", "output.folder", "dataset.file_prefix",
+                          "model.name", "storage.storage_root"}) {
+    for (const char* ch : cf) {
+      c.push_back({std::string(key) + " with " + ch, With(key, std::string("\"a") + ch + "b\""), key});
+    }
+  }
+  c.push_back({"raw U+202E in data_folder", With("dataset.data_folder", "\"data\xe2\x80\xaetxt\""),
+               "dataset.data_folder"});
+  c.push_back({"raw U+200B in model.name", "model:\n  name: res\xe2\x80\x8bnet\n", "model.name"});
+  c.push_back({"U+202E by override", With("train.epochs", "1"), "dataset.data_folder", 2, 2,
+               {"++workload.dataset.data_folder=data\xe2\x80\xae"}});
+  // Items 2 and 4: a 100 MiB checkpoint runs; a transformer of 50 PiB per checkpoint is refused naming its size;
+  // 2^32 samples in a file with a seeded sample shuffle run or are refused, never build a 16 GiB plan.
+  const std::string ckpt = "workflow:\n  train: false\n  checkpoint: true\ncheckpoint:\n  checkpoint_folder: ck\n"
+                           "  num_checkpoints_write: 1\n  num_checkpoints_read: 0\n";
+  c.push_back({"100 MiB checkpoint", ckpt + "model:\n  model_size_bytes: 104857600\n", "", 0, 0});
+  Case huge{"50 PiB transformer checkpoint",
+            ckpt + "model:\n  type: transformer\n  num_layers: 16384\n  transformer:\n    vocab_size: 4194304\n"
+                   "    hidden_size: 131072\n    ffn_hidden_size: 524288\n",
+            "bytes (50.76 PiB) per checkpoint, more than the 1125899906842624 bytes (1.00 PiB)"};
+  huge.plan_refusal = true;
+  c.push_back(huge);
+  // The plan is built first (the agent then finds no data folder, exit 1): it took 16 GiB and the agent's life.
+  c.push_back({"2^32 samples per file, seeded sample shuffle",
+               "dataset:\n  num_files_train: 1\n  num_samples_per_file: 4294967296\n  record_length_bytes: 1\n"
+               "reader:\n  sample_shuffle: seed\n",
+               "dataset.data_folder: 'data' does not exist", 0, 1});
 }
 
 std::vector<Case> Corpus() {
@@ -93,6 +210,28 @@ std::vector<Case> Corpus() {
       {"output.metric.exclude_start_steps", "-1", "4294967297"},
       {"dlio_ext.trace_events_per_thread", "0", "1048577"},
       {"model.transformer.hidden_size", "0", "131073"},
+      // Issue 24 item 7: every other integer key of the key table (job/keys_*.cc), at both ends of its range.
+      {"model.model_size_bytes", "-1", "1125899906842625"},
+      {"model.model_size", "-1", "1125899906842625"},
+      {"model.num_layers", "-2", "16385"},
+      {"model.parallelism.tensor", "0", "16385"},
+      {"model.parallelism.pipeline", "0", "16385"},
+      {"model.parallelism.zero_stage", "-1", "4"},
+      {"model.transformer.vocab_size", "0", "4194305"},
+      {"model.transformer.ffn_hidden_size", "0", "524289"},
+      {"model.transformer.num_attention_heads", "0", "16385"},
+      {"model.transformer.num_kv_heads", "0", "16385"},
+      {"storage.storage_options.s3_max_attempts", "0", "101"},
+      {"dataset.num_subfolders_eval", "-1", "2147483648"},
+      {"reader.batch_size_eval", "0", "4294967297"},
+      {"evaluation.epochs_between_evals", "0", "100001"},
+      {"checkpoint.checkpoint_after_epoch", "0", "100001"},
+      {"checkpoint.epochs_between_checkpoints", "0", "100001"},
+      {"checkpoint.steps_between_checkpoints", "-2", "4294967297"},
+      {"checkpoint.num_checkpoints_read", "-2", "100001"},
+      {"checkpoint.model_size", "-1", "1125899906842625"},
+      {"output.metric.exclude_end_steps", "-1", "4294967297"},
+      {"train.total_training_steps", "4294967297", "99999999999"},  // no lower end: <= 0 means no cap
   };
   for (const IntKey& k : ints) {
     for (const char* v : {k.below, k.above, "abc", "[1]", "{a: 1}", "1.5", "99999999999999999999999", ".nan"}) {
@@ -125,6 +264,8 @@ std::vector<Case> Corpus() {
       {With("checkpoint.time_between_checkpoints", "1e300"), "checkpoint.time_between_checkpoints"},
   };
   for (const auto& [yaml, key] : overflow) c.push_back({"overflow " + key, yaml, key});
+  AddNumberAndChoiceCases(c);
+  AddIssue24Cases(c);
   // Times and distributions ("computation_time: 1e300" ran with no compute at all; a mean of -1 was accepted).
   const std::string dists[] = {"1e300", "-1", ".nan", ".inf", "abc", "[1, 2]", "{mean: -1}", "{mean: -1, stdev: 1}",
                                "{type: normal, mean: -1, stdev: 1}", "{type: normal, mean: 1, stdev: -1}",
@@ -254,7 +395,7 @@ std::set<std::string> Tree(const fs::path& dir, const std::vector<fs::path>& ski
 
 TEST(Corpus, EveryBadWorkloadGivesOneLineNamingTheKeyNoHangAndNothingOutsideTheRoot) {
   const std::vector<Case> corpus = Corpus();
-  ASSERT_GE(corpus.size(), 132u);
+  ASSERT_GE(corpus.size(), 385u);
   size_t runs = 0;
   for (const Case& c : corpus) {
     TempDir sandbox;
@@ -279,7 +420,13 @@ TEST(Corpus, EveryBadWorkloadGivesOneLineNamingTheKeyNoHangAndNothingOutsideTheR
       const std::string what = c.name + (explain ? " (--explain)" : " (run)");
       ASSERT_NE(r.exit_code, -1) << what << ": hung (killed after 60 s)";
       EXPECT_EQ(r.exit_code, want) << what << ": " << r.out << r.err;
-      if (want == 2) {
+      if (want == 2 && c.plan_refusal) {
+        EXPECT_TRUE(Contains(explain ? r.out : r.err, c.key)) << what << ": does not name " << c.key << ": " << r.out
+                                                              << r.err;
+        if (!explain) {
+          EXPECT_TRUE(Contains(r.err, "\nrefused before anything ran, on ")) << what << ": " << r.err;
+        }
+      } else if (want == 2) {
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": not one line: " << r.err;
         EXPECT_TRUE(Contains(r.err, c.key)) << what << ": does not name " << c.key << ": " << r.err;
       } else if (want == 1) {
@@ -295,6 +442,32 @@ TEST(Corpus, EveryBadWorkloadGivesOneLineNamingTheKeyNoHangAndNothingOutsideTheR
   RecordProperty("corpus_cases", static_cast<int>(corpus.size()));
   RecordProperty("runs", static_cast<int>(runs));
   std::printf("corpus: %zu cases, %zu runs of the coordinator\n", corpus.size(), runs);
+}
+
+// Issue 24 item 7c: `--host-memory -1` (and 2^64) read as 16 EiB in both binaries (CLI11's AsSizeValue); each is
+// refused naming the flag, exit 2, while sizes with units keep working (`run --explain` reports the declared one).
+TEST(Flags, HostMemoryIsABoundedSizeInBothBinaries) {
+  TempDir dir;
+  WriteFile(dir.str() + "/job.yaml", "dataset:\n  format: npz\n  num_files_train: 1\n  record_length_bytes: 1024\n");
+  for (const char* v : {"-1", "-1GiB", "18446744073709551615", "18446744073709551616", "1125899906842625", "2PiB"}) {
+    const CommandResult agent = RunCommand({Bin("dlio-agent"), "--coordinator", "127.0.0.1:1", "--data-root", dir.str(),
+                                            "--host-memory", v, "--reconnect-window", "0"},
+                                           seconds(30));
+    EXPECT_EQ(agent.exit_code, 2) << v << ": " << agent.out << agent.err;
+    EXPECT_TRUE(Contains(agent.err, std::string("--host-memory: must be a size in bytes in [0, 1125899906842624] (1 "
+                                                "PiB), got '") + v + "'"))
+        << v << ": " << agent.err;
+    const CommandResult run = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--explain",
+                                          "--host-memory", v},
+                                         seconds(30), dir.str());
+    EXPECT_EQ(run.exit_code, 2) << v << ": " << run.out << run.err;
+    EXPECT_TRUE(Contains(run.err, "--host-memory: must be a size in bytes")) << v << ": " << run.err;
+  }
+  const CommandResult ok = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--explain",
+                                       "--host-memory", "1PiB"},
+                                      seconds(30), dir.str());
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_TRUE(Contains(ok.out, "--host-memory")) << ok.out;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
