@@ -149,7 +149,7 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
   if (!generate) {  // the job's checkpoints against the free space, at its first phase that writes (preflight.h)
     const absl::Status fits = root.ok() ? CheckCheckpointsFit(**root, cmd, cmd.spec, "") : absl::OkStatus();
     if (fits.ok()) return std::vector<RankEpochResult>();
-    *refused = true;
+    *refused = fits.code() == absl::StatusCode::kResourceExhausted;  // does not fit; other errors are failures
     return absl::Status(fits.code(), absl::StrCat(where, ": ", fits.message()));
   }
   if (!root.ok()) return absl::Status(root.status().code(), absl::StrCat(where, ": ", root.status().message()));
@@ -163,7 +163,7 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
   absl::Status fits = CheckDatasetFits(dir, cmd.spec, ext);
   if (fits.ok()) fits = CheckCheckpointsFit(**root, cmd, cmd.spec, ext);
   if (!fits.ok()) {
-    *refused = true;
+    *refused = fits.code() == absl::StatusCode::kResourceExhausted;  // does not fit; other errors are failures
     return absl::Status(fits.code(), absl::StrCat(where, ": ", fits.message()));
   }
   return std::vector<RankEpochResult>();
@@ -220,8 +220,10 @@ std::string AgentServer::Impl::ConnectFailure(grpc::Channel& channel, v1::Coordi
   // 1 s: a call on a failed channel fails at once; the bound is for one that connects meanwhile.
   probe.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
   AddToken(&probe, opt.transport);
+  v1::ListJobsRequest req;
+  req.set_page_size(1);  // the answer does not matter, only how the call fails
   v1::ListJobsResponse resp;
-  const grpc::Status st = stub.ListJobs(&probe, v1::ListJobsRequest(), &resp);
+  const grpc::Status st = stub.ListJobs(&probe, req, &resp);
   return st.ok() ? "the connection did not complete within 2 s" : ConnectCause(st.error_message(), opt.transport,
                                                                                 opt.coordinator);
 }

@@ -88,8 +88,13 @@ absl::StatusOr<S3AgentDefaults> LoadS3Defaults(const std::string& file, const st
 
 absl::StatusOr<std::string> NormalizeS3Endpoint(absl::string_view url) {
   const auto bad = [url](absl::string_view why) {
+    // A user-info part (user:secret@) is never repeated: errors reach logs, the job's message and the store.
+    std::string shown(url);
+    const size_t start = shown.find("://") == std::string::npos ? 0 : shown.find("://") + 3;
+    const size_t at = shown.find('@', start);
+    if (at != std::string::npos && at < shown.find('/', start)) shown.replace(start, at - start, "...");
     return absl::InvalidArgumentError(
-        absl::StrCat("s3 endpoint '", url, "': ", why, " (expected http(s)://host[:port][/path])"));
+        absl::StrCat("s3 endpoint '", shown, "': ", why, " (expected http(s)://host[:port][/path])"));
   };
   absl::string_view rest = url;
   std::string scheme;

@@ -76,6 +76,10 @@ TEST(S3Endpoints, NormalisedForComparison) {
   EXPECT_EQ(*NormalizeS3Endpoint("http://[::1]:9000"), "http://[::1]:9000");
   EXPECT_EQ(*NormalizeS3Endpoint("https://[FE80::1]"), "https://[fe80::1]:443");
   EXPECT_EQ(*NormalizeS3Endpoint("http://h:80/Gw/"), "http://h:80/Gw");
+  // A user-info part is refused and its secret never repeated in the error.
+  const absl::StatusOr<std::string> userinfo = NormalizeS3Endpoint("http://KEY:SECRET@rgw.example/");
+  ASSERT_FALSE(userinfo.ok());
+  EXPECT_EQ(userinfo.status().message().find("SECRET"), std::string::npos) << userinfo.status();
   EXPECT_EQ(NormalizeS3Endpoint("ftp://h").status().message(),
             "s3 endpoint 'ftp://h': not http:// or https:// (expected http(s)://host[:port][/path])");
   // What could make a URL reach another host than the one it seems to name is refused.

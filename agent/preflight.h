@@ -15,6 +15,8 @@
 // until the rename). When the phase generates the dataset on the same file system, the dataset's new bytes are
 // counted first. Per agent: with a checkpoint folder shared by several agents, each checks its own ranks' share.
 // Object storage and jobs without checkpoints: nothing to check. The refusal gives both numbers.
+// Errors: "does not fit" is RESOURCE_EXHAUSTED (the agent then refuses the phase: ERROR_CODE_REFUSED, the job ends
+// refused); any other code (a statvfs that failed, a folder that is not allowed) is a failure of the phase.
 // Thread-safety: pure functions (they read the file system).
 #pragma once
 

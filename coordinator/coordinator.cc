@@ -94,7 +94,10 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(Options options
 absl::Status Coordinator::RestoreFromStore() {
   absl::StatusOr<std::vector<JobRecord>> records = store_->LoadAll();
   if (!records.ok()) return records.status();
+  absl::StatusOr<int64_t> max_seq = store_->MaxSeq();  // dropped jobs' numbers are not handed out again
+  if (!max_seq.ok()) return max_seq.status();
   MutexLock lk(&mu_);
+  job_counter_ = std::max(job_counter_, *max_seq);
   for (JobRecord& r : *records) {
     if (absl::Status s = RestoreJob(std::move(r)); !s.ok()) return s;
   }
@@ -736,16 +739,21 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
 }
 
 void Coordinator::DropOldFinished() {
-  std::vector<std::string> dropped;
+  std::vector<std::string> dropped, held;
   while (finished_.size() > options_.keep_jobs) {
-    const std::string id = std::move(finished_.front());
+    std::string id = std::move(finished_.front());
     finished_.pop_front();
     auto it = jobs_.find(id);
-    if (it == jobs_.end() || !IsFinal(it->second->rec.state) || it->second.get() == running_) continue;
+    if (it == jobs_.end() || !IsFinal(it->second->rec.state)) continue;
+    if (it->second.get() == running_) {  // ended, its runner not yet let go of it: dropped at a later end
+      held.push_back(std::move(id));
+      continue;
+    }
     jobs_.erase(it);
     Persist(id, std::nullopt);
     dropped.push_back(id);
   }
+  for (auto it = held.rbegin(); it != held.rend(); ++it) finished_.push_front(std::move(*it));
   if (dropped.empty()) return;
   spdlog::info("dropped {} finished job(s) beyond --keep-jobs {} ({}{}); their result folders stay under {}",
                dropped.size(), options_.keep_jobs, dropped.front(),

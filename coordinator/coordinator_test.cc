@@ -407,6 +407,32 @@ std::vector<std::string> StoredIds(const std::string& path) {
   return ids;
 }
 
+// Submission numbers are never handed out twice, even when retention deleted the row holding the highest one
+// (page tokens name submission numbers and hold across a restart).
+TEST(JobStoreTest, TheHighestSubmissionNumberOutlivesItsDeletedRow) {
+  char tmpl[] = "/tmp/dlio_job_store_test.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/jobs.db";
+  {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int64_t seq : {1, 2, 7}) {
+      JobRecord r;
+      r.id = "20260101-000000-" + std::to_string(seq) + "-abcd";
+      r.seq = seq;
+      ASSERT_TRUE((*store)->Put(r).ok());
+    }
+    EXPECT_EQ(*(*store)->MaxSeq(), 7);
+    ASSERT_TRUE((*store)->Delete({"20260101-000000-7-abcd"}).ok());
+    EXPECT_EQ(*(*store)->MaxSeq(), 7);
+  }
+  absl::StatusOr<std::unique_ptr<JobStore>> reopened = JobStore::Open(path);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ(*(*reopened)->MaxSeq(), 7);
+  EXPECT_EQ((*reopened)->LoadAll()->size(), 2u);
+  std::filesystem::remove_all(tmpl);
+}
+
 TEST_F(CoordinatorTest, KeepJobsDropsTheOldestFinishedJobsWhenOneEndsAndAtStartButNeverQueuedOrRunningOnes) {
   const std::string path = (dir_ / "jobs.db").string();
   options_.keep_jobs = 2;

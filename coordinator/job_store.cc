@@ -180,10 +180,13 @@ absl::Status JobStore::Delete(const std::vector<std::string>& ids) {
   if (ids.empty()) return absl::OkStatus();
   MutexLock lk(&mu_);
   if (absl::Status s = Exec("BEGIN"); !s.ok()) return s;
-  absl::Status status;
+  // The highest submission number ever stored outlives its row (MaxSeq), so numbers are never handed out twice.
+  absl::Status status = Exec(
+      "INSERT OR REPLACE INTO meta(key, value) SELECT 'max_seq', MAX(COALESCE((SELECT CAST(value AS INTEGER) FROM meta "
+      "WHERE key='max_seq'), 0), COALESCE((SELECT MAX(seq) FROM jobs), 0))");
   {
     Stmt st;
-    if (sqlite3_prepare_v2(db_, "DELETE FROM jobs WHERE id=?", -1, &st.st, nullptr) != SQLITE_OK) {
+    if (status.ok() && sqlite3_prepare_v2(db_, "DELETE FROM jobs WHERE id=?", -1, &st.st, nullptr) != SQLITE_OK) {
       status = Error("prepare");
     }
     for (size_t i = 0; status.ok() && i < ids.size(); ++i) {
@@ -197,6 +200,19 @@ absl::Status JobStore::Delete(const std::vector<std::string>& ids) {
     return status;
   }
   return Exec("COMMIT");
+}
+
+absl::StatusOr<int64_t> JobStore::MaxSeq() const {
+  MutexLock lk(&mu_);
+  Stmt st;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT MAX(COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key='max_seq'), 0), "
+                         "COALESCE((SELECT MAX(seq) FROM jobs), 0))",
+                         -1, &st.st, nullptr) != SQLITE_OK) {
+    return Error("prepare");
+  }
+  if (sqlite3_step(st.st) != SQLITE_ROW) return Error("reading the highest submission number");
+  return sqlite3_column_int64(st.st, 0);
 }
 
 absl::StatusOr<std::vector<JobRecord>> JobStore::LoadAll() const {

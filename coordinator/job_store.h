@@ -78,6 +78,8 @@ class JobStore {
   absl::Status Delete(const std::vector<std::string>& ids);
   // Every row, in submission order.
   absl::StatusOr<std::vector<JobRecord>> LoadAll() const;
+  // The highest submission number ever stored, its row deleted or not (0 for none).
+  absl::StatusOr<int64_t> MaxSeq() const;
   const std::string& path() const { return path_; }
 
  private:

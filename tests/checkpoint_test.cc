@@ -393,7 +393,8 @@ TEST(CheckpointCancel, ACancelDuringACappedSaveStopsItWithinTwoSecondsAndTheNext
 // Issue 24's target "cancel confirms within 2 s in every phase kind, under every cap": a checkpoint load under
 // dlio_ext.checkpoint_bandwidth_limit, a training epoch and an evaluation under dlio_ext.read_bandwidth_limit (each
 // would take 16 s or more at 1 MiB/s); `before` runs first, uncapped (the checkpoint or the dataset
-// the phase reads). Each cancel is confirmed within 2 s, leaves no temporary file, and the next job runs.
+// the phase reads). Each cancel is confirmed within 2 s and the next job runs on the same agent (a capped save,
+// the one kind that writes, is CheckpointCancel above, with its temporary file).
 struct CancelCase {
   std::string name;
   std::string before;  // a job run to its end first ("" = none)
@@ -405,7 +406,7 @@ void PrintTo(const CancelCase& c, std::ostream* os) { *os << c.name; }
 
 class CancelUnderCap : public ::testing::TestWithParam<CancelCase> {};
 
-TEST_P(CancelUnderCap, ConfirmsWithinTwoSecondsLeavesNoTemporaryAndTheNextJobRuns) {
+TEST_P(CancelUnderCap, ConfirmsWithinTwoSecondsAndTheNextJobRuns) {
   const CancelCase& c = GetParam();
   TempDir dir;
   Fleet fleet(dir, 1, 1);
@@ -429,11 +430,6 @@ TEST_P(CancelUnderCap, ConfirmsWithinTwoSecondsLeavesNoTemporaryAndTheNextJobRun
       << r.out << fleet.Logs();
   EXPECT_LT(std::stod(m[1].str()), 2.0) << r.out;
   EXPECT_EQ(fleet.Status(job)["state"], "cancelled");
-  std::vector<std::string> temporaries;
-  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "root")) {
-    if (e.path().extension() == ".tmp") temporaries.push_back(e.path().string());
-  }
-  EXPECT_TRUE(temporaries.empty()) << temporaries.front();
   WriteFile(dir.str() + "/next.yaml", BigCheckpointJob("4096", ""));
   r = Submit(fleet, dir.str() + "/next.yaml", dir.str() + "/out", 1, seconds(60));
   EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();

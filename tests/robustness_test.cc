@@ -182,8 +182,9 @@ TEST(Generate, TrainFolderMovedOutOfTheDataRootMidGenerationStopsNamingItAndLeav
   const fs::path train = dir.path() / "root" / "data" / "train";
   const fs::path away = dir.path() / "away";
   fs::create_directories(away);
-  // 1000 files of 64 KiB, each made durable: long enough to move the folder once the first files are in place.
-  WriteFile(dir.str() + "/job.yaml", Workload("npz", 1000, 1, 65536, 1, 0, 1, true));
+  // 10000 files of 8 KiB, each made durable: long enough (per-file costs dominate, whatever the storage's speed) to
+  // move the folder once the first files are in place.
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 10000, 1, 8192, 1, 0, 1, true));
   Process submit({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--coordinator", fleet.address(),
                   "--agents", "1", "--wait-for-agents", "30", "--output", dir.str() + "/out"},
                  dir.str() + "/submit.out");
