@@ -392,21 +392,22 @@ TEST(CheckpointCancel, ACancelDuringACappedSaveStopsItWithinTwoSecondsAndTheNext
 
 // Issue 24's target "cancel confirms within 2 s in every phase kind, under every cap": a checkpoint load under
 // dlio_ext.checkpoint_bandwidth_limit, a training epoch and an evaluation under dlio_ext.read_bandwidth_limit (each
-// would take 16 s or more at 1 MiB/s); `before` runs first, uncapped (the checkpoint or the dataset
-// the phase reads). Each cancel is confirmed within 2 s and the next job runs on the same agent (a capped save,
-// the one kind that writes, is CheckpointCancel above, with its temporary file).
+// would take 16 s or more at 1 MiB/s), and a generation of 50,000 files (no cap applies to it); `before` runs first,
+// uncapped (the checkpoint or the dataset the phase reads). Each cancel is confirmed within 2 s, no temporary file
+// is left (the generation's; a capped save is CheckpointCancel above) and the next job runs on the same agent.
 struct CancelCase {
   std::string name;
   std::string before;  // a job run to its end first ("" = none)
   std::string job;     // the job cancelled during its phase `phase`
   std::string phase;
+  int wait_ms = 1500;  // into the phase before the cancel (a capped phase sleeps on its cap by then)
 };
 
 void PrintTo(const CancelCase& c, std::ostream* os) { *os << c.name; }
 
 class CancelUnderCap : public ::testing::TestWithParam<CancelCase> {};
 
-TEST_P(CancelUnderCap, ConfirmsWithinTwoSecondsAndTheNextJobRuns) {
+TEST_P(CancelUnderCap, ConfirmsWithinTwoSecondsLeavesNoTemporaryAndTheNextJobRuns) {
   const CancelCase& c = GetParam();
   TempDir dir;
   Fleet fleet(dir, 1, 1);
@@ -421,7 +422,7 @@ TEST_P(CancelUnderCap, ConfirmsWithinTwoSecondsAndTheNextJobRuns) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string job = r.out.substr(0, r.out.find('\n'));
   ASSERT_TRUE(Eventually([&] { return fleet.Status(job)["phase_id"] == c.phase; }, seconds(60))) << fleet.Logs();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // well into the phase: the cap sleeps
+  std::this_thread::sleep_for(std::chrono::milliseconds(c.wait_ms));
   ASSERT_NE(fleet.Status(job)["state"], "succeeded") << c.name << ": the phase ended before the cancel";
   r = fleet.Client({"cancel", job});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
@@ -430,6 +431,11 @@ TEST_P(CancelUnderCap, ConfirmsWithinTwoSecondsAndTheNextJobRuns) {
       << r.out << fleet.Logs();
   EXPECT_LT(std::stod(m[1].str()), 2.0) << r.out;
   EXPECT_EQ(fleet.Status(job)["state"], "cancelled");
+  std::vector<std::string> temporaries;  // a cancelled generation removes its temporary files
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "root")) {
+    if (e.path().filename().string().find(".tmp") != std::string::npos) temporaries.push_back(e.path().string());
+  }
+  EXPECT_TRUE(temporaries.empty()) << temporaries.size() << ", the first " << temporaries.front();
   WriteFile(dir.str() + "/next.yaml", BigCheckpointJob("4096", ""));
   r = Submit(fleet, dir.str() + "/next.yaml", dir.str() + "/out", 1, seconds(60));
   EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
@@ -459,6 +465,10 @@ std::vector<CancelCase> CancelCases() {
            cap +
            "evaluation:\n  eval_after_epoch: 1\n  epochs_between_evals: 1\n",
        "eval-epoch-1"},
+      {"generate", "",
+       "model:\n  name: cancel\nworkflow:\n  generate_data: true\n  train: false\ndataset:\n  format: npz\n"
+       "  data_folder: data\n  num_files_train: 50000\n  num_samples_per_file: 1\n  record_length_bytes: 1024\n",
+       "generate", 300},
   };
 }
 

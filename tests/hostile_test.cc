@@ -438,6 +438,13 @@ TEST(Corpus, EveryBadWorkloadGivesOneLineNamingTheKeyNoHangAndNothingOutsideTheR
     if (fs::exists(sandbox.path() / "outside")) {
       EXPECT_TRUE(fs::is_empty(sandbox.path() / "outside")) << c.name << ": a write followed the link";
     }
+    // No temporary file anywhere after the runs, failed or not (issue 24's target).
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(sandbox.path(), ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      EXPECT_EQ(it->path().filename().string().find(".tmp"), std::string::npos)
+          << c.name << ": a temporary file was left: " << it->path();
+    }
   }
   RecordProperty("corpus_cases", static_cast<int>(corpus.size()));
   RecordProperty("runs", static_cast<int>(runs));

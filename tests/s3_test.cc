@@ -419,8 +419,10 @@ TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
   pid_t pid = 0;
   std::string endpoint;
   in >> pid >> endpoint;
-  // 24 MiB objects: multipart (8 MiB parts). The gateway dies after the first parts went up.
-  WriteFile(dir.str() + "/job.yaml", std::regex_replace(Workload("npy", 8, 1, 25165824, 1, 0, 1, true, Storage(bucket)),
+  // 24 MiB objects: multipart (8 MiB parts). The gateway dies after the first parts went up. 24 of them: the
+  // generation lasts a few seconds, so the poll (a Python process per look, slow under load) sees an upload open
+  // before it ends (with 8 the whole generation took 1 s and was missed once under the full suite's load).
+  WriteFile(dir.str() + "/job.yaml", std::regex_replace(Workload("npy", 24, 1, 25165824, 1, 0, 1, true, Storage(bucket)),
                                                         std::regex("  train: true\n"), "  train: false\n"));
   // The gateway is frozen (SIGSTOP) while an upload is open, then killed outright (kill-rgw: SIGKILL): a SIGTERM let
   // it finish the requests in flight during its shutdown, and the upload the poll saw open could be completed
@@ -449,7 +451,7 @@ TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
   ASSERT_PRED1(JobRan, again.exit_code) << again.out << again.err;
   EXPECT_EQ(OpenUploads(bucket), 0);
   const json objects = List(bucket, "data/train/");
-  ASSERT_EQ(objects.size(), 8u) << objects.dump();
+  ASSERT_EQ(objects.size(), 24u) << objects.dump();
   for (const auto& [key, size] : objects.items()) EXPECT_GT(size.get<int64_t>(), 25000000) << key;
 }
 
