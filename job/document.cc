@@ -25,6 +25,16 @@ std::string CanonicalName(const std::string& canon_prefix, const std::string& na
 
 }  // namespace
 
+int LineOf(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() || mark.line < 0 ? 0 : mark.line + 1;
+}
+
+absl::Status AtLine(const std::string& source, int line, absl::Status s) {
+  if (s.ok() || line <= 0) return s;
+  return absl::Status(s.code(), fmt::format("{}:{}: {}", source, line, std::string(s.message())));
+}
+
 std::string CanonicalPath(const std::string& path) {
   std::string canon;
   for (absl::string_view part : absl::StrSplit(path, '.')) {
@@ -34,9 +44,9 @@ std::string CanonicalPath(const std::string& path) {
 }
 
 // Collects the leaves under `node` (a mapping at section `canon_prefix`). In document mode a repeated key is an
-// error; in override mode values replace earlier ones.
+// error, and leaves and errors carry the key's line; in override mode values replace earlier ones.
 absl::Status Walk(const YAML::Node& node, const std::string& canon_prefix, const std::string& shown_prefix,
-                  bool override_mode, LeafSet* out) {
+                  bool override_mode, LeafSet* out, const std::string& source) {
   const KeyTable& t = Keys();
   std::map<std::string, std::string> here;  // canonical name -> as written, in this mapping
   for (auto it = node.begin(); it != node.end(); ++it) {
@@ -44,29 +54,31 @@ absl::Status Walk(const YAML::Node& node, const std::string& canon_prefix, const
     // fuzz/fuzz_workload.cc under ASan).
     const YAML::Node key = it->first;
     const YAML::Node value = it->second;
+    const int line = override_mode ? 0 : LineOf(key);
     if (!key.IsScalar()) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: keys must be names, got {}", shown_prefix.empty() ? "workload" : shown_prefix,
-                      Describe(key)));
+      return AtLine(source, line, absl::InvalidArgumentError(fmt::format(
+                                      "{}: keys must be names, got {}",
+                                      shown_prefix.empty() ? "workload" : shown_prefix, Describe(key))));
     }
     const std::string name = key.Scalar();
     const std::string shown = Join(shown_prefix, name);
     const std::string canon = Join(canon_prefix, CanonicalName(canon_prefix, name));
     const std::string cname = CanonicalName(canon_prefix, name);
     if (auto h = here.find(cname); h != here.end() && !override_mode) {
-      if (h->second == name) return absl::InvalidArgumentError(fmt::format("{}: given twice", shown));
-      return absl::InvalidArgumentError(fmt::format("{}: given twice (also as {}; DLIO reads only one of them)", shown,
-                                                    Join(shown_prefix, h->second)));
+      if (h->second == name) return AtLine(source, line, absl::InvalidArgumentError(fmt::format("{}: given twice", shown)));
+      return AtLine(source, line,
+                    absl::InvalidArgumentError(fmt::format("{}: given twice (also as {}; DLIO reads only one of them)",
+                                                           shown, Join(shown_prefix, h->second))));
     }
     here[cname] = name;
     if (t.index.count(canon)) {
-      out->Set(canon, shown, value);
+      out->Set(canon, shown, value, line);
     } else if (t.sections.count(canon)) {
       if (value.IsNull()) continue;  // an empty section
-      if (!value.IsMap()) return MustBe(shown, "a mapping of keys", value);
-      if (absl::Status s = Walk(value, canon, shown, override_mode, out); !s.ok()) return s;
+      if (!value.IsMap()) return AtLine(source, line, MustBe(shown, "a mapping of keys", value));
+      if (absl::Status s = Walk(value, canon, shown, override_mode, out, source); !s.ok()) return s;
     } else {
-      return UnknownKey(shown, canon);
+      return AtLine(source, line, UnknownKey(shown, canon));
     }
   }
   return absl::OkStatus();

@@ -27,6 +27,7 @@
 namespace dlio {
 
 using workload_internal::ApplyOverrides;
+using workload_internal::AtLine;
 using workload_internal::CheckStorage;
 using workload_internal::CheckWhole;
 using workload_internal::Describe;
@@ -121,7 +122,7 @@ absl::Status ReadLeaves(const std::string& yaml_text, const std::vector<std::str
   }
   if (absl::Status s = UnwrapHydra(&root); !s.ok()) return s;
   if (root.IsMap()) {
-    if (absl::Status s = Walk(root, "", "", false, leaves); !s.ok()) return s;
+    if (absl::Status s = Walk(root, "", "", false, leaves, source); !s.ok()) return s;
   }
   if (leaves->leaves().empty() && overrides.empty()) {
     return absl::InvalidArgumentError(fmt::format(
@@ -154,11 +155,11 @@ struct Gates {
   }
 };
 
-absl::Status ReadGates(const LeafSet& leaves, Gates* g) {
+absl::Status ReadGates(const LeafSet& leaves, const std::string& source, Gates* g) {
   auto read_bool = [&](const char* path, bool* out) -> absl::Status {
     const Leaf* l = leaves.Find(path);
     if (l == nullptr) return absl::OkStatus();
-    if (!ParseBool(l->node, out)) return MustBe(l->shown, "true or false", l->node);
+    if (!ParseBool(l->node, out)) return AtLine(source, l->line, MustBe(l->shown, "true or false", l->node));
     return absl::OkStatus();
   };
   return read_bool("workflow.checkpoint", &g->checkpoint);
@@ -180,7 +181,7 @@ absl::Status ApplyLeaf(const Leaf& leaf, const Gates& gates, WorkloadSpec* spec)
 }
 
 // The keys that stand for others: model.model_size (or checkpoint.model_size) and reader.odirect.
-absl::Status ApplyAliases(const LeafSet& leaves, WorkloadSpec* spec_ptr) {
+absl::Status ApplyAliases(const LeafSet& leaves, const std::string& source, WorkloadSpec* spec_ptr) {
   WorkloadSpec& spec = *spec_ptr;
   // model.model_size (or checkpoint.model_size) is the model size unless model_size_bytes is given.
   if (leaves.Find("model.model_size_bytes") == nullptr) {
@@ -192,9 +193,10 @@ absl::Status ApplyAliases(const LeafSet& leaves, WorkloadSpec* spec_ptr) {
   if (spec.odirect) {
     const Leaf* engine = leaves.Find("dlio_ext.io_engine");
     if (engine != nullptr && spec.io_engine != "odirect") {
-      return absl::InvalidArgumentError(fmt::format("{}: true contradicts {}: {} (give one of them)",
-                                                    leaves.Find("reader.odirect")->shown, engine->shown,
-                                                    spec.io_engine));
+      const Leaf* odirect = leaves.Find("reader.odirect");
+      return AtLine(source, odirect->line,
+                    absl::InvalidArgumentError(fmt::format("{}: true contradicts {}: {} (give one of them)",
+                                                           odirect->shown, engine->shown, spec.io_engine)));
     }
     spec.io_engine = "odirect";
   }
@@ -226,10 +228,11 @@ void AddValueNotes(const WorkloadSpec& spec, std::vector<WorkloadWarning>* notes
 }
 
 // The "DLIO differs" lines of the keys the job sets (their features on), then the value notes; one per key, into
-// diag.warnings (or, with --strict, the first of them as the error).
-absl::Status CollectWarnings(const LeafSet& leaves, const Gates& gates, const WorkloadSpec& spec,
-                             const std::vector<WorkloadWarning>& notes, const LoadOptions& options,
-                             LoadDiagnostics& diag) {
+// diag.warnings, or, with --strict, the "DLIO differs" ones into *strict_lines (every one of them: the error lists
+// them all at once).
+void CollectWarnings(const LeafSet& leaves, const Gates& gates, const WorkloadSpec& spec,
+                     const std::vector<WorkloadWarning>& notes, const LoadOptions& options, LoadDiagnostics& diag,
+                     std::vector<std::string>* strict_lines) {
   std::vector<WorkloadWarning> all;
   for (const Leaf& leaf : leaves.leaves()) {
     const KeyInfo& k = Keys().keys[Keys().index.at(leaf.path)];
@@ -242,18 +245,17 @@ absl::Status CollectWarnings(const LeafSet& leaves, const Gates& gates, const Wo
   for (WorkloadWarning& w : all) {
     if (!seen.insert(w.key).second) continue;
     if (options.strict && w.dlio_differs) {
-      return absl::FailedPreconditionError(
-          fmt::format("{} (--strict: DLIO behaves differently with this key)", w.text));
+      strict_lines->push_back(fmt::format("{} (--strict: DLIO behaves differently with this key)", w.text));
+      continue;
     }
     diag.warnings.push_back(std::move(w));
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
                                                    const std::vector<std::string>& overrides,
                                                    const std::string& source, const LoadOptions& options,
-                                                   LoadDiagnostics* diag_out) {
+                                                   LoadDiagnostics* diag_out, std::vector<std::string>* strict_lines) {
   LoadDiagnostics local_diag;
   LoadDiagnostics& diag = diag_out != nullptr ? *diag_out : local_diag;
   // plan_only: a "not supported yet" error is noted and the load goes on (the key keeps its default).
@@ -266,13 +268,15 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
   if (absl::Status s = ReadLeaves(yaml_text, overrides, source, &leaves); !s.ok()) return s;
 
   Gates gates;
-  if (absl::Status s = ReadGates(leaves, &gates); !s.ok()) return s;
+  if (absl::Status s = ReadGates(leaves, source, &gates); !s.ok()) return s;
   WorkloadSpec spec;
   // workflow.* first, so a job that needs an unsupported feature says so before anything about its details.
   for (int pass = 0; pass < 2; ++pass) {
     for (const Leaf& leaf : leaves.leaves()) {
       if (absl::StartsWith(leaf.path, "workflow.") != (pass == 0)) continue;
-      if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok() && !tolerate(s)) return s;
+      if (absl::Status s = ApplyLeaf(leaf, gates, &spec); !s.ok() && !tolerate(s)) {
+        return AtLine(source, leaf.line, s);
+      }
     }
   }
   for (const Leaf& leaf : leaves.leaves()) {
@@ -281,7 +285,7 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
     const bool secret = leaf.path == "storage.storage_options.secret_access_key" && !leaf.node.IsNull();
     diag.keys.push_back(KeyUse{leaf.path, secret ? "'***'" : FlowText(leaf.node), k.status, k.note});
   }
-  if (absl::Status s = ApplyAliases(leaves, &spec); !s.ok()) return s;
+  if (absl::Status s = ApplyAliases(leaves, source, &spec); !s.ok()) return s;
   // DLIO's derivations: images are uint8 (DLIO resets the type with a warning), and with record_dims the record
   // length is their byte size (derive_configurations on main).
   std::vector<WorkloadWarning> notes;
@@ -301,7 +305,8 @@ absl::StatusOr<WorkloadSpec> LoadWorkloadUnchecked(const std::string& yaml_text,
     spec.record_length_bytes = bytes;
   }
   AddValueNotes(spec, &notes);
-  if (absl::Status s = CollectWarnings(leaves, gates, spec, notes, options, diag); !s.ok()) return s;
+  CollectWarnings(leaves, gates, spec, notes, options, diag, strict_lines);
+  if (!strict_lines->empty()) return absl::FailedPreconditionError("--strict");  // LoadWorkload words it
   return spec;
 }
 
@@ -311,9 +316,16 @@ absl::StatusOr<WorkloadSpec> LoadWorkload(const std::string& yaml_text, const st
                                           const std::string& source, const LoadOptions& options,
                                           LoadDiagnostics* diag_out) {
   absl::Status text = CheckJobText(yaml_text, overrides, source);
+  std::vector<std::string> strict_lines;
   absl::StatusOr<WorkloadSpec> spec =
-      text.ok() ? LoadWorkloadUnchecked(yaml_text, overrides, source, options, diag_out) : text;
+      text.ok() ? LoadWorkloadUnchecked(yaml_text, overrides, source, options, diag_out, &strict_lines) : text;
   if (spec.ok()) return spec;
+  if (!strict_lines.empty()) {
+    // --strict: every key DLIO reads differently at once, one line each (each line escaped on its own).
+    std::string lines;
+    for (const std::string& line : strict_lines) lines += (lines.empty() ? "" : "\n") + EscapeText(line, 2048);
+    return absl::FailedPreconditionError(lines);
+  }
   // One line whatever a value or key held (newlines, control characters): errors are printed and logged as is.
   return absl::Status(spec.status().code(), EscapeText(spec.status().message(), 2048));
 }

@@ -144,15 +144,67 @@ workload:
               HasSubstr("dataset: unexpected top-level key beside workload:"));
 }
 
+// Issue 26 item 7: an error about one key of the file names the file and the key's line, as a YAML syntax error
+// does, and stays one line; an override's error names the override instead (it has no line).
+TEST(WorkloadSpec, KeyAndTypeErrorsNameTheFileAndTheLine) {
+  EXPECT_EQ(Error("dataset:\n  format: npz\n  num_files_train: -1\n"),
+            "job.yaml:3: dataset.num_files_train: must be an integer in [1, 2147483647], got -1");
+  EXPECT_EQ(Error("model:\n  name: x\ntrain:\n  epochs: 2\n  computation_time: fast\n"),
+            "job.yaml:5: train.computation_time: must be a number of seconds in [0, 86400], got 'fast'");
+  EXPECT_EQ(Error("dataset:\n  format: npz\n  num_file_train: 4\n"),
+            "job.yaml:3: dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)");
+  EXPECT_EQ(Error("dataset:\n  format: npz\n\n  format: hdf5\n"), "job.yaml:4: dataset.format: given twice");
+  EXPECT_EQ(Error("model:\n  name: x\ndataset: 5\n"), "job.yaml:3: dataset: must be a mapping of keys, got 5");
+  EXPECT_EQ(Error("workflow:\n  checkpoint: maybe\n"),
+            "job.yaml:2: workflow.checkpoint: must be true or false, got 'maybe'");
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
+            "job.yaml:4: checkpoint.mode: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("dlio_ext:\n  io_engine: posix\nreader:\n  odirect: true\n"),
+            "job.yaml:4: reader.odirect: true contradicts dlio_ext.io_engine: posix (give one of them)");
+  // Hydra's wrapper and flow mappings keep the lines of the file.
+  EXPECT_EQ(Error("# a comment\nworkload:\n  train:\n    epochs: 0\n"),
+            "job.yaml:4: train.epochs: must be an integer in [1, 100000], got 0");
+  EXPECT_EQ(Error("dataset: {format: npz,\n  num_files_train: 0}\n"),
+            "job.yaml:2: dataset.num_files_train: must be an integer in [1, 2147483647], got 0");
+  // An override (also one over a key of the file) has no line: its error names it as before.
+  EXPECT_EQ(Error("train:\n  epochs: 2\n", {"train.epochs=0"}), "train.epochs: must be an integer in [1, 100000], got 0");
+  // The source is whatever names the text (a path as given on the command line).
+  absl::StatusOr<WorkloadSpec> other = LoadWorkload("train:\n  epochs: x\n", {}, "configs/a b.yaml");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().message(), "configs/a b.yaml:2: train.epochs: must be an integer in [1, 100000], got 'x'");
+}
+
+// --strict lists every key where DLIO behaves differently at once, one line per key (in the file's order), not only
+// the first; each line is what the warning would have said, with the --strict note.
+TEST(WorkloadSpec, StrictListsEveryDivergentKeyAtOnce) {
+  const std::string yaml =
+      "model:\n  model_size: 4096\ndataset:\n  format: npz\n  compression: zip\n"
+      "reader:\n  file_shuffle: seed\n  sample_shuffle: seed\n";
+  LoadDiagnostics diag;
+  ASSERT_TRUE(LoadWorkload(yaml, {}, "job.yaml", LoadOptions{}, &diag).ok());
+  ASSERT_EQ(diag.warnings.size(), 4u);
+  LoadOptions strict;
+  strict.strict = true;
+  absl::StatusOr<WorkloadSpec> s = LoadWorkload(yaml, {}, "job.yaml", strict, nullptr);
+  ASSERT_FALSE(s.ok());
+  const std::vector<std::string> lines = absl::StrSplit(s.status().message(), '\n');
+  ASSERT_EQ(lines.size(), 4u) << s.status();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i], diag.warnings[i].text + " (--strict: DLIO behaves differently with this key)");
+  }
+  EXPECT_TRUE(absl::StartsWith(lines[0], "model.model_size: "));
+  EXPECT_TRUE(absl::StartsWith(lines[3], "dataset.compression: ")) << "value notes come after the keys";
+}
+
 TEST(WorkloadSpec, AcceptsDliosAliases) {
   EXPECT_EQ(Load("data_reader:\n  batch_size: 5\n").batch_size, 5);
   EXPECT_EQ(Load("dataset:\n  record_length: 4096\n").record_length_bytes, 4096);
   EXPECT_EQ(Error("dataset:\n  record_length: 4096\n  record_length_bytes: 2048\n"),
-            "dataset.record_length_bytes: given twice (also as dataset.record_length; DLIO reads only one of them)");
+            "job.yaml:3: dataset.record_length_bytes: given twice (also as dataset.record_length; DLIO reads only one of them)");
   EXPECT_THAT(Error("reader:\n  batch_size: 2\ndata_reader:\n  read_threads: 2\n"), HasSubstr("given twice"));
-  EXPECT_EQ(Error("data_reader:\n  batch_size: 0\n"), "data_reader.batch_size: must be an integer in [1, 4294967296], got 0");
+  EXPECT_EQ(Error("data_reader:\n  batch_size: 0\n"), "job.yaml:2: data_reader.batch_size: must be an integer in [1, 4294967296], got 0");
   EXPECT_EQ(Error("data_reader:\n  batch_sise: 2\n"),
-            "data_reader.batch_sise: unknown key (did you mean data_reader.batch_size?)");
+            "job.yaml:2: data_reader.batch_sise: unknown key (did you mean data_reader.batch_size?)");
 }
 
 TEST(WorkloadSpec, OverridesInEveryForm) {
@@ -178,51 +230,51 @@ TEST(WorkloadSpec, OverridesInEveryForm) {
 
 TEST(WorkloadSpec, UnknownKeysNameTheNearestKnownKey) {
   EXPECT_EQ(Error("dataset:\n  num_file_train: 8\n"),
-            "dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)");
-  EXPECT_EQ(Error("datset:\n  format: npz\n"), "datset: unknown key (did you mean dataset?)");
+            "job.yaml:2: dataset.num_file_train: unknown key (did you mean dataset.num_files_train?)");
+  EXPECT_EQ(Error("datset:\n  format: npz\n"), "job.yaml:1: datset: unknown key (did you mean dataset?)");
   // DLIO reads the exclusions only under output.metric.
   EXPECT_EQ(Error("metric:\n  exclude_start_steps: 2\n"),
-            "metric.exclude_start_steps: unknown key (did you mean output.metric.exclude_start_steps?)");
-  EXPECT_EQ(Error("reader:\n  epochs: 2\n"), "reader.epochs: unknown key (did you mean train.epochs?)");
-  EXPECT_EQ(Error("zzzzzzzzzzzz: 1\n"), "zzzzzzzzzzzz: unknown key");
-  EXPECT_EQ(Error("dataset: 5\n"), "dataset: must be a mapping of keys, got 5");
-  EXPECT_EQ(Error("dataset:\n  format: npz\n  format: hdf5\n"), "dataset.format: given twice");
+            "job.yaml:2: metric.exclude_start_steps: unknown key (did you mean output.metric.exclude_start_steps?)");
+  EXPECT_EQ(Error("reader:\n  epochs: 2\n"), "job.yaml:2: reader.epochs: unknown key (did you mean train.epochs?)");
+  EXPECT_EQ(Error("zzzzzzzzzzzz: 1\n"), "job.yaml:1: zzzzzzzzzzzz: unknown key");
+  EXPECT_EQ(Error("dataset: 5\n"), "job.yaml:1: dataset: must be a mapping of keys, got 5");
+  EXPECT_EQ(Error("dataset:\n  format: npz\n  format: hdf5\n"), "job.yaml:3: dataset.format: given twice");
 }
 
 TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
-  EXPECT_EQ(Error("dataset:\n  num_files_train: -1\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got -1");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: -1\n"), "job.yaml:2: dataset.num_files_train: must be an integer in [1, 2147483647], got -1");
   EXPECT_EQ(Error("dataset:\n  record_length_bytes: abc\n"),
-            "dataset.record_length_bytes: must be a number in (0, 17179869184], got 'abc'");
-  EXPECT_EQ(Error("dataset:\n  num_files_train: '8'\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got '8'");
-  EXPECT_EQ(Error("dataset:\n  num_files_train: 8.5\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got 8.5");
-  EXPECT_EQ(Error("dataset:\n  num_files_train: [1]\n"), "dataset.num_files_train: must be an integer in [1, 2147483647], got [1]");
-  EXPECT_EQ(Error("workflow:\n  train: yes\n"), "workflow.train: must be true or false, got 'yes'");
+            "job.yaml:2: dataset.record_length_bytes: must be a number in (0, 17179869184], got 'abc'");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: '8'\n"), "job.yaml:2: dataset.num_files_train: must be an integer in [1, 2147483647], got '8'");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: 8.5\n"), "job.yaml:2: dataset.num_files_train: must be an integer in [1, 2147483647], got 8.5");
+  EXPECT_EQ(Error("dataset:\n  num_files_train: [1]\n"), "job.yaml:2: dataset.num_files_train: must be an integer in [1, 2147483647], got [1]");
+  EXPECT_EQ(Error("workflow:\n  train: yes\n"), "job.yaml:2: workflow.train: must be true or false, got 'yes'");
   EXPECT_EQ(Error("reader:\n  file_shuffle: sometimes\n"),
-            "reader.file_shuffle: must be one of off, seed, random, got 'sometimes'");
+            "job.yaml:2: reader.file_shuffle: must be one of off, seed, random, got 'sometimes'");
   EXPECT_EQ(Error("reader:\n  sample_shuffle: true\n"),
-            "reader.sample_shuffle: must be one of off, seed, random, got true");
+            "job.yaml:2: reader.sample_shuffle: must be one of off, seed, random, got true");
   EXPECT_EQ(Load("reader:\n  sample_shuffle: false\n").sample_shuffle, ShuffleMode::kOff);
   EXPECT_EQ(Error("dataset:\n  format: parquet\n"),
-            "dataset.format: must be one of npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, "
+            "job.yaml:2: dataset.format: must be one of npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, "
             "mmap_indexed_binary, synthetic, hdf5_opt, got 'parquet'");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression_level: 10\n"),
-            "dataset.compression_level: must be an integer in [0, 9], got 10");
+            "job.yaml:3: dataset.compression_level: must be an integer in [0, 9], got 10");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  hdf5:\n    chunk_dims: [1, 0, 32]\n"),
-            "dataset.hdf5.chunk_dims: must be a list of integers in [1, 2147483647] ([samples, *sample shape]) or [], got [1, 0, 32]");
+            "job.yaml:4: dataset.hdf5.chunk_dims: must be a list of integers in [1, 2147483647] ([samples, *sample shape]) or [], got [1, 0, 32]");
   EXPECT_EQ(Error("dataset:\n  record_element_type: complex64\n"),
-            "dataset.record_element_type: must be one of uint8, int8, uint16, int16, uint32, int32, uint64, int64, "
+            "job.yaml:2: dataset.record_element_type: must be one of uint8, int8, uint16, int16, uint32, int32, uint64, int64, "
             "float16, float32, float64, got 'complex64'");
   EXPECT_EQ(Error("dataset:\n  record_dims: [4, 0]\n"),
-            "dataset.record_dims: must be a list of integers in [1, 2147483647] (the sample shape) or [], got [4, 0]");
+            "job.yaml:2: dataset.record_dims: must be a list of integers in [1, 2147483647] (the sample shape) or [], got [4, 0]");
   EXPECT_EQ(Error("dataset:\n  hdf5:\n    num_dset_per_record: 0\n"),
-            "dataset.hdf5.num_dset_per_record: must be an integer in [1, 4096], got 0");
-  EXPECT_EQ(Error("metric:\n  au: 90\n"), "metric.au: must be a number in [0, 1], got 90");
+            "job.yaml:3: dataset.hdf5.num_dset_per_record: must be an integer in [1, 4096], got 0");
+  EXPECT_EQ(Error("metric:\n  au: 90\n"), "job.yaml:2: metric.au: must be a number in [0, 1], got 90");
   EXPECT_EQ(Error("train:\n  computation_time: -0.1\n"),
-            "train.computation_time: must be a number of seconds in [0, 86400], got '-0.1'");
+            "job.yaml:2: train.computation_time: must be a number of seconds in [0, 86400], got '-0.1'");
   EXPECT_EQ(Error("train:\n  computation_time: {type: normal, mean: 0.1, stdev: -1}\n"),
-            "train.computation_time: stdev must be a number >= 0, got -1");
-  EXPECT_EQ(Error("framework: jax\n"), "framework: must be one of pytorch, tensorflow, got 'jax'");
-  EXPECT_EQ(Error("dataset:\n  data_folder: ''\n"), "dataset.data_folder: must be a non-empty string, got ''");
+            "job.yaml:2: train.computation_time: stdev must be a number >= 0, got -1");
+  EXPECT_EQ(Error("framework: jax\n"), "job.yaml:1: framework: must be one of pytorch, tensorflow, got 'jax'");
+  EXPECT_EQ(Error("dataset:\n  data_folder: ''\n"), "job.yaml:2: dataset.data_folder: must be a non-empty string, got ''");
   EXPECT_EQ(Load("train:\n  total_training_steps: 0\n").total_training_steps, -1);
   EXPECT_EQ(Load("reader:\n  transfer_size: null\n").transfer_size, 262144);
   EXPECT_EQ(Load("output:\n  folder: ~\n").output_folder, "");
@@ -257,32 +309,32 @@ TEST(WorkloadSpec, ChecksAcrossKeys) {
 
 TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("dataset:\n  format: hdf5_opt\n"),
-            "dataset.format: 'hdf5_opt' is a DLIO format not supported yet (supported: npz, hdf5, tfrecord, csv, npy, "
+            "job.yaml:2: dataset.format: 'hdf5_opt' is a DLIO format not supported yet (supported: npz, hdf5, tfrecord, csv, npy, "
             "jpeg, png, indexed_binary, mmap_indexed_binary, synthetic)");
   EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: zip\n"),
             "dataset.compression: zip for csv files is a DLIO compression not supported yet (csv: none, gzip)");
   EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: gzip\n"), "<loaded>");  // zlib
   EXPECT_EQ(Error("reader:\n  read_type: memory\n"), "<loaded>");
-  EXPECT_EQ(Error("reader:\n  read_type: mmap\n").rfind("reader.read_type:", 0), 0u);
+  EXPECT_EQ(Error("reader:\n  read_type: mmap\n").rfind("job.yaml:2: reader.read_type:", 0), 0u);
   EXPECT_EQ(Error("dlio_ext:\n  evict_cache: every_epoch\n"), "<loaded>");
-  EXPECT_EQ(Error("dlio_ext:\n  evict_cache: always\n").rfind("dlio_ext.evict_cache:", 0), 0u);
+  EXPECT_EQ(Error("dlio_ext:\n  evict_cache: always\n").rfind("job.yaml:2: dlio_ext.evict_cache:", 0), 0u);
   EXPECT_EQ(Error("dlio_ext:\n  trace: true\n  trace_events_per_thread: 0\n").rfind(
-                "dlio_ext.trace_events_per_thread:", 0),
+                "job.yaml:3: dlio_ext.trace_events_per_thread:", 0),
             0u);
   EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
-            "checkpoint.mode: DLIO key not supported yet by this version");
+            "job.yaml:4: checkpoint.mode: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
   EXPECT_EQ(Error("storage:\n  storage_type: aistore\n"),
-            "storage.storage_type: 'aistore' is a DLIO storage type not supported yet (supported: local_fs, "
+            "job.yaml:2: storage.storage_type: 'aistore' is a DLIO storage type not supported yet (supported: local_fs, "
             "parallel_fs, s3)");
   EXPECT_EQ(Error("train:\n  computation_time:\n    mean: 0.01\n    stdev: 0.002\n"), "<loaded>");  // normal
   EXPECT_EQ(Error("reader:\n  data_loader: native_dali\n"),
-            "reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
+            "job.yaml:2: reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
             "tensorflow, dali)");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression: xz\n"),
-            "dataset.compression: 'xz' is a DLIO compression not supported yet (supported: none, gzip, szip, lzf, "
+            "job.yaml:3: dataset.compression: 'xz' is a DLIO compression not supported yet (supported: none, gzip, szip, lzf, "
             "zip)");
   EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"), "<loaded>");
 }
@@ -503,7 +555,7 @@ TEST(WorkloadSpec, ModelSizeIsTheModelSizeUnlessModelSizeBytesIsGiven) {
   EXPECT_EQ(Load("model:\n  model_size: 499153191\n").model_size_bytes, 499153191);
   EXPECT_EQ(Load("checkpoint:\n  model_size: 4096\n").model_size_bytes, 4096);
   EXPECT_EQ(Load("model:\n  model_size: 4096\n  model_size_bytes: 8192\n").model_size_bytes, 8192);
-  EXPECT_EQ(Error("model:\n  model_size: big\n"), "model.model_size: must be an integer in [0, 1125899906842624] (bytes), got 'big'");
+  EXPECT_EQ(Error("model:\n  model_size: big\n"), "job.yaml:2: model.model_size: must be an integer in [0, 1125899906842624] (bytes), got 'big'");
 }
 
 TEST(WorkloadSpec, PlanOnlyListsWhatARunWouldStopAtAndEveryKeyWithItsPolicy) {
@@ -702,13 +754,13 @@ TEST(IoEngineKeys, EngineChoiceAndDliosOdirect) {
   EXPECT_EQ(Load("reader:\n  odirect: false\ndlio_ext:\n  io_engine: io_uring\n").io_engine, "io_uring");
   // A contradiction names both keys as written.
   EXPECT_EQ(Error("data_reader:\n  odirect: true\ndlio_ext:\n  io_engine: posix\n"),
-            "data_reader.odirect: true contradicts dlio_ext.io_engine: posix (give one of them)");
+            "job.yaml:2: data_reader.odirect: true contradicts dlio_ext.io_engine: posix (give one of them)");
   EXPECT_EQ(Error("reader:\n  odirect: true\n", {"dlio_ext.io_engine=io_uring"}),
-            "reader.odirect: true contradicts dlio_ext.io_engine: io_uring (give one of them)");
+            "job.yaml:2: reader.odirect: true contradicts dlio_ext.io_engine: io_uring (give one of them)");
   EXPECT_EQ(Load("dlio_ext:\n  io_engine: mmap\n").io_engine, "mmap");
   EXPECT_EQ(Error("dlio_ext:\n  io_engine: aio\n"),
-            "dlio_ext.io_engine: must be one of posix, odirect, io_uring, mmap, got 'aio'");
-  EXPECT_EQ(Error("dlio_ext:\n  io_engne: posix\n"), "dlio_ext.io_engne: unknown key (did you mean dlio_ext.io_engine?)");
+            "job.yaml:2: dlio_ext.io_engine: must be one of posix, odirect, io_uring, mmap, got 'aio'");
+  EXPECT_EQ(Error("dlio_ext:\n  io_engne: posix\n"), "job.yaml:2: dlio_ext.io_engne: unknown key (did you mean dlio_ext.io_engine?)");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\nreader:\n  odirect: true\n"),
             "dlio_ext.io_engine: odirect is not available for hdf5 (libhdf5 does its own reads; use posix)");
   // Round trip keeps the engine (and DLIO's key beside it).
@@ -774,7 +826,7 @@ TEST(WorkloadSpecLimits, TextMustBeCleanUtf8AndFilePrefixAName) {
 // Every path and name key refuses Unicode format characters (category Cf), shown escaped, written raw or escaped.
 TEST(WorkloadSpecLimits, PathAndNameKeysRefuseUnicodeFormatCharacters) {
   EXPECT_EQ(Error("dataset:\n  data_folder: \"data\\u202etxt.npz\"\n"),
-            "dataset.data_folder: must be text without Unicode format characters (bidi controls such as U+202E, "
+            "job.yaml:2: dataset.data_folder: must be text without Unicode format characters (bidi controls such as U+202E, "
             "zero-width characters: category Cf), got 'data\\u202etxt.npz' (U+202E at byte 4)");
   for (const char* key : {"dataset.data_folder", "checkpoint.checkpoint_folder", "output.folder", "dataset.file_prefix",
                           "model.name", "storage.storage_root", "model.type"}) {
@@ -799,7 +851,7 @@ TEST(WorkloadSpecLimits, BandwidthCapsBelowOneBytePerSecondAreRefused) {
     for (const auto& [v, shown] : std::vector<std::pair<std::string, std::string>>{
              {"0.001", "0.001"}, {"1e-9", "1e-9"}, {"0.5B/s", "'0.5B/s'"}, {"0.0001KB", "'0.0001KB'"}}) {
       EXPECT_EQ(Error(std::string("dlio_ext:\n  ") + key + ": " + v + "\n"),
-                std::string("dlio_ext.") + key + ": must be 0 (no cap) or a rate of at least 1 byte/s (e.g. 200MiB/s), "
+                std::string("job.yaml:2: dlio_ext.") + key + ": must be 0 (no cap) or a rate of at least 1 byte/s (e.g. 200MiB/s), "
                                                  "got " + shown)
           << v;
     }
@@ -901,9 +953,9 @@ TEST(WorkloadSpecStorage, S3KeysLoadValidateAndKeepTheSecretOut) {
   EXPECT_EQ(Error(base + "  storage_options:\n    endpoint_url: ftp://h\n"),
             "storage.storage_options.endpoint_url: 'ftp://h' must start with http:// or https://");
   EXPECT_EQ(Error(base + "  storage_options:\n    s3_max_attempts: 0\n"),
-            "storage.storage_options.s3_max_attempts: must be an integer in [1, 100], got 0");
+            "job.yaml:5: storage.storage_options.s3_max_attempts: must be an integer in [1, 100], got 0");
   EXPECT_EQ(Error(base + "  storage_options:\n    acces_key_id: x\n"),
-            "storage.storage_options.acces_key_id: unknown key (did you mean storage.storage_options.access_key_id?)");
+            "job.yaml:5: storage.storage_options.acces_key_id: unknown key (did you mean storage.storage_options.access_key_id?)");
   EXPECT_EQ(Error(base + "dataset:\n  format: mmap_indexed_binary\n").rfind("dataset.format: mmap_indexed_binary", 0),
             0u);
   EXPECT_EQ(Error(base + "dlio_ext:\n  io_engine: io_uring\n").rfind("dlio_ext.io_engine: io_uring reads local", 0),
