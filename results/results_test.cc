@@ -420,6 +420,7 @@ JobResult StepsJob(int64_t steps) {
   job.spec.num_files_train = 8 * steps;
   job.spec.batch_size = 4;  // 8 x steps samples / 4 / 2 ranks = steps
   job.spec.au_threshold = 0.9;
+  job.spec.computation_time.a = 0.05;  // what its blocks measured (a job with 0 is a read-rate test)
   job.agents.resize(1);
   job.train.clear();
   for (int epoch = 1; epoch <= 2; ++epoch) {
@@ -532,6 +533,34 @@ TEST(Verdict, NotApplicableIncompleteAndNotMeasured) {
   EXPECT_EQ(nm.status, VerdictStatus::kNotMeasured);
   EXPECT_THAT(VerdictLine(nm), HasSubstr("NOT_MEASURED"));
   EXPECT_FALSE(VerdictJson(nm)["au_percent"].is_number());
+}
+
+// train.computation_time 0 is a pure read-rate test: AU has nothing to hide I/O behind, so it is not judged (no FAIL,
+// exit 5); the read rate is the answer, in the reason. Without a measured read rate the answer is missing.
+TEST(Verdict, AReadRateTestIsNotApplicableWithItsReadRate) {
+  JobResult job = StepsJob(8);
+  job.spec.computation_time = Distribution{};
+  for (RankEpochResult& r : job.train) r.blocks = {Block(8, 0.002, 0, r.start_unix_us + 100)};
+  const FleetSummary s = Aggregator(job).Summarize();
+  const Verdict v = JudgeJob(s, job.spec, "succeeded");
+  EXPECT_EQ(v.status, VerdictStatus::kNotApplicable);
+  const std::string rate = fmt::format("read rate {:.1f} MiB/s, {:.1f} samples/s", V(s.io_mean_mib),
+                                       V(s.throughput_mean));
+  EXPECT_THAT(v.reason, ::testing::StartsWith(rate));
+  EXPECT_THAT(VerdictLine(v), ::testing::StartsWith("no AU to judge: NOT_APPLICABLE (" + rate +
+                                                    ": train.computation_time is 0, a read-rate test"));
+  EXPECT_EQ(VerdictLine(VerdictFromJson(VerdictJson(v))), VerdictLine(v));
+  // The same job with its compute given is judged on AU as before (0 % < 90 %).
+  job.spec.computation_time.a = 0.05;
+  EXPECT_EQ(JudgeJob(Aggregator(job).Summarize(), job.spec, "succeeded").status, VerdictStatus::kFail);
+  // 2 steps per epoch: no read rate (DLIO's "-2"), so nothing answers the test.
+  JobResult two = StepsJob(2);
+  two.spec.computation_time = Distribution{};
+  const Verdict nm = JudgeJob(Aggregator(two).Summarize(), two.spec, "succeeded");
+  EXPECT_EQ(nm.status, VerdictStatus::kNotMeasured);
+  EXPECT_THAT(nm.reason, HasSubstr("train.computation_time is 0, so the read rate is the answer"));
+  // A job that did not succeed stays INCOMPLETE.
+  EXPECT_EQ(JudgeJob(s, job.spec, "failed").status, VerdictStatus::kIncomplete);
 }
 
 TEST(Results, TimestampsRoundTripInLocalTime) {

@@ -23,6 +23,28 @@ std::optional<VerdictStatus> ParseVerdictStatus(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// A read-rate test (train.computation_time 0): no compute for I/O to hide behind, so AU is ~0 by construction and
+// the read rate is the answer. NOT_APPLICABLE with that rate, or NOT_MEASURED when the metric window left it
+// unmeasured (the answer itself is missing).
+void JudgeReadRateTest(const FleetSummary& summary, Verdict* v) {
+  if (!summary.throughput_mean || !summary.io_mean_mib) {
+    v->status = VerdictStatus::kNotMeasured;
+    v->reason = fmt::format("train.computation_time is 0, so the read rate is the answer, and {}",
+                            summary.throughput_not_measured.empty() ? "it was not measured"
+                                                                    : summary.throughput_not_measured);
+    return;
+  }
+  v->status = VerdictStatus::kNotApplicable;
+  v->reason = fmt::format("read rate {:.1f} MiB/s, {:.1f} samples/s: train.computation_time is 0, a read-rate test "
+                          "with no compute for I/O to hide behind{}",
+                          *summary.io_mean_mib, *summary.throughput_mean,
+                          summary.au_mean ? fmt::format(" (AU {:.1f} %)", *summary.au_mean) : "");
+}
+
+}  // namespace
+
 Verdict JudgeJob(const FleetSummary& summary, const WorkloadSpec& spec, std::string_view job_state) {
   Verdict v;
   v.target_percent = spec.au_threshold * 100;
@@ -41,6 +63,8 @@ Verdict JudgeJob(const FleetSummary& summary, const WorkloadSpec& spec, std::str
   } else if (!spec.train || summary.epochs.empty()) {
     v.status = VerdictStatus::kNotApplicable;
     v.reason = spec.train ? "no training epoch ran" : "the job trains no epochs (workflow.train: false)";
+  } else if (spec.computation_time.IsZero()) {
+    JudgeReadRateTest(summary, &v);
   } else if (!summary.au_mean) {
     v.status = VerdictStatus::kNotMeasured;
     v.reason = summary.au_not_measured.empty() ? "AU not measured" : summary.au_not_measured;

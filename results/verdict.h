@@ -5,7 +5,10 @@
 //   FAIL            the job succeeded and its mean AU is below the target
 //   NOT_MEASURED    the job succeeded but DLIO's metric window left its AU unmeasured (too few steps per epoch;
 //                   docs/results.md), so it cannot be judged
-//   NOT_APPLICABLE  the job succeeded without training epochs (generation or checkpoint-only): no AU to judge
+//   NOT_APPLICABLE  the job succeeded without training epochs (generation or checkpoint-only): no AU to judge; or
+//                   it trained with train.computation_time 0 (a pure read-rate test: AU has no compute to hide I/O
+//                   behind), and the reason gives its read rate (MiB/s, samples/s) as the answer; such a job whose
+//                   read rate the metric window left unmeasured is NOT_MEASURED
 //   INCOMPLETE      the job did not succeed (failed, cancelled, interrupted) or is still running: no verdict, the
 //                   figures of its completed epochs are shown as they are
 // The line reads, e.g., "AU 72.2 % (min rank 70.9 %, sd 0.8) < target 90.0 %: FAIL": the mean AU over epochs, the
