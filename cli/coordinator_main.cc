@@ -47,6 +47,11 @@ const CLI::Validator kFinite(
     },
     "");
 
+// The job argument of submit and run (client/workload_lookup.h).
+constexpr const char* kJobHelp =
+    "DLIO workload YAML file, or a shipped workload by name as DLIO takes it: workload=NAME or NAME (e.g. "
+    "workload=unet3d_h100; from PREFIX/share/dlio/configs/workloads)";
+
 // Overrides come as trailing arguments in DLIO's form (++workload.dataset.num_files_train=8) or with --set.
 // --strict and --explain, the same on submit and run.
 void AddPlanOptions(CLI::App* sub, dlio::SubmitOptions* o) {
@@ -338,7 +343,7 @@ class JobVerb : public Verb {
 class SubmitVerb : public JobVerb {
  public:
   explicit SubmitVerb(CLI::App* submit) {
-    submit->add_option("job", opt_.job_path, "DLIO workload YAML file")->required();
+    submit->add_option("job", opt_.job_path, kJobHelp)->required();
     submit->add_option("--agents", opt_.agents, "Number of agents to use (0 = every attached agent)")->default_val(0);
     submit->add_option("--accelerators-per-agent", opt_.accelerators_per_agent,
                        "Accelerators (ranks) every agent runs (0 = what the agents offer, which must be equal)")
@@ -373,7 +378,7 @@ class SubmitVerb : public JobVerb {
 class RunVerb : public JobVerb {
  public:
   explicit RunVerb(CLI::App* run) {
-    run->add_option("job", opt_.job_path, "DLIO workload YAML file")->required();
+    run->add_option("job", opt_.job_path, kJobHelp)->required();
     run->add_option("--local-agents", local_agents_, "Number of local agent processes")
         ->default_val(1)
         ->check(CLI::Range(1, 1024).description(""));

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/text.h"
+#include "client/workload_lookup.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
 
@@ -69,7 +70,10 @@ absl::StatusOr<LoadedJob> LoadSubmission(const SubmitOptions& opt, bool plan_onl
   LoadOptions lo;
   lo.strict = opt.strict;
   lo.plan_only = plan_only;
-  absl::StatusOr<LoadedJob> job = LoadedJob::Load(opt.job_path, opt.overrides, lo);
+  // The job argument may be DLIO's workload=NAME or a bare shipped workload's name (client/workload_lookup.h).
+  absl::StatusOr<std::string> path = ResolveJobArgument(opt.job_path, ShippedWorkloadFolders());
+  if (!path.ok()) return path.status();
+  absl::StatusOr<LoadedJob> job = LoadedJob::Load(*path, opt.overrides, lo);
   if (!job.ok()) return job.status();
   if (absl::Status s = CheckPlacementOptions(opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s,
                                              opt.barrier_timeout_s);

@@ -32,7 +32,7 @@ namespace dlio {
 
 struct SubmitOptions {
   ClientOptions client;
-  std::string job_path;
+  std::string job_path;                // as given: a path, workload=NAME or a shipped workload's NAME
   std::vector<std::string> overrides;  // "++workload.a.b=v" or "a.b=v"
   int agents = 0;                      // 0 = all attached
   int accelerators_per_agent = 0;      // 0 = what the agents offer (all equal)
@@ -60,7 +60,8 @@ struct LocalFleetShape {
 // 2 s.
 ExplainFleet DescribeFleet(const SubmitOptions& opt, const LocalFleetShape* local);
 
-// The job of a `submit` or `run` command, loaded once: the job file with the overrides (--strict applies;
+// The job of a `submit` or `run` command, loaded once: the job argument resolved (a path, DLIO's workload=NAME or a
+// bare NAME of the shipped workloads: client/workload_lookup.h), the job file with the overrides (--strict applies;
 // plan_only: as --explain loads it, listing the keys not supported yet instead of failing), then the placement
 // flags checked, and the job file kept safe: an output folder (--output, else output.folder) holding the job file
 // under a result file's name (job.yaml, summary.json, ...), or a --trace FILE that is the job file, is refused, as

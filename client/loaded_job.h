@@ -31,7 +31,9 @@ class LoadedJob {
   // This job with `extra` overrides after its own, parsed from the held text with the same options.
   absl::StatusOr<LoadedJob> WithOverrides(const std::vector<std::string>& extra) const;
 
-  const std::string& path() const { return path_; }  // as given on the command line: the job's source name
+  // The job file's path as given on the command line, or where a workload name was found (client/workload_lookup.h):
+  // the job's source name.
+  const std::string& path() const { return path_; }
   const std::string& text() const { return text_; }  // the file's text, sent to the coordinator as it is
   const std::vector<std::string>& overrides() const { return overrides_; }  // in order, as sent
   const LoadOptions& options() const { return options_; }
