@@ -422,6 +422,42 @@ TEST(Metrics, AnAgentKeepsPerJobSeriesForItsLastSixteenJobsOnly) {
   EXPECT_EQ(static_cast<size_t>(std::count(metrics.begin(), metrics.end(), '\n')), lines_at_kept);
 }
 
+// Issue 26 item 7: a shipped workload named as DLIO takes it (workload=NAME, with ++workload.KEY=VALUE overrides
+// after it) or by its bare name, from any folder: the binary of the build tree finds the source tree's
+// configs/workloads (an installed one PREFIX/share/dlio/configs/workloads: tests/install/install_prefix.sh). A name
+// that is not there is bad input naming that folder and the near names; nothing is written.
+TEST(JobArgument, DliosWorkloadFormAndABareNameComeFromTheShippedFolder) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  const std::string folder = SourceDir() + "/configs/workloads";
+  CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", "workload=unet3d_h100",
+                                      "++workload.dataset.num_files_train=8", "--explain"}, seconds(30), dir.str());
+  ASSERT_EQ(explain.exit_code, 0) << explain.out << explain.err;
+  EXPECT_EQ(explain.out.rfind("plan for " + folder + "/unet3d_h100.yaml ", 0), 0u) << explain.out;
+  EXPECT_NE(explain.out.find("dataset.num_files_train = 8"), std::string::npos) << explain.out;
+
+  // A real run of a bare name, scaled down by overrides.
+  CommandResult run = RunCommand({Bin("dlio-coordinator"), "run", "quickstart", "--local-agents", "1", "--data-root",
+                                  "root", "--results-dir", "results", "--set", "dataset.num_files_train=8", "--set",
+                                  "dataset.record_length_bytes=4096", "--set", "train.epochs=1", "--set",
+                                  "train.computation_time=0.001", "--set", "metric.au=0"},
+                                 seconds(120), dir.str());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("verdict: "), std::string::npos) << run.out;
+
+  TempDir empty;
+  for (const std::string& arg : {std::string("unet3d_h10"), std::string("workload=unet3d")}) {
+    CommandResult bad = RunCommand({Bin("dlio-coordinator"), "run", arg, "--local-agents", "1"}, seconds(30),
+                                   empty.str());
+    EXPECT_EQ(bad.exit_code, 2) << arg << ": " << bad.out << bad.err;
+    EXPECT_EQ(bad.err.rfind(arg + ": ", 0), 0u) << bad.err;
+    EXPECT_NE(bad.err.find(" in " + folder + " (near names: unet3d_"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("unet3d_h100"), std::string::npos) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_TRUE(fs::is_empty(empty.path())) << arg << ": something was written";
+  }
+}
+
 TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
   struct Case {
     std::string name, yaml, expect;

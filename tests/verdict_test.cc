@@ -171,6 +171,30 @@ TEST(Verdict, StatusResultsAndListGiveTheVerdictAndStatusAFailedOrCancelledJobEx
   EXPECT_NE(cancelled.out.find("INCOMPLETE"), std::string::npos) << cancelled.out;
 }
 
+// Issue 26 item 7: train.computation_time 0 is a pure read-rate test (AU has nothing to hide I/O behind): the run
+// is NOT_APPLICABLE with its read rate as the answer and exits 0, not FAIL and 5 (bench/s3_bench.py and scripts that
+// ran DLIO with compute 0 stopped at their first case).
+TEST(Verdict, AReadRateTestIsNotApplicableWithItsReadRateAndExits0) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 24, 1, 65536, 2, 0, 1, true, "metric:\n  au: 0.90\n"));
+  CommandResult r = RunJob(dir, "job.yaml", {"--output", dir.str() + "/out"});
+  std::cout << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nverdict: no AU to judge: NOT_APPLICABLE \(read rate [0-9.]+ )"
+                                                  R"(MiB/s, [0-9.]+ samples/s: train\.computation_time is 0, a )"
+                                                  R"(read-rate test with no compute for I/O to hide behind)")))
+      << r.out;
+  const json summary = LoadJson(dir.str() + "/out/summary.json");
+  EXPECT_EQ(summary["dlio_ext"]["verdict"]["status"], "NOT_APPLICABLE");
+  EXPECT_EQ(summary["dlio_ext"]["verdict"]["reason"].get<std::string>().rfind("read rate ", 0), 0u);
+  CommandResult j = RunJob(dir, "job.yaml", {"--json", "--set", "workflow.generate_data=false"});
+  EXPECT_EQ(j.exit_code, 0) << j.out << j.err;
+  const json doc = json::parse(j.out);
+  EXPECT_EQ(doc["verdict"]["status"], "NOT_APPLICABLE");
+  EXPECT_EQ(doc["exit_status"], 0);
+}
+
 TEST(Verdict, MlperfFailExitsFiveAndPrintsEveryVerdict) {
   TempDir dir;
   fs::create_directories(dir.path() / "root");

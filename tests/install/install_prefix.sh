@@ -41,5 +41,15 @@ PATH="$prefix/bin:/usr/bin:/bin"
 dlio-coordinator run "$prefix/share/dlio/configs/workloads/quickstart.yaml" --local-agents 2 --data-root . \
   --results-dir results --output out --set dataset.record_length_bytes=65536 --set metric.au=0 > "$work/run.log" 2>&1
 [[ -f out/summary.json ]] || { echo "no summary.json" >&2; exit 1; }
+# A shipped workload by name (DLIO's workload=NAME, or the bare name): the installed binary finds it in
+# PREFIX/share/dlio/configs/workloads, not in the source tree it was built from.
+for arg in quickstart workload=quickstart; do
+  dlio-coordinator run "$arg" --explain > "$work/explain.log" 2>&1
+  if ! grep -q "^plan for $prefix/share/dlio/configs/workloads/quickstart.yaml " "$work/explain.log"; then
+    echo "$arg: not taken from PREFIX/share/dlio/configs/workloads:" >&2
+    cat "$work/explain.log" >&2
+    exit 1
+  fi
+done
 python3 -c 'import json, sys; s = json.load(open("out/summary.json")); sys.exit(s["num_accelerators"] != 2)'
 echo "installed tree under $prefix ran configs/workloads/quickstart.yaml"
