@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "cli/address.h"
 #include "cli/cli_parse.h"
 #include "agent/agent_server.h"
 #include "agent/identity.h"
@@ -27,7 +28,9 @@ struct AgentFlags {
 };
 
 void AddAgentOptions(CLI::App* app, AgentFlags* f) {
-  app->add_option("--coordinator", f->opt.coordinator, "Coordinator address HOST:PORT")->required();
+  app->add_option("--coordinator", f->opt.coordinator, "Coordinator address HOST:PORT")
+      ->required()
+      ->check(dlio::CoordinatorAddress());
   app->add_option("--data-root", f->opt.data_root,
                   "Directory every data path is confined to; relative dataset.data_folder paths resolve under it, "
                   "absolute ones must lie inside it")
@@ -80,6 +83,11 @@ int RunAgent(AgentFlags& f) {
     return 2;
   }
   spdlog::set_level(level);
+  // A busy port said in one line (before any log line) rather than by CivetServer in its own words.
+  if (absl::Status s = dlio::CheckCanListen("--metrics-listen", f.opt.metrics_listen); !s.ok()) {
+    std::cerr << "dlio-agent: " << s.message() << "\n";
+    return 2;
+  }
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   f.opt.hostname = host;
@@ -123,6 +131,7 @@ int main(int argc, char** argv) {
                "(one per emulated accelerator), streams results back and serves live Prometheus metrics.",
                "dlio-agent"};
   app.get_formatter()->column_width(52);
+  dlio::AddVersionFlag(app);
   AgentFlags flags;
   AddAgentOptions(&app, &flags);
   if (std::optional<int> rc = dlio::ParseCommandLine(app, argc, argv, std::cerr)) return *rc;

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/host_facts.h"
 #include "base/nearest.h"
 
 namespace dlio {
@@ -88,6 +89,11 @@ CLI::Validator SizeInBytes(uint64_t max, const char* max_text) {
         return std::string();
       },
       "BYTES");
+}
+
+void AddVersionFlag(CLI::App& app) {
+  app.set_version_flag("--version", app.get_name() + " " + ToolVersion() + " (commit " + ToolCommit() + ")",
+                       "Print the version and the git commit of this build (one line) and exit");
 }
 
 std::optional<int> ParseCommandLine(CLI::App& app, int argc, const char* const* argv, std::ostream& err) {

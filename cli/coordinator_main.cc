@@ -18,6 +18,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "cli/address.h"
 #include "cli/cli_parse.h"
 #include "results/results.h"
 #include "base/scheduling.h"
@@ -74,7 +75,8 @@ void AddOverrideOptions(CLI::App* sub, std::vector<std::string>* trailing, std::
 void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
   o->coordinator.clear();  // filled after parsing: --coordinator, else $DLIO_COORDINATOR, else the default
   sub->add_option("--coordinator", o->coordinator,
-                  "Coordinator address HOST:PORT (default: $DLIO_COORDINATOR, else 127.0.0.1:7543)");
+                  "Coordinator address HOST:PORT (default: $DLIO_COORDINATOR, else 127.0.0.1:7543)")
+      ->check(dlio::CoordinatorAddress());
   dlio::AddClientTransportOptions(sub, &o->transport, "with every call");
   sub->add_option("--connect-timeout", o->connect_timeout_s,
                   "Seconds a connection to the coordinator may take to complete (an address that answers nothing)")
@@ -133,10 +135,16 @@ bool IsLoopback(const std::string& listen) {
 }
 
 // The address of every client verb when --coordinator is not given: $DLIO_COORDINATOR, else the default.
-void DefaultCoordinator(dlio::ClientOptions* o) {
-  if (!o->coordinator.empty()) return;
+// $DLIO_COORDINATOR is held to --coordinator's form: nullopt, or exit 2 after one line naming it.
+std::optional<int> DefaultCoordinator(dlio::ClientOptions* o) {
+  if (!o->coordinator.empty()) return std::nullopt;
   const char* env = std::getenv("DLIO_COORDINATOR");
   o->coordinator = env != nullptr && *env != '\0' ? env : "127.0.0.1:7543";
+  if (absl::Status s = dlio::CheckCoordinatorAddress("$DLIO_COORDINATOR", o->coordinator); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
+  return std::nullopt;
 }
 
 // Appends the trailing overrides and the --set ones, in that order.
@@ -212,6 +220,14 @@ class ServeVerb : public Verb {
       return 2;
     }
     if (listen_.empty()) listen_ = transport->token.empty() ? "127.0.0.1:7543" : "0.0.0.0:7543";
+    // A busy port said in one line before gRPC or CivetServer log their own words about it.
+    for (const auto& [flag, address] :
+         {std::pair{"--listen", listen_}, std::pair{"--metrics-listen", o_.metrics_listen}}) {
+      if (absl::Status s = dlio::CheckCanListen(flag, address); !s.ok()) {
+        std::cerr << "dlio-coordinator serve: " << s.message() << "\n";
+        return 2;
+      }
+    }
     WarnAboutExposure(*transport);
     o_.listen = listen_;
     o_.transport = *transport;
@@ -369,7 +385,7 @@ class SubmitVerb : public JobVerb {
   }
 
   int Run() override {
-    DefaultCoordinator(&opt_.client);
+    if (std::optional<int> rc = DefaultCoordinator(&opt_.client)) return *rc;
     if (std::optional<int> rc = Prepare(nullptr)) return *rc;
     return Drive(opt_);
   }
@@ -420,6 +436,10 @@ class RunVerb : public JobVerb {
     std::error_code ec;
     if (!std::filesystem::is_directory(data_root_, ec)) {
       std::cerr << "--data-root: '" << data_root_ << "' is not a directory\n";
+      return 2;
+    }
+    if (absl::Status s = dlio::CheckCanListen("--metrics-listen", metrics_listen_); !s.ok()) {
+      std::cerr << "dlio-coordinator run: " << s.message() << "\n";
       return 2;
     }
     // What the job's values make impossible on this fleet, before any agent starts (the accelerator search's
@@ -488,7 +508,7 @@ class ClientVerb : public Verb {
   }
   void AddClient() { AddClientOptions(output_option_, &copt_); }
   int Run() override {
-    DefaultCoordinator(&copt_);
+    if (std::optional<int> rc = DefaultCoordinator(&copt_)) return *rc;
     return act_(copt_, job_id_, output_);
   }
 
@@ -516,7 +536,7 @@ class ListVerb : public Verb {
     AddClientOptions(sub, &copt_);
   }
   int Run() override {
-    DefaultCoordinator(&copt_);
+    if (std::optional<int> rc = DefaultCoordinator(&copt_)) return *rc;
     return dlio::ListJobs(copt_, limit_, std::cout, std::cerr);
   }
 
@@ -643,7 +663,9 @@ const VerbRow kVerbs[] = {
      }},
     {"list", "list the newest jobs and the attached agents",
      "List the newest jobs the coordinator keeps (newest first) and the attached agents", Make<ListVerb>},
-    {"cancel", "cancel a queued or running job", "Cancel a queued or running job; its agents stop within 2 s",
+    {"cancel", "cancel a queued or running job",
+     "Cancel a queued or running job; its agents stop within 2 s (exit 1 naming the agents that did not confirm "
+     "the stop, or when the job has not ended after 10 s)",
      [](CLI::App* sub) {
        return MakeClientVerb(sub, true, false, [](const dlio::ClientOptions& c, const std::string& job,
                                                   const std::string&) {
@@ -703,6 +725,7 @@ int main(int argc, char** argv) {
   }
   CLI::App app{Usage(), "dlio-coordinator"};
   app.require_subcommand(1);
+  dlio::AddVersionFlag(app);
   // Wide enough that every option's description starts on its own line (docs/cli.md is generated from this).
   app.get_formatter()->column_width(52);
   // Each verb's CLI::App (a child's parent found by the first word of its path) and its options.

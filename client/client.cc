@@ -245,8 +245,7 @@ int CancelJob(const ClientOptions& opt, const std::string& job_id, std::ostream&
     // 50 ms: the answer shows the stop promptly without loading the coordinator.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  RenderCancel(job_id, *cancelled, *job, opt.json, out);
-  return kExitOk;
+  return RenderCancel(job_id, *cancelled, *job, opt.json, out);
 }
 
 int FetchResults(const ClientOptions& opt, const std::string& job_id, const std::string& output_dir,

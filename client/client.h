@@ -94,8 +94,8 @@ int ShowStatus(const ClientOptions& opt, const std::string& job_id, std::ostream
 int ListJobs(const ClientOptions& opt, size_t limit, std::ostream& out, std::ostream& err);
 // The jobs `list` shows without --limit: a screenful.
 inline constexpr size_t kListDefaultLimit = 50;
-// `cancel JOB`: cancels a queued or running job and waits (a few seconds at most) for it to end, printing the
-// final line, which says whether every agent confirmed the stop.
+// `cancel JOB`: cancels a queued or running job and waits (10 s at most) for it to end, printing the final line,
+// which says whether every agent confirmed the stop; exit 1 when the stop is not confirmed (render.h RenderCancel).
 int CancelJob(const ClientOptions& opt, const std::string& job_id, std::ostream& out, std::ostream& err);
 // `results JOB [--output DIR]`: prints the job's result table and file names, or writes the files into DIR.
 int FetchResults(const ClientOptions& opt, const std::string& job_id, const std::string& output_dir,

@@ -453,23 +453,36 @@ void RenderList(const JobList& list, bool json_out, std::ostream& out) {
   }
 }
 
-void RenderCancel(const std::string& job_id, bool cancelled, const JobInfoData& i, bool json_out,
-                  std::ostream& out) {
+bool StopConfirmed(bool cancelled, const JobInfoData& i) {
+  if (!cancelled) return true;  // it had already ended: there was no stop to confirm
+  // The coordinator's words for agents that did not confirm within its stop grace (coordinator/job_runner.cc,
+  // Coordinator::StopPhase): "...; agent(s) a1, a2 did not confirm the stop within 2 s".
+  return IsFinal(i.record.state) && !absl::StrContains(i.record.message, " did not confirm the stop within ");
+}
+
+int RenderCancel(const std::string& job_id, bool cancelled, const JobInfoData& i, bool json_out, std::ostream& out) {
   const JobRecord& r = i.record;
+  const bool confirmed = StopConfirmed(cancelled, i);
+  const int status = confirmed ? kExitOk : kExitJobNotSucceeded;
   if (json_out) {
     out << json{{"job_id", job_id}, {"cancelled", cancelled}, {"state", JobStateName(r.state)},
-                {"message", r.message}}
+                {"message", r.message}, {"stop_confirmed", confirmed}}
                .dump(2)
         << "\n";
-    return;
+    return status;
   }
   if (!cancelled) {
     out << "job " << job_id << " had already ended (" << JobStateName(r.state) << "); nothing to cancel\n";
   } else if (IsFinal(r.state)) {
     out << r.message << "\n";
   } else {
-    out << "job " << job_id << ": cancel requested; still " << JobStateName(r.state) << " after 10 s\n";
+    out << "job " << job_id << ": cancel requested; still " << JobStateName(r.state) << " after 10 s";
+    if (!r.agent_names.empty()) {
+      out << "; agent(s) " << absl::StrJoin(r.agent_names, ", ") << " did not confirm the stop";
+    }
+    out << "\n";
   }
+  return status;
 }
 
 int RenderResults(const std::string& job_id, const JobInfoData& info, const std::vector<std::string>& names,

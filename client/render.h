@@ -3,12 +3,13 @@
 // status of every verb, derived in one place (ExitStatusOf below) from an absl::Status or a job's outcome.
 //
 // Exit statuses (every verb): 0 the job ran and met its target (or had none to meet); 1 the job did not succeed
-// (failed, cancelled, interrupted), or the job or its results do not exist; 2 bad input (job file, options, token or
-// certificate files, or a job its values make impossible on its fleet: plan/preflight.h); 3 coordinator unreachable
-// or lost; 4 refused by the coordinator (no token or a wrong one); 5 the job ran but missed its AU target (or an
-// --mlperf result is FAIL or INVALID); 6 the job ran but its AU could not be measured (too few steps per epoch,
-// docs/results.md). Every job ends with one verdict line (results/verdict.h), e.g. "verdict: AU 72.2 % (min rank
-// 70.9 %, sd 0.8) < target 90.0 %: FAIL", and a "verdict" object in --json.
+// (failed, cancelled, interrupted), or the job or its results do not exist, or `cancel` could not confirm the stop
+// (RenderCancel); 2 bad input (job file, options, token or certificate files, or a job its values make impossible on
+// its fleet: plan/preflight.h); 3 coordinator unreachable or lost; 4 refused by the coordinator (no token or a wrong
+// one); 5 the job ran but missed its AU target (or an --mlperf result is FAIL or INVALID); 6 the job ran but its AU
+// could not be measured (too few steps per epoch, docs/results.md). Every job ends with one verdict line
+// (results/verdict.h), e.g. "verdict: AU 72.2 % (min rank 70.9 %, sd 0.8) < target 90.0 %: FAIL", and a "verdict"
+// object in --json.
 // Thread-safety: pure functions over the streams they are given; a SubmitView is used by one Run() at a time (its
 // Cancelling/CancelFailed write `err` from Run's canceller thread, the rest `out` from the caller's).
 #pragma once
@@ -35,7 +36,8 @@ enum ExitStatus : int {
 };
 // The text --help and docs/cli.md give for the statuses above.
 inline constexpr const char* kExitStatusHelp =
-    "Exit status: 0 ran and met its AU target (or had none), 1 job failed/cancelled or not found, 2 bad input "
+    "Exit status: 0 ran and met its AU target (or had none), 1 job failed/cancelled or not found (cancel: stop not "
+    "confirmed), 2 bad input "
     "(a job its fleet cannot run included), "
     "3 coordinator unreachable, 4 refused (token), 5 ran but AU below target (--mlperf: FAIL or INVALID), "
     "6 ran but AU not measured (too few steps per epoch)";
@@ -100,8 +102,13 @@ int RenderStatus(const JobInfoData& job, bool json, std::ostream& out);
 // `list`: the jobs (as listed: newest first) and the attached agents; when the coordinator keeps older jobs
 // (list.more), a line saying how to see them (text) or "more": true (JSON).
 void RenderList(const JobList& list, bool json, std::ostream& out);
-// `cancel JOB`: whether it was cancelled and the job as it is now.
-void RenderCancel(const std::string& job_id, bool cancelled, const JobInfoData& job, bool json, std::ostream& out);
+// `cancel JOB`: whether it was cancelled and the job as it is now (JSON: "stop_confirmed" too); returns the exit
+// status: 0 when the job had already ended or its stop was confirmed (it ended, every agent confirming), 1 when it
+// was not: the job still not ended after the client's wait (its agents named), or ended with agents that did not
+// confirm the stop within the coordinator's grace (named by the coordinator's message).
+int RenderCancel(const std::string& job_id, bool cancelled, const JobInfoData& job, bool json, std::ostream& out);
+// Whether a cancel's stop is confirmed, as RenderCancel's status says (true when nothing was `cancelled`).
+bool StopConfirmed(bool cancelled, const JobInfoData& job);
 // `results JOB`: the result table (from summary.json's text) and the files, written into `output_dir` or listed
 // (`output_dir` empty); returns the exit status.
 int RenderResults(const std::string& job_id, const JobInfoData& job, const std::vector<std::string>& names,

@@ -215,5 +215,46 @@ TEST(SubmitView, TextShowsTheSubmissionAndTheMessages) {
   EXPECT_EQ(out.str(), "job j1 submitted to host:1\nphase generate started\n");
 }
 
+JobInfoData CancelledJob(JobState state, const std::string& message) {
+  JobInfoData i;
+  i.record.id = "j1";
+  i.record.state = state;
+  i.record.message = message;
+  i.record.agent_names = {"a0", "a1"};
+  return i;
+}
+
+TEST(RenderCancel, ExitZeroOnlyWhenTheStopIsConfirmedOrThereWasNothingToStop) {
+  std::ostringstream out;
+  EXPECT_EQ(RenderCancel("j1", true,
+                         CancelledJob(JobState::kCancelled,
+                                      "job j1 cancelled during phase train-epoch-1; every agent stopped within 0.20 s"),
+                         false, out),
+            kExitOk);
+  EXPECT_EQ(RenderCancel("j1", false, CancelledJob(JobState::kSucceeded, "job j1 succeeded"), false, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("had already ended (succeeded); nothing to cancel"));
+}
+
+TEST(RenderCancel, AgentsThatDidNotConfirmTheStopExitOneAndAreNamed) {
+  // The job ended, but the coordinator's grace ran out for one agent: its message names it.
+  std::ostringstream out;
+  const std::string ended =
+      "job j1 cancelled during phase train-epoch-1; agent(s) a1 did not confirm the stop within 2 s";
+  EXPECT_EQ(RenderCancel("j1", true, CancelledJob(JobState::kCancelled, ended), false, out), kExitJobNotSucceeded);
+  EXPECT_EQ(out.str(), ended + "\n");
+  // The job has not ended within the client's wait: every agent of the job is unconfirmed.
+  out.str("");
+  EXPECT_EQ(RenderCancel("j1", true, CancelledJob(JobState::kRunning, "phase train-epoch-1 started"), false, out),
+            kExitJobNotSucceeded);
+  EXPECT_EQ(out.str(),
+            "job j1: cancel requested; still running after 10 s; agent(s) a0, a1 did not confirm the stop\n");
+  // --json says so too.
+  out.str("");
+  EXPECT_EQ(RenderCancel("j1", true, CancelledJob(JobState::kCancelled, ended), true, out), kExitJobNotSucceeded);
+  const json doc = json::parse(out.str());
+  EXPECT_EQ(doc["stop_confirmed"], false);
+  EXPECT_EQ(doc["message"], ended);
+}
+
 }  // namespace
 }  // namespace dlio
