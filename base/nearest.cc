@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 
 namespace dlio {
 
@@ -20,6 +24,13 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+namespace {
+
+// The largest edit distance that is still a typo of `word`, not another word.
+size_t TypoDistance(std::string_view word) { return std::max<size_t>(2, word.size() / 4); }
+
+}  // namespace
+
 std::string NearestName(std::string_view word, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_d = std::numeric_limits<size_t>::max();
@@ -30,7 +41,22 @@ std::string NearestName(std::string_view word, const std::vector<std::string>& c
       best = c;
     }
   }
-  return best_d <= std::max<size_t>(2, word.size() / 4) ? best : "";
+  return best_d <= TypoDistance(word) ? best : "";
+}
+
+std::vector<std::string> NearNames(std::string_view word, const std::vector<std::string>& candidates, size_t most) {
+  const std::string lower_word = absl::AsciiStrToLower(std::string(word));
+  std::vector<std::pair<size_t, std::string>> near;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(word, c);
+    if (d <= TypoDistance(word) || (!word.empty() && absl::StrContains(absl::AsciiStrToLower(c), lower_word))) {
+      near.emplace_back(d, c);
+    }
+  }
+  std::sort(near.begin(), near.end());
+  std::vector<std::string> out;
+  for (size_t i = 0; i < near.size() && i < most; ++i) out.push_back(std::move(near[i].second));
+  return out;
 }
 
 }  // namespace dlio

@@ -17,4 +17,8 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // not another word); "" when none is that close. Ties: the first candidate.
 std::string NearestName(std::string_view word, const std::vector<std::string>& candidates);
 
+// Every candidate a typo away from `word` (the rule of NearestName) or holding it, case aside ("unet3d" is near
+// unet3d_a100 and unet3d_h100): the nearest first (ties in name order), at most `most`.
+std::vector<std::string> NearNames(std::string_view word, const std::vector<std::string>& candidates, size_t most);
+
 }  // namespace dlio

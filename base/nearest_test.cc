@@ -24,3 +24,16 @@ TEST(Nearest, SuggestsOnlyWhatIsATypoAway) {
 
 }  // namespace
 }  // namespace dlio
+
+namespace dlio {
+namespace {
+
+TEST(Nearest, NearNamesAreTyposOrHoldTheWordNearestFirst) {
+  const std::vector<std::string> names = {"resnet50_h100", "unet3d_a100", "unet3d_h100", "cosmoflow_h100"};
+  EXPECT_EQ(NearNames("unet3d_h10", names, 5), (std::vector<std::string>{"unet3d_h100", "unet3d_a100"}));
+  EXPECT_EQ(NearNames("UNET3D", names, 1), (std::vector<std::string>{"unet3d_a100"}));
+  EXPECT_TRUE(NearNames("bert", names, 5).empty());
+}
+
+}  // namespace
+}  // namespace dlio

@@ -10,7 +10,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/ascii.h"
 #include "base/nearest.h"
 #include "base/text.h"
 
@@ -36,28 +35,11 @@ std::string FirstExisting(const std::vector<std::string>& folders) {
   return "";
 }
 
-// Names of `names` near `word`: a typo away (base/nearest.h's rule), or holding it (a model name: "unet3d" is near
-// unet3d_a100, unet3d_h100, ...); the nearest first, at most kListedNames.
-std::vector<std::string> NearNames(const std::string& word, const std::vector<std::string>& names) {
-  const size_t typo = std::max<size_t>(2, word.size() / 4);
-  std::vector<std::pair<size_t, std::string>> near;
-  for (const std::string& n : names) {
-    const size_t d = EditDistance(word, n);
-    if (d <= typo || (!word.empty() && absl::StrContains(absl::AsciiStrToLower(n), absl::AsciiStrToLower(word)))) {
-      near.emplace_back(d, n);
-    }
-  }
-  std::sort(near.begin(), near.end());
-  std::vector<std::string> out;
-  for (size_t i = 0; i < near.size() && i < kListedNames; ++i) out.push_back(near[i].second);
-  return out;
-}
-
 // "(near names: a, b)" or, with none near, "(it holds N workloads, e.g. a, b, ...)".
 std::string Suggestions(const std::string& name, const std::string& folder) {
   const std::vector<std::string> names = WorkloadNames(folder);
   if (names.empty()) return "(it holds no workload file)";
-  const std::vector<std::string> near = NearNames(name, names);
+  const std::vector<std::string> near = NearNames(name, names, kListedNames);
   if (!near.empty()) return absl::StrCat("(near names: ", absl::StrJoin(near, ", "), ")");
   std::vector<std::string> some(names.begin(), names.begin() + std::min(names.size(), kListedNames));
   return absl::StrCat("(it holds ", names.size(), " workloads, e.g. ", absl::StrJoin(some, ", "), ")");

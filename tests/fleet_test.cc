@@ -485,17 +485,8 @@ TEST(Security, WrongOrMissingTokenIsRefusedClearlyAndNoJobIsCreated) {
 TEST(Security, MutualTlsRunWorksAndPlaintextOrCertificateLessClientsAreRefused) {
   TempDir dir;
   const std::string d = dir.str();
-  // A CA, a server certificate for 127.0.0.1 and a client certificate, made here with the openssl CLI.
-  const std::string script =
-      "set -e; cd " + d + "; "
-      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dlio-test-ca; "
-      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost; "
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext; "
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 "
-      "-extfile san.ext; "
-      "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=dlio-client; "
-      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1";
-  CommandResult ssl = RunCommand({"sh", "-c", script}, seconds(60));
+  // A CA, a server certificate for 127.0.0.1 and a client certificate, made with the openssl CLI.
+  CommandResult ssl = MakeTestCertificates(d);
   ASSERT_EQ(ssl.exit_code, 0) << ssl.out << ssl.err;
   const std::vector<std::string> client_tls = {"--tls-ca", d + "/ca.pem", "--tls-cert", d + "/client.pem",
                                                "--tls-key", d + "/client.key"};

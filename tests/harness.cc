@@ -155,6 +155,20 @@ bool WaitForListening(int port, std::chrono::milliseconds timeout) {
       timeout);
 }
 
+CommandResult MakeTestCertificates(const std::string& dir) {
+  const std::string script =
+      "set -e; cd " + dir + "; "
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dlio-test-ca; "
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.pem -days 1 -subj /CN=other-ca; "
+      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost; "
+      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext; "
+      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 "
+      "-extfile san.ext; "
+      "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=dlio-client; "
+      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1";
+  return RunCommand({"sh", "-c", script}, std::chrono::seconds(60));
+}
+
 std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

@@ -120,6 +120,10 @@ CommandResult Submit(const Fleet& fleet, const std::string& job, const std::stri
 // Polls until something accepts TCP connections on 127.0.0.1:port (a coordinator that started listening); false
 // after `timeout`. Clients fail at once on a refused connection, so tests wait for the coordinator first.
 bool WaitForListening(int port, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+// TLS material for tests, made with the openssl CLI in `dir`: a CA (ca.pem, ca.key), another CA (other-ca.pem), a
+// server certificate for 127.0.0.1 and localhost signed by the first (server.pem, server.key) and a client
+// certificate (client.pem, client.key). The result of the script: exit code 0 when all were made.
+CommandResult MakeTestCertificates(const std::string& dir);
 // HTTP GET http://127.0.0.1:port/path; empty on failure.
 std::string HttpGet(int port, const std::string& path);
 // Reads a whole file.

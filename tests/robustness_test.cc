@@ -46,20 +46,9 @@ std::string GiveUpLine(const std::string& log, const std::string& address) {
   return lines.empty() ? "" : lines.front();
 }
 
-// A CA, another CA, a server certificate for 127.0.0.1 signed by the first and a client certificate, made with the
-// openssl CLI in `d`.
+// The TLS material of tests/harness.h in `d`.
 void MakeCertificates(const std::string& d) {
-  const std::string script =
-      "set -e; cd " + d + "; "
-      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dlio-test-ca; "
-      "openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.pem -days 1 -subj /CN=other-ca; "
-      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost; "
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext; "
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 "
-      "-extfile san.ext; "
-      "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=dlio-client; "
-      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1";
-  const CommandResult ssl = RunCommand({"sh", "-c", script}, seconds(60));
+  const CommandResult ssl = MakeTestCertificates(d);
   ASSERT_EQ(ssl.exit_code, 0) << ssl.out << ssl.err;
 }
 
