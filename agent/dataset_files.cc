@@ -30,6 +30,7 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const C
   o.hdf5_max_shape = spec.hdf5_max_shape;
   o.compression = spec.compression;
   o.compression_level = spec.compression_level;
+  o.hdf5_replay = spec.hdf5_engine != "libhdf5";
   o.transfer_size = spec.transfer_size;
   if (FormatTraitsOf(spec.format).index_folder && data_dir) o.tfrecord_index_dir = data_dir->path() + "/index/" + split;
   // The spec was validated when loaded: an unknown engine name cannot reach this point.

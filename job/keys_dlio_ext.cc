@@ -17,6 +17,16 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
         return ParseChoice(n, p, {"posix", "odirect", "io_uring", "mmap"}, {}, "I/O engine", &s.io_engine);
       },
       [](const WorkloadSpec& s) { return Quote(s.io_engine); }));
+  v.push_back(Custom(
+      "dlio_ext.hdf5_engine", KeyStatus::kImplemented,
+      "how hdf5 samples are read: replay (the default: libhdf5 reads a file's first samples and records its reads; "
+      "later samples of the file issue the same reads, the sample's data substituted, without libhdf5) or libhdf5 "
+      "(libhdf5 opens the file and reads every sample). Both issue the same reads; replay falls back to libhdf5 for "
+      "layouts it cannot prove (docs/io.md)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"replay", "libhdf5"}, {}, "HDF5 engine", &s.hdf5_engine);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.hdf5_engine); }));
   // A per-agent byte-rate cap (base/bandwidth_limiter.h): a number of bytes/s or one with a unit.
   auto rate_key = [](const char* path, int64_t WorkloadSpec::*field, std::string note) {
     return Custom(

@@ -178,6 +178,7 @@ struct WorkloadSpec {
 
   // dlio_ext: this project's own keys (DLIO does not know them)
   std::string io_engine = "posix";           // dlio_ext.io_engine: posix | odirect | io_uring
+  std::string hdf5_engine = "replay";        // dlio_ext.hdf5_engine: replay | libhdf5 (docs/io.md)
   int64_t read_bandwidth_limit = 0;          // dlio_ext.read_bandwidth_limit: bytes/s per agent, 0 = no cap
   bool trace = false;                        // dlio_ext.trace: record trace events (set by --trace FILE)
   int64_t trace_events_per_thread = 65536;   // dlio_ext.trace_events_per_thread: the per-thread cap (kDefault...)

@@ -64,6 +64,9 @@ struct FormatOptions {
   std::vector<int64_t> hdf5_max_shape;   // hdf5: maxshape after the samples axis (DLIO's hdf5.max_shape); empty = fixed
   std::string compression = "none";      // hdf5: none | gzip | szip | lzf; npz: none | zip; ignored by the others
   int compression_level = 4;             // gzip level
+  // hdf5: dlio_ext.hdf5_engine: replay (true: libhdf5's recorded reads replayed for a file's later samples,
+  // readers/hdf5_replay.h) or libhdf5 (false: libhdf5 reads every sample). The same reads either way.
+  bool hdf5_replay = true;
   int64_t transfer_size = 262144;        // tfrecord read size
   // tfrecord: folder of DLIO's DALI index files (`<data_folder>/index/train`); a data file `.../<name>` gets
   // `<dir>/<name>.idx` with one "offset length" line per record. Empty = no index.

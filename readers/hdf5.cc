@@ -12,47 +12,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "readers/dtype.h"
+#include "readers/hdf5_internal.h"
+#include "readers/hdf5_replay.h"
 #include "storage/hdf5_vfd.h"
 #include "storage/io_util.h"
 #include "storage/open.h"
 #include "storage/storage.h"
 
 namespace dlio {
-namespace {
+namespace hdf5_internal {
 
-constexpr int kMaxRank = 16;  // records_0 rank limit (DLIO writes 3); HDF5's own limit is 32
 // Generation fills and writes this many bytes of samples per H5Dwrite (DLIO's generation_buffer_size idea).
 constexpr size_t kGenSlabBytes = size_t{64} << 20;
 // Core-driver slack beyond the sample bytes for superblock, object headers and chunk index.
 constexpr size_t kCoreSlack = size_t{1} << 20;
 // h5py's default szip options ('nn', 8): nearest-neighbour coding, 8 pixels per block.
 constexpr unsigned kSzipPixelsPerBlock = 8;
-// The registered id of the LZF filter (h5py's lzf_filter.h H5PY_FILTER_LZF).
-constexpr H5Z_filter_t kLzfFilter = 32000;
 
-
-// Owns one HDF5 identifier and closes it with the matching H5*close.
-class Hid {
- public:
-  Hid(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  Hid(const Hid&) = delete;
-  Hid& operator=(const Hid&) = delete;
-  ~Hid() {
-    if (id_ >= 0) close_(id_);
-  }
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-  // Gives up ownership: the caller closes the identifier.
-  hid_t release() {
-    const hid_t id = id_;
-    id_ = -1;
-    return id;
-  }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
 
 // HDF5 prints its error stack to stderr by default; we put the message into the status instead. The setting lives
 // in the calling thread's error stack (thread-safe build), so it is applied once per thread.
@@ -78,7 +54,7 @@ bool LzfAvailable() {
   return available;
 }
 
-herr_t InnermostError(unsigned n, const H5E_error2_t* e, void* out) {
+static herr_t InnermostError(unsigned n, const H5E_error2_t* e, void* out) {
   if (n == 0) *static_cast<std::string*>(out) = absl::StrCat(e->desc ? e->desc : "?", " (", e->func_name, ")");
   return 0;
 }
@@ -89,6 +65,14 @@ absl::Status Hdf5Error(const std::string& path, const char* what) {
   H5Eclear2(H5E_DEFAULT);
   return absl::InternalError(absl::StrCat(path, ": HDF5 ", what, " failed: ", detail));
 }
+
+std::string RecordsName(int64_t k) { return absl::StrCat("records_", k); }
+
+}  // namespace hdf5_internal
+
+namespace {
+
+using namespace hdf5_internal;  // NOLINT(build/namespaces): this file implements them
 
 // Bob Jenkins' lookup3 hashlittle() with initval 0, read byte by byte: HDF5's metadata checksum
 // (H5_checksum_lookup3 in H5checksum.c), which libhdf5 does not export.
@@ -163,155 +147,148 @@ hid_t FileTypeOf(const internal::DType& t) {
   }
 }
 
-std::string RecordsName(int64_t k) { return absl::StrCat("records_", k); }
+}  // namespace
 
 // Per sample the reader opens the file and the dataset(s) (DLIO's on_demand reader does, and so does h5py code
 // that indexes a fresh h5py.File), selects the sample's hyperslab and reads it. What a dataset looks like (rank,
-// dimensions, element type) is learnt from a file's first sample and kept per path, with the dataspaces for that
-// shape: every libhdf5 API call takes the library's global lock (thread-safe build), which the loader threads hand
-// to each other call by call, and the per-sample queries (type, dataspace, extent, and their closes) were 7 of 16
-// calls per sample, more than a minimal libhdf5 loop makes (bench/, case c). They do no file I/O, so the I/O is
-// unchanged. The memory type is the file's own type: no conversion, the bytes are the file's.
-class Hdf5SampleReader final : public SampleReader {
- public:
-  Hdf5SampleReader(int64_t datasets, StorageTarget target) : datasets_(datasets), target_(std::move(target)) {
-    LzfAvailable();
-  }
-  Hdf5SampleReader(const Hdf5SampleReader&) = delete;
-  Hdf5SampleReader& operator=(const Hdf5SampleReader&) = delete;
-  ~Hdf5SampleReader() override {
-    for (Shape& sh : shapes_) {
-      H5Sclose(sh.fspace);
-      H5Sclose(sh.mspace);
-      H5Tclose(sh.mtype);
-    }
-  }
+// dimensions, element type) is learnt when a file's sample first opens it and kept per path, with the dataspaces
+// for that shape: every libhdf5 API call takes the library's global lock (thread-safe build), which the loader
+// threads hand to each other call by call, and the per-sample queries (type, dataspace, extent, and their closes)
+// were 7 of 16 calls per sample, more than a minimal libhdf5 loop makes (bench/, case c). They do no file I/O, so
+// the I/O is unchanged. The memory type is the file's own type: no conversion, the bytes are the file's.
+namespace hdf5_internal {
 
-  absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
-    SilenceHdf5();
-    last_bytes_ = 0;
-    // libhdf5 reads through our driver over a StorageReader (hdf5_vfd.h): the open (below the confined data folder
-    // when there is one, no link followed; a HEAD for an object) and every read happen there, and are counted there.
-    if (access_ == nullptr) {  // first use: the driver that accounts libhdf5's reads (one per reader, kept)
-      absl::StatusOr<std::unique_ptr<StorageReader>> storage = NewStorageReader(target_);
-      if (!storage.ok()) return storage.status();
-      absl::StatusOr<std::unique_ptr<Hdf5StorageAccess>> a = Hdf5StorageAccess::New(std::move(*storage));
-      if (!a.ok()) return a.status();
-      access_ = std::move(*a);
-    }
-    access_->set_stats(&stats);
-    access_->clear_error();
-    Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access_->fapl()), H5Fclose);
-    if (!file.ok()) {
-      if (!access_->last_error().ok()) {  // the storage's own error ("<path>: open: No such file ...", an S3 answer)
-        H5Eclear2(H5E_DEFAULT);
-        return access_->last_error();
-      }
-      return Hdf5Error(path, "open");
-    }
-    auto known = shape_of_.find(path);
-    uint64_t total = 0;
-    for (int64_t k = 0; k < datasets_; ++k) {
-      const std::string& name = names_[static_cast<size_t>(k)];
-      Hid dset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
-      if (!dset.ok()) return Hdf5Error(path, absl::StrCat("open dataset ", name).c_str());
-      if (known == shape_of_.end()) {  // a file's first sample: learn the shapes of all its datasets
-        std::vector<size_t> learnt;
-        for (int64_t j = 0; j < datasets_; ++j) {
-          Hid d(j == k ? -1 : H5Dopen2(file.get(), names_[static_cast<size_t>(j)].c_str(), H5P_DEFAULT), H5Dclose);
-          if (j != k && !d.ok()) return Hdf5Error(path, absl::StrCat("open dataset ", names_[j]).c_str());
-          absl::StatusOr<size_t> i = Learn(j == k ? dset.get() : d.get(), names_[static_cast<size_t>(j)], path);
-          if (!i.ok()) return i.status();
-          learnt.push_back(*i);
-        }
-        known = shape_of_.emplace(path, std::move(learnt)).first;
-      }
-      const Shape& sh = shapes_[known->second[static_cast<size_t>(k)]];
-      if (sample >= sh.dims[0]) {
-        return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", sh.dims[0]));
-      }
-      hsize_t start[kMaxRank] = {}, count[kMaxRank];
-      start[0] = sample;
-      count[0] = 1;
-      for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
-      if (H5Sselect_hyperslab(sh.fspace, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
-        return Hdf5Error(path, "select sample");
-      }
-      buf_.Reserve(std::max<uint64_t>(total + sh.bytes, 1), total);  // grow only, keeping the datasets read before
-      if (H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.data() + total) < 0) {
-        return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
-      }
-      total += sh.bytes;
-    }
-    last_bytes_ = total;
-    stats.AddSamples(1);
-    return total;
+Hdf5LibReader::Hdf5LibReader(int64_t datasets, StorageTarget target)
+    : datasets_(datasets), target_(std::move(target)), names_([datasets] {
+        std::vector<std::string> v;
+        for (int64_t k = 0; k < datasets; ++k) v.push_back(RecordsName(k));
+        return v;
+      }()) {
+  LzfAvailable();
+}
+
+Hdf5LibReader::~Hdf5LibReader() {
+  for (Shape& sh : shapes_) {
+    H5Sclose(sh.fspace);
+    H5Sclose(sh.mspace);
+    H5Tclose(sh.mtype);
   }
+}
 
-  std::string_view last_sample() const override {
-    return {reinterpret_cast<const char*>(buf_.data()), static_cast<size_t>(last_bytes_)};
+absl::StatusOr<Hdf5StorageAccess*> Hdf5LibReader::Access() {
+  if (access_ == nullptr) {  // first use: the driver that accounts libhdf5's reads (one per reader, kept)
+    absl::StatusOr<std::unique_ptr<StorageReader>> storage = NewStorageReader(target_);
+    if (!storage.ok()) return storage.status();
+    absl::StatusOr<std::unique_ptr<Hdf5StorageAccess>> a = Hdf5StorageAccess::New(std::move(*storage));
+    if (!a.ok()) return a.status();
+    access_ = std::move(*a);
   }
+  return access_.get();
+}
 
- private:
-  // A dataset shape: its extent and element type (the file's), a file dataspace of that extent (its selection is
-  // reset per sample) and the memory dataspace of one sample, (1, d1, ...), the selection's own shape as h5py
-  // makes it (with a flat one libhdf5 maps chunk elements one by one, H5S_select_iterate, ~4x the cost of a 4 KiB
-  // sample read in perf).
-  struct Shape {
-    int rank = 0;
-    hsize_t dims[kMaxRank] = {};
-    uint64_t bytes = 0;  // per sample
-    hid_t mtype = -1, fspace = -1, mspace = -1;
-  };
-
-  // Reads a dataset's shape and type; returns the index of an equal known shape, or of a new one.
-  absl::StatusOr<size_t> Learn(hid_t dset, const std::string& name, const std::string& path) {
-    Hid space(H5Dget_space(dset), H5Sclose);
-    Hid ftype(H5Dget_type(dset), H5Tclose);
-    if (!space.ok() || !ftype.ok()) return Hdf5Error(path, absl::StrCat("inspect ", name).c_str());
-    Shape sh;
-    sh.rank = H5Sget_simple_extent_ndims(space.get());
-    if (sh.rank < 1 || sh.rank > kMaxRank) {
-      return absl::DataLossError(absl::StrCat(path, ": ", name, " has rank ", sh.rank, "; expected 1..", kMaxRank));
+absl::StatusOr<uint64_t> Hdf5LibReader::ReadSample(const std::string& path, uint32_t sample, IoStats& stats,
+                                                   Hdf5DatasetProbe* probe) {
+  SilenceHdf5();
+  last_bytes_ = 0;
+  // libhdf5 reads through our driver over a StorageReader (hdf5_vfd.h): the open (below the confined data folder
+  // when there is one, no link followed; a HEAD for an object) and every read happen there, and are counted there.
+  absl::StatusOr<Hdf5StorageAccess*> access = Access();
+  if (!access.ok()) return access.status();
+  access_->set_stats(&stats);
+  access_->clear_error();
+  Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access_->fapl()), H5Fclose);
+  if (!file.ok()) {
+    if (!access_->last_error().ok()) {  // the storage's own error ("<path>: open: No such file ...", an S3 answer)
+      H5Eclear2(H5E_DEFAULT);
+      return access_->last_error();
     }
-    H5Sget_simple_extent_dims(space.get(), sh.dims, nullptr);
-    uint64_t elems = 1;
-    for (int d = 1; d < sh.rank; ++d) elems *= sh.dims[d];
-    sh.bytes = elems * H5Tget_size(ftype.get());
-    for (size_t i = 0; i < shapes_.size(); ++i) {
-      const Shape& k = shapes_[i];
-      if (k.rank == sh.rank && std::equal(k.dims, k.dims + k.rank, sh.dims) && H5Tequal(k.mtype, ftype.get()) > 0) {
-        return i;
-      }
-    }
-    hsize_t count[kMaxRank];
-    count[0] = 1;
-    for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
-    sh.fspace = H5Screate_simple(sh.rank, sh.dims, nullptr);
-    sh.mspace = H5Screate_simple(sh.rank, count, nullptr);
-    if (sh.fspace < 0 || sh.mspace < 0) {
-      if (sh.fspace >= 0) H5Sclose(sh.fspace);
-      if (sh.mspace >= 0) H5Sclose(sh.mspace);
-      return Hdf5Error(path, "dataspaces");
-    }
-    sh.mtype = ftype.release();
-    shapes_.push_back(sh);
-    return shapes_.size() - 1;
+    return Hdf5Error(path, "open");
   }
+  auto known = shape_of_.find(path);
+  if (known == shape_of_.end()) {
+    known = shape_of_.emplace(path, std::vector<size_t>(static_cast<size_t>(datasets_), kUnknown)).first;
+  }
+  uint64_t total = 0;
+  for (int64_t k = 0; k < datasets_; ++k) {
+    absl::StatusOr<uint64_t> n = ReadDataset(file.get(), k, known->second, path, sample, total, probe);
+    if (!n.ok()) return n.status();
+    total += *n;
+  }
+  last_bytes_ = total;
+  stats.AddSamples(1);
+  return total;
+}
 
-  const int64_t datasets_;
-  const StorageTarget target_;
-  std::unique_ptr<Hdf5StorageAccess> access_;  // the driver's context, made at the first sample; outlives its files
-  const std::vector<std::string> names_ = [this] {
-    std::vector<std::string> v;
-    for (int64_t k = 0; k < datasets_; ++k) v.push_back(RecordsName(k));
-    return v;
-  }();
-  std::vector<Shape> shapes_;                                       // distinct shapes seen (usually one)
-  std::unordered_map<std::string, std::vector<size_t>> shape_of_;  // path -> shapes_ index per dataset
-  AlignedBuffer buf_;  // one sample of every records_k, back to back, page-aligned; never shrinks
-  uint64_t last_bytes_ = 0;
-};
+// Opens records_k, learns its shape the first time, reads sample `sample` of it into buf_ at `total`, closes it.
+absl::StatusOr<uint64_t> Hdf5LibReader::ReadDataset(hid_t file, int64_t k, std::vector<size_t>& known,
+                                                    const std::string& path, uint32_t sample, uint64_t total,
+                                                    Hdf5DatasetProbe* probe) {
+  const std::string& name = names_[static_cast<size_t>(k)];
+  Hid dset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dset.ok()) return Hdf5Error(path, absl::StrCat("open dataset ", name).c_str());
+  size_t& index = known[static_cast<size_t>(k)];
+  if (index == kUnknown) {  // this file's first sample: the dataset's shape (no I/O: its header is read)
+    absl::StatusOr<size_t> i = Learn(dset.get(), name, path);
+    if (!i.ok()) return i.status();
+    index = *i;
+  }
+  const Shape& sh = shapes_[index];
+  if (sample >= sh.dims[0]) {
+    return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", sh.dims[0]));
+  }
+  hsize_t start[kMaxRank] = {}, count[kMaxRank];
+  start[0] = sample;
+  count[0] = 1;
+  for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
+  if (H5Sselect_hyperslab(sh.fspace, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0) {
+    return Hdf5Error(path, "select sample");
+  }
+  buf_.Reserve(std::max<uint64_t>(total + sh.bytes, 1), total);  // grow only, keeping the datasets read before
+  if (H5Dread(dset.get(), sh.mtype, sh.mspace, sh.fspace, H5P_DEFAULT, buf_.data() + total) < 0) {
+    return Hdf5Error(path, absl::StrCat("read of sample ", sample, " of ", name).c_str());
+  }
+  if (probe != nullptr) probe->Probe(k, dset.get(), sh.bytes);
+  return sh.bytes;
+}
+
+// Reads a dataset's shape and type; returns the index of an equal known shape, or of a new one.
+absl::StatusOr<size_t> Hdf5LibReader::Learn(hid_t dset, const std::string& name, const std::string& path) {
+  Hid space(H5Dget_space(dset), H5Sclose);
+  Hid ftype(H5Dget_type(dset), H5Tclose);
+  if (!space.ok() || !ftype.ok()) return Hdf5Error(path, absl::StrCat("inspect ", name).c_str());
+  Shape sh;
+  sh.rank = H5Sget_simple_extent_ndims(space.get());
+  if (sh.rank < 1 || sh.rank > kMaxRank) {
+    return absl::DataLossError(absl::StrCat(path, ": ", name, " has rank ", sh.rank, "; expected 1..", kMaxRank));
+  }
+  H5Sget_simple_extent_dims(space.get(), sh.dims, nullptr);
+  uint64_t elems = 1;
+  for (int d = 1; d < sh.rank; ++d) elems *= sh.dims[d];
+  sh.bytes = elems * H5Tget_size(ftype.get());
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    const Shape& k = shapes_[i];
+    if (k.rank == sh.rank && std::equal(k.dims, k.dims + k.rank, sh.dims) && H5Tequal(k.mtype, ftype.get()) > 0) {
+      return i;
+    }
+  }
+  hsize_t count[kMaxRank];
+  count[0] = 1;
+  for (int d = 1; d < sh.rank; ++d) count[d] = sh.dims[d];
+  sh.fspace = H5Screate_simple(sh.rank, sh.dims, nullptr);
+  sh.mspace = H5Screate_simple(sh.rank, count, nullptr);
+  if (sh.fspace < 0 || sh.mspace < 0) {
+    if (sh.fspace >= 0) H5Sclose(sh.fspace);
+    if (sh.mspace >= 0) H5Sclose(sh.mspace);
+    return Hdf5Error(path, "dataspaces");
+  }
+  sh.mtype = ftype.release();
+  shapes_.push_back(sh);
+  return shapes_.size() - 1;
+}
+
+}  // namespace hdf5_internal
+
+namespace {
 
 // The records_k datasets of a generated file, as DLIO's generator shapes them: (samples_per_file, *record dims)
 // each (Hdf5RecordDims), growable up to hdf5.max_shape when one is given.
@@ -453,7 +430,8 @@ class Hdf5Format final : public Format {
   const char* name() const override { return "hdf5"; }
   const char* extension() const override { return "hdf5"; }
   std::unique_ptr<SampleReader> NewSampleReader() const override {
-    return std::make_unique<Hdf5SampleReader>(options_.hdf5_num_dset_per_record, options_.target());
+    if (options_.hdf5_replay) return NewHdf5ReplayReader(options_.hdf5_num_dset_per_record, options_.target());
+    return std::make_unique<Hdf5LibReader>(options_.hdf5_num_dset_per_record, options_.target());
   }
 
   // Builds the file in memory with the core driver (records_0..k-1, then labels), as DLIO's generator lays it out,

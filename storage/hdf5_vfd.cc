@@ -142,6 +142,8 @@ Hdf5StorageAccess::File* Hdf5StorageAccess::OpenFile(const char* name) {
     return nullptr;
   }
   name_.assign(name);  // into the kept string: no allocation per open once it is long enough
+  if (asked_ != nullptr) asked_->push_back({Hdf5Io::Kind::kOpen, 0, 0});
+  if (issued_ != nullptr) issued_->push_back({Hdf5Io::Kind::kOpen, 0, 0});
   if (absl::Status s = reader_->Open(name_, &size_, *stats_); !s.ok()) {
     Fail(s);
     return nullptr;
@@ -158,8 +160,25 @@ Hdf5StorageAccess::File* Hdf5StorageAccess::OpenFile(const char* name) {
 }
 
 void Hdf5StorageAccess::CloseFile() {
+  if (asked_ != nullptr) asked_->push_back({Hdf5Io::Kind::kClose, 0, 0});
+  if (issued_ != nullptr) issued_->push_back({Hdf5Io::Kind::kClose, 0, 0});
+  last_eoa_ = file_->eoa;
   reader_->Close();
   open_ = false;
+}
+
+absl::Status Hdf5StorageAccess::Open(const std::string& path) {
+  clear_error();
+  if (OpenFile(path.c_str()) != nullptr) return absl::OkStatus();
+  // A failed open keeps its error here (Fail), without libhdf5's error stack being involved beyond Fail's push.
+  H5Eclear2(H5E_DEFAULT);
+  return last_error_;
+}
+
+absl::Status Hdf5StorageAccess::Read(uint64_t addr, size_t size, void* buf) {
+  if (ReadAt(addr, size, buf)) return absl::OkStatus();
+  H5Eclear2(H5E_DEFAULT);
+  return last_error_;
 }
 
 absl::Status Hdf5StorageAccess::KeepHead() {
@@ -170,6 +189,7 @@ absl::Status Hdf5StorageAccess::KeepHead() {
   head_.Reserve(std::max<size_t>(r.len, 1));
   r.buf = head_.data();
   if (r.len > 0) {
+    if (issued_ != nullptr) issued_->push_back({Hdf5Io::Kind::kRead, 0, r.len});
     if (absl::Status s = reader_->Read(&r, 1, *stats_); !s.ok()) return s;
   }
   head_len_ = r.got;
@@ -179,6 +199,11 @@ absl::Status Hdf5StorageAccess::KeepHead() {
 }
 
 bool Hdf5StorageAccess::ReadAt(uint64_t addr, size_t size, void* buf) {
+  if (probe_) {  // a libhdf5 query that needs a read it has not made: no I/O (see the contract)
+    Fail(absl::FailedPreconditionError(absl::StrCat(name_, ": HDF5 read at ", addr, " while probing (no I/O)")));
+    return false;
+  }
+  if (asked_ != nullptr) asked_->push_back({Hdf5Io::Kind::kRead, addr, size});
   // libhdf5 may read past the end of the file (a speculative superblock read): those bytes are zeros, as in sec2.
   const size_t avail = addr >= size_ ? 0 : static_cast<size_t>(std::min<uint64_t>(size, size_ - addr));
   if (avail < size) std::memset(static_cast<uint8_t*>(buf) + avail, 0, size - avail);
@@ -191,6 +216,7 @@ bool Hdf5StorageAccess::ReadAt(uint64_t addr, size_t size, void* buf) {
   r.buf = static_cast<uint8_t*>(buf);
   r.len = avail;
   r.off = addr;
+  if (issued_ != nullptr) issued_->push_back({Hdf5Io::Kind::kRead, addr, avail});
   if (absl::Status s = reader_->Read(&r, 1, *stats_); !s.ok()) {
     Fail(s);
     return false;

@@ -25,6 +25,12 @@
 //    and lets the threads of one process share a single open file, metadata cache and sieve buffer, which reads
 //    less than DLIO does: about 0.8 GB instead of 1.06 GB over 16,384 4 KiB contiguous samples.)
 //  - set_stats() names the IoStats the next opens and reads are counted in (the calling loader thread's).
+//  - Replay (readers/hdf5_replay.h): Open()/Read()/Close() issue an open, a read or a close exactly as libhdf5's
+//    calls of the driver do (the same head cache, zero fill and accounting), without libhdf5. set_asked_log()
+//    records the calls libhdf5 (or a replay) makes of the driver, set_issued_log() what of them reached the
+//    StorageReader (each file read one pread, each object read one ranged GET): the plan is built from the first,
+//    tests compare the second. set_probe(true) makes every read fail without I/O (Fail() with a message saying so):
+//    a libhdf5 query then succeeds only from what libhdf5 already holds in memory.
 // Thread-safety: one Hdf5StorageAccess per thread. libhdf5 calls the driver under its global lock (thread-safe
 // build), so the reads of several loader threads never overlap: libhdf5's limit for every driver, sharper over a
 // network.
@@ -34,12 +40,23 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "results/io_stats.h"
 #include "storage/storage.h"
 
 namespace dlio {
+
+// One call of the driver: an open, a read of [addr, addr + size), a close (addr and size 0).
+struct Hdf5Io {
+  enum class Kind : uint8_t { kOpen, kRead, kClose };
+  Kind kind = Kind::kRead;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  bool operator==(const Hdf5Io& o) const { return kind == o.kind && addr == o.addr && size == o.size; }
+  bool operator!=(const Hdf5Io& o) const { return !(*this == o); }
+};
 
 class Hdf5StorageAccess {
  public:
@@ -64,6 +81,17 @@ class Hdf5StorageAccess {
   const absl::Status& last_error() const { return last_error_; }
   void clear_error() { last_error_ = absl::OkStatus(); }
 
+  // Replay (see the contract): the same open, read and close libhdf5's calls make. Errors name the file.
+  absl::Status Open(const std::string& path);
+  absl::Status Read(uint64_t addr, size_t size, void* buf);
+  void Close() { CloseFile(); }
+  // The end of address libhdf5 set for the file last opened (its superblock's), kept after the close.
+  uint64_t last_eoa() const { return last_eoa_; }
+  // Recording and probing (see the contract); null stops a log. The vectors belong to the caller.
+  void set_asked_log(std::vector<Hdf5Io>* log) { asked_ = log; }
+  void set_issued_log(std::vector<Hdf5Io>* log) { issued_ = log; }
+  void set_probe(bool on) { probe_ = on; }
+
   // Driver internals, called from the driver's callbacks (hdf5_vfd.cc).
   struct File;
   File* OpenFile(const char* name);
@@ -87,6 +115,10 @@ class Hdf5StorageAccess {
   std::string name_;            // the open file's path
   hid_t fapl_ = -1;
   absl::Status last_error_;
+  uint64_t last_eoa_ = 0;
+  std::vector<Hdf5Io>* asked_ = nullptr;
+  std::vector<Hdf5Io>* issued_ = nullptr;
+  bool probe_ = false;
   // Objects only: the first head_len_ bytes of the object head_key_ (valid while head_valid_).
   const bool keep_head_;
   AlignedBuffer head_;

@@ -1,0 +1,523 @@
+#include "readers/hdf5_replay.h"
+
+#include <dlfcn.h>
+#include <hdf5.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "readers/hdf5_internal.h"
+#include "storage/hdf5_vfd.h"
+#include "storage/storage.h"
+
+namespace dlio::hdf5_internal {
+namespace {
+
+// Candidate plans rebuilt after a mismatch before the file stays with libhdf5 (hdf5_replay.h, "Proof").
+constexpr int kMaxTries = 3;
+
+enum class Filter : uint8_t { kNone, kDeflate, kLzf, kSzip };
+
+// libaec's SZ_com_t (szlib.h): the szip parameters, in its field order.
+struct SzParams {
+  int options_mask, bits_per_pixel, pixels_per_block, pixels_per_scanline;
+};
+using LzfDecompressFn = unsigned (*)(const void*, unsigned, void*, unsigned);
+using SzDecompressFn = int (*)(void*, size_t*, const void*, size_t, SzParams*);
+
+// liblzf's lzf_decompress (loaded globally by LzfAvailable(), as the HDF5 plugin needs it), or null.
+LzfDecompressFn LzfDecompress() {
+  static const LzfDecompressFn fn = [] {
+    if (!LzfAvailable()) return LzfDecompressFn{nullptr};
+    void* h = ::dlopen("liblzf.so.1", RTLD_NOW | RTLD_GLOBAL);  // kept for the process
+    return h == nullptr ? nullptr : reinterpret_cast<LzfDecompressFn>(::dlsym(h, "lzf_decompress"));
+  }();
+  return fn;
+}
+
+// libsz's SZ_BufftoBuffDecompress (libaec, the library libhdf5's szip filter calls), or null.
+SzDecompressFn SzDecompress() {
+  static const SzDecompressFn fn = [] {
+    void* h = ::dlopen("libsz.so.2", RTLD_NOW);  // kept for the process
+    return h == nullptr ? nullptr : reinterpret_cast<SzDecompressFn>(::dlsym(h, "SZ_BufftoBuffDecompress"));
+  }();
+  return fn;
+}
+
+struct ChunkRef {
+  uint64_t addr = 0, size = 0;
+  bool raw = false;  // the (optional) filter was skipped when it was written: stored as it is
+};
+
+// One records_k dataset: how its data reads and the sample's bytes follow from the sample index.
+struct Layout {
+  std::string why_not;  // non-empty: no provable plan (libhdf5 stays for the file)
+  bool chunked = false;
+  int rank = 0;
+  uint64_t dims[kMaxRank] = {}, chunk[kMaxRank] = {}, grid[kMaxRank] = {};
+  uint64_t chunk_stride[kMaxRank] = {}, sample_stride[kMaxRank] = {};  // elements per step of each axis
+  uint64_t elem = 0, sample_bytes = 0;
+  uint64_t addr = 0, dset_bytes = 0, sieve = 0;  // contiguous; sieve: libhdf5's sieve buffer, 0 = none
+  Filter filter = Filter::kNone;                 // chunked:
+  unsigned szip[4] = {};
+  uint64_t chunk_bytes = 0, row_chunks = 0;  // decoded chunk bytes; chunks per sample (the chunk row)
+  std::vector<ChunkRef> chunks;              // every chunk, row-major over the chunk grid
+};
+
+uint64_t DataReads(const Layout& l) { return l.chunked ? l.row_chunks : 1; }
+
+// The j-th data read of sample i (hdf5_replay.h, "The plan"); eoa is the file's end of address.
+Hdf5Io DataRead(const Layout& l, uint64_t i, uint64_t j, uint64_t eoa) {
+  if (l.chunked) {
+    const ChunkRef& c = l.chunks[(i / l.chunk[0]) * l.row_chunks + j];
+    return {Hdf5Io::Kind::kRead, c.addr, c.size};
+  }
+  const uint64_t rel = i * l.sample_bytes, off = l.addr + rel;
+  uint64_t len = l.sample_bytes;
+  // H5D__contig_readvv_sieve_cb: a read no larger than the sieve buffer fills the buffer from its offset, short of
+  // the end of address and of the dataset's end.
+  if (l.sieve > 0 && len <= l.sieve) len = std::min({l.sieve, eoa > off ? eoa - off : 0, l.dset_bytes - rel});
+  return {Hdf5Io::Kind::kRead, off, len};
+}
+
+struct Step {
+  Hdf5Io io;
+  int32_t dataset = -1;  // >= 0: the `index`-th data read of records_<dataset>; -1: fixed (metadata, open, close)
+  uint32_t index = 0;
+};
+
+enum class State : uint8_t { kCandidate, kProven, kLibhdf5 };
+
+struct FilePlan {
+  State state = State::kCandidate;
+  int tries = 0;
+  uint32_t recorded = 0;  // the sample the steps were recorded with
+  uint64_t eoa = 0;
+  std::vector<Layout> layouts;  // records_0..k-1
+  std::vector<Step> steps;
+};
+
+// Tags the recorded requests of sample s: each data read the layouts give, in order. False when one is missing.
+bool Tag(FilePlan& f, const std::vector<Hdf5Io>& trace, uint32_t s) {
+  f.steps.clear();
+  size_t k = 0;
+  uint64_t j = 0;
+  for (const Hdf5Io& io : trace) {
+    Step st{io, -1, 0};
+    if (k < f.layouts.size() && io == DataRead(f.layouts[k], s, j, f.eoa)) {
+      st.dataset = static_cast<int32_t>(k);
+      st.index = static_cast<uint32_t>(j);
+      if (++j == DataReads(f.layouts[k])) ++k, j = 0;
+    }
+    f.steps.push_back(st);
+  }
+  f.recorded = s;
+  return k == f.layouts.size();
+}
+
+// True when the plan gives exactly `trace` for sample s.
+bool Matches(const FilePlan& f, const std::vector<Hdf5Io>& trace, uint32_t s) {
+  if (trace.size() != f.steps.size()) return false;
+  for (size_t n = 0; n < trace.size(); ++n) {
+    const Step& st = f.steps[n];
+    const Hdf5Io want = st.dataset < 0 ? st.io : DataRead(f.layouts[st.dataset], s, st.index, f.eoa);
+    if (want != trace[n]) return false;
+  }
+  return true;
+}
+
+// True when samples a and b read the same data (the same contiguous range, the same chunk row).
+bool SameData(const FilePlan& f, uint32_t a, uint32_t b) {
+  for (const Layout& l : f.layouts) {
+    if (l.chunked ? a / l.chunk[0] != b / l.chunk[0] : a != b) return false;
+  }
+  return true;
+}
+
+void Strides(Layout& l) {
+  l.chunk_stride[l.rank - 1] = l.sample_stride[l.rank - 1] = 1;
+  for (int d = l.rank - 2; d >= 0; --d) {
+    l.chunk_stride[d] = l.chunk_stride[d + 1] * l.chunk[d + 1];
+    l.sample_stride[d] = l.sample_stride[d + 1] * (d + 1 < l.rank ? l.dims[d + 1] : 1);
+  }
+}
+
+// A chunked dataset's filter and chunk table; sets why_not when no plan can be proven.
+void LearnChunks(hid_t dset, hid_t dcpl, Layout& l) {
+  hsize_t c[kMaxRank];
+  if (H5Pget_chunk(dcpl, l.rank, c) != l.rank) return void(l.why_not = "the chunk shape cannot be read");
+  l.chunk_bytes = l.elem;
+  for (int d = 0; d < l.rank; ++d) l.chunk[d] = c[d], l.chunk_bytes *= c[d];
+  const int nf = H5Pget_nfilters(dcpl);
+  if (nf > 1) return void(l.why_not = "more than one filter");
+  if (nf == 1) {
+    unsigned flags = 0, cd[8] = {};
+    size_t n = 8;
+    const H5Z_filter_t id = H5Pget_filter2(dcpl, 0, &flags, &n, cd, 0, nullptr, nullptr);
+    if (id == H5Z_FILTER_DEFLATE) {
+      l.filter = Filter::kDeflate;
+    } else if (id == kLzfFilter && LzfDecompress() != nullptr) {
+      l.filter = Filter::kLzf;
+    } else if (id == H5Z_FILTER_SZIP && n == 4 && SzDecompress() != nullptr) {
+      l.filter = Filter::kSzip;
+      std::copy(cd, cd + 4, l.szip);
+    } else {
+      return void(l.why_not = absl::StrCat("filter ", id, " (only gzip, and lzf or szip when loadable)"));
+    }
+  } else {
+    Hid dapl(H5Dget_access_plist(dset), H5Pclose);
+    size_t slots = 0, nbytes = 0;
+    double w0 = 0;
+    if (!dapl.ok() || H5Pget_chunk_cache(dapl.get(), &slots, &nbytes, &w0) < 0 || l.chunk_bytes > nbytes) {
+      return void(l.why_not = "unfiltered chunks larger than libhdf5's chunk cache (read in parts, sieved)");
+    }
+  }
+  uint64_t total = 1;
+  for (int d = 0; d < l.rank; ++d) total *= (l.grid[d] = (l.dims[d] + l.chunk[d] - 1) / l.chunk[d]);
+  l.row_chunks = l.grid[0] == 0 ? 0 : total / l.grid[0];
+  l.chunks.resize(total);
+  hsize_t off[kMaxRank] = {};
+  for (uint64_t idx = 0; idx < total; ++idx) {
+    uint64_t rem = idx;
+    for (int d = l.rank - 1; d >= 0; --d) {
+      off[d] = (rem % l.grid[d]) * l.chunk[d];
+      rem /= l.grid[d];
+    }
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    // With the driver probing, this fails when libhdf5 would have to read a part of the index it does not hold.
+    if (H5Dget_chunk_info_by_coord(dset, off, &mask, &addr, &size) < 0) {
+      return void(l.why_not = "the chunk index is not all in memory after one sample (other samples read other "
+                              "parts of it)");
+    }
+    if (addr == HADDR_UNDEF) return void(l.why_not = "a chunk is not allocated");
+    l.chunks[idx] = {addr, size, l.filter == Filter::kNone || (mask & 1u) != 0};
+  }
+}
+
+// What records_k of the open file is, learnt with no I/O of its own (hdf5_replay.h, "Contract").
+void LearnLayout(hid_t dset, uint64_t sample_bytes, uint64_t sieve, Layout& l) {
+  Hid dcpl(H5Dget_create_plist(dset), H5Pclose);
+  Hid space(H5Dget_space(dset), H5Sclose);
+  Hid type(H5Dget_type(dset), H5Tclose);
+  if (!dcpl.ok() || !space.ok() || !type.ok()) return void(l.why_not = "the dataset cannot be inspected");
+  l.rank = H5Sget_simple_extent_ndims(space.get());
+  if (l.rank < 1 || l.rank > kMaxRank) return void(l.why_not = "rank out of range");
+  hsize_t dims[kMaxRank];
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  std::copy(dims, dims + l.rank, l.dims);
+  l.elem = H5Tget_size(type.get());
+  l.sample_bytes = sample_bytes;
+  switch (H5Pget_layout(dcpl.get())) {
+    case H5D_CONTIGUOUS:
+      l.addr = H5Dget_offset(dset);
+      if (l.addr == HADDR_UNDEF) return void(l.why_not = "the dataset's storage is not allocated");
+      l.dset_bytes = l.dims[0] * sample_bytes;
+      l.sieve = std::min(sieve, l.dset_bytes);  // H5D__contig_init: the sieve buffer is at most the dataset
+      return;
+    case H5D_CHUNKED:
+      for (int d = 0; d < l.rank; ++d) l.chunk[d] = 1;  // for Strides() before the chunk shape is known
+      LearnChunks(dset, dcpl.get(), l);
+      l.chunked = true;
+      Strides(l);
+      return;
+    default:
+      return void(l.why_not = "compact or virtual layout");
+  }
+}
+
+// Copies sample i's part of chunk m of its chunk row from the decoded chunk to the sample's bytes.
+void CopySlice(const Layout& l, const uint8_t* chunk, uint64_t i, uint64_t m, uint8_t* sample) {
+  const uint64_t e = l.elem;
+  const uint8_t* base = chunk + (i % l.chunk[0]) * l.chunk_stride[0] * e;
+  if (l.rank == 1) return void(std::memcpy(sample, base, e));
+  uint64_t g[kMaxRank] = {}, ext[kMaxRank] = {}, idx[kMaxRank] = {};
+  for (int d = l.rank - 1; d >= 1; --d) {
+    g[d] = m % l.grid[d];
+    m /= l.grid[d];
+    ext[d] = std::min(l.chunk[d], l.dims[d] - g[d] * l.chunk[d]);
+  }
+  const int last = l.rank - 1;
+  const size_t row = static_cast<size_t>(ext[last] * e);
+  while (true) {
+    uint64_t src = 0, dst = g[last] * l.chunk[last];
+    for (int d = 1; d < last; ++d) {
+      src += idx[d] * l.chunk_stride[d];
+      dst += (g[d] * l.chunk[d] + idx[d]) * l.sample_stride[d];
+    }
+    std::memcpy(sample + dst * e, base + src * e, row);
+    int d = last - 1;
+    while (d >= 1 && ++idx[d] == ext[d]) idx[d--] = 0;
+    if (d < 1) return;
+  }
+}
+
+// The replay engine (hdf5_replay.h).
+class Hdf5ReplayReader final : public SampleReader {
+ public:
+  Hdf5ReplayReader(int64_t datasets, StorageTarget target) : lib_(datasets, std::move(target)) {
+    std::memset(&z_, 0, sizeof z_);
+    z_ok_ = inflateInit(&z_) == Z_OK;
+  }
+  Hdf5ReplayReader(const Hdf5ReplayReader&) = delete;
+  Hdf5ReplayReader& operator=(const Hdf5ReplayReader&) = delete;
+  ~Hdf5ReplayReader() override {
+    if (z_ok_) inflateEnd(&z_);
+  }
+
+  absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
+    auto it = plans_.find(path);
+    if (it == plans_.end()) return Record(path, sample, stats);
+    FilePlan& f = it->second;
+    if (f.state == State::kProven || (f.state == State::kCandidate && SameData(f, sample, f.recorded))) {
+      return Replay(path, sample, f, stats);
+    }
+    if (f.state == State::kLibhdf5) {
+      ++counters_.fallback;
+      return Lib(path, sample, stats, nullptr);
+    }
+    return Verify(path, sample, f, stats);
+  }
+
+  std::string_view last_sample() const override {
+    if (last_lib_) return lib_.last_sample();
+    return {reinterpret_cast<const char*>(sample_.data()), static_cast<size_t>(last_bytes_)};
+  }
+  const ReplayCounters& counters() const { return counters_; }
+  absl::StatusOr<Hdf5StorageAccess*> Driver() { return lib_.Access(); }
+
+ private:
+  // Dataset probe of the recorded sample: learns each records_k's layout with the driver probing.
+  class LayoutProbe final : public Hdf5DatasetProbe {
+   public:
+    LayoutProbe(FilePlan& f, Hdf5StorageAccess& a, uint64_t sieve) : f_(f), a_(a), sieve_(sieve) {}
+    void Probe(int64_t k, hid_t dset, uint64_t sample_bytes) override {
+      a_.set_probe(true);
+      LearnLayout(dset, sample_bytes, sieve_, f_.layouts[static_cast<size_t>(k)]);
+      a_.set_probe(false);
+      H5Eclear2(H5E_DEFAULT);
+      a_.clear_error();
+    }
+
+   private:
+    FilePlan& f_;
+    Hdf5StorageAccess& a_;
+    const uint64_t sieve_;
+  };
+
+  absl::StatusOr<uint64_t> Lib(const std::string& path, uint32_t sample, IoStats& stats, Hdf5DatasetProbe* probe) {
+    last_lib_ = true;
+    return lib_.ReadSample(path, sample, stats, probe);
+  }
+
+  // Reads through libhdf5 with the driver's requests recorded into trace_.
+  absl::StatusOr<uint64_t> Recorded(const std::string& path, uint32_t sample, IoStats& stats,
+                                    Hdf5DatasetProbe* probe) {
+    absl::StatusOr<Hdf5StorageAccess*> a = lib_.Access();
+    if (!a.ok()) return a.status();
+    trace_.clear();
+    (*a)->set_asked_log(&trace_);
+    absl::StatusOr<uint64_t> n = Lib(path, sample, stats, probe);
+    (*a)->set_asked_log(nullptr);
+    ++counters_.recorded;
+    return n;
+  }
+
+  absl::StatusOr<uint64_t> Record(const std::string& path, uint32_t sample, IoStats& stats);
+  absl::StatusOr<uint64_t> Verify(const std::string& path, uint32_t sample, FilePlan& f, IoStats& stats);
+  absl::StatusOr<uint64_t> Replay(const std::string& path, uint32_t sample, FilePlan& f, IoStats& stats);
+  absl::Status ReadData(Hdf5StorageAccess& a, const std::string& path, const Layout& l, uint64_t eoa,
+                        uint32_t sample, uint32_t index, uint8_t* out);
+  absl::Status Decode(const Layout& l, const ChunkRef& c, const std::string& path);
+  void GiveUp(FilePlan& f, std::string why) {
+    f.state = State::kLibhdf5;
+    f.steps = {};
+    f.layouts = {};
+    counters_.last_fallback = std::move(why);
+  }
+  void SizeBuffers(const FilePlan& f);
+
+  Hdf5LibReader lib_;
+  std::unordered_map<std::string, FilePlan> plans_;  // per path, made at the file's first sample
+  std::vector<Hdf5Io> trace_;                        // the recorded sample's requests
+  AlignedBuffer scratch_, chunk_in_, chunk_out_, sample_;
+  uint64_t last_bytes_ = 0;
+  bool last_lib_ = false;
+  z_stream z_;
+  bool z_ok_ = false;
+  ReplayCounters counters_;
+};
+
+// The file's first sample: libhdf5 reads it, recorded, and each dataset's layout is learnt; the candidate plan.
+absl::StatusOr<uint64_t> Hdf5ReplayReader::Record(const std::string& path, uint32_t sample, IoStats& stats) {
+  absl::StatusOr<Hdf5StorageAccess*> a = lib_.Access();
+  if (!a.ok()) return a.status();
+  size_t sieve = 0;
+  if (((*a)->features() & H5FD_FEAT_DATA_SIEVE) != 0 && H5Pget_sieve_buf_size((*a)->fapl(), &sieve) < 0) sieve = 0;
+  FilePlan f;
+  f.layouts.resize(static_cast<size_t>(lib_.datasets()));
+  LayoutProbe probe(f, **a, sieve);
+  absl::StatusOr<uint64_t> n = Recorded(path, sample, stats, &probe);
+  if (!n.ok()) return n;  // no plan: the next sample of the file tries again
+  f.eoa = (*a)->last_eoa();
+  FilePlan& kept = plans_.emplace(path, std::move(f)).first->second;
+  for (size_t k = 0; k < kept.layouts.size(); ++k) {
+    if (!kept.layouts[k].why_not.empty()) {
+      GiveUp(kept, absl::StrCat(path, ": ", RecordsName(static_cast<int64_t>(k)), ": ", kept.layouts[k].why_not));
+      return n;
+    }
+  }
+  if (!Tag(kept, trace_, sample)) {
+    GiveUp(kept, absl::StrCat(path, ": the recorded reads of sample ", sample, " lack the data reads of its layout"));
+    return n;
+  }
+  SizeBuffers(kept);
+  return n;
+}
+
+// A sample with other data reads than the recorded one, read by libhdf5 and compared with the plan (the proof).
+absl::StatusOr<uint64_t> Hdf5ReplayReader::Verify(const std::string& path, uint32_t sample, FilePlan& f,
+                                                  IoStats& stats) {
+  absl::StatusOr<uint64_t> n = Recorded(path, sample, stats, nullptr);
+  if (!n.ok()) return n;
+  if (Matches(f, trace_, sample)) {
+    f.state = State::kProven;
+  } else if (++f.tries >= kMaxTries || !Tag(f, trace_, sample)) {
+    GiveUp(f, absl::StrCat(path, ": libhdf5's reads of sample ", sample, " differ from the plan"));
+  } else {
+    SizeBuffers(f);
+  }
+  return n;
+}
+
+// Buffers for any sample of the plan, so that replay allocates nothing.
+void Hdf5ReplayReader::SizeBuffers(const FilePlan& f) {
+  uint64_t scratch = 1, in = 1, out = 1, sample = 1;
+  for (const Step& st : f.steps) scratch = std::max(scratch, st.io.size);
+  for (const Layout& l : f.layouts) {
+    sample += l.sample_bytes;
+    if (!l.chunked) scratch = std::max(scratch, std::max(l.sieve, l.sample_bytes));
+    for (const ChunkRef& c : l.chunks) in = std::max(in, c.size);
+    if (l.chunked) out = std::max(out, l.chunk_bytes);
+  }
+  scratch_.Reserve(scratch);
+  chunk_in_.Reserve(in);
+  chunk_out_.Reserve(out);
+  sample_.Reserve(sample);
+}
+
+absl::StatusOr<uint64_t> Hdf5ReplayReader::Replay(const std::string& path, uint32_t sample, FilePlan& f,
+                                                  IoStats& stats) {
+  uint64_t total = 0;
+  for (const Layout& l : f.layouts) {
+    if (sample >= l.dims[0]) {
+      return absl::OutOfRangeError(absl::StrCat(path, ": sample ", sample, " requested, file has ", l.dims[0]));
+    }
+    total += l.sample_bytes;
+  }
+  absl::StatusOr<Hdf5StorageAccess*> got = lib_.Access();
+  if (!got.ok()) return got.status();
+  Hdf5StorageAccess& a = **got;
+  a.set_stats(&stats);
+  last_lib_ = false;
+  last_bytes_ = 0;
+  bool open = false;
+  absl::Status st;
+  for (const Step& s : f.steps) {
+    if (s.io.kind == Hdf5Io::Kind::kOpen) {
+      st = a.Open(path);
+      open = st.ok();
+    } else if (s.io.kind == Hdf5Io::Kind::kClose) {
+      a.Close();
+      open = false;
+    } else if (s.dataset < 0) {
+      st = a.Read(s.io.addr, static_cast<size_t>(s.io.size), scratch_.data());
+    } else {
+      uint64_t at = 0;  // records_k's place in the sample: the datasets before it, back to back
+      for (int32_t k = 0; k < s.dataset; ++k) at += f.layouts[static_cast<size_t>(k)].sample_bytes;
+      st = ReadData(a, path, f.layouts[static_cast<size_t>(s.dataset)], f.eoa, sample, s.index, sample_.data() + at);
+    }
+    if (!st.ok()) break;
+  }
+  if (!st.ok()) {
+    if (open) a.Close();
+    return st;
+  }
+  last_bytes_ = total;
+  ++counters_.replayed;
+  stats.AddSamples(1);
+  return total;
+}
+
+// One data read of a dataset for the sample: contiguous bytes read in place (or copied out of the sieved read), a
+// chunk read, decoded and the sample's part of it copied out.
+absl::Status Hdf5ReplayReader::ReadData(Hdf5StorageAccess& a, const std::string& path, const Layout& l, uint64_t eoa,
+                                        uint32_t sample, uint32_t index, uint8_t* out) {
+  if (!l.chunked) {
+    const Hdf5Io io = DataRead(l, sample, index, eoa);
+    if (io.size == l.sample_bytes) return a.Read(io.addr, static_cast<size_t>(io.size), out);
+    absl::Status st = a.Read(io.addr, static_cast<size_t>(io.size), scratch_.data());
+    if (st.ok()) std::memcpy(out, scratch_.data(), static_cast<size_t>(l.sample_bytes));
+    return st;
+  }
+  const ChunkRef& c = l.chunks[(sample / l.chunk[0]) * l.row_chunks + index];
+  absl::Status st = a.Read(c.addr, static_cast<size_t>(c.size), chunk_in_.data());
+  if (st.ok() && !c.raw) st = Decode(l, c, path);
+  if (st.ok()) CopySlice(l, c.raw ? chunk_in_.data() : chunk_out_.data(), sample, index, out);
+  return st;
+}
+
+// Decompresses chunk_in_ (c.size bytes) into chunk_out_ (l.chunk_bytes), as libhdf5's filter would; timed apart.
+absl::Status Hdf5ReplayReader::Decode(const Layout& l, const ChunkRef& c, const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  bool ok = false;
+  if (l.filter == Filter::kDeflate && z_ok_ && inflateReset(&z_) == Z_OK) {
+    z_.next_in = chunk_in_.data();
+    z_.avail_in = static_cast<uInt>(c.size);
+    z_.next_out = chunk_out_.data();
+    z_.avail_out = static_cast<uInt>(l.chunk_bytes);
+    ok = inflate(&z_, Z_FINISH) == Z_STREAM_END && z_.total_out == l.chunk_bytes;
+  } else if (l.filter == Filter::kLzf) {
+    ok = LzfDecompress()(chunk_in_.data(), static_cast<unsigned>(c.size), chunk_out_.data(),
+                         static_cast<unsigned>(l.chunk_bytes)) == l.chunk_bytes;
+  } else if (l.filter == Filter::kSzip && c.size > 4) {
+    // libhdf5's szip filter: the decoded size (4 bytes, little-endian), then libaec's stream.
+    SzParams p{static_cast<int>(l.szip[H5Z_SZIP_PARM_MASK]), static_cast<int>(l.szip[H5Z_SZIP_PARM_BPP]),
+               static_cast<int>(l.szip[H5Z_SZIP_PARM_PPB]), static_cast<int>(l.szip[H5Z_SZIP_PARM_PPS])};
+    size_t n = static_cast<size_t>(l.chunk_bytes);
+    ok = SzDecompress()(chunk_out_.data(), &n, chunk_in_.data() + 4, static_cast<size_t>(c.size - 4), &p) == 0 &&
+         n == l.chunk_bytes;
+  }
+  counters_.decode_ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  if (ok) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(path, ": chunk at ", c.addr, " (", c.size, " bytes) does not decompress to ",
+                                          l.chunk_bytes, " bytes"));
+}
+
+}  // namespace
+
+std::unique_ptr<SampleReader> NewHdf5ReplayReader(int64_t datasets, StorageTarget target) {
+  return std::make_unique<Hdf5ReplayReader>(datasets, std::move(target));
+}
+
+ReplayCounters ReplayCountersOf(const SampleReader& reader) {
+  const auto* r = dynamic_cast<const Hdf5ReplayReader*>(&reader);
+  return r == nullptr ? ReplayCounters{} : r->counters();
+}
+
+absl::StatusOr<Hdf5StorageAccess*> DriverOf(SampleReader& reader) {
+  if (auto* r = dynamic_cast<Hdf5ReplayReader*>(&reader); r != nullptr) return r->Driver();
+  if (auto* r = dynamic_cast<Hdf5LibReader*>(&reader); r != nullptr) return r->Access();
+  return absl::InvalidArgumentError("not an hdf5 sample reader");
+}
+
+}  // namespace dlio::hdf5_internal
