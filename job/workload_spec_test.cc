@@ -967,3 +967,23 @@ TEST(WorkloadSpecStorage, S3KeysLoadValidateAndKeepTheSecretOut) {
 
 }  // namespace
 }  // namespace dlio
+
+namespace dlio {
+namespace {
+
+// dlio_ext.hdf5_engine (issue 31): replay by default, libhdf5 on request, anything else refused naming the key
+// and the allowed values; written back by ToYaml (the results' provenance carries the job's YAML).
+TEST(Hdf5EngineKey, ReplayByDefaultLibhdf5OnRequestAndABadValueNamed) {
+  EXPECT_EQ(Load("train:\n  epochs: 1\n").hdf5_engine, "replay");
+  EXPECT_EQ(Load("dlio_ext:\n  hdf5_engine: libhdf5\n").hdf5_engine, "libhdf5");
+  EXPECT_EQ(Load("", {"dlio_ext.hdf5_engine=libhdf5"}).hdf5_engine, "libhdf5");
+  const std::string e = Error("dlio_ext:\n  hdf5_engine: h5py\n");
+  EXPECT_NE(e.find("dlio_ext.hdf5_engine"), std::string::npos) << e;
+  EXPECT_NE(e.find("replay"), std::string::npos) << e;
+  EXPECT_NE(e.find("libhdf5"), std::string::npos) << e;
+  EXPECT_NE(ToYaml(Load("dlio_ext:\n  hdf5_engine: libhdf5\n")).find("hdf5_engine: \"libhdf5\""), std::string::npos);
+  EXPECT_NE(ToYaml(Load("train:\n  epochs: 1\n")).find("hdf5_engine: \"replay\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dlio
