@@ -195,6 +195,9 @@ void LearnChunks(hid_t dset, hid_t dcpl, Layout& l) {
     hsize_t size = 0;
     // With the driver probing, this fails when libhdf5 would have to read a part of the index it does not hold.
     if (H5Dget_chunk_info_by_coord(dset, off, &mask, &addr, &size) < 0) {
+      // libhdf5 1.10's H5Dget_chunk_info_by_coord walks the index from its start to the chunk: it fails here when
+      // an index block before the chunk was not read by the sample (a paged fixed array past its first page, an
+      // extensible array past its index block, a v2 B-tree past its root).
       return void(l.why_not = "the chunk index is not all in memory after one sample (other samples read other "
                               "parts of it)");
     }

@@ -20,10 +20,11 @@
 //    the file's next sample replay. A mismatch rebuilds the candidate from that sample (3 tries), then the file stays
 //    with libhdf5. Samples whose data reads equal the recorded sample's replay the recording as it is.
 //  - libhdf5 stays for: datasets not allocated, unfiltered chunks larger than the chunk cache (libhdf5 reads parts
-//    of them through the sieve buffer), chunk indexes not in memory after one sample (extensible arrays and v2
-//    B-trees past their first block, i.e. resizable datasets with unlimited dimensions and many chunks), chunks not
-//    allocated, more than one filter or a filter other than gzip (deflate), lzf or szip, lzf or szip whose library
-//    cannot be loaded.
+//    of them through the sieve buffer), chunk indexes not all in memory after one sample (libhdf5 1.10 has no
+//    chunk iterator, and H5Dget_chunk_info_by_coord walks the index from its start: a fixed array of more than
+//    1,024 chunks is paged, an extensible array (an unlimited first axis) past its index block, a v2 B-tree (two
+//    unlimited axes) past its root), chunks not allocated, more than one filter or a filter other than gzip
+//    (deflate), lzf or szip, lzf or szip whose library cannot be loaded, compact and virtual layouts.
 //  - Replay issues the plan's requests through the same driver calls (Hdf5StorageAccess::Open/Read/Close): the same
 //    reads reach the storage, counted the same (the kept head of an object too). Chunks are decompressed as libhdf5
 //    does (zlib inflate, lzf_decompress, SZ_BufftoBuffDecompress) and the sample's part copied out; the time spent
