@@ -16,6 +16,9 @@
 // Generate() builds the file with the in-memory "core" driver and writes the finished image with our own
 // pwrite()s, so every write is accounted exactly (bytes written == file size); peak memory is about twice the file.
 //
+// Engines (FormatOptions::hdf5_replay, dlio_ext.hdf5_engine): replay (the default, readers/hdf5_replay.h) issues
+// for each sample the reads the libhdf5 engine below would, without calling libhdf5 once a file's plan is proven;
+// libhdf5 is the reader described here, and what replay falls back to.
 // Reader (DLIO's HDF5Reader in on_demand mode): every ReadSample() opens the file, and for each records_j
 // (j < hdf5_num_dset_per_record of the options, as DLIO's reader takes k from its config) H5Dread()s the hyperslab
 // of sample i into a per-reader buffer that only grows (the k samples back to back), then closes everything again.
@@ -31,7 +34,7 @@
 // into ranged GETs of exactly what libhdf5 asks, the object's first 64 KiB kept while the reader stays on it: bytes
 // read are the bytes the GETs returned.
 // Thread-safety: Debian's libhdf5 (1.10.8) is built thread-safe: a global lock inside the library serialises every
-// H5* call, so HDF5 readers on several loader threads do not read in parallel (h5py has the same limit through
+// H5* call, so libhdf5 readers on several loader threads do not read in parallel (replayed samples do) (h5py has the same limit through
 // its own lock). Readers keep no shared state of ours. HDF5 allocates internally on open; our buffers do not.
 // Errors: the innermost HDF5 error description is included in the status; HDF5's own stderr printing is turned
 // off for the calling thread.
