@@ -520,7 +520,13 @@ class Bench:
             return dict(bytes=j["bytes"], seconds=j["seconds"], bps=j["bytes"] / j["seconds"], cpu_s=j["cpu_seconds"],
                         samples=j["samples"])
 
-        ours, ref = self.alternate("(c)", lambda: self.agent_job(job, "c"), loop)
+        # Beside it in the same rounds: the agent with the libhdf5 engine (dlio_ext.hdf5_engine; replay is the default).
+        job_lib = job_yaml("c", "hdf5", folder, s["c_files"], s["c_samples"], 4096, batch=32, threads=4,
+                           epochs=s["c_epochs"], dataset_extra=dx, reader_extra="  sample_shuffle: seed\n",
+                           ext="dlio_ext:\n  hdf5_engine: libhdf5\n")
+        ours, ref, lib = self.alternate("(c)", lambda: self.agent_job(job, "c"), loop,
+                                        lambda: self.agent_job(job_lib, "c-libhdf5"))
+        self.engine_row("(c) agent, hdf5 engines", ours, lib)
         self.add_ratio("Read path", f"(c) hdf5 {s['c_files']} x {s['c_samples']} samples, 4 KiB chunks, random "
                        "order, batch 32, read_threads 4; vs libhdf5 C loop (H5Fopen+H5Dread per sample)", ours, ref,
                        0.80)
@@ -598,6 +604,42 @@ class Bench:
                        "the same bytes (one write per file, end_fsync=1)", o, r, 0.80)
         shutil.rmtree(gen_dir, ignore_errors=True)
         shutil.rmtree(fio_dir, ignore_errors=True)
+
+    def engine_row(self, name, replay, lib):
+        """Samples per CPU-second of the replay engine against the libhdf5 engine (issue 31's target: >= 2x)."""
+        rep = median([r["samples"] / r["cpu_s"] for r in replay if r.get("cpu_s")])
+        old = median([r["samples"] / r["cpu_s"] for r in lib if r.get("cpu_s")])
+        same = all(a["bytes"] == b["bytes"] for a, b in zip(replay, lib))
+        self.add_row("Client CPU cost", f"{name}: samples per CPU-second, replay vs libhdf5 (dlio_ext.hdf5_engine)",
+                     f"{rep:,.0f}", f"{old:,.0f}", f"{rep / old:.2f}" if old else "", ">= 2.0",
+                     bool(old) and rep / old >= 2.0, note="read bytes equal" if same else "read bytes DIFFER")
+
+    def case_hdf5_engines(self):
+        """dlio-bench-hdf5-engines: one loader thread per engine, page cache warm (the engines' CPU alone)."""
+        s = self.size
+        layouts = [("issue 31's H: 4 x 2,048 samples of 64 KiB, contiguous", ["--files", "4", "--samples", "2048",
+                                                                               "--dims", "256,256"]),
+                   (f"case (c)'s files: {s['c_files']} x {s['c_samples']} samples of 4 KiB, chunks 1x64x64",
+                    ["--files", str(s["c_files"]), "--samples", str(s["c_samples"]), "--dims", "64,64",
+                     "--chunk", "1,64,64"]),
+                   ("4 x 64 samples of 16 KiB, chunks 1x32x32, gzip", ["--files", "4", "--samples", "64", "--dims",
+                                                                      "128,128", "--chunk", "1,32,32",
+                                                                      "--compression", "gzip"])]
+        for n, (label, args) in enumerate(layouts):
+            if self.mode == "smoke":
+                args = [a if a not in ("2048", str(s["c_samples"])) else "64" for a in args]
+            r = subprocess.run([os.path.join(self.bin, "dlio-bench-hdf5-engines"), os.path.join(self.work, f"h{n}"),
+                                *args, "--rounds", str(s["rounds"])], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise BenchError(f"dlio-bench-hdf5-engines failed: {r.stderr.strip()}")
+            lines = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+            lib, rep = lines[0], lines[1]
+            ratio = rep["samples_per_cpu_second"] / lib["samples_per_cpu_second"]
+            self.add_row("Client CPU cost", f"hdf5 engines, {label}: samples per CPU-second, replay vs libhdf5",
+                         f"{rep['samples_per_cpu_second']:,.0f}", f"{lib['samples_per_cpu_second']:,.0f}",
+                         f"{ratio:.2f}", ">= 2.0", ratio >= 2.0,
+                         note=f"{rep['bytes_per_sample']:,.0f} B read per sample by both; decompression "
+                              f"{100 * rep['decode_share_of_cpu']:.0f} % of replay's CPU")
 
     def cpu_rows(self, name, ours, ref, ref_name="fio", who="agent process, whole submit"):
         cpu_gb = median([o["cpu_s"] / (o["bytes"] / 1e9) for o in ours])
@@ -773,7 +815,7 @@ dlio_ext:
         for c in cases:
             t0 = time.monotonic()
             getattr(self, {"a": "case_a", "f": "case_f", "b": "case_b", "c": "case_c", "d": "case_d", "e": "case_e",
-                           "gen": "case_gen", "micro": "micro", "alloc": "allocations",
+                           "gen": "case_gen", "hdf5": "case_hdf5_engines", "micro": "micro", "alloc": "allocations",
                            "fleet": "case_fleet", "ckpt": "case_ckpt"}[c])()
             log(f"bench: {c} done in {time.monotonic() - t0:.0f} s")
         if self.agent_runs:
@@ -829,7 +871,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller datasets (a quarter), still 5 rounds")
     ap.add_argument("--smoke", action="store_true", help="tiny data, 1 round: checks the harness, measures nothing")
     ap.add_argument("--rounds", type=int, default=0, help="override the number of rounds")
-    ap.add_argument("--cases", default="a,f,b,c,d,e,gen,ckpt,micro,alloc,fleet", help="comma-separated subset")
+    ap.add_argument("--cases", default="a,f,b,c,hdf5,d,e,gen,ckpt,micro,alloc,fleet", help="comma-separated subset")
     ap.add_argument("--results", help="also write the table to this file")
     ap.add_argument("--check-targets", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args()

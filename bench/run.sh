@@ -12,7 +12,7 @@ for a in "$@"; do [[ "$a" == "--quick" ]] && quick=1; done
 
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DDLIO_BUILD_TESTS=OFF -DDLIO_BUILD_BENCH=ON >/dev/null
 cmake --build build-release -j"${JOBS:-$(nproc)}" --target dlio-agent dlio-coordinator dlio-bench-micro \
-  dlio-bench-hdf5-loop dlio-bench-alloc >/dev/null
+  dlio-bench-hdf5-loop dlio-bench-hdf5-engines dlio-bench-alloc >/dev/null
 
 work=${BENCH_WORK:-build-release/bench-work}
 table=$(mktemp)

@@ -68,12 +68,6 @@ absl::Status Hdf5Error(const std::string& path, const char* what) {
 
 std::string RecordsName(int64_t k) { return absl::StrCat("records_", k); }
 
-}  // namespace hdf5_internal
-
-namespace {
-
-using namespace hdf5_internal;  // NOLINT(build/namespaces): this file implements them
-
 // Bob Jenkins' lookup3 hashlittle() with initval 0, read byte by byte: HDF5's metadata checksum
 // (H5_checksum_lookup3 in H5checksum.c), which libhdf5 does not export.
 uint32_t Lookup3(const uint8_t* k, size_t n) {
@@ -107,6 +101,12 @@ uint32_t Lookup3(const uint8_t* k, size_t n) {
   c ^= b, c -= rot(b, 24);
   return c;
 }
+
+}  // namespace hdf5_internal
+
+namespace {
+
+using namespace hdf5_internal;  // NOLINT(build/namespaces): this file implements them
 
 // HDF5 1.10.8's H5Fget_file_image() clears the superblock status flags (set while a latest-format file is open for
 // writing) in its copy but keeps the checksum computed with them set, so libhdf5 and h5py refuse the image

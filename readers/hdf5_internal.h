@@ -60,6 +60,8 @@ bool LzfAvailable();
 // "<path>: HDF5 <what> failed: <innermost HDF5 error>"; clears the thread's error stack.
 absl::Status Hdf5Error(const std::string& path, const char* what);
 std::string RecordsName(int64_t k);
+// HDF5's metadata checksum (lookup3 hashlittle, initval 0; H5_checksum_lookup3), which libhdf5 does not export.
+uint32_t Lookup3(const uint8_t* k, size_t n);
 
 // Called by Hdf5LibReader::ReadSample for dataset k of the file, after its H5Dread (see the contract).
 class Hdf5DatasetProbe {

@@ -23,6 +23,11 @@ namespace {
 // Candidate plans rebuilt after a mismatch before the file stays with libhdf5 (hdf5_replay.h, "Proof").
 constexpr int kMaxTries = 3;
 
+// Chunks queried one by one (libhdf5 1.10's H5Dget_chunk_info_by_coord walks the index from its start to the chunk,
+// so learning n chunks costs n^2/2 steps: 256 chunks ~1 ms); above it the plan reads the chunk index from the bytes
+// libhdf5 read (an unpaged fixed array; FixedArrayChunks).
+constexpr uint64_t kQueryChunks = 256;
+
 enum class Filter : uint8_t { kNone, kDeflate, kLzf, kSzip };
 
 // libaec's SZ_com_t (szlib.h): the szip parameters, in its field order.
@@ -61,7 +66,7 @@ struct Layout {
   std::string why_not;  // non-empty: no provable plan (libhdf5 stays for the file)
   bool chunked = false;
   int rank = 0;
-  uint64_t dims[kMaxRank] = {}, chunk[kMaxRank] = {}, grid[kMaxRank] = {};
+  uint64_t dims[kMaxRank] = {}, maxdims[kMaxRank] = {}, chunk[kMaxRank] = {}, grid[kMaxRank] = {};
   uint64_t chunk_stride[kMaxRank] = {}, sample_stride[kMaxRank] = {};  // elements per step of each axis
   uint64_t elem = 0, sample_bytes = 0;
   uint64_t addr = 0, dset_bytes = 0, sieve = 0;  // contiguous; sieve: libhdf5's sieve buffer, 0 = none
@@ -183,8 +188,13 @@ void LearnChunks(hid_t dset, hid_t dcpl, Layout& l) {
   for (int d = 0; d < l.rank; ++d) total *= (l.grid[d] = (l.dims[d] + l.chunk[d] - 1) / l.chunk[d]);
   l.row_chunks = l.grid[0] == 0 ? 0 : total / l.grid[0];
   l.chunks.resize(total);
+}
+
+// Every chunk's address, stored size and filter mask by libhdf5's own query (the driver probing: it fails when
+// libhdf5 would have to read a part of the index it does not hold).
+bool QueryChunks(hid_t dset, Layout& l) {
   hsize_t off[kMaxRank] = {};
-  for (uint64_t idx = 0; idx < total; ++idx) {
+  for (uint64_t idx = 0; idx < l.chunks.size(); ++idx) {
     uint64_t rem = idx;
     for (int d = l.rank - 1; d >= 0; --d) {
       off[d] = (rem % l.grid[d]) * l.chunk[d];
@@ -193,30 +203,130 @@ void LearnChunks(hid_t dset, hid_t dcpl, Layout& l) {
     unsigned mask = 0;
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
-    // With the driver probing, this fails when libhdf5 would have to read a part of the index it does not hold.
-    if (H5Dget_chunk_info_by_coord(dset, off, &mask, &addr, &size) < 0) {
-      // libhdf5 1.10's H5Dget_chunk_info_by_coord walks the index from its start to the chunk: it fails here when
-      // an index block before the chunk was not read by the sample (a paged fixed array past its first page, an
-      // extensible array past its index block, a v2 B-tree past its root).
-      return void(l.why_not = "the chunk index is not all in memory after one sample (other samples read other "
-                              "parts of it)");
-    }
-    if (addr == HADDR_UNDEF) return void(l.why_not = "a chunk is not allocated");
+    if (H5Dget_chunk_info_by_coord(dset, off, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF) return false;
     l.chunks[idx] = {addr, size, l.filter == Filter::kNone || (mask & 1u) != 0};
   }
+  return true;
+}
+
+uint64_t Le(const uint8_t* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= uint64_t{p[i]} << (8 * i);
+  return v;
+}
+
+// What the recording holds of a dataset's chunk index: the requests and the bytes each returned.
+struct Recorded {
+  const std::vector<Hdf5Io>& trace;
+  const std::vector<uint8_t>& bytes;
+  // The recorded bytes [addr, addr + n) (inside one read), or null.
+  const uint8_t* At(uint64_t addr, uint64_t n) const {
+    uint64_t off = 0;
+    for (const Hdf5Io& io : trace) {
+      if (io.kind != Hdf5Io::Kind::kRead) continue;
+      if (addr >= io.addr && addr + n <= io.addr + io.size && off + io.size <= bytes.size()) {
+        return bytes.data() + off + (addr - io.addr);
+      }
+      off += io.size;
+    }
+    return nullptr;
+  }
+  // The file address of the last checksummed metadata block with this signature and `len` bytes (checksum
+  // included) libhdf5 read, or 0 (address 0 is the superblock).
+  uint64_t Last(const char sig[4], uint64_t len) const {
+    uint64_t off = 0, found = 0;
+    for (const Hdf5Io& io : trace) {
+      if (io.kind != Hdf5Io::Kind::kRead) continue;
+      for (uint64_t i = 0; off + io.size <= bytes.size() && i + len <= io.size; ++i) {
+        const uint8_t* p = bytes.data() + off + i;
+        if (std::memcmp(p, sig, 4) == 0 && Le(p + len - 4, 4) == Lookup3(p, len - 4)) found = io.addr + i;
+      }
+      off += io.size;
+    }
+    return found;
+  }
+};
+
+// The chunk table from the dataset's fixed-array index as libhdf5 read it for the recorded sample (HDF5 file
+// format 3.0, "Fixed Array Header" FAHD and "Data Block" FADB, checksummed): element i of the array is the chunk of
+// linear index i over the grid of the maximum dimensions (H5D__farray_idx_get_addr), holding its address and, for
+// filtered chunks, its stored size and filter mask. False unless an unpaged array of the dataset's chunks is there.
+bool FixedArrayChunks(const Recorded& r, Layout& l) {
+  const uint8_t* sb = r.At(0, 16);
+  if (sb == nullptr || std::memcmp(sb + 1, "HDF", 3) != 0) return false;
+  const size_t so = sb[8] >= 2 ? sb[9] : sb[13], sl = sb[8] >= 2 ? sb[10] : sb[14];  // sizes of offsets, lengths
+  if (so < 1 || so > 8 || sl < 1 || sl > 8) return false;
+  const uint64_t hlen = 4 + 1 + 1 + 1 + 1 + sl + so + 4, haddr = r.Last("FAHD", hlen);
+  const uint8_t* h = haddr == 0 ? nullptr : r.At(haddr, hlen);
+  if (h == nullptr) return false;
+  const bool filtered = h[5] == 1;
+  const uint64_t esize = h[6], page_bits = h[7], n = Le(h + 8, sl), daddr = Le(h + 8 + sl, so);
+  if (filtered != (l.filter != Filter::kNone) || (n > (uint64_t{1} << page_bits)) || esize < so ||
+      (filtered && esize < so + 5)) {
+    return false;  // not this dataset's, or paged (a sample's lookup reads one page of it)
+  }
+  uint64_t down[kMaxRank], max_chunks = 1;
+  for (int d = l.rank - 1; d >= 0; --d) {
+    if (l.maxdims[d] == H5S_UNLIMITED) return false;
+    down[d] = max_chunks;
+    max_chunks *= (l.maxdims[d] + l.chunk[d] - 1) / l.chunk[d];
+  }
+  const uint64_t dlen = 4 + 1 + 1 + so + n * esize + 4;
+  const uint8_t* b = max_chunks == n ? r.At(daddr, dlen) : nullptr;
+  if (b == nullptr || std::memcmp(b, "FADB", 4) != 0 || Le(b + dlen - 4, 4) != Lookup3(b, dlen - 4) ||
+      Le(b + 6, so) != haddr) {
+    return false;
+  }
+  for (uint64_t idx = 0; idx < l.chunks.size(); ++idx) {
+    uint64_t rem = idx, fa = 0;
+    for (int d = l.rank - 1; d >= 0; --d) {
+      fa += (rem % l.grid[d]) * down[d];
+      rem /= l.grid[d];
+    }
+    const uint8_t* e = b + 6 + so + fa * esize;
+    ChunkRef& c = l.chunks[idx];
+    c.addr = Le(e, so);
+    c.size = filtered ? Le(e + so, esize - so - 4) : l.chunk_bytes;
+    c.raw = !filtered || (Le(e + esize - 4, 4) & 1u) != 0;
+    if (c.addr == (so == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * so)) - 1)) return false;  // not allocated
+  }
+  return true;
+}
+
+// Checks a few chunks of the table against libhdf5's own query (the driver probing): the recorded sample's row.
+bool ChunksAgree(hid_t dset, const Layout& l, uint32_t sample) {
+  hsize_t off[kMaxRank] = {};
+  for (uint64_t j = 0; j < l.row_chunks; ++j) {
+    const uint64_t idx = sample / l.chunk[0] * l.row_chunks + j;
+    uint64_t rem = idx;
+    for (int d = l.rank - 1; d >= 0; --d) {
+      off[d] = (rem % l.grid[d]) * l.chunk[d];
+      rem /= l.grid[d];
+    }
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info_by_coord(dset, off, &mask, &addr, &size) < 0 || addr != l.chunks[idx].addr ||
+        size != l.chunks[idx].size) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // What records_k of the open file is, learnt with no I/O of its own (hdf5_replay.h, "Contract").
-void LearnLayout(hid_t dset, uint64_t sample_bytes, uint64_t sieve, Layout& l) {
+void LearnLayout(hid_t dset, uint64_t sample_bytes, uint64_t sieve, const Recorded& rec, uint32_t sample,
+                 Layout& l) {
   Hid dcpl(H5Dget_create_plist(dset), H5Pclose);
   Hid space(H5Dget_space(dset), H5Sclose);
   Hid type(H5Dget_type(dset), H5Tclose);
   if (!dcpl.ok() || !space.ok() || !type.ok()) return void(l.why_not = "the dataset cannot be inspected");
   l.rank = H5Sget_simple_extent_ndims(space.get());
   if (l.rank < 1 || l.rank > kMaxRank) return void(l.why_not = "rank out of range");
-  hsize_t dims[kMaxRank];
-  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  hsize_t dims[kMaxRank], maxdims[kMaxRank];
+  H5Sget_simple_extent_dims(space.get(), dims, maxdims);
   std::copy(dims, dims + l.rank, l.dims);
+  std::copy(maxdims, maxdims + l.rank, l.maxdims);
   l.elem = H5Tget_size(type.get());
   l.sample_bytes = sample_bytes;
   switch (H5Pget_layout(dcpl.get())) {
@@ -231,6 +341,14 @@ void LearnLayout(hid_t dset, uint64_t sample_bytes, uint64_t sieve, Layout& l) {
       LearnChunks(dset, dcpl.get(), l);
       l.chunked = true;
       Strides(l);
+      if (!l.why_not.empty()) return;
+      if (l.chunks.size() <= kQueryChunks ? !QueryChunks(dset, l)
+                                          : !FixedArrayChunks(rec, l) || !ChunksAgree(dset, l, sample)) {
+        // libhdf5 1.10's chunk query walks the index from its start: it fails when an index block before the
+        // chunk was not read by the sample (a paged fixed array past its first page, an extensible array past its
+        // index block, a v2 B-tree past its root); above kQueryChunks only an unpaged fixed array is read.
+        l.why_not = "the chunk index is not all in memory after one sample (other samples read other parts of it)";
+      }
       return;
     default:
       return void(l.why_not = "compact or virtual layout");
@@ -301,10 +419,11 @@ class Hdf5ReplayReader final : public SampleReader {
   // Dataset probe of the recorded sample: learns each records_k's layout with the driver probing.
   class LayoutProbe final : public Hdf5DatasetProbe {
    public:
-    LayoutProbe(FilePlan& f, Hdf5StorageAccess& a, uint64_t sieve) : f_(f), a_(a), sieve_(sieve) {}
+    LayoutProbe(FilePlan& f, Hdf5StorageAccess& a, uint64_t sieve, const Recorded& rec, uint32_t sample)
+        : f_(f), a_(a), sieve_(sieve), rec_(rec), sample_(sample) {}
     void Probe(int64_t k, hid_t dset, uint64_t sample_bytes) override {
       a_.set_probe(true);
-      LearnLayout(dset, sample_bytes, sieve_, f_.layouts[static_cast<size_t>(k)]);
+      LearnLayout(dset, sample_bytes, sieve_, rec_, sample_, f_.layouts[static_cast<size_t>(k)]);
       a_.set_probe(false);
       H5Eclear2(H5E_DEFAULT);
       a_.clear_error();
@@ -314,6 +433,8 @@ class Hdf5ReplayReader final : public SampleReader {
     FilePlan& f_;
     Hdf5StorageAccess& a_;
     const uint64_t sieve_;
+    const Recorded& rec_;
+    const uint32_t sample_;
   };
 
   absl::StatusOr<uint64_t> Lib(const std::string& path, uint32_t sample, IoStats& stats, Hdf5DatasetProbe* probe) {
@@ -322,14 +443,17 @@ class Hdf5ReplayReader final : public SampleReader {
   }
 
   // Reads through libhdf5 with the driver's requests recorded into trace_.
-  absl::StatusOr<uint64_t> Recorded(const std::string& path, uint32_t sample, IoStats& stats,
-                                    Hdf5DatasetProbe* probe) {
+  absl::StatusOr<uint64_t> ReadRecorded(const std::string& path, uint32_t sample, IoStats& stats,
+                                        Hdf5DatasetProbe* probe) {
     absl::StatusOr<Hdf5StorageAccess*> a = lib_.Access();
     if (!a.ok()) return a.status();
     trace_.clear();
+    trace_bytes_.clear();
     (*a)->set_asked_log(&trace_);
+    (*a)->set_asked_bytes(probe != nullptr ? &trace_bytes_ : nullptr);  // the layout may be read from them
     absl::StatusOr<uint64_t> n = Lib(path, sample, stats, probe);
     (*a)->set_asked_log(nullptr);
+    (*a)->set_asked_bytes(nullptr);
     ++counters_.recorded;
     return n;
   }
@@ -351,6 +475,7 @@ class Hdf5ReplayReader final : public SampleReader {
   Hdf5LibReader lib_;
   std::unordered_map<std::string, FilePlan> plans_;  // per path, made at the file's first sample
   std::vector<Hdf5Io> trace_;                        // the recorded sample's requests
+  std::vector<uint8_t> trace_bytes_;                 // and, at a file's first sample, the bytes they returned
   AlignedBuffer scratch_, chunk_in_, chunk_out_, sample_;
   uint64_t last_bytes_ = 0;
   bool last_lib_ = false;
@@ -367,8 +492,9 @@ absl::StatusOr<uint64_t> Hdf5ReplayReader::Record(const std::string& path, uint3
   if (((*a)->features() & H5FD_FEAT_DATA_SIEVE) != 0 && H5Pget_sieve_buf_size((*a)->fapl(), &sieve) < 0) sieve = 0;
   FilePlan f;
   f.layouts.resize(static_cast<size_t>(lib_.datasets()));
-  LayoutProbe probe(f, **a, sieve);
-  absl::StatusOr<uint64_t> n = Recorded(path, sample, stats, &probe);
+  const Recorded rec{trace_, trace_bytes_};
+  LayoutProbe probe(f, **a, sieve, rec, sample);
+  absl::StatusOr<uint64_t> n = ReadRecorded(path, sample, stats, &probe);
   if (!n.ok()) return n;  // no plan: the next sample of the file tries again
   f.eoa = (*a)->last_eoa();
   FilePlan& kept = plans_.emplace(path, std::move(f)).first->second;
@@ -389,7 +515,7 @@ absl::StatusOr<uint64_t> Hdf5ReplayReader::Record(const std::string& path, uint3
 // A sample with other data reads than the recorded one, read by libhdf5 and compared with the plan (the proof).
 absl::StatusOr<uint64_t> Hdf5ReplayReader::Verify(const std::string& path, uint32_t sample, FilePlan& f,
                                                   IoStats& stats) {
-  absl::StatusOr<uint64_t> n = Recorded(path, sample, stats, nullptr);
+  absl::StatusOr<uint64_t> n = ReadRecorded(path, sample, stats, nullptr);
   if (!n.ok()) return n;
   if (Matches(f, trace_, sample)) {
     f.state = State::kProven;

@@ -234,6 +234,35 @@ TEST(Hdf5Replay, ChunkIndexesReadInPartsStayWithLibhdf5) {
   EXPECT_GT(small.replayed, 0u);
 }
 
+// An unpaged fixed array of more than 256 chunks: the chunk table is read from the index bytes libhdf5 read for the
+// first sample (libhdf5's own query would cost n^2/2 steps), filtered and not, 1 and 2 datasets per record.
+TEST(Hdf5Replay, LargeFixedArrayIndexesAreReadFromTheRecordedBytes) {
+  testing::TempDir dir;
+  const hsize_t quarter[3] = {1, 4, 4};
+  WriteRecords(dir.File("fa_gzip.hdf5"), 250, 250, quarter, 8, H5Z_FILTER_DEFLATE);  // 1,000 chunks
+  WriteRecords(dir.File("fa.hdf5"), 250, 250, quarter, 8);
+  FormatOptions o;
+  o.sample_dims = {1};
+  for (const char* file : {"fa_gzip.hdf5", "fa.hdf5"}) {
+    hdf5_internal::ReplayCounters rc = CompareEngines(o, Order({dir.File(file)}, 250), file);
+    EXPECT_EQ(rc.fallback, 0u) << file << ": " << rc.last_fallback;
+    EXPECT_GE(rc.replayed, 500u - 3) << file;
+  }
+  // The generator's files: 2 datasets per record, each with its own index (the last one read is the dataset's).
+  o.samples_per_file = 200;
+  o.sample_dims = {8, 8};
+  o.hdf5_chunk_dims = {1, 2, 4};  // 4 chunks per sample and dataset: 800 per dataset
+  o.hdf5_num_dset_per_record = 2;
+  o.compression = "gzip";
+  auto f = MakeFormat("hdf5", o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  IoStats gen;
+  ASSERT_TRUE((*f)->Generate(dir.File("gen.hdf5"), 4, gen).ok());
+  hdf5_internal::ReplayCounters rc = CompareEngines(o, Order({dir.File("gen.hdf5")}, 200), "gen");
+  EXPECT_EQ(rc.fallback, 0u) << rc.last_fallback;
+  EXPECT_GE(rc.replayed, 400u - 3);
+}
+
 // Compressed chunks are read as stored and decompressed by the replay engine as libhdf5's filters do, timed apart.
 TEST(Hdf5Replay, DecompressesGzipLzfAndSzipChunks) {
   testing::TempDir dir;

@@ -204,6 +204,14 @@ bool Hdf5StorageAccess::ReadAt(uint64_t addr, size_t size, void* buf) {
     return false;
   }
   if (asked_ != nullptr) asked_->push_back({Hdf5Io::Kind::kRead, addr, size});
+  const bool ok = ReadAtUnlogged(addr, size, buf);
+  if (ok && asked_bytes_ != nullptr) {
+    asked_bytes_->insert(asked_bytes_->end(), static_cast<uint8_t*>(buf), static_cast<uint8_t*>(buf) + size);
+  }
+  return ok;
+}
+
+bool Hdf5StorageAccess::ReadAtUnlogged(uint64_t addr, size_t size, void* buf) {
   // libhdf5 may read past the end of the file (a speculative superblock read): those bytes are zeros, as in sec2.
   const size_t avail = addr >= size_ ? 0 : static_cast<size_t>(std::min<uint64_t>(size, size_ - addr));
   if (avail < size) std::memset(static_cast<uint8_t*>(buf) + avail, 0, size - avail);

@@ -89,6 +89,8 @@ class Hdf5StorageAccess {
   uint64_t last_eoa() const { return last_eoa_; }
   // Recording and probing (see the contract); null stops a log. The vectors belong to the caller.
   void set_asked_log(std::vector<Hdf5Io>* log) { asked_ = log; }
+  // With set_asked_log: the bytes each asked read returned, appended in order (zeros past the end of the file).
+  void set_asked_bytes(std::vector<uint8_t>* bytes) { asked_bytes_ = bytes; }
   void set_issued_log(std::vector<Hdf5Io>* log) { issued_ = log; }
   void set_probe(bool on) { probe_ = on; }
 
@@ -97,6 +99,7 @@ class Hdf5StorageAccess {
   File* OpenFile(const char* name);
   void CloseFile();
   bool ReadAt(uint64_t addr, size_t size, void* buf);
+  bool ReadAtUnlogged(uint64_t addr, size_t size, void* buf);
   uint64_t size() const { return size_; }
   // The feature flags libhdf5 gets for the open file (see the contract).
   unsigned long features() const;
@@ -117,6 +120,7 @@ class Hdf5StorageAccess {
   absl::Status last_error_;
   uint64_t last_eoa_ = 0;
   std::vector<Hdf5Io>* asked_ = nullptr;
+  std::vector<uint8_t>* asked_bytes_ = nullptr;
   std::vector<Hdf5Io>* issued_ = nullptr;
   bool probe_ = false;
   // Objects only: the first head_len_ bytes of the object head_key_ (valid while head_valid_).
