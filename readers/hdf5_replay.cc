@@ -58,7 +58,8 @@ SzDecompressFn SzDecompress() {
 
 struct ChunkRef {
   uint64_t addr = 0, size = 0;
-  bool raw = false;  // the (optional) filter was skipped when it was written: stored as it is
+  bool raw = false;    // the (optional) filter was skipped when it was written: stored as it is
+  bool known = false;  // learnt (a paged index is learnt page by page)
 };
 
 // One records_k dataset: how its data reads and the sample's bytes follow from the sample index.
@@ -74,6 +75,11 @@ struct Layout {
   unsigned szip[4] = {};
   uint64_t chunk_bytes = 0, row_chunks = 0;  // decoded chunk bytes; chunks per sample (the chunk row)
   std::vector<ChunkRef> chunks;              // every chunk, row-major over the chunk grid
+  // The fixed-array chunk index read from the recorded bytes (FixedArrayHeader); fa_n == 0: none. fa_page: entries
+  // per page of a paged array (0 = unpaged).
+  uint64_t fa_n = 0, fa_page = 0, fa_haddr = 0, fa_daddr = 0, fa_esize = 0, fa_so = 0;
+  bool fa_filtered = false;
+  uint64_t fa_down[kMaxRank] = {};  // fixed-array index steps per chunk-grid axis (over the maximum dimensions)
 };
 
 uint64_t DataReads(const Layout& l) { return l.chunked ? l.row_chunks : 1; }
@@ -98,20 +104,30 @@ struct Step {
   uint32_t index = 0;
 };
 
-enum class State : uint8_t { kCandidate, kProven, kLibhdf5 };
+enum class State : uint8_t { kCandidate, kProven };
 
-struct FilePlan {
+// The recorded requests of one sample, for the samples whose index reads are the same: all of a file's samples,
+// or those of one page (or pair of pages) of a paged fixed array.
+struct Variant {
   State state = State::kCandidate;
-  int tries = 0;
   uint32_t recorded = 0;  // the sample the steps were recorded with
-  uint64_t eoa = 0;
-  std::vector<Layout> layouts;  // records_0..k-1
   std::vector<Step> steps;
 };
 
+struct FilePlan {
+  bool libhdf5 = false;  // no plan: libhdf5 reads the file (the reason in ReplayCounters::last_fallback)
+  int mismatches = 0;    // plans libhdf5's reads of a later sample contradicted
+  uint64_t eoa = 0;
+  std::vector<Layout> layouts;  // records_0..k-1
+  std::vector<Variant> variants;
+  std::unordered_map<uint64_t, uint32_t> variant_of;  // PageKey -> variants index
+};
+
 // Tags the recorded requests of sample s: each data read the layouts give, in order. False when one is missing.
-bool Tag(FilePlan& f, const std::vector<Hdf5Io>& trace, uint32_t s) {
-  f.steps.clear();
+bool Tag(const FilePlan& f, Variant& v, const std::vector<Hdf5Io>& trace, uint32_t s) {
+  v.steps.clear();
+  v.state = State::kCandidate;
+  v.recorded = s;
   size_t k = 0;
   uint64_t j = 0;
   for (const Hdf5Io& io : trace) {
@@ -121,17 +137,16 @@ bool Tag(FilePlan& f, const std::vector<Hdf5Io>& trace, uint32_t s) {
       st.index = static_cast<uint32_t>(j);
       if (++j == DataReads(f.layouts[k])) ++k, j = 0;
     }
-    f.steps.push_back(st);
+    v.steps.push_back(st);
   }
-  f.recorded = s;
   return k == f.layouts.size();
 }
 
-// True when the plan gives exactly `trace` for sample s.
-bool Matches(const FilePlan& f, const std::vector<Hdf5Io>& trace, uint32_t s) {
-  if (trace.size() != f.steps.size()) return false;
+// True when the variant gives exactly `trace` for sample s.
+bool Matches(const FilePlan& f, const Variant& v, const std::vector<Hdf5Io>& trace, uint32_t s) {
+  if (trace.size() != v.steps.size()) return false;
   for (size_t n = 0; n < trace.size(); ++n) {
-    const Step& st = f.steps[n];
+    const Step& st = v.steps[n];
     const Hdf5Io want = st.dataset < 0 ? st.io : DataRead(f.layouts[st.dataset], s, st.index, f.eoa);
     if (want != trace[n]) return false;
   }
@@ -204,7 +219,7 @@ bool QueryChunks(hid_t dset, Layout& l) {
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
     if (H5Dget_chunk_info_by_coord(dset, off, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF) return false;
-    l.chunks[idx] = {addr, size, l.filter == Filter::kNone || (mask & 1u) != 0};
+    l.chunks[idx] = {addr, size, l.filter == Filter::kNone || (mask & 1u) != 0, true};
   }
   return true;
 }
@@ -247,48 +262,80 @@ struct Recorded {
   }
 };
 
-// The chunk table from the dataset's fixed-array index as libhdf5 read it for the recorded sample (HDF5 file
-// format 3.0, "Fixed Array Header" FAHD and "Data Block" FADB, checksummed): element i of the array is the chunk of
-// linear index i over the grid of the maximum dimensions (H5D__farray_idx_get_addr), holding its address and, for
-// filtered chunks, its stored size and filter mask. False unless an unpaged array of the dataset's chunks is there.
-bool FixedArrayChunks(const Recorded& r, Layout& l) {
+// The dataset's fixed-array chunk index header as libhdf5 read it for the recorded sample (HDF5 file format 3.0,
+// "Fixed Array Header" FAHD, checksummed; the last one read is the dataset's: its H5Dread looked it up last).
+// Element i of the array is the chunk of linear index i over the grid of the maximum dimensions
+// (H5D__farray_idx_get_addr): its address and, for filtered chunks, its stored size and filter mask.
+bool FixedArrayHeader(const Recorded& r, Layout& l) {
   const uint8_t* sb = r.At(0, 16);
   if (sb == nullptr || std::memcmp(sb + 1, "HDF", 3) != 0) return false;
   const size_t so = sb[8] >= 2 ? sb[9] : sb[13], sl = sb[8] >= 2 ? sb[10] : sb[14];  // sizes of offsets, lengths
   if (so < 1 || so > 8 || sl < 1 || sl > 8) return false;
   const uint64_t hlen = 4 + 1 + 1 + 1 + 1 + sl + so + 4, haddr = r.Last("FAHD", hlen);
   const uint8_t* h = haddr == 0 ? nullptr : r.At(haddr, hlen);
-  if (h == nullptr) return false;
-  const bool filtered = h[5] == 1;
-  const uint64_t esize = h[6], page_bits = h[7], n = Le(h + 8, sl), daddr = Le(h + 8 + sl, so);
-  if (filtered != (l.filter != Filter::kNone) || (n > (uint64_t{1} << page_bits)) || esize < so ||
-      (filtered && esize < so + 5)) {
-    return false;  // not this dataset's, or paged (a sample's lookup reads one page of it)
-  }
-  uint64_t down[kMaxRank], max_chunks = 1;
+  if (h == nullptr || h[7] > 32) return false;
+  l.fa_filtered = h[5] == 1;
+  l.fa_esize = h[6];
+  l.fa_n = Le(h + 8, sl);
+  l.fa_page = l.fa_n > (uint64_t{1} << h[7]) ? uint64_t{1} << h[7] : 0;
+  l.fa_daddr = Le(h + 8 + sl, so);
+  l.fa_haddr = haddr;
+  l.fa_so = so;
+  uint64_t max_chunks = 1;
   for (int d = l.rank - 1; d >= 0; --d) {
     if (l.maxdims[d] == H5S_UNLIMITED) return false;
-    down[d] = max_chunks;
+    l.fa_down[d] = max_chunks;
     max_chunks *= (l.maxdims[d] + l.chunk[d] - 1) / l.chunk[d];
   }
-  const uint64_t dlen = 4 + 1 + 1 + so + n * esize + 4;
-  const uint8_t* b = max_chunks == n ? r.At(daddr, dlen) : nullptr;
-  if (b == nullptr || std::memcmp(b, "FADB", 4) != 0 || Le(b + dlen - 4, 4) != Lookup3(b, dlen - 4) ||
-      Le(b + 6, so) != haddr) {
+  return l.fa_filtered == (l.filter != Filter::kNone) && l.fa_esize >= so + (l.fa_filtered ? 5 : 0) &&
+         max_chunks == l.fa_n;  // else not this dataset's
+}
+
+uint64_t FixedArrayIndex(const Layout& l, uint64_t chunk) {
+  uint64_t fa = 0;
+  for (int d = l.rank - 1; d >= 0; --d) {
+    fa += (chunk % l.grid[d]) * l.fa_down[d];
+    chunk /= l.grid[d];
+  }
+  return fa;
+}
+
+// The chunks whose fixed-array entries the recording holds (a "Data Block" FADB, or for a paged array its prefix
+// and the pages read, each checksummed) become known. False when the array's block is not there or is not sound.
+bool FixedArrayFill(const Recorded& r, Layout& l) {
+  const uint64_t so = l.fa_so, es = l.fa_esize, n = l.fa_n, page = l.fa_page == 0 ? n : l.fa_page;
+  const uint64_t pages = (n + page - 1) / page, bitmap = l.fa_page == 0 ? 0 : (pages + 7) / 8;
+  const uint64_t prefix = 4 + 1 + 1 + so + bitmap + 4;  // signature, version, class, header, page bitmap, checksum
+  const uint8_t* b = r.At(l.fa_daddr, l.fa_page == 0 ? prefix + n * es : prefix);
+  const uint64_t sum_at = l.fa_page == 0 ? prefix + n * es - 4 : prefix - 4;
+  if (b == nullptr || std::memcmp(b, "FADB", 4) != 0 || Le(b + sum_at, 4) != Lookup3(b, sum_at) ||
+      Le(b + 6, so) != l.fa_haddr) {
     return false;
   }
+  const uint64_t undef = so == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * so)) - 1;
   for (uint64_t idx = 0; idx < l.chunks.size(); ++idx) {
-    uint64_t rem = idx, fa = 0;
-    for (int d = l.rank - 1; d >= 0; --d) {
-      fa += (rem % l.grid[d]) * down[d];
-      rem /= l.grid[d];
+    const uint64_t fa = FixedArrayIndex(l, idx), p = fa / page, in_page = std::min(page, n - p * page);
+    const uint8_t* e = nullptr;
+    if (l.fa_page == 0) {
+      e = b + 6 + so + fa * es;  // unpaged: the elements sit between the header address and the checksum
+    } else if (const uint8_t* pg = r.At(l.fa_daddr + prefix + p * (page * es + 4), in_page * es + 4);
+               pg != nullptr && Le(pg + in_page * es, 4) == Lookup3(pg, in_page * es)) {
+      e = pg + (fa - p * page) * es;
     }
-    const uint8_t* e = b + 6 + so + fa * esize;
+    if (e == nullptr || Le(e, so) == undef) continue;  // a page not read, or a chunk not allocated
     ChunkRef& c = l.chunks[idx];
     c.addr = Le(e, so);
-    c.size = filtered ? Le(e + so, esize - so - 4) : l.chunk_bytes;
-    c.raw = !filtered || (Le(e + esize - 4, 4) & 1u) != 0;
-    if (c.addr == (so == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * so)) - 1)) return false;  // not allocated
+    c.size = l.fa_filtered ? Le(e + so, es - so - 4) : l.chunk_bytes;
+    c.raw = !l.fa_filtered || (Le(e + es - 4, 4) & 1u) != 0;
+    c.known = true;
+  }
+  return true;
+}
+
+// True when every chunk of sample i's row is known.
+bool RowKnown(const Layout& l, uint32_t i) {
+  for (uint64_t j = 0; j < l.row_chunks; ++j) {
+    if (!l.chunks[i / l.chunk[0] * l.row_chunks + j].known) return false;
   }
   return true;
 }
@@ -312,6 +359,17 @@ bool ChunksAgree(hid_t dset, const Layout& l, uint32_t sample) {
     }
   }
   return true;
+}
+
+// The chunk table at the file's first recorded sample. Up to kQueryChunks chunks libhdf5's own query (it walks the
+// index from its start, and fails, probing, when an index block before the chunk was not read: an extensible array
+// past its index block, a v2 B-tree past its root); above, a fixed array read from the recorded bytes, checked
+// against the query for the sample's chunks when they lie in its first page (the query can reach them).
+bool LearnChunkTable(hid_t dset, const Recorded& rec, uint32_t sample, Layout& l) {
+  if (l.chunks.size() <= kQueryChunks) return QueryChunks(dset, l);
+  if (!FixedArrayHeader(rec, l) || !FixedArrayFill(rec, l) || !RowKnown(l, sample)) return false;
+  const uint64_t last = FixedArrayIndex(l, (sample / l.chunk[0] + 1) * l.row_chunks - 1);
+  return last >= (l.fa_page != 0 ? l.fa_page : l.fa_n) || ChunksAgree(dset, l, sample);
 }
 
 // What records_k of the open file is, learnt with no I/O of its own (hdf5_replay.h, "Contract").
@@ -342,12 +400,9 @@ void LearnLayout(hid_t dset, uint64_t sample_bytes, uint64_t sieve, const Record
       l.chunked = true;
       Strides(l);
       if (!l.why_not.empty()) return;
-      if (l.chunks.size() <= kQueryChunks ? !QueryChunks(dset, l)
-                                          : !FixedArrayChunks(rec, l) || !ChunksAgree(dset, l, sample)) {
-        // libhdf5 1.10's chunk query walks the index from its start: it fails when an index block before the
-        // chunk was not read by the sample (a paged fixed array past its first page, an extensible array past its
-        // index block, a v2 B-tree past its root); above kQueryChunks only an unpaged fixed array is read.
-        l.why_not = "the chunk index is not all in memory after one sample (other samples read other parts of it)";
+      if (!LearnChunkTable(dset, rec, sample, l)) {
+        l.why_not = "the chunk index is not all in memory after one sample and is no fixed array (unlimited axes: "
+                    "other samples read other parts of it)";
       }
       return;
     default:
@@ -381,6 +436,19 @@ void CopySlice(const Layout& l, const uint8_t* chunk, uint64_t i, uint64_t m, ui
   }
 }
 
+// Which index pages sample i's lookups read: (first << 32 | last) + 1 of records_0's paged fixed array, else 0.
+uint64_t PageKey(const FilePlan& f, uint32_t i) {
+  const Layout& l = f.layouts[0];
+  if (!l.chunked || l.fa_page == 0) return 0;
+  const uint64_t row = i / l.chunk[0] * l.row_chunks;
+  uint64_t lo = ~uint64_t{0}, hi = 0;
+  for (uint64_t j = 0; j < l.row_chunks; ++j) {
+    const uint64_t p = FixedArrayIndex(l, row + j) / l.fa_page;
+    lo = std::min(lo, p), hi = std::max(hi, p);
+  }
+  return (lo << 32 | hi) + 1;
+}
+
 // The replay engine (hdf5_replay.h).
 class Hdf5ReplayReader final : public SampleReader {
  public:
@@ -396,16 +464,19 @@ class Hdf5ReplayReader final : public SampleReader {
 
   absl::StatusOr<uint64_t> ReadSample(const std::string& path, uint32_t sample, IoStats& stats) override {
     auto it = plans_.find(path);
-    if (it == plans_.end()) return Record(path, sample, stats);
+    if (it == plans_.end()) return Record(path, sample, nullptr, stats);
     FilePlan& f = it->second;
-    if (f.state == State::kProven || (f.state == State::kCandidate && SameData(f, sample, f.recorded))) {
-      return Replay(path, sample, f, stats);
-    }
-    if (f.state == State::kLibhdf5) {
+    if (f.libhdf5) {
       ++counters_.fallback;
       return Lib(path, sample, stats, nullptr);
     }
-    return Verify(path, sample, f, stats);
+    auto v = f.variant_of.find(PageKey(f, sample));
+    if (v == f.variant_of.end() || (f.layouts[0].chunked && !RowKnown(f.layouts[0], sample))) {
+      return Record(path, sample, &f, stats);
+    }
+    Variant& var = f.variants[v->second];
+    if (var.state == State::kProven || SameData(f, sample, var.recorded)) return Replay(path, sample, f, var, stats);
+    return Verify(path, sample, f, var, stats);
   }
 
   std::string_view last_sample() const override {
@@ -416,7 +487,7 @@ class Hdf5ReplayReader final : public SampleReader {
   absl::StatusOr<Hdf5StorageAccess*> Driver() { return lib_.Access(); }
 
  private:
-  // Dataset probe of the recorded sample: learns each records_k's layout with the driver probing.
+  // Dataset probe of the file's first recorded sample: learns each records_k's layout with the driver probing.
   class LayoutProbe final : public Hdf5DatasetProbe {
    public:
     LayoutProbe(FilePlan& f, Hdf5StorageAccess& a, uint64_t sieve, const Recorded& rec, uint32_t sample)
@@ -442,15 +513,15 @@ class Hdf5ReplayReader final : public SampleReader {
     return lib_.ReadSample(path, sample, stats, probe);
   }
 
-  // Reads through libhdf5 with the driver's requests recorded into trace_.
+  // Reads through libhdf5 with the driver's requests recorded into trace_ (and their bytes into trace_bytes_).
   absl::StatusOr<uint64_t> ReadRecorded(const std::string& path, uint32_t sample, IoStats& stats,
-                                        Hdf5DatasetProbe* probe) {
+                                        Hdf5DatasetProbe* probe, bool bytes) {
     absl::StatusOr<Hdf5StorageAccess*> a = lib_.Access();
     if (!a.ok()) return a.status();
     trace_.clear();
     trace_bytes_.clear();
     (*a)->set_asked_log(&trace_);
-    (*a)->set_asked_bytes(probe != nullptr ? &trace_bytes_ : nullptr);  // the layout may be read from them
+    (*a)->set_asked_bytes(bytes ? &trace_bytes_ : nullptr);  // the chunk index may be read from them
     absl::StatusOr<uint64_t> n = Lib(path, sample, stats, probe);
     (*a)->set_asked_log(nullptr);
     (*a)->set_asked_bytes(nullptr);
@@ -458,15 +529,18 @@ class Hdf5ReplayReader final : public SampleReader {
     return n;
   }
 
-  absl::StatusOr<uint64_t> Record(const std::string& path, uint32_t sample, IoStats& stats);
-  absl::StatusOr<uint64_t> Verify(const std::string& path, uint32_t sample, FilePlan& f, IoStats& stats);
-  absl::StatusOr<uint64_t> Replay(const std::string& path, uint32_t sample, FilePlan& f, IoStats& stats);
+  absl::StatusOr<uint64_t> Record(const std::string& path, uint32_t sample, FilePlan* f, IoStats& stats);
+  absl::StatusOr<uint64_t> Verify(const std::string& path, uint32_t sample, FilePlan& f, Variant& v, IoStats& stats);
+  absl::StatusOr<uint64_t> Replay(const std::string& path, uint32_t sample, const FilePlan& f, const Variant& v,
+                                  IoStats& stats);
   absl::Status ReadData(Hdf5StorageAccess& a, const std::string& path, const Layout& l, uint64_t eoa,
                         uint32_t sample, uint32_t index, uint8_t* out);
   absl::Status Decode(const Layout& l, const ChunkRef& c, const std::string& path);
+  std::string Unprovable(const FilePlan& f, uint32_t sample) const;
   void GiveUp(FilePlan& f, std::string why) {
-    f.state = State::kLibhdf5;
-    f.steps = {};
+    f.libhdf5 = true;
+    f.variants = {};
+    f.variant_of = {};
     f.layouts = {};
     counters_.last_fallback = std::move(why);
   }
@@ -475,7 +549,7 @@ class Hdf5ReplayReader final : public SampleReader {
   Hdf5LibReader lib_;
   std::unordered_map<std::string, FilePlan> plans_;  // per path, made at the file's first sample
   std::vector<Hdf5Io> trace_;                        // the recorded sample's requests
-  std::vector<uint8_t> trace_bytes_;                 // and, at a file's first sample, the bytes they returned
+  std::vector<uint8_t> trace_bytes_;                 // and the bytes they returned (when the index is read)
   AlignedBuffer scratch_, chunk_in_, chunk_out_, sample_;
   uint64_t last_bytes_ = 0;
   bool last_lib_ = false;
@@ -484,42 +558,70 @@ class Hdf5ReplayReader final : public SampleReader {
   ReplayCounters counters_;
 };
 
-// The file's first sample: libhdf5 reads it, recorded, and each dataset's layout is learnt; the candidate plan.
-absl::StatusOr<uint64_t> Hdf5ReplayReader::Record(const std::string& path, uint32_t sample, IoStats& stats) {
+// Why no plan can be made from the recording of `sample` ("" = it can: every layout learnt, the sample's chunks
+// known and its data reads among the recorded requests).
+std::string Hdf5ReplayReader::Unprovable(const FilePlan& f, uint32_t sample) const {
+  for (size_t k = 0; k < f.layouts.size(); ++k) {
+    const Layout& l = f.layouts[k];
+    if (!l.why_not.empty()) return absl::StrCat(RecordsName(static_cast<int64_t>(k)), ": ", l.why_not);
+    if (l.chunked && l.fa_page != 0 && f.layouts.size() > 1) {
+      return "a paged chunk index with several datasets per record (one plan per page of one index only)";
+    }
+    if (l.chunked && !RowKnown(l, sample)) {
+      return absl::StrCat("the chunk index entries of sample ", sample, " are not among the bytes libhdf5 read");
+    }
+  }
+  return "";
+}
+
+// A sample of no plan yet (f null: the file's first; else one of an index page without a plan): libhdf5 reads it
+// with the driver's requests recorded; at the file's first, each dataset's layout is learnt, and a paged index
+// learns the entries of the pages read. The recording becomes the candidate plan for the sample's pages.
+absl::StatusOr<uint64_t> Hdf5ReplayReader::Record(const std::string& path, uint32_t sample, FilePlan* f,
+                                                  IoStats& stats) {
   absl::StatusOr<Hdf5StorageAccess*> a = lib_.Access();
   if (!a.ok()) return a.status();
   size_t sieve = 0;
   if (((*a)->features() & H5FD_FEAT_DATA_SIEVE) != 0 && H5Pget_sieve_buf_size((*a)->fapl(), &sieve) < 0) sieve = 0;
-  FilePlan f;
-  f.layouts.resize(static_cast<size_t>(lib_.datasets()));
+  FilePlan fresh;
+  fresh.layouts.resize(static_cast<size_t>(lib_.datasets()));
   const Recorded rec{trace_, trace_bytes_};
-  LayoutProbe probe(f, **a, sieve, rec, sample);
-  absl::StatusOr<uint64_t> n = ReadRecorded(path, sample, stats, &probe);
-  if (!n.ok()) return n;  // no plan: the next sample of the file tries again
-  f.eoa = (*a)->last_eoa();
-  FilePlan& kept = plans_.emplace(path, std::move(f)).first->second;
-  for (size_t k = 0; k < kept.layouts.size(); ++k) {
-    if (!kept.layouts[k].why_not.empty()) {
-      GiveUp(kept, absl::StrCat(path, ": ", RecordsName(static_cast<int64_t>(k)), ": ", kept.layouts[k].why_not));
-      return n;
-    }
+  LayoutProbe probe(fresh, **a, sieve, rec, sample);
+  const bool paged = f != nullptr && f->layouts[0].chunked && f->layouts[0].fa_page != 0;
+  absl::StatusOr<uint64_t> n =
+      ReadRecorded(path, sample, stats, f == nullptr ? &probe : nullptr, f == nullptr || paged);
+  if (!n.ok()) return n;  // no plan: the file's next sample tries again
+  if (f == nullptr) {
+    f = &plans_.emplace(path, std::move(fresh)).first->second;
+    f->eoa = (*a)->last_eoa();
+  } else if (paged && !FixedArrayFill(rec, f->layouts[0])) {
+    f->layouts[0].why_not = "its paged fixed array's data block was not read";
   }
-  if (!Tag(kept, trace_, sample)) {
-    GiveUp(kept, absl::StrCat(path, ": the recorded reads of sample ", sample, " lack the data reads of its layout"));
+  std::string why = Unprovable(*f, sample);
+  const uint64_t key = why.empty() ? PageKey(*f, sample) : 0;
+  auto [it, added] = f->variant_of.emplace(key, static_cast<uint32_t>(f->variants.size()));
+  if (added) f->variants.emplace_back();
+  if (why.empty() && !Tag(*f, f->variants[it->second], trace_, sample)) {
+    why = absl::StrCat("the recorded reads of sample ", sample, " lack the data reads of its layout");
+  }
+  if (!why.empty()) {
+    GiveUp(*f, absl::StrCat(path, ": ", why));
     return n;
   }
-  SizeBuffers(kept);
+  SizeBuffers(*f);
   return n;
 }
 
-// A sample with other data reads than the recorded one, read by libhdf5 and compared with the plan (the proof).
-absl::StatusOr<uint64_t> Hdf5ReplayReader::Verify(const std::string& path, uint32_t sample, FilePlan& f,
+// A sample of a candidate plan with other data reads than the recorded one: libhdf5 reads it, recorded, and the
+// plan is proven when it gives exactly those requests (hdf5_replay.h, "Proof"). Otherwise the plan is rebuilt from
+// this sample, and after kMaxTries such rebuilds in a file libhdf5 keeps it.
+absl::StatusOr<uint64_t> Hdf5ReplayReader::Verify(const std::string& path, uint32_t sample, FilePlan& f, Variant& v,
                                                   IoStats& stats) {
-  absl::StatusOr<uint64_t> n = ReadRecorded(path, sample, stats, nullptr);
+  absl::StatusOr<uint64_t> n = ReadRecorded(path, sample, stats, nullptr, false);
   if (!n.ok()) return n;
-  if (Matches(f, trace_, sample)) {
-    f.state = State::kProven;
-  } else if (++f.tries >= kMaxTries || !Tag(f, trace_, sample)) {
+  if (Matches(f, v, trace_, sample)) {
+    v.state = State::kProven;
+  } else if (++f.mismatches >= kMaxTries || !Tag(f, v, trace_, sample)) {
     GiveUp(f, absl::StrCat(path, ": libhdf5's reads of sample ", sample, " differ from the plan"));
   } else {
     SizeBuffers(f);
@@ -530,11 +632,13 @@ absl::StatusOr<uint64_t> Hdf5ReplayReader::Verify(const std::string& path, uint3
 // Buffers for any sample of the plan, so that replay allocates nothing.
 void Hdf5ReplayReader::SizeBuffers(const FilePlan& f) {
   uint64_t scratch = 1, in = 1, out = 1, sample = 1;
-  for (const Step& st : f.steps) scratch = std::max(scratch, st.io.size);
+  for (const Variant& v : f.variants) {
+    for (const Step& st : v.steps) scratch = std::max(scratch, st.io.size);
+  }
   for (const Layout& l : f.layouts) {
     sample += l.sample_bytes;
     if (!l.chunked) scratch = std::max(scratch, std::max(l.sieve, l.sample_bytes));
-    for (const ChunkRef& c : l.chunks) in = std::max(in, c.size);
+    for (const ChunkRef& c : l.chunks) in = std::max(in, c.known ? c.size : 0);
     if (l.chunked) out = std::max(out, l.chunk_bytes);
   }
   scratch_.Reserve(scratch);
@@ -543,8 +647,8 @@ void Hdf5ReplayReader::SizeBuffers(const FilePlan& f) {
   sample_.Reserve(sample);
 }
 
-absl::StatusOr<uint64_t> Hdf5ReplayReader::Replay(const std::string& path, uint32_t sample, FilePlan& f,
-                                                  IoStats& stats) {
+absl::StatusOr<uint64_t> Hdf5ReplayReader::Replay(const std::string& path, uint32_t sample, const FilePlan& f,
+                                                  const Variant& v, IoStats& stats) {
   uint64_t total = 0;
   for (const Layout& l : f.layouts) {
     if (sample >= l.dims[0]) {
@@ -560,7 +664,7 @@ absl::StatusOr<uint64_t> Hdf5ReplayReader::Replay(const std::string& path, uint3
   last_bytes_ = 0;
   bool open = false;
   absl::Status st;
-  for (const Step& s : f.steps) {
+  for (const Step& s : v.steps) {
     if (s.io.kind == Hdf5Io::Kind::kOpen) {
       st = a.Open(path);
       open = st.ok();
