@@ -312,16 +312,21 @@ bool FixedArrayFill(const Recorded& r, Layout& l) {
       Le(b + 6, so) != l.fa_haddr) {
     return false;
   }
-  const uint64_t undef = so == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * so)) - 1;
-  for (uint64_t idx = 0; idx < l.chunks.size(); ++idx) {
-    const uint64_t fa = FixedArrayIndex(l, idx), p = fa / page, in_page = std::min(page, n - p * page);
-    const uint8_t* e = nullptr;
+  std::vector<const uint8_t*> at(pages, nullptr);  // each page's recorded entries, when it was read and is sound
+  for (uint64_t p = 0; p < pages; ++p) {
+    const uint64_t in_page = std::min(page, n - p * page);
     if (l.fa_page == 0) {
-      e = b + 6 + so + fa * es;  // unpaged: the elements sit between the header address and the checksum
+      at[p] = b + 6 + so;  // unpaged: the entries sit between the header address and the checksum
     } else if (const uint8_t* pg = r.At(l.fa_daddr + prefix + p * (page * es + 4), in_page * es + 4);
                pg != nullptr && Le(pg + in_page * es, 4) == Lookup3(pg, in_page * es)) {
-      e = pg + (fa - p * page) * es;
+      at[p] = pg;
     }
+  }
+  const uint64_t undef = so == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * so)) - 1;
+  for (uint64_t idx = 0; idx < l.chunks.size(); ++idx) {
+    if (l.chunks[idx].known) continue;
+    const uint64_t fa = FixedArrayIndex(l, idx), p = fa / page;
+    const uint8_t* e = at[p] == nullptr ? nullptr : at[p] + (fa - p * page) * es;
     if (e == nullptr || Le(e, so) == undef) continue;  // a page not read, or a chunk not allocated
     ChunkRef& c = l.chunks[idx];
     c.addr = Le(e, so);
