@@ -7,24 +7,26 @@
 //  - Per file, per reader (a reader is one loader thread's, for one epoch): the file's first sample is read by the
 //    libhdf5 engine (hdf5_internal.h) with the driver's requests recorded (storage/hdf5_vfd.h set_asked_log), and
 //    each dataset's storage layout learnt while it is open: contiguous (address, size), or chunked (chunk shape,
-//    filter, every chunk's address, stored size and filter mask from H5Dget_chunk_info_by_coord). The chunk
-//    queries run with the driver probing (no I/O): they succeed only when the chunk index is all in libhdf5's
-//    memory after one sample, i.e. every sample reads the same index blocks.
+//    filter, every chunk's address, stored size and filter mask). Up to 256 chunks from H5Dget_chunk_info_by_coord
+//    with the driver probing (no I/O: it succeeds only when the chunk index is all in libhdf5's memory after one
+//    sample, i.e. every sample reads the same index blocks); above, from the fixed-array index blocks the recorded
+//    reads returned (FAHD/FADB, checksummed; libhdf5 1.10's query walks the index from its start, n^2/2 steps). A
+//    paged fixed array (over 1,024 chunks: a sample's lookup reads the page of its chunks) gets a plan per page (or
+//    pair of pages a chunk row spans), each recorded from a sample of it, its entries from the recorded page.
 //  - The plan: the recorded open, reads and close, each read either fixed (metadata) or the j-th data read of
 //    records_k, whose range the layout gives for any sample: contiguous, [addr + i * S, S) or, where libhdf5 sieves
 //    (files, S <= the 64 KiB sieve buffer), min(sieve, eoa - off, dataset end - off) bytes from there; chunked, every
 //    chunk of the sample's chunk row in chunk order, whole (libhdf5 reads a chunk whole when it is filtered or fits
 //    its 1 MiB chunk cache).
-//  - Proof: the plan stays a candidate until a later sample with other data reads was read by libhdf5 and its
-//    recorded requests equal the plan's for that sample, open, offsets, lengths, order and close; only then does
-//    the file's next sample replay. A mismatch rebuilds the candidate from that sample (3 tries), then the file stays
-//    with libhdf5. Samples whose data reads equal the recorded sample's replay the recording as it is.
+//  - Proof: a plan stays a candidate until a later sample of it with other data reads was read by libhdf5 and its
+//    recorded requests equal the plan's for that sample, open, offsets, lengths, order and close; only then do its
+//    samples replay. A mismatch rebuilds the candidate from that sample (3 per file), then the file stays with
+//    libhdf5. Samples whose data reads equal the recorded sample's replay the recording as it is.
 //  - libhdf5 stays for: datasets not allocated, unfiltered chunks larger than the chunk cache (libhdf5 reads parts
-//    of them through the sieve buffer), chunk indexes not all in memory after one sample (libhdf5 1.10 has no
-//    chunk iterator, and H5Dget_chunk_info_by_coord walks the index from its start: a fixed array of more than
-//    1,024 chunks is paged, an extensible array (an unlimited first axis) past its index block, a v2 B-tree (two
-//    unlimited axes) past its root), chunks not allocated, more than one filter or a filter other than gzip
-//    (deflate), lzf or szip, lzf or szip whose library cannot be loaded, compact and virtual layouts.
+//    of them through the sieve buffer), extensible-array and v2 B-tree chunk indexes (unlimited axes) not all in
+//    memory after one sample, paged indexes with several datasets per record, chunks not allocated, more than one
+//    filter or a filter other than gzip (deflate), lzf or szip, lzf or szip whose library cannot be loaded,
+//    compact and virtual layouts.
 //  - Replay issues the plan's requests through the same driver calls (Hdf5StorageAccess::Open/Read/Close): the same
 //    reads reach the storage, counted the same (the kept head of an object too). Chunks are decompressed as libhdf5
 //    does (zlib inflate, lzf_decompress, SZ_BufftoBuffDecompress) and the sample's part copied out; the time spent
