@@ -7,12 +7,15 @@
 //    DONTNEED) before each epoch. RUN_SERIAL (strace slows the agent down a lot).
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -272,6 +275,83 @@ TEST(Strace, EveryFormatsTrainReadBytesEqualTheReadSyscallsOnItsFiles) {
     } else {
       EXPECT_GT(t.reads, 0u) << f;
     }
+  }
+}
+
+// The pread64 calls on a data folder's files, as strace -f -y saw them: (file name, offset, length, result), in
+// the log's order; a call another thread interrupted ("<unfinished ...>", then "<... pread64 resumed>") is joined.
+std::vector<std::tuple<std::string, uint64_t, uint64_t, long>> Preads(const std::string& log, const std::string& marker) {
+  std::vector<std::tuple<std::string, uint64_t, uint64_t, long>> out;
+  std::map<std::string, std::string> unfinished;  // tid -> the start of an interrupted call
+  static const std::regex line_re(R"(^(\d+)\s+(.*)$)");
+  static const std::regex resumed_re(R"(^<\.\.\. (\w+) resumed>(.*)$)");
+  static const std::regex re(R"(^pread64\(\d+<([^>]*)>, .*, (\d+), (\d+)\)\s+=\s+(-?\d+))");
+  std::istringstream in(log);
+  std::string raw;
+  while (std::getline(in, raw)) {
+    std::smatch l;
+    if (!std::regex_match(raw, l, line_re)) continue;
+    const std::string tid = l[1];
+    std::string rest = l[2];
+    const size_t u = rest.find(" <unfinished ...>");
+    if (u != std::string::npos) {
+      unfinished[tid] = rest.substr(0, u);
+      continue;
+    }
+    std::smatch rm;
+    if (std::regex_match(rest, rm, resumed_re)) {
+      rest = unfinished[tid] + std::string(rm[2]);
+      unfinished.erase(tid);
+    }
+    std::smatch m;
+    if (!std::regex_search(rest, m, re) || std::string(m[1]).find(marker) == std::string::npos) continue;
+    const std::string path = m[1];
+    out.emplace_back(path.substr(path.rfind('/') + 1), std::stoull(m[3]), std::stoull(m[2]), std::stol(m[4]));
+  }
+  return out;
+}
+
+// dlio_ext.hdf5_engine (issue 31): the replay engine makes the libhdf5 engine's read syscalls, the same files,
+// offsets and lengths (their order across the two loader threads aside), and reports the same train_read_bytes, on
+// contiguous and on chunked gzip files. One traced agent runs both engines over the same data, one job after the
+// other; each job's reads are the log's lines written while it ran.
+TEST(Strace, Hdf5ReplayMakesTheLibhdf5EnginesReadSyscalls) {
+  TempDir dir;
+  const std::string strace_log = dir.str() + "/strace.log";
+  Fleet fleet(dir, 1, 1, {},
+              {"strace", "-f", "-y", "-qq", "-s", "0", "-o", strace_log, "-e", "trace=openat,close,read,pread64"});
+  ASSERT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 1; }, std::chrono::seconds(30))) << fleet.Logs();
+  struct Case {
+    const char* name;
+    std::vector<std::string> sets;
+  };
+  for (const Case& c : {Case{"contiguous", {}}, Case{"gzip", {"dataset.hdf5.chunk_dims=[1,16,32]",
+                                                             "dataset.compression=gzip"}}}) {
+    const std::string folder = std::string("data-h5-") + c.name;
+    std::map<std::string, std::vector<std::tuple<std::string, uint64_t, uint64_t, long>>> reads;
+    std::map<std::string, uint64_t> bytes;
+    for (const char* engine : {"libhdf5", "replay"}) {
+      const bool first = std::string(engine) == "libhdf5";
+      const std::string job = dir.str() + "/" + c.name + "-" + engine + ".yaml";
+      WriteFile(job, Workload("hdf5", 4, 16, 4096, 2, 0.0, 1, first));
+      const std::string out = dir.str() + "/out-" + c.name + "-" + engine;
+      std::vector<std::string> args = {"submit", job, "--output", out, "--wait-for-agents", "30", "--set",
+                                       "dataset.data_folder=" + folder, "--set",
+                                       std::string("dlio_ext.hdf5_engine=") + engine};
+      for (const std::string& set : c.sets) args.insert(args.end(), {"--set", set});
+      const size_t before = ReadFile(strace_log).size();
+      CommandResult r = fleet.Client(args, seconds(180));
+      ASSERT_PRED1(JobRan, r.exit_code) << c.name << " " << engine << "\n" << Dump(r) << fleet.Logs();
+      reads[engine] = Preads(ReadFile(strace_log).substr(before), "/" + folder + "/train/");
+      std::sort(reads[engine].begin(), reads[engine].end());
+      bytes[engine] = LoadJson(out + "/summary.json")["metric"]["train_read_bytes"].get<uint64_t>();
+    }
+    std::printf("%s: %zu preads under libhdf5, %zu under replay; train_read_bytes %llu and %llu\n", c.name,
+                reads["libhdf5"].size(), reads["replay"].size(), static_cast<unsigned long long>(bytes["libhdf5"]),
+                static_cast<unsigned long long>(bytes["replay"]));
+    EXPECT_GT(reads["libhdf5"].size(), 64u) << c.name << ": several reads per sample";
+    EXPECT_TRUE(reads["replay"] == reads["libhdf5"]) << c.name << ": the same (file, offset, length, result) reads";
+    EXPECT_EQ(bytes["replay"], bytes["libhdf5"]) << c.name;
   }
 }
 
