@@ -41,8 +41,12 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "readers/format.h"
-#include "storage/hdf5_vfd.h"
+
+namespace dlio {
+class Hdf5StorageAccess;  // storage/hdf5_vfd.h
+}  // namespace dlio
 
 namespace dlio::hdf5_internal {
 

@@ -16,6 +16,7 @@
 #include "readers/format.h"
 #include "readers/hdf5_internal.h"
 #include "readers/test_util.h"
+#include "storage/hdf5_vfd.h"
 
 namespace dlio {
 namespace {

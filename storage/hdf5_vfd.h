@@ -38,6 +38,7 @@
 
 #include <hdf5.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "readers/format.h"
 #include "readers/hdf5_replay.h"
+#include "storage/hdf5_vfd.h"
 #include "storage/s3/client.h"
 #include "tests/harness.h"
 
