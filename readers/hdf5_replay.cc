@@ -22,6 +22,10 @@ namespace {
 
 // Candidate plans rebuilt after a mismatch before the file stays with libhdf5 (hdf5_replay.h, "Proof").
 constexpr int kMaxTries = 3;
+// The plans a reader keeps (chunk tables and recorded steps): a paged index costs 24 bytes per chunk, so a reader
+// meeting millions of chunks in an epoch would otherwise hold that much per loader thread. Past it the plans are
+// dropped and files met again are recorded again (one or two libhdf5 samples each).
+constexpr size_t kPlanBytes = size_t{64} << 20;
 
 // Chunks queried one by one (libhdf5 1.10's H5Dget_chunk_info_by_coord walks the index from its start to the chunk,
 // so learning n chunks costs n^2/2 steps: 256 chunks ~1 ms); above it the plan reads the chunk index from the bytes
@@ -490,6 +494,7 @@ class Hdf5ReplayReader final : public SampleReader {
   }
   const ReplayCounters& counters() const { return counters_; }
   absl::StatusOr<Hdf5StorageAccess*> Driver() { return lib_.Access(); }
+  void set_plan_limit(size_t bytes) { plan_limit_ = bytes; }
 
  private:
   // Dataset probe of the file's first recorded sample: learns each records_k's layout with the driver probing.
@@ -561,6 +566,7 @@ class Hdf5ReplayReader final : public SampleReader {
   z_stream z_;
   bool z_ok_ = false;
   ReplayCounters counters_;
+  size_t plan_bytes_ = 0, plan_limit_ = kPlanBytes;  // what plans_ holds, roughly; its limit
 };
 
 // Why no plan can be made from the recording of `sample` ("" = it can: every layout learnt, the sample's chunks
@@ -597,6 +603,14 @@ absl::StatusOr<uint64_t> Hdf5ReplayReader::Record(const std::string& path, uint3
       ReadRecorded(path, sample, stats, f == nullptr ? &probe : nullptr, f == nullptr || paged);
   if (!n.ok()) return n;  // no plan: the file's next sample tries again
   if (f == nullptr) {
+    size_t bytes = trace_.size() * sizeof(Step) + path.size();
+    for (const Layout& l : fresh.layouts) bytes += l.chunks.size() * sizeof(ChunkRef);
+    if (plan_bytes_ + bytes > plan_limit_) {
+      plans_.clear();
+      plan_bytes_ = 0;
+      ++counters_.plans_dropped;
+    }
+    plan_bytes_ += bytes;
     f = &plans_.emplace(path, std::move(fresh)).first->second;
     f->eoa = (*a)->last_eoa();
   } else if (paged && !FixedArrayFill(rec, f->layouts[0])) {
@@ -745,6 +759,10 @@ absl::Status Hdf5ReplayReader::Decode(const Layout& l, const ChunkRef& c, const 
 
 std::unique_ptr<SampleReader> NewHdf5ReplayReader(int64_t datasets, StorageTarget target) {
   return std::make_unique<Hdf5ReplayReader>(datasets, std::move(target));
+}
+
+void SetPlanLimit(SampleReader& reader, size_t bytes) {
+  if (auto* r = dynamic_cast<Hdf5ReplayReader*>(&reader); r != nullptr) r->set_plan_limit(bytes);
 }
 
 ReplayCounters ReplayCountersOf(const SampleReader& reader) {

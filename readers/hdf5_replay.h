@@ -32,7 +32,7 @@
 //    does (zlib inflate, lzf_decompress, SZ_BufftoBuffDecompress) and the sample's part copied out; the time spent
 //    decompressing is kept apart (Hdf5DecodeNanos, hdf5.h).
 //  - No allocation per sample on the replay path: buffers are sized when a plan is made and only grow; a plan is
-//    made (allocated) once per file per reader.
+//    made (allocated) once per file per reader, and a reader's plans are kept up to 64 MiB (then dropped).
 // Thread-safety: one reader per loader thread; replay takes no lock (libhdf5's global lock only on the recorded
 // samples), so loader threads replay in parallel.
 #pragma once
@@ -59,8 +59,12 @@ struct ReplayCounters {
   uint64_t fallback = 0;      // samples read by libhdf5 because their file's layout is not provable
   uint64_t decode_ns = 0;     // time spent decompressing chunks on the replay path
   std::string last_fallback;  // why the last file fell back ("" = none did)
+  uint64_t plans_dropped = 0;  // times the plans outgrew their limit and were dropped (see SetPlanLimit)
 };
 ReplayCounters ReplayCountersOf(const SampleReader& reader);
+// The memory a replay reader's plans may take (64 MiB unless set; chunk tables are 24 bytes per chunk): past it
+// they are dropped, and files met again are recorded again. For tests; other readers ignore it.
+void SetPlanLimit(SampleReader& reader, size_t bytes);
 // The driver of an hdf5 reader of either engine (made at the first use), so tests can watch its requests
 // (Hdf5StorageAccess::set_issued_log). Errors: not an hdf5 reader; the storage's.
 absl::StatusOr<Hdf5StorageAccess*> DriverOf(SampleReader& reader);

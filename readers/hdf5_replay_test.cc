@@ -286,6 +286,44 @@ TEST(Hdf5Replay, DecompressesGzipLzfAndSzipChunks) {
   }
 }
 
+// A reader whose plans outgrow their limit drops them and records the files again: the reads stay libhdf5's.
+TEST(Hdf5Replay, PlansOverTheirLimitAreDroppedAndMadeAgain) {
+  FormatOptions o;
+  o.samples_per_file = 8;
+  o.sample_dims = {16, 16};
+  o.hdf5_chunk_dims = {1, 16, 16};
+  auto f = MakeFormat("hdf5", o);
+  ASSERT_TRUE(f.ok());
+  testing::TempDir dir;
+  std::vector<std::string> files;
+  IoStats st;
+  for (int n = 0; n < 3; ++n) {
+    files.push_back(dir.File("f" + std::to_string(n) + ".hdf5"));
+    ASSERT_TRUE((*f)->Generate(files.back(), n, st).ok());
+  }
+  const auto order = Order(files, 8);
+  auto lib = MakeFormat("hdf5", [&] {
+    FormatOptions l = o;
+    l.hdf5_replay = false;
+    return l;
+  }());
+  ASSERT_TRUE(lib.ok());
+  auto r = (*f)->NewSampleReader();
+  auto l = (*lib)->NewSampleReader();
+  hdf5_internal::SetPlanLimit(*r, 1);  // every new file's plan drops the others
+  for (const auto& [path, i] : order) {
+    ASSERT_TRUE(r->ReadSample(path, i, st).ok());
+    ASSERT_TRUE(l->ReadSample(path, i, st).ok());
+    EXPECT_EQ(r->last_sample(), l->last_sample()) << path << " " << i;
+  }
+  const hdf5_internal::ReplayCounters rc = ReplayCountersOf(*r);
+  EXPECT_GT(rc.plans_dropped, order.size() / 2) << "files interleaved: a new plan per sample, nearly";
+  EXPECT_GT(rc.recorded, order.size() / 2);
+  hdf5_internal::ReplayCounters kept = CompareEngines(o, order, "kept");
+  EXPECT_EQ(kept.plans_dropped, 0u);
+  EXPECT_LE(kept.recorded, 3u * 3);
+}
+
 // The replay path allocates nothing per sample, in our code or in the libraries (libhdf5 is not called).
 TEST(Hdf5Replay, NoAllocationPerReplayedSample) {
   for (const char* comp : {"none", "gzip"}) {
