@@ -259,12 +259,6 @@ TEST(CheckpointPlan, SaveDirsListEverySaveOfTheJob) {
   EXPECT_TRUE(CheckpointSaveDirs(spec, 2).empty());
 }
 
-}  // namespace
-}  // namespace dlio
-
-namespace dlio {
-namespace {
-
 // DLIO's megatron_deepspeed_LLNL.yaml as DLIO main sizes it (base_checkpointing.py, the predefined lists): TP4 x PP8,
 // ZeRO 0, 40 layers; every writer (ranks < TP x PP = 32) holds model_size bytes of model state, 5 transformer layers
 // of (52583936 + 209715200) / 4 bytes each, and 3 x (1009254400 + 865075200 + 793600) bytes of optimizer state.
