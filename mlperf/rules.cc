@@ -534,8 +534,13 @@ absl::StatusOr<WorkloadClassification> ClassifyCheckpointWorkload(const MlperfCh
     if (!spec.ok()) return spec.status();
     WorkloadClassification c;
     c.reference = &ref;
+    // model.parallelism.data is read only in subset mode (v3.0's files carry it): in default mode it is no difference.
+    WorkloadSpec judged = effective;
+    if (judged.checkpoint_mode == "default" && spec->checkpoint_mode == "default") {
+      judged.parallelism_data = spec->parallelism_data;
+    }
     c.classification =
-        ClassifyCheckpointOverrides(w, Differences(FlattenWorkload(effective), FlattenWorkload(*spec)), world, hosts);
+        ClassifyCheckpointOverrides(w, Differences(FlattenWorkload(judged), FlattenWorkload(*spec)), world, hosts);
     if (version == MlperfVersion::kV3_0 && allow_invalid_params) {
       AllowInvalidParams(MlperfClass::kOpen, &c.classification);
     }

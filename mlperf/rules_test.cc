@@ -372,5 +372,29 @@ TEST(MlperfV3, ClassesOfTheV3Round) {
   EXPECT_STREQ(MlperfClassName(MlperfClass::kWhatif), "WHATIF");
 }
 
+// v3.0's llama3 references carry model.parallelism.data, read only in subset mode: v2.0's file (without it) is the
+// same workload in default mode, CLOSED at Table 2's process count.
+TEST(MlperfV3, CheckpointingDataParallelismCountsOnlyInSubsetMode) {
+  const MlperfReference* v2 = nullptr;
+  for (const MlperfReference& r : MlperfReferences()) {
+    if (r.workload == "llama3-8b") v2 = &r;
+  }
+  ASSERT_NE(v2, nullptr);
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(v2->yaml, {}, v2->file);
+  ASSERT_TRUE(spec.ok());
+  const MlperfCheckpointWorkload& w = *FindMlperfCheckpointWorkload("llama3-8b");
+  absl::StatusOr<WorkloadClassification> c =
+      ClassifyCheckpointWorkload(w, *spec, 8, 2, nullptr, MlperfVersion::kV3_0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->classification.overall, MlperfClass::kClosed);
+  EXPECT_TRUE(c->classification.keys.empty());
+  absl::StatusOr<WorkloadSpec> subset =
+      LoadWorkload(v2->yaml, {"checkpoint.mode=subset", "model.parallelism.data=8"}, v2->file);
+  ASSERT_TRUE(subset.ok());
+  c = ClassifyCheckpointWorkload(w, *subset, 4, 1, nullptr, MlperfVersion::kV3_0);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->classification.overall, MlperfClass::kInvalid);  // the subset rule (8B only) comes with item 3
+}
+
 }  // namespace
 }  // namespace dlio
