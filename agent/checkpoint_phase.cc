@@ -109,6 +109,7 @@ void CheckpointRank(const PhaseContext& ctx, CheckpointGroup& group, int rank, R
                     Checkpointer::kDefaultBufferBytes, group.setup.s3, group.setup.s3_prefix);
     io.set_limiter(group.limiter);
     io.set_cancel(ctx.cancel);  // a cancel stops the save between chunks and wakes the cap's sleep
+    io.set_randomize(spec.checkpoint_randomize_tensor);
     const int64_t ck0 = TraceNowNs();
     absl::StatusOr<RankCheckpointResult> c =
         TakeCheckpoint(spec, group.setup, io, rank, cmd.world, cmd.local_ranks, cmd.checkpoint_load,

@@ -152,6 +152,10 @@ void Checkpointer::EnsureBuffer(const std::vector<CheckpointFile>& files) {
   if (buffer_.size() >= want) return;
   const size_t old = buffer_.size();
   buffer_.resize(want);
+  if (!randomize_) {
+    std::memset(buffer_.data() + old, 1, want - old);
+    return;
+  }
   Xoshiro256 rng(seed_ + old);
   for (size_t i = old; i < want; i += 8) {
     const uint64_t v = rng.Next();

@@ -2,7 +2,8 @@
 // the caller resolved below the agent's --data-root (base/confined_dir.h); every file is opened, created and
 // renamed through it, so no symbolic link below the folder is followed.
 //
-// Memory: every file is written from, and read into, one reusable buffer of random bytes (64 MiB by default,
+// Memory: every file is written from, and read into, one reusable buffer of random bytes (constant 0x01 bytes with
+// checkpoint.randomize_tensor false; 64 MiB by default,
 // smaller when every file is smaller), so agent memory does not grow with the checkpoint size. DLIO instead
 // allocates the whole shard as tensors in RAM.
 // Writes: each file goes to "<name>.tmp" and is renamed to <name> once complete, so a reader never sees a short
@@ -78,6 +79,9 @@ class Checkpointer {
   void set_limiter(BandwidthLimiter* limiter) { limiter_ = limiter; }
   // The job's cancel flag, or null (never cancelled). Not owned; must outlive the saves and loads.
   void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+  // checkpoint.randomize_tensor: true (the default) fills the buffer with random bytes; false with constant 0x01
+  // bytes (DLIO's ones), which a compressing or deduplicating store shrinks. Call before the first Save.
+  void set_randomize(bool randomize) { randomize_ = randomize; }
 
   // Bytes currently held by the buffer (for tests and the memory bound).
   size_t buffer_size() const { return buffer_.size(); }
@@ -94,6 +98,7 @@ class Checkpointer {
   std::shared_ptr<const ConfinedDir> folder_;
   bool fsync_;
   uint64_t seed_;
+  bool randomize_ = true;
   size_t max_buffer_;
   std::vector<char> buffer_;
   std::shared_ptr<const S3Config> s3_;

@@ -300,6 +300,7 @@ class RankSteps {
                                                 setup_.ckpt->s3, setup_.ckpt->s3_prefix);
       ckpt_io_->set_limiter(setup_.ckpt_limiter.get());
       ckpt_io_->set_cancel(cancel_);  // a cancel stops the save between chunks and wakes the cap's sleep
+      ckpt_io_->set_randomize(spec_.checkpoint_randomize_tensor);
     }
   }
 

@@ -566,7 +566,11 @@ class ReportVerb : public Verb {
 class DatasizeVerb : public Verb {
  public:
   explicit DatasizeVerb(CLI::App* datasize) {
-    datasize->add_option("--workload", o_.workload, "MLPerf workload: unet3d, resnet50 or cosmoflow");
+    datasize->add_option("--workload", o_.workload,
+                         "MLPerf workload: v3.0 unet3d, retinanet, resnet50, cosmoflow, dlrm, flux; v2.0 unet3d, "
+                         "resnet50, cosmoflow");
+    datasize->add_option("--mlperf-version", o_.mlperf_version, "The round whose workloads are known: v3.0 or v2.0")
+        ->default_val("v3.0");
     datasize->add_option("--job", o_.job_path,
                          "Take batch size, record length and samples per file from this workload file instead");
     datasize->add_option("--accelerators", o_.accelerators, "Simulated accelerators per host")->required();
@@ -592,9 +596,16 @@ class ClassifyVerb : public Verb {
         ->required();
     classify->add_option("--workload", o_.workload, "Baseline workload (default: from model.name)");
     classify->add_option("--accelerator-type", o_.accelerator_type,
-                         "Reference file to judge against: a100 or h100 (configs/workloads/<workload>_<type>.yaml as "
-                         "shipped; default: the job file's name, else the closest reference)")
-        ->check(CLI::IsMember({"a100", "h100"}));
+                         "Reference file to judge against: v3.0 b200, mi355 (CLOSED/OPEN), a100, h100 (WHATIF); "
+                         "v2.0 a100, h100 (<workload>_<type>.yaml as shipped; default: the job file's name, else the "
+                         "closest reference)");
+    classify->add_option("--mlperf-version", o_.mlperf_version,
+                         "The round whose references and classes judge: v3.0 (closed, open, whatif) or v2.0 (closed, "
+                         "open)")
+        ->default_val("v3.0");
+    classify->add_flag("--allow-invalid-params", o_.allow_invalid_params,
+                       "v3.0: keys outside the CLOSED and OPEN lists make the run OPEN (WHATIF on a whatif workload or "
+                       "accelerator) instead of INVALID, as mlpstorage's -aip");
     classify->add_option("--accelerators", o_.accelerators,
                          "Accelerators per host: with --host-memory-gib, num_files_train is checked against datasize")
         ->default_val(0);

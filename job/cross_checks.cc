@@ -167,6 +167,14 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
                                                   "got {}",
                                                   s.format, DimsText(s.record_dims)));
   }
+  if (s.parallelism_data == 0) {
+    return absl::InvalidArgumentError("model.parallelism.data: must be -1 (DP = world / (TP x PP)) or >= 1, got 0");
+  }
+  if (s.checkpoint && s.checkpoint_mode == "subset" && s.parallelism_data < 1) {
+    return absl::InvalidArgumentError(
+        "checkpoint.mode: subset needs model.parallelism.data >= 1 (the data-parallel size of the whole job whose "
+        "share this world writes)");
+  }
   if (s.model_type == "transformer") {
     // The K/V width h / heads x kv_heads must be whole (DLIO computes it in floats; llama_1t has h / heads 134.75).
     if (s.hidden_size * s.num_kv_heads % s.num_attention_heads != 0) {

@@ -17,8 +17,22 @@ void AddCheckpointKeys(std::vector<KeyInfo>& v) {
   v.push_back(IntKey("checkpoint.steps_between_checkpoints", &WorkloadSpec::steps_between_checkpoints, -1, kMaxSamples,
                      ">= 1: a checkpoint after every N steps of each epoch, in lockstep inside the training phase "
                      "(and no end-of-epoch checkpoint); 0: none; -1: epoch-based"));
-  v.push_back(NotYet("checkpoint.type", "rank_zero", ckpt, "parsed but unused by DLIO"));
-  v.push_back(NotYet("checkpoint.mode", "default", ckpt, off));
+  v.push_back(Custom(
+      "checkpoint.type", KeyStatus::kLabel,
+      "rank_zero or all_ranks: a label, parsed and never read, as in DLIO (which ranks write follows "
+      "model.parallelism.zero_stage); all_ranks warns that it changes nothing",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"rank_zero", "all_ranks"}, {}, "checkpoint type", &s.checkpoint_type);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.checkpoint_type); }));
+  v.push_back(Custom(
+      "checkpoint.mode", KeyStatus::kImplemented,
+      "default: the world is the whole job (DP = world / (TP x PP)); subset: the world writes only its ranks' share "
+      "of a job of TP x PP x model.parallelism.data ranks (which it needs; the world may not exceed that job)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"default", "subset"}, {}, "checkpoint mode", &s.checkpoint_mode);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.checkpoint_mode); }));
   KeyInfo fsync = BoolKey("checkpoint.fsync", &WorkloadSpec::checkpoint_fsync,
                           "fsync every checkpoint file before its rename, and its folder after (warns: DLIO assigns "
                           "it to a misspelled attribute, so DLIO never fsyncs)");
@@ -53,12 +67,19 @@ void AddCheckpointKeys(std::vector<KeyInfo>& v) {
   v.push_back(shift);
   v.push_back(BoolKey("checkpoint.rank_sync", &WorkloadSpec::checkpoint_rank_sync,
                       "a barrier over all ranks after each save or load, inside its timing"));
-  v.push_back(NotYet("checkpoint.randomize_tensor", "true", ckpt, off));
+  v.push_back(BoolKey("checkpoint.randomize_tensor", &WorkloadSpec::checkpoint_randomize_tensor,
+                      "true: checkpoint files hold random bytes (neither compressible nor deduplicable within a "
+                      "64 MiB buffer); false: constant bytes (0x01, DLIO's ones), which a compressing or "
+                      "deduplicating store shrinks"));
   v.push_back(NotYet("checkpoint.checkpoint_mechanism_classname", "~", ckpt, off));
-  v.push_back(NotYet("checkpoint.ksm.madv_mergeable_id", "12", ckpt, off));
-  v.push_back(NotYet("checkpoint.ksm.high_ram_trigger", "30.0", ckpt, off));
-  v.push_back(NotYet("checkpoint.ksm.low_ram_exit", "15", ckpt, off));
-  v.push_back(NotYet("checkpoint.ksm.await_time", "200", ckpt, off));
+  // DLIO's KSM mode madvise(MADV_MERGEABLE)s its in-memory tensors so the kernel merges identical pages; no
+  // checkpoint is held in memory here (files are written from one reusable buffer), so there is nothing to merge.
+  const std::string ksm = "DLIO's KSM mode (madvise MADV_MERGEABLE on its in-memory tensors); a label here: "
+                          "checkpoints are written from one reusable buffer, so agent memory stays small anyway";
+  v.push_back(Label("checkpoint.ksm.madv_mergeable_id", "12", ksm));
+  v.push_back(Label("checkpoint.ksm.high_ram_trigger", "30.0", ksm));
+  v.push_back(Label("checkpoint.ksm.low_ram_exit", "15", ksm));
+  v.push_back(Label("checkpoint.ksm.await_time", "200", ksm));
   v.push_back(ModelSizeAliasKey("checkpoint.model_size"));
 }
 

@@ -33,11 +33,35 @@ KeyInfo ModelSizeAliasKey(const char* path) {
   return k;
 }
 
+// A list of byte sizes (DLIO's legacy model.optimization_groups and model.layer_parameters): integers in
+// [0, kMaxModelBytes], at most kMaxSizeListEntries of them, [] or null for none.
+inline constexpr size_t kMaxSizeListEntries = 1024;
+KeyInfo SizeListKey(const char* path, std::vector<int64_t> WorkloadSpec::*field, std::string note) {
+  KeyInfo k = Custom(
+      path, KeyStatus::kImplemented, std::move(note),
+      [field](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        const std::string what =
+            fmt::format("a list of at most {} integers in [0, {}] (bytes)", kMaxSizeListEntries, kMaxModelBytes);
+        std::vector<int64_t> out;
+        if (!n.IsNull() && !n.IsSequence()) return MustBe(p, what, n);
+        for (const YAML::Node& e : n) {
+          int64_t v;
+          if (!ParseInt(e, &v) || v < 0 || v > kMaxModelBytes || out.size() >= kMaxSizeListEntries) {
+            return MustBe(p, what, n);
+          }
+          out.push_back(v);
+        }
+        s.*field = std::move(out);
+        return absl::OkStatus();
+      },
+      [field](const WorkloadSpec& s) { return DimsText(s.*field); });
+  k.dlio_default = "[]";
+  k.range = fmt::format("list of at most {} integers in [0, {}]", kMaxSizeListEntries, kMaxModelBytes);
+  return k;
+}
+
 // Data table: model, framework, workflow.
 void AddModelKeys(std::vector<KeyInfo>& v) {
-  const Gate ckpt = Gate::kCheckpoint;
-  const std::string ckpt_note = "checkpoint sizing; inert without checkpoints";
-
   // model
   v.push_back(Custom(
       "model.name", KeyStatus::kLabel, "DLIO uses it in the Hydra run dir",
@@ -65,12 +89,21 @@ void AddModelKeys(std::vector<KeyInfo>& v) {
         },
         [field = field](const WorkloadSpec& s) { return Quote(s.*field); }));
   }
-  v.push_back(NotYet("model.optimization_groups", "[]", ckpt, ckpt_note));
+  v.push_back(SizeListKey("model.optimization_groups", &WorkloadSpec::optimization_groups,
+                          "DLIO's legacy explicit optimizer state: each entry N > 0 is two tensors of N bytes, plus "
+                          "one of their sum, on every rank that writes (3 x the sum per optim_states file); replaces "
+                          "the transformer formula's optimizer; " + sizing));
   v.push_back(IntKey("model.num_layers", &WorkloadSpec::num_layers, -1, 16384, "transformer layers; " + sizing));
-  v.push_back(NotYet("model.layer_parameters", "[]", ckpt, ckpt_note));
+  v.push_back(SizeListKey("model.layer_parameters", &WorkloadSpec::layer_parameters,
+                          "DLIO's legacy explicit layer state: every transformer layer of a rank's pipeline stage "
+                          "holds one tensor of N / parallelism.tensor bytes per entry N > 0 (needs num_layers > 0; "
+                          "no embedding or LM-head layers); replaces the transformer formula's layers; " + sizing));
   v.push_back(IntKey("model.parallelism.tensor", &WorkloadSpec::parallelism_tensor, 1, 16384, "TP; " + sizing));
   v.push_back(IntKey("model.parallelism.pipeline", &WorkloadSpec::parallelism_pipeline, 1, 16384, "PP; " + sizing));
-  v.push_back(NotYet("model.parallelism.data", "-1", ckpt, ckpt_note));
+  v.push_back(IntKey("model.parallelism.data", &WorkloadSpec::parallelism_data, -1, 1 << 24,
+                     "DP of the whole job whose share this world writes, used with checkpoint.mode: subset only "
+                     "(the world may then be smaller than TP x PP x DP); -1 or default mode: DP = world / (TP x PP); "
+                     + sizing));
   v.push_back(IntKey("model.parallelism.zero_stage", &WorkloadSpec::zero_stage, 0, 3,
                      "ZeRO stage: which ranks write which shards; " + sizing));
   v.push_back(IntKey("model.transformer.vocab_size", &WorkloadSpec::vocab_size, 1, 1 << 22, sizing));

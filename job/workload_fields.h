@@ -14,7 +14,8 @@
   /* model, framework */                                                                                            \
   X(model_name) X(model_type) X(model_size_bytes) X(model_datatype) X(optimizer_datatype) X(num_layers)             \
   X(parallelism_tensor) X(parallelism_pipeline) X(zero_stage) X(vocab_size) X(hidden_size) X(ffn_hidden_size)       \
-  X(num_attention_heads) X(num_kv_heads) X(framework)                                                              \
+  X(num_attention_heads) X(num_kv_heads) X(optimization_groups) X(layer_parameters) X(parallelism_data)            \
+  X(framework)                                                                                                      \
   /* workflow */                                                                                                    \
   X(generate_data) X(train) X(evaluation) X(checkpoint)                                                            \
   /* storage (not the secret) */                                                                                    \
@@ -34,7 +35,8 @@
   /* checkpoint */                                                                                                  \
   X(checkpoint_folder) X(checkpoint_after_epoch) X(epochs_between_checkpoints) X(steps_between_checkpoints)         \
   X(checkpoint_fsync) X(time_between_checkpoints) X(num_checkpoints_write) X(num_checkpoints_read)                  \
-  X(recovery_rank_shift) X(checkpoint_rank_sync) X(checkpoint_evict_cache) X(checkpoint_bandwidth_limit)            \
+  X(recovery_rank_shift) X(checkpoint_rank_sync) X(checkpoint_mode) X(checkpoint_type)                             \
+  X(checkpoint_randomize_tensor) X(checkpoint_evict_cache) X(checkpoint_bandwidth_limit)                            \
   /* output, metric, dlio_ext */                                                                                    \
   X(output_folder) X(exclude_start_steps) X(exclude_end_steps) X(au_threshold) X(io_engine)                         \
   X(read_bandwidth_limit) X(trace) X(trace_events_per_thread) X(evict_cache) X(read_type) X(hdf5_engine)

@@ -225,6 +225,13 @@ void AddValueNotes(const WorkloadSpec& spec, std::vector<WorkloadWarning>* notes
   if (*format.dlio_differs != '\0') {
     notes.push_back({"dataset.format", fmt::format("dataset.format: {}", format.dlio_differs)});
   }
+  if (spec.checkpoint && spec.checkpoint_type != "rank_zero") {
+    notes.push_back({"checkpoint.type",
+                     fmt::format("checkpoint.type: {} is a label: which ranks write follows "
+                                 "model.parallelism.zero_stage (DLIO parses the key and never reads it either)",
+                                 spec.checkpoint_type),
+                     false});
+  }
 }
 
 // The "DLIO differs" lines of the keys the job sets (their features on), then the value notes; one per key, into

@@ -81,6 +81,10 @@ struct WorkloadSpec {
   int64_t ffn_hidden_size = 8192;
   int64_t num_attention_heads = 32;
   int64_t num_kv_heads = 8;
+  // DLIO's legacy explicit sizes (megatron_deepspeed_LLNL.yaml), in bytes; empty = the formulas above.
+  std::vector<int64_t> optimization_groups;  // model.optimization_groups: per writer 3 x their sum
+  std::vector<int64_t> layer_parameters;     // model.layer_parameters: per transformer layer, each / TP
+  int64_t parallelism_data = -1;             // model.parallelism.data: the whole job's DP (checkpoint.mode subset)
   // framework (label only in this version)
   std::string framework = "pytorch";
 
@@ -164,6 +168,9 @@ struct WorkloadSpec {
   int64_t num_checkpoints_read = -1;
   bool recovery_rank_shift = false;          // loads read the files of rank (r + ranks per agent) % world
   bool checkpoint_rank_sync = false;         // checkpoint.rank_sync: barrier after each save or load, timed
+  std::string checkpoint_mode = "default";   // checkpoint.mode: default | subset (with parallelism_data)
+  std::string checkpoint_type = "rank_zero"; // checkpoint.type: a label (DLIO parses it and never reads it)
+  bool checkpoint_randomize_tensor = true;   // checkpoint.randomize_tensor: random (true) or constant file content
   // dlio_ext (our keys, never in DLIO's sections)
   bool checkpoint_evict_cache = false;       // dlio_ext.checkpoint_evict_cache: drop the files' pages before loads
   int64_t checkpoint_bandwidth_limit = 0;    // dlio_ext.checkpoint_bandwidth_limit: bytes/s per agent, 0 = no cap

@@ -157,8 +157,8 @@ TEST(WorkloadSpec, KeyAndTypeErrorsNameTheFileAndTheLine) {
   EXPECT_EQ(Error("model:\n  name: x\ndataset: 5\n"), "job.yaml:3: dataset: must be a mapping of keys, got 5");
   EXPECT_EQ(Error("workflow:\n  checkpoint: maybe\n"),
             "job.yaml:2: workflow.checkpoint: must be true or false, got 'maybe'");
-  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
-            "job.yaml:4: checkpoint.mode: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  checkpoint_mechanism_classname: x\n"),
+            "job.yaml:4: checkpoint.checkpoint_mechanism_classname: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("dlio_ext:\n  io_engine: posix\nreader:\n  odirect: true\n"),
             "job.yaml:4: reader.odirect: true contradicts dlio_ext.io_engine: posix (give one of them)");
   // Hydra's wrapper and flow mappings keep the lines of the file.
@@ -322,8 +322,8 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
                 "job.yaml:3: dlio_ext.trace_events_per_thread:", 0),
             0u);
   EXPECT_EQ(Error("workflow:\n  checkpoint: true\n"), "<loaded>");  // implemented
-  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
-            "job.yaml:4: checkpoint.mode: DLIO key not supported yet by this version");
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  checkpoint_mechanism_classname: x\n"),
+            "job.yaml:4: checkpoint.checkpoint_mechanism_classname: DLIO key not supported yet by this version");
   EXPECT_EQ(Error("workflow:\n  evaluation: true\ndataset:\n  num_files_eval: 8\n"), "<loaded>");  // implemented
   EXPECT_EQ(Error("reader:\n  preprocess_time: 0.1\n"), "<loaded>");  // implemented: a sleep per sample
   EXPECT_EQ(Error("storage:\n  storage_type: aistore\n"),
@@ -544,11 +544,67 @@ TEST(WorkloadSpec, EveryDlioDiffersKeyWarnsOnceAndIsAnErrorUnderStrict) {
   }
 }
 
-TEST(WorkloadSpec, CheckpointTypeAllRanksIsNotSupportedYet) {
-  // DLIO parses checkpoint.type and ignores it; its default (rank_zero, DLIO's writer selection) is what runs here.
-  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  type: rank_zero\n"), "<loaded>");
-  EXPECT_THAT(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  type: all_ranks\n"),
-              HasSubstr("checkpoint.type: DLIO key not supported yet"));
+// Issue 25 item 5: DLIO parses checkpoint.type and never reads it; here it is a label (rank_zero or all_ranks) and
+// all_ranks warns that it changes nothing (a note, not a "DLIO differs" line: --strict still loads it).
+TEST(WorkloadSpec, CheckpointTypeIsALabelThatWarns) {
+  LoadDiagnostics diag;
+  absl::StatusOr<WorkloadSpec> s =
+      LoadWorkload("workflow:\n  checkpoint: true\ncheckpoint:\n  type: all_ranks\n", {}, "job.yaml", {}, &diag);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->checkpoint_type, "all_ranks");
+  ASSERT_EQ(diag.warnings.size(), 1u);
+  EXPECT_THAT(diag.warnings[0].text, HasSubstr("checkpoint.type: all_ranks is a label"));
+  EXPECT_FALSE(diag.warnings[0].dlio_differs);
+  LoadOptions strict;
+  strict.strict = true;
+  EXPECT_TRUE(LoadWorkload("workflow:\n  checkpoint: true\ncheckpoint:\n  type: all_ranks\n", {}, "job.yaml", strict,
+                           nullptr).ok());
+  diag = {};
+  ASSERT_TRUE(LoadWorkload("workflow:\n  checkpoint: true\ncheckpoint:\n  type: rank_zero\n", {}, "job.yaml", {}, &diag)
+                  .ok());
+  EXPECT_TRUE(diag.warnings.empty());
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  type: some_ranks\n").rfind(
+                "job.yaml:4: checkpoint.type: ", 0),
+            0u);
+}
+
+// Issue 25 item 5: DLIO's whole checkpoint model loads: the legacy lists, subset mode with model.parallelism.data,
+// randomize_tensor and the KSM keys (labels); bad values are one line naming the key.
+TEST(WorkloadSpec, CheckpointModelKeysOfDlioMain) {
+  const WorkloadSpec s = Load(R"(
+model:
+  type: megatron_deepspeed
+  optimization_groups: [1009254400, 865075200, 793600]
+  layer_parameters: [52583936, 209715200]
+  num_layers: 40
+  parallelism: {pipeline: 8, tensor: 4, data: 16}
+workflow:
+  checkpoint: true
+checkpoint:
+  mode: subset
+  randomize_tensor: false
+  ksm: {madv_mergeable_id: 12, high_ram_trigger: 30.0, low_ram_exit: 15, await_time: 200}
+)");
+  EXPECT_EQ(s.optimization_groups, (std::vector<int64_t>{1009254400, 865075200, 793600}));
+  EXPECT_EQ(s.layer_parameters, (std::vector<int64_t>{52583936, 209715200}));
+  EXPECT_EQ(s.parallelism_data, 16);
+  EXPECT_EQ(s.checkpoint_mode, "subset");
+  EXPECT_FALSE(s.checkpoint_randomize_tensor);
+  EXPECT_TRUE(Load("workflow:\n  checkpoint: true\n").checkpoint_randomize_tensor);  // DLIO's default
+  EXPECT_EQ(*LoadWorkload(ToYaml(s), {}), s);
+  EXPECT_EQ(Error("workflow:\n  checkpoint: true\ncheckpoint:\n  mode: subset\n"),
+            "checkpoint.mode: subset needs model.parallelism.data >= 1 (the data-parallel size of the whole job whose "
+            "share this world writes)");
+  EXPECT_EQ(Error("checkpoint:\n  mode: partial\n").rfind("job.yaml:2: checkpoint.mode: ", 0), 0u);
+  EXPECT_EQ(Error("model:\n  optimization_groups: [1, -2]\n"),
+            "job.yaml:2: model.optimization_groups: must be a list of at most 1024 integers in [0, 1125899906842624] "
+            "(bytes), got [1, -2]");
+  EXPECT_EQ(Error("model:\n  layer_parameters: 5\n").rfind("job.yaml:2: model.layer_parameters: must be a list", 0),
+            0u);
+  EXPECT_EQ(Error("model:\n  parallelism:\n    data: 0\n"),
+            "model.parallelism.data: must be -1 (DP = world / (TP x PP)) or >= 1, got 0");
+  EXPECT_EQ(Error("model:\n  parallelism:\n    data: -2\n"),
+            "job.yaml:3: model.parallelism.data: must be an integer in [-1, 16777216], got -2");
 }
 
 TEST(WorkloadSpec, ModelSizeIsTheModelSizeUnlessModelSizeBytesIsGiven) {

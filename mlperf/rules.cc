@@ -13,26 +13,60 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace dlio {
 
-const std::vector<MlperfWorkload>& MlperfWorkloads() {
-  // Values of MLPerf Storage v2.0's configs/dlio/workload/{unet3d,resnet50,cosmoflow}_{a100,h100}.yaml
-  // (../shared/reference/dlio.md §3) and Table 1's minimum AU.
-  static const std::vector<MlperfWorkload> w = {
-      {"unet3d", 0.90, 7, 146600628, 1, /*odirect_closed=*/true, /*needs_checkpoint=*/true},
-      {"resnet50", 0.90, 400, 114660.07, 1251, false, false},
-      {"cosmoflow", 0.70, 1, 2828486, 1, false, false},
-  };
-  return w;
+const char* MlperfVersionName(MlperfVersion v) { return v == MlperfVersion::kV3_0 ? "v3.0" : "v2.0"; }
+
+absl::StatusOr<MlperfVersion> ParseMlperfVersion(std::string_view text) {
+  if (text == "v3.0" || text == "3.0") return MlperfVersion::kV3_0;
+  if (text == "v2.0" || text == "2.0") return MlperfVersion::kV2_0;
+  return absl::InvalidArgumentError(absl::StrCat("--mlperf-version: '", std::string(text),
+                                                 "' is not a round this version knows (v3.0, the default, or v2.0)"));
 }
 
-const MlperfWorkload* FindMlperfWorkload(std::string_view name) {
+const std::vector<MlperfWorkload>& MlperfWorkloads(MlperfVersion version) {
+  // Values of MLPerf Storage v2.0's configs/dlio/workload/{unet3d,resnet50,cosmoflow}_{a100,h100}.yaml
+  // (../shared/reference/dlio.md §3) and Table 1's minimum AU.
+  static const std::vector<MlperfWorkload> v2 = {
+      {"unet3d", 0.90, 7, 146600628, 1, /*odirect_closed=*/true, /*needs_checkpoint=*/true, {"a100", "h100"}, {}},
+      {"resnet50", 0.90, 400, 114660.07, 1251, false, false, {"a100", "h100"}, {}},
+      {"cosmoflow", 0.70, 1, 2828486, 1, false, false, {"a100", "h100"}, {}},
+  };
+  // v3.0 (mlcommons/storage configs/dlio/workload/, mlpstorage_py/rules/editions.yaml; reference doc §3.1): CLOSED
+  // and OPEN train unet3d and retinanet on b200 and mi355 only; the rest is whatif. Batch and record of the b200
+  // files (dlrm_h100's and flux_b200's for those two); unet3d's v3.0 template runs without its checkpoint.
+  static const std::vector<MlperfWorkload> v3 = {
+      {"unet3d", 0.90, 7, 146600628, 1, true, false, {"b200", "mi355"}, {"a100", "h100"}},
+      {"retinanet", 0.85, 24, 322957, 1, false, false, {"b200", "mi355"}, {"a100", "h100"}},
+      {"resnet50", 0.90, 400, 114660.07, 1251, false, false, {}, {"a100", "h100"}},
+      {"cosmoflow", 0.70, 1, 2828486, 1, false, false, {}, {"a100", "h100"}},
+      {"dlrm", 0.70, 8192, 512, 1, false, false, {}, {"b200", "mi355", "a100", "h100"}},
+      {"flux", 0.90, 48, 2164832, 288, false, false, {}, {"b200", "mi355", "a100", "h100"}},
+  };
+  return version == MlperfVersion::kV3_0 ? v3 : v2;
+}
+
+const MlperfWorkload* FindMlperfWorkload(std::string_view name, MlperfVersion version) {
   const std::string n = absl::AsciiStrToLower(std::string(name));
-  for (const MlperfWorkload& w : MlperfWorkloads()) {
+  for (const MlperfWorkload& w : MlperfWorkloads(version)) {
     if (absl::StartsWith(n, w.name)) return &w;
   }
   return nullptr;
+}
+
+std::vector<std::string> MlperfAccelerators(MlperfVersion version) {
+  if (version == MlperfVersion::kV3_0) return {"b200", "mi355", "a100", "h100"};
+  return {"a100", "h100"};
+}
+
+int64_t MlperfAcceleratorMemoryGb(std::string_view accelerator) {
+  // Rules.md 4.3.4 (v3.0), mlpstorage's ACCELERATOR_MEMORY_GB.
+  if (accelerator == "h100" || accelerator == "a100") return 80;
+  if (accelerator == "b200") return 180;
+  if (accelerator == "mi355") return 288;
+  return 0;
 }
 
 const std::vector<MlperfCheckpointWorkload>& MlperfCheckpointWorkloads() {
@@ -92,6 +126,7 @@ const char* MlperfClassName(MlperfClass c) {
   switch (c) {
     case MlperfClass::kClosed: return "CLOSED";
     case MlperfClass::kOpen: return "OPEN";
+    case MlperfClass::kWhatif: return "WHATIF";
     case MlperfClass::kInvalid: return "INVALID";
   }
   return "INVALID";
@@ -203,12 +238,52 @@ Classification ClassifyOverrides(const MlperfWorkload& w, const std::vector<std:
     c.problems.push_back(absl::StrCat("dataset.num_files_train ", num_files_train, " is below the ", required_files,
                                       " files datasize requires for these hosts"));
     worst(MlperfClass::kInvalid);
+    c.checks = MlperfClass::kInvalid;
   }
   if (w.needs_checkpoint && !workflow_checkpoint) {
     c.problems.push_back("unet3d training must run with workflow.checkpoint=True");
     worst(MlperfClass::kInvalid);
+    c.checks = MlperfClass::kInvalid;
   }
   return c;
+}
+
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// --allow-invalid-params (v3.0, OPEN and WHATIF only): a key outside the lists is accepted at `floor` (OPEN, or
+// WHATIF for a whatif workload or accelerator), its reason saying so; the overall class is recomputed from the keys
+// and the job-level checks, which the flag does not touch.
+void AllowInvalidParams(MlperfClass floor, Classification* c) {
+  c->overall = c->checks;
+  for (OverrideVerdict& v : c->keys) {
+    if (v.cls == MlperfClass::kInvalid) {
+      v.cls = floor;
+      v.reason = absl::StrCat("allowed by --allow-invalid-params (OPEN and WHATIF only), else INVALID: ", v.reason);
+    }
+    c->overall = std::max(c->overall, v.cls);
+  }
+}
+
+}  // namespace
+
+void ApplyV3Classes(const MlperfWorkload& w, const MlperfV3Options& o, Classification* c) {
+  MlperfClass floor = MlperfClass::kClosed;
+  if (w.whatif_only()) {
+    c->problems.push_back(absl::StrCat("WHATIF: ", w.name, " is a whatif workload in v3.0 (CLOSED and OPEN train unet3d "
+                                       "and retinanet)"));
+    floor = MlperfClass::kWhatif;
+  } else if (!o.accelerator.empty() && !Contains(w.closed_accelerators, o.accelerator)) {
+    c->problems.push_back(absl::StrCat("WHATIF: ", o.accelerator, " is a whatif accelerator in v3.0 (CLOSED and OPEN ",
+                                       w.name, " emulate ", absl::StrJoin(w.closed_accelerators, ", "), ")"));
+    floor = MlperfClass::kWhatif;
+  }
+  c->checks = std::max(c->checks, floor);
+  c->overall = std::max(c->overall, floor);
+  if (o.allow_invalid_params) AllowInvalidParams(std::max(floor, MlperfClass::kOpen), c);
 }
 
 namespace {
@@ -238,6 +313,10 @@ Classification ClassifyCheckpointOverrides(const MlperfCheckpointWorkload& w, co
   };
   Classification c;
   auto worst = [&](MlperfClass k) { c.overall = std::max(c.overall, k); };
+  auto check = [&](MlperfClass k) {
+    worst(k);
+    c.checks = std::max(c.checks, k);
+  };
   for (const std::string& d : diffs) {
     c.keys.push_back(JudgeOverride(d, kClosed, {}, split));
     worst(c.keys.back().cls);
@@ -247,19 +326,19 @@ Classification ClassifyCheckpointOverrides(const MlperfCheckpointWorkload& w, co
     } else if (world % w.tp_pp == 0) {
       c.problems.push_back(absl::StrCat(world, " processes: OPEN (CLOSED runs exactly ", w.closed_processes,
                                         " for ", w.name, "; OPEN any multiple of TP x PP = ", w.tp_pp, ")"));
-      worst(MlperfClass::kOpen);
+      check(MlperfClass::kOpen);
     } else {
       c.problems.push_back(absl::StrCat(world, " processes: INVALID (", w.name, " runs ", w.closed_processes,
                                         " in CLOSED, a multiple of TP x PP = ", w.tp_pp, " in OPEN)"));
-      worst(MlperfClass::kInvalid);
+      check(MlperfClass::kInvalid);
     }
     if (hosts > 0 && world % hosts != 0) {
       c.problems.push_back(absl::StrCat(world, " processes on ", hosts, " hosts: every host must run the same number"));
-      worst(MlperfClass::kInvalid);
+      check(MlperfClass::kInvalid);
     } else if (hosts > 0 && world / hosts < kMlperfCheckpointMinPerHost) {
       c.problems.push_back(absl::StrCat(world / hosts, " processes per host: at least ", kMlperfCheckpointMinPerHost,
                                         " (Table 3, --ppn)"));
-      worst(MlperfClass::kInvalid);
+      check(MlperfClass::kInvalid);
     }
   }
   return c;
@@ -277,11 +356,23 @@ extern const char* const kMlperfReference_llama3_8b;
 extern const char* const kMlperfReference_llama3_70b;
 extern const char* const kMlperfReference_llama3_405b;
 extern const char* const kMlperfReference_llama3_1t;
+extern const char* const kMlperfReferenceV3_unet3d_b200;
+extern const char* const kMlperfReferenceV3_unet3d_h100;
+extern const char* const kMlperfReferenceV3_retinanet_b200;
+extern const char* const kMlperfReferenceV3_retinanet_mi355;
+extern const char* const kMlperfReferenceV3_retinanet_a100;
+extern const char* const kMlperfReferenceV3_retinanet_h100;
+extern const char* const kMlperfReferenceV3_dlrm_h100;
+extern const char* const kMlperfReferenceV3_llama3_8b;
+extern const char* const kMlperfReferenceV3_llama3_70b;
+extern const char* const kMlperfReferenceV3_llama3_405b;
+extern const char* const kMlperfReferenceV3_llama3_1t;
 
 namespace {
 
 // A reference named by its file stem ("unet3d_h100", "llama3_8b"); false for any other name.
-bool ReferenceFromStem(const std::string& stem, std::string file, std::string text, MlperfReference* out) {
+bool ReferenceFromStem(const std::string& stem, std::string file, std::string text, MlperfReference* out,
+                       MlperfVersion version) {
   for (const MlperfCheckpointWorkload& w : MlperfCheckpointWorkloads()) {
     if (stem == w.reference_stem) {
       *out = {w.name, "", std::move(file), std::move(text)};
@@ -291,15 +382,44 @@ bool ReferenceFromStem(const std::string& stem, std::string file, std::string te
   const size_t us = stem.find('_');
   if (us == std::string::npos) return false;
   const std::string workload = stem.substr(0, us), acc = stem.substr(us + 1);
-  const MlperfWorkload* w = FindMlperfWorkload(workload);
-  if (w == nullptr || w->name != workload || (acc != "a100" && acc != "h100")) return false;
+  const MlperfWorkload* w = FindMlperfWorkload(workload, version);
+  if (w == nullptr || w->name != workload || !Contains(MlperfAccelerators(version), acc)) return false;
   *out = {workload, acc, std::move(file), std::move(text)};
   return true;
 }
 
 }  // namespace
 
-const std::vector<MlperfReference>& MlperfReferences() {
+namespace {
+
+// v3.0: its own files (configs/workloads/mlperf-v3.0/), and v2.0's cosmoflow and resnet50 (unchanged, whatif).
+const std::vector<MlperfReference>& V3References() {
+  static const std::vector<MlperfReference> v3 = [] {
+    const std::pair<const char*, const char*> texts[] = {
+        {"unet3d_b200", kMlperfReferenceV3_unet3d_b200},       {"unet3d_h100", kMlperfReferenceV3_unet3d_h100},
+        {"retinanet_b200", kMlperfReferenceV3_retinanet_b200}, {"retinanet_mi355", kMlperfReferenceV3_retinanet_mi355},
+        {"retinanet_a100", kMlperfReferenceV3_retinanet_a100}, {"retinanet_h100", kMlperfReferenceV3_retinanet_h100},
+        {"dlrm_h100", kMlperfReferenceV3_dlrm_h100},           {"llama3_8b", kMlperfReferenceV3_llama3_8b},
+        {"llama3_70b", kMlperfReferenceV3_llama3_70b},         {"llama3_405b", kMlperfReferenceV3_llama3_405b},
+        {"llama3_1t", kMlperfReferenceV3_llama3_1t}};
+    std::vector<MlperfReference> v;
+    for (const auto& [name, text] : texts) {
+      MlperfReference r;
+      const std::string file = absl::StrCat("configs/workloads/mlperf-v3.0/", name, ".yaml");
+      if (ReferenceFromStem(name, file, text, &r, MlperfVersion::kV3_0)) v.push_back(r);
+    }
+    for (const MlperfReference& r : MlperfReferences(MlperfVersion::kV2_0)) {
+      if (r.workload == "cosmoflow" || r.workload == "resnet50") v.push_back(r);
+    }
+    return v;
+  }();
+  return v3;
+}
+
+}  // namespace
+
+const std::vector<MlperfReference>& MlperfReferences(MlperfVersion version) {
+  if (version == MlperfVersion::kV3_0) return V3References();
   static const std::vector<MlperfReference> refs = [] {
     const std::pair<const char*, const char*> texts[] = {
         {"unet3d_a100", kMlperfReference_unet3d_a100},       {"unet3d_h100", kMlperfReference_unet3d_h100},
@@ -310,14 +430,16 @@ const std::vector<MlperfReference>& MlperfReferences() {
     std::vector<MlperfReference> v;
     for (const auto& [name, text] : texts) {
       MlperfReference r;
-      if (ReferenceFromStem(name, absl::StrCat("configs/workloads/", name, ".yaml"), text, &r)) v.push_back(r);
+      if (ReferenceFromStem(name, absl::StrCat("configs/workloads/", name, ".yaml"), text, &r, MlperfVersion::kV2_0)) {
+        v.push_back(r);
+      }
     }
     return v;
   }();
   return refs;
 }
 
-absl::StatusOr<std::vector<MlperfReference>> LoadMlperfReferences(const std::string& dir) {
+absl::StatusOr<std::vector<MlperfReference>> LoadMlperfReferences(const std::string& dir, MlperfVersion version) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<MlperfReference> v;
@@ -326,7 +448,9 @@ absl::StatusOr<std::vector<MlperfReference>> LoadMlperfReferences(const std::str
     std::ifstream in(it->path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     MlperfReference r;
-    if (ReferenceFromStem(it->path().stem().string(), it->path().string(), text, &r)) v.push_back(std::move(r));
+    if (ReferenceFromStem(it->path().stem().string(), it->path().string(), text, &r, version)) {
+      v.push_back(std::move(r));
+    }
   }
   if (ec) return absl::InvalidArgumentError(absl::StrCat("--mlperf-references: '", dir, "': ", ec.message()));
   if (v.empty()) {
@@ -358,18 +482,19 @@ std::vector<std::string> Differences(const std::map<std::string, std::string>& e
 absl::StatusOr<WorkloadClassification> ClassifyWorkload(const MlperfWorkload& w, const WorkloadSpec& effective,
                                                         std::string_view accelerator, std::string_view job_path,
                                                         int64_t required_files,
-                                                        const std::vector<MlperfReference>* refs) {
+                                                        const std::vector<MlperfReference>* refs,
+                                                        MlperfVersion version, const MlperfV3Options& v3) {
   std::string acc = absl::AsciiStrToLower(std::string(accelerator));
   if (acc.empty()) {
     const std::string base = absl::AsciiStrToLower(std::string(job_path.substr(job_path.rfind('/') + 1)));
-    for (const char* a : {"a100", "h100"}) {
+    for (const std::string& a : MlperfAccelerators(version)) {
       if (absl::StrContains(base, a)) acc = a;
     }
   }
   const std::map<std::string, std::string> eff = FlattenWorkload(effective);
   WorkloadClassification best;
   std::vector<std::string> best_diff;
-  for (const MlperfReference& ref : refs != nullptr ? *refs : MlperfReferences()) {
+  for (const MlperfReference& ref : refs != nullptr ? *refs : MlperfReferences(version)) {
     if (ref.workload != w.name || (!acc.empty() && ref.accelerator != acc)) continue;
     absl::StatusOr<WorkloadSpec> spec = LoadWorkload(ref.yaml, {}, ref.file);
     if (!spec.ok()) return spec.status();
@@ -380,26 +505,45 @@ absl::StatusOr<WorkloadClassification> ClassifyWorkload(const MlperfWorkload& w,
     }
   }
   if (best.reference == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("--accelerator-type: '", acc, "' has no ", w.name, " reference (",
-                                                   refs != nullptr ? "in --mlperf-references" : "a100, h100", ")"));
+    std::vector<std::string> have;
+    for (const MlperfReference& ref : refs != nullptr ? *refs : MlperfReferences(version)) {
+      if (ref.workload == w.name) have.push_back(ref.accelerator);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--accelerator-type: '", acc, "' has no ", w.name, " reference ", MlperfVersionName(version), " (",
+        refs != nullptr ? "in --mlperf-references: " : "", have.empty() ? "none" : absl::StrJoin(have, ", "), ")"));
   }
   best.classification =
       ClassifyOverrides(w, best_diff, effective.num_files_train, required_files, effective.checkpoint);
+  if (version == MlperfVersion::kV3_0) {
+    MlperfV3Options o = v3;
+    o.accelerator = best.reference->accelerator;
+    ApplyV3Classes(w, o, &best.classification);
+  }
   return best;
 }
 
 absl::StatusOr<WorkloadClassification> ClassifyCheckpointWorkload(const MlperfCheckpointWorkload& w,
                                                                   const WorkloadSpec& effective, int64_t world,
                                                                   int64_t hosts,
-                                                                  const std::vector<MlperfReference>* refs) {
-  for (const MlperfReference& ref : refs != nullptr ? *refs : MlperfReferences()) {
+                                                                  const std::vector<MlperfReference>* refs,
+                                                                  MlperfVersion version, bool allow_invalid_params) {
+  for (const MlperfReference& ref : refs != nullptr ? *refs : MlperfReferences(version)) {
     if (ref.workload != w.name) continue;
     absl::StatusOr<WorkloadSpec> spec = LoadWorkload(ref.yaml, {}, ref.file);
     if (!spec.ok()) return spec.status();
     WorkloadClassification c;
     c.reference = &ref;
+    // model.parallelism.data is read only in subset mode (v3.0's files carry it): in default mode it is no difference.
+    WorkloadSpec judged = effective;
+    if (judged.checkpoint_mode == "default" && spec->checkpoint_mode == "default") {
+      judged.parallelism_data = spec->parallelism_data;
+    }
     c.classification =
-        ClassifyCheckpointOverrides(w, Differences(FlattenWorkload(effective), FlattenWorkload(*spec)), world, hosts);
+        ClassifyCheckpointOverrides(w, Differences(FlattenWorkload(judged), FlattenWorkload(*spec)), world, hosts);
+    if (version == MlperfVersion::kV3_0 && allow_invalid_params) {
+      AllowInvalidParams(MlperfClass::kOpen, &c.classification);
+    }
     return c;
   }
   return absl::InvalidArgumentError(absl::StrCat("no ", w.name, " reference (", w.reference_stem, ".yaml",

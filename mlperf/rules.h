@@ -1,4 +1,5 @@
-// MLPerf Storage rules (v2.0, ../shared/reference/dlio.md §4.3) as pure functions: the training workloads' baselines
+// MLPerf Storage rules (v2.0, ../shared/reference/dlio.md §4.3, and v3.0, ../shared/reference/mlperf-v3-and-dlio-
+// fork.md §3) as pure functions: the training workloads' baselines
 // and AU thresholds, the checkpointing workloads (llama3 8B..1T: process counts, write/read counts), the `datasize`
 // calculation, the CLOSED/OPEN/INVALID classification of a job's overrides, the 5-run verdict (AU threshold and
 // replication), and the provenance recorded in results (tool version and commit, the normalised job's sha256, each
@@ -28,23 +29,42 @@
 
 namespace dlio {
 
-// An MLPerf Storage training workload as its CLOSED configs define it (the a100/h100 files share batch, record
-// and samples per file; only computation_time differs, which datasize does not use).
+// The round whose rules and references judge a run (`--mlperf-version`). v3.0, the current round, is the default of
+// `mlperf classify` and `mlperf datasize`; v2.0 is kept for comparing old results. The 5-run mode, `mlperf report`
+// and `mlperf check` still judge by v2.0 (the C++ default below) until they learn v3.0's run rules and tree.
+enum class MlperfVersion { kV2_0 = 0, kV3_0 = 1 };
+inline constexpr MlperfVersion kDefaultMlperfVersion = MlperfVersion::kV3_0;
+const char* MlperfVersionName(MlperfVersion v);  // "v2.0", "v3.0"
+// "v3.0" or "3.0", "v2.0" or "2.0"; else an error naming --mlperf-version and the values allowed.
+absl::StatusOr<MlperfVersion> ParseMlperfVersion(std::string_view text);
+
+// An MLPerf Storage training workload as its CLOSED configs define it (the accelerators' files share record and
+// samples per file; batch and computation_time may differ, and batch is the first closed accelerator's).
 struct MlperfWorkload {
-  std::string name;               // "unet3d", "resnet50", "cosmoflow"
+  std::string name;               // "unet3d", "resnet50", "cosmoflow"; v3.0 also "retinanet", "dlrm", "flux"
   double au_threshold = 0.9;      // minimum AU as a fraction (Table 1 of the submission guidelines)
   int64_t batch_size = 1;
   double record_length_bytes = 0;
   int64_t num_samples_per_file = 1;
   bool odirect_closed = false;    // reader.odirect may be overridden in CLOSED (unet3d only)
-  bool needs_checkpoint = false;  // unet3d training must run with workflow.checkpoint=True
+  bool needs_checkpoint = false;  // v2.0: unet3d training must run with workflow.checkpoint=True
+  // The accelerators CLOSED and OPEN runs may emulate (v2.0: a100, h100; v3.0: b200, mi355; none: whatif only),
+  // and those only `whatif` may (v3.0: a100, h100).
+  std::vector<std::string> closed_accelerators;
+  std::vector<std::string> whatif_accelerators;
+  bool whatif_only() const { return closed_accelerators.empty(); }
 };
 
-// The three MLPerf training workloads.
-const std::vector<MlperfWorkload>& MlperfWorkloads();
+// The MLPerf training workloads of a round: v2.0 unet3d, resnet50, cosmoflow; v3.0 unet3d and retinanet (CLOSED and
+// OPEN), resnet50, cosmoflow, dlrm and flux (whatif only).
+const std::vector<MlperfWorkload>& MlperfWorkloads(MlperfVersion version = MlperfVersion::kV2_0);
 // Matches a workload name or a model.name that starts with it ("unet3d", "unet3d_h100", "resnet50_a100"); null if
 // none.
-const MlperfWorkload* FindMlperfWorkload(std::string_view name);
+const MlperfWorkload* FindMlperfWorkload(std::string_view name, MlperfVersion version = MlperfVersion::kV2_0);
+// The accelerator profiles of a round, CLOSED ones first ("b200, mi355, a100, h100" in v3.0), and their memory in
+// GB (Rules.md 4.3.4, ACCELERATOR_MEMORY_GB: h100 80, a100 80, b200 180, mi355 288); 0 for an unknown name.
+std::vector<std::string> MlperfAccelerators(MlperfVersion version);
+int64_t MlperfAcceleratorMemoryGb(std::string_view accelerator);
 
 // An MLPerf Storage v2.0 checkpointing workload (Submission_guidelines.md §2.2, Table 2): write 10 checkpoints, clear
 // the cache, read 10, five times; per checkpoint the duration is the maximum over ranks and the throughput the
@@ -88,8 +108,10 @@ inline constexpr int64_t kMlperfMinSteps = 500;
 inline constexpr int64_t kMlperfFilesPerSubfolder = 10000;
 DatasizeResult ComputeDatasize(const DatasizeInput& in, const MlperfWorkload& w);
 
-enum class MlperfClass { kClosed = 0, kOpen = 1, kInvalid = 2 };
-const char* MlperfClassName(MlperfClass c);  // "CLOSED", "OPEN", "INVALID"
+// v2.0 has CLOSED and OPEN; v3.0 adds WHATIF (the workloads and accelerators outside CLOSED/OPEN, and any key with
+// --allow-invalid-params). Ordered: a classification is its worst key or check.
+enum class MlperfClass { kClosed = 0, kOpen = 1, kWhatif = 2, kInvalid = 3 };
+const char* MlperfClassName(MlperfClass c);  // "CLOSED", "OPEN", "WHATIF", "INVALID"
 
 struct OverrideVerdict {
   std::string key;       // canonical dotted path ("reader.read_threads"); the override's own text for bad ones
@@ -99,6 +121,7 @@ struct OverrideVerdict {
 };
 struct Classification {
   MlperfClass overall = MlperfClass::kClosed;  // the worst of the keys and checks
+  MlperfClass checks = MlperfClass::kClosed;   // the worst of the job-level checks alone (`problems`)
   std::vector<OverrideVerdict> keys;           // one per override, in order
   std::vector<std::string> problems;           // job-level INVALID reasons (too few files, no checkpoint for unet3d)
 };
@@ -127,21 +150,36 @@ Classification ClassifyOverrides(const MlperfWorkload& w, const std::vector<std:
                                  int64_t num_files_train = 0, int64_t required_files = 0,
                                  bool workflow_checkpoint = true);
 
+// How v3.0 classes a run beyond its keys.
+struct MlperfV3Options {
+  std::string accelerator;            // the emulated accelerator ("b200"); empty = not known
+  bool allow_invalid_params = false;  // --allow-invalid-params: keys outside the lists are OPEN (WHATIF on a whatif
+                                      // workload or accelerator) instead of INVALID, as mlpstorage's -aip allows
+};
+// v3.0's rules on top of the keys' verdicts (ClassifyOverrides, same CLOSED whitelist and OPEN additions): a
+// whatif-only workload (resnet50, cosmoflow, dlrm, flux) or accelerator (a100, h100) makes the run WHATIF at best,
+// named in `problems`; --allow-invalid-params turns INVALID keys into OPEN (or WHATIF) ones, saying so in their
+// reason; v3.0's unet3d template runs with workflow.checkpoint false, so it is no longer required.
+void ApplyV3Classes(const MlperfWorkload& w, const MlperfV3Options& o, Classification* c);
+
 // The reference workload files runs are judged against: configs/workloads/<workload>_<accelerator>.yaml as this
 // version ships them (embedded at build time), for the accelerators MLPerf Storage v2.0 lists (a100, h100), and
 // configs/workloads/llama3_<size>.yaml for the checkpointing workloads (Table 2's parallelism; no accelerator).
+// v3.0's are configs/workloads/mlperf-v3.0/*.yaml (unet3d_b200, retinanet_{b200,mi355,a100,h100}, dlrm_h100, the
+// llama3 files with model.parallelism.data), with v2.0's cosmoflow and resnet50 files (unchanged in v3.0).
 struct MlperfReference {
   std::string workload;     // "unet3d", "llama3-8b"
   std::string accelerator;  // "a100", "h100"; empty for checkpointing
   std::string file;         // "configs/workloads/unet3d_h100.yaml"
   std::string yaml;         // its text
 };
-const std::vector<MlperfReference>& MlperfReferences();
+const std::vector<MlperfReference>& MlperfReferences(MlperfVersion version = MlperfVersion::kV2_0);
 // A reference set read from a folder instead (`--mlperf-references DIR`): the files named as the shipped ones
 // (unet3d_h100.yaml, llama3_8b.yaml, ...); other names are ignored, a folder with none of them is an error. For
 // scaled-down rehearsals of the whole workflow: everything judged against such a set says so, and a tree made with
 // one passes `mlperf check` only when the check is given the same folder.
-absl::StatusOr<std::vector<MlperfReference>> LoadMlperfReferences(const std::string& dir);
+absl::StatusOr<std::vector<MlperfReference>> LoadMlperfReferences(const std::string& dir,
+                                                                   MlperfVersion version = MlperfVersion::kV2_0);
 
 // What ran, judged: the effective workload (the file as it is, plus its overrides) against the reference of its
 // workload, key by key over the normalised keys (ToYaml), so an edited file is OPEN or INVALID exactly as the same
@@ -152,10 +190,13 @@ struct WorkloadClassification {
   const MlperfReference* reference = nullptr;
 };
 // `refs`: the reference set (null: the shipped MlperfReferences()).
+// `version` picks the shipped references and the accelerators (v3.0: ApplyV3Classes with `v3`).
 absl::StatusOr<WorkloadClassification> ClassifyWorkload(const MlperfWorkload& w, const WorkloadSpec& effective,
                                                         std::string_view accelerator, std::string_view job_path,
                                                         int64_t required_files = 0,
-                                                        const std::vector<MlperfReference>* refs = nullptr);
+                                                        const std::vector<MlperfReference>* refs = nullptr,
+                                                        MlperfVersion version = MlperfVersion::kV2_0,
+                                                        const MlperfV3Options& v3 = {});
 
 // A checkpointing run judged against its reference, key by key (Table 3): CLOSED may change
 // checkpoint.checkpoint_folder, storage.storage_root/storage_type and where results go, set one of
@@ -166,7 +207,9 @@ absl::StatusOr<WorkloadClassification> ClassifyWorkload(const MlperfWorkload& w,
 absl::StatusOr<WorkloadClassification> ClassifyCheckpointWorkload(const MlperfCheckpointWorkload& w,
                                                                   const WorkloadSpec& effective, int64_t world,
                                                                   int64_t hosts,
-                                                                  const std::vector<MlperfReference>* refs = nullptr);
+                                                                  const std::vector<MlperfReference>* refs = nullptr,
+                                                                  MlperfVersion version = MlperfVersion::kV2_0,
+                                                                  bool allow_invalid_params = false);
 
 // The verdict over the timed runs of a result (after the warm-up).
 // A run's figures; nullopt when the run's metric window left them unmeasured (results/results.h).

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -289,6 +290,110 @@ TEST(MlperfProvenance, Sha256AndHost) {
     EXPECT_FALSE(n.state.empty()) << n.name;
   }
   EXPECT_TRUE(p.cgroup_memory_limit_bytes == 0 || p.cgroup_memory_limit_bytes < p.memory_bytes);
+}
+
+// Issue 25 item 1: MLPerf Storage v3.0's workloads, accelerators and their memory (Rules.md 4.3.4).
+TEST(MlperfV3, WorkloadsAcceleratorsAndVersions) {
+  EXPECT_EQ(*ParseMlperfVersion("v3.0"), MlperfVersion::kV3_0);
+  EXPECT_EQ(*ParseMlperfVersion("2.0"), MlperfVersion::kV2_0);
+  EXPECT_FALSE(ParseMlperfVersion("v2.5").ok());
+  EXPECT_EQ(kDefaultMlperfVersion, MlperfVersion::kV3_0);
+  const MlperfWorkload* retinanet = FindMlperfWorkload("retinanet_b200", MlperfVersion::kV3_0);
+  ASSERT_NE(retinanet, nullptr);
+  EXPECT_DOUBLE_EQ(retinanet->au_threshold, 0.85);
+  EXPECT_EQ(retinanet->batch_size, 24);
+  EXPECT_DOUBLE_EQ(retinanet->record_length_bytes, 322957);
+  EXPECT_THAT(retinanet->closed_accelerators, ::testing::ElementsAre("b200", "mi355"));
+  EXPECT_EQ(FindMlperfWorkload("retinanet"), nullptr);  // not a v2.0 workload
+  EXPECT_TRUE(FindMlperfWorkload("resnet50", MlperfVersion::kV3_0)->whatif_only());
+  EXPECT_FALSE(FindMlperfWorkload("unet3d", MlperfVersion::kV3_0)->needs_checkpoint);  // v3.0's template: off
+  EXPECT_TRUE(FindMlperfWorkload("unet3d")->needs_checkpoint);
+  EXPECT_EQ(MlperfAcceleratorMemoryGb("h100"), 80);
+  EXPECT_EQ(MlperfAcceleratorMemoryGb("a100"), 80);
+  EXPECT_EQ(MlperfAcceleratorMemoryGb("b200"), 180);
+  EXPECT_EQ(MlperfAcceleratorMemoryGb("mi355"), 288);
+  // Every v3.0 reference loads; every training one names an accelerator of the round.
+  int training = 0, llama = 0;
+  for (const MlperfReference& r : MlperfReferences(MlperfVersion::kV3_0)) {
+    ASSERT_FALSE(r.yaml.empty()) << r.file;
+    EXPECT_TRUE(LoadWorkload(r.yaml, {}, r.file).ok()) << r.file;
+    (absl::StartsWith(r.workload, "llama3-") ? llama : training) += 1;
+  }
+  EXPECT_EQ(llama, 4);
+  EXPECT_EQ(training, 11);  // unet3d b200/h100, retinanet x4, dlrm h100, cosmoflow and resnet50 a100/h100
+}
+
+// v3.0's classes: the same whitelist, WHATIF for whatif workloads and accelerators, --allow-invalid-params.
+TEST(MlperfV3, ClassesOfTheV3Round) {
+  const MlperfWorkload& retinanet = *FindMlperfWorkload("retinanet", MlperfVersion::kV3_0);
+  std::map<std::string, const MlperfReference*> refs;
+  for (const MlperfReference& r : MlperfReferences(MlperfVersion::kV3_0)) {
+    if (r.workload == "retinanet") refs[r.accelerator] = &r;
+  }
+  ASSERT_EQ(refs.size(), 4u);
+  const MlperfReference* b200 = refs["b200"];
+  auto judge = [&](const std::vector<std::string>& ov, const std::string& acc, bool aip) {
+    absl::StatusOr<WorkloadSpec> spec = LoadWorkload(refs[acc]->yaml, ov, refs[acc]->file);
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    MlperfV3Options o;
+    o.allow_invalid_params = aip;
+    absl::StatusOr<WorkloadClassification> c =
+        ClassifyWorkload(retinanet, *spec, acc, "", 0, nullptr, MlperfVersion::kV3_0, o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? c->classification : Classification{};
+  };
+  EXPECT_EQ(judge({}, "b200", false).overall, MlperfClass::kClosed);
+  EXPECT_EQ(judge({"reader.read_threads=2", "reader.prefetch_size=4"}, "b200", false).overall, MlperfClass::kClosed);
+  EXPECT_EQ(judge({"dataset.format=png"}, "b200", false).overall, MlperfClass::kOpen);
+  EXPECT_EQ(judge({"reader.odirect=true"}, "b200", false).overall, MlperfClass::kInvalid);  // unet3d only
+  Classification c = judge({"reader.batch_size=2"}, "b200", false);
+  EXPECT_EQ(c.overall, MlperfClass::kInvalid);
+  c = judge({"reader.batch_size=2"}, "b200", true);
+  EXPECT_EQ(c.overall, MlperfClass::kOpen);
+  ASSERT_EQ(c.keys.size(), 1u);
+  EXPECT_THAT(c.keys[0].reason, ::testing::HasSubstr("allowed by --allow-invalid-params"));
+  // h100 is whatif for retinanet; an INVALID key allowed by the flag is WHATIF there.
+  c = judge({}, "h100", false);
+  EXPECT_EQ(c.overall, MlperfClass::kWhatif);
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_THAT(c.problems[0], ::testing::HasSubstr("h100 is a whatif accelerator"));
+  c = judge({"reader.batch_size=2"}, "h100", true);
+  EXPECT_EQ(c.overall, MlperfClass::kWhatif);
+  EXPECT_EQ(c.keys[0].cls, MlperfClass::kWhatif);
+  // Job-level problems stay INVALID whatever the flag: datasize's count is not a parameter.
+  absl::StatusOr<WorkloadSpec> few = LoadWorkload(b200->yaml, {"dataset.num_files_train=10"}, b200->file);
+  ASSERT_TRUE(few.ok());
+  MlperfV3Options aip;
+  aip.allow_invalid_params = true;
+  absl::StatusOr<WorkloadClassification> short_set =
+      ClassifyWorkload(retinanet, *few, "b200", "", 1000, nullptr, MlperfVersion::kV3_0, aip);
+  ASSERT_TRUE(short_set.ok());
+  EXPECT_EQ(short_set->classification.overall, MlperfClass::kInvalid);
+  EXPECT_STREQ(MlperfClassName(MlperfClass::kWhatif), "WHATIF");
+}
+
+// v3.0's llama3 references carry model.parallelism.data, read only in subset mode: v2.0's file (without it) is the
+// same workload in default mode, CLOSED at Table 2's process count.
+TEST(MlperfV3, CheckpointingDataParallelismCountsOnlyInSubsetMode) {
+  const MlperfReference* v2 = nullptr;
+  for (const MlperfReference& r : MlperfReferences()) {
+    if (r.workload == "llama3-8b") v2 = &r;
+  }
+  ASSERT_NE(v2, nullptr);
+  absl::StatusOr<WorkloadSpec> spec = LoadWorkload(v2->yaml, {}, v2->file);
+  ASSERT_TRUE(spec.ok());
+  const MlperfCheckpointWorkload& w = *FindMlperfCheckpointWorkload("llama3-8b");
+  absl::StatusOr<WorkloadClassification> c =
+      ClassifyCheckpointWorkload(w, *spec, 8, 2, nullptr, MlperfVersion::kV3_0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->classification.overall, MlperfClass::kClosed);
+  EXPECT_TRUE(c->classification.keys.empty());
+  absl::StatusOr<WorkloadSpec> subset =
+      LoadWorkload(v2->yaml, {"checkpoint.mode=subset", "model.parallelism.data=8"}, v2->file);
+  ASSERT_TRUE(subset.ok());
+  c = ClassifyCheckpointWorkload(w, *subset, 4, 1, nullptr, MlperfVersion::kV3_0);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->classification.overall, MlperfClass::kInvalid);  // the subset rule (8B only) comes with item 3
 }
 
 }  // namespace

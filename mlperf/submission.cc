@@ -216,10 +216,10 @@ absl::StatusOr<json> ClassifyRun(const WorkloadSpec& spec, const json& summary, 
   return json(nullptr);
 }
 
-absl::StatusOr<MlperfReferenceSet> MlperfReferenceSet::Load(const std::string& dir) {
+absl::StatusOr<MlperfReferenceSet> MlperfReferenceSet::Load(const std::string& dir, MlperfVersion version) {
   MlperfReferenceSet r;
   if (dir.empty()) return r;
-  absl::StatusOr<std::vector<MlperfReference>> v = LoadMlperfReferences(dir);
+  absl::StatusOr<std::vector<MlperfReference>> v = LoadMlperfReferences(dir, version);
   if (!v.ok()) return v.status();
   r.custom = *v;
   r.use_custom = true;

@@ -95,7 +95,9 @@ struct MlperfReferenceSet {
   bool use_custom = false;
   std::string label = "shipped";  // or the folder
   const std::vector<MlperfReference>* get() const { return use_custom ? &custom : nullptr; }
-  static absl::StatusOr<MlperfReferenceSet> Load(const std::string& dir);  // empty dir: the shipped set
+  // Empty dir: the shipped set (of `version`, which names the files a folder may hold).
+  static absl::StatusOr<MlperfReferenceSet> Load(const std::string& dir,
+                                                 MlperfVersion version = MlperfVersion::kV2_0);
 };
 
 // The score of one set of runs of the tree at `root` (what mlperf_storage_report.json holds per workload): runs,

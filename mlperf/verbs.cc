@@ -1,5 +1,6 @@
 #include "mlperf/verbs.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "mlperf/rules.h"
 #include "mlperf/set_verdict.h"
 #include "client/client.h"
@@ -38,12 +40,15 @@ std::string Human(double b) {
 }
 
 // The workload baseline: --workload, else the job's model.name. Null (and a message) if neither names one.
-const MlperfWorkload* PickWorkload(const std::string& flag, const std::string& model, std::ostream& err) {
+const MlperfWorkload* PickWorkload(const std::string& flag, const std::string& model, std::ostream& err,
+                                   MlperfVersion version = MlperfVersion::kV2_0) {
   const std::string name = !flag.empty() ? flag : model;
-  const MlperfWorkload* w = FindMlperfWorkload(name);
+  const MlperfWorkload* w = FindMlperfWorkload(name, version);
   if (w == nullptr) {
-    err << (flag.empty() ? "model.name" : "--workload") << ": '" << name
-        << "' is not an MLPerf Storage training workload (unet3d, resnet50, cosmoflow)\n";
+    std::vector<std::string> names;
+    for (const MlperfWorkload& k : MlperfWorkloads(version)) names.push_back(k.name);
+    err << (flag.empty() ? "model.name" : "--workload") << ": '" << name << "' is not an MLPerf Storage "
+        << MlperfVersionName(version) << " training workload (" << absl::StrJoin(names, ", ") << ")\n";
   }
   return w;
 }
@@ -212,6 +217,11 @@ int MlperfDatasize(const DatasizeCliOptions& opt, std::ostream& out, std::ostrea
         << "\n";
     return 2;
   }
+  absl::StatusOr<MlperfVersion> version = ParseMlperfVersion(opt.mlperf_version);
+  if (!version.ok()) {
+    err << version.status().message() << "\n";
+    return 2;
+  }
   MlperfWorkload w;
   if (!opt.job_path.empty()) {
     std::vector<std::string> warnings;
@@ -220,7 +230,8 @@ int MlperfDatasize(const DatasizeCliOptions& opt, std::ostream& out, std::ostrea
       err << spec.status().message() << "\n";
       return 2;
     }
-    const MlperfWorkload* base = FindMlperfWorkload(!opt.workload.empty() ? opt.workload : spec->model_name);
+    const MlperfWorkload* base =
+        FindMlperfWorkload(!opt.workload.empty() ? opt.workload : spec->model_name, *version);
     w = base != nullptr ? *base : MlperfWorkload{};
     w.name = base != nullptr ? base->name : spec->model_name;
     w.batch_size = spec->batch_size;
@@ -228,10 +239,10 @@ int MlperfDatasize(const DatasizeCliOptions& opt, std::ostream& out, std::ostrea
     w.num_samples_per_file = spec->num_samples_per_file;
   } else {
     if (opt.workload.empty()) {
-      err << "mlperf datasize: give --workload (unet3d, resnet50, cosmoflow) or a job file\n";
+      err << "mlperf datasize: give --workload (unet3d, retinanet, resnet50, cosmoflow, dlrm, flux) or a job file\n";
       return 2;
     }
-    const MlperfWorkload* base = PickWorkload(opt.workload, "", err);
+    const MlperfWorkload* base = PickWorkload(opt.workload, "", err, *version);
     if (base == nullptr) return 2;
     w = *base;
   }
@@ -272,12 +283,28 @@ int MlperfDatasize(const DatasizeCliOptions& opt, std::ostream& out, std::ostrea
 }
 
 int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<MlperfVersion> version = ParseMlperfVersion(opt.mlperf_version);
+  if (!version.ok()) {
+    err << version.status().message() << "\n";
+    return kExitBadInput;
+  }
+  if (opt.allow_invalid_params && *version != MlperfVersion::kV3_0) {
+    err << "--allow-invalid-params: a v3.0 option (OPEN and WHATIF); v2.0 has no such class\n";
+    return kExitBadInput;
+  }
+  const std::vector<std::string> accs = MlperfAccelerators(*version);
+  if (!opt.accelerator_type.empty() &&
+      std::find(accs.begin(), accs.end(), opt.accelerator_type) == accs.end()) {
+    err << "--accelerator-type: '" << opt.accelerator_type << "' is not an accelerator of MLPerf Storage "
+        << MlperfVersionName(*version) << " (" << absl::StrJoin(accs, ", ") << ")\n";
+    return kExitBadInput;
+  }
   absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(opt.job_path, opt.overrides);
   if (!spec.ok()) {
     err << spec.status().message() << "\n";
     return kExitBadInput;
   }
-  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir, *version);
   if (!refs.ok()) {
     err << refs.status().message() << "\n";
     return kExitBadInput;
@@ -291,15 +318,17 @@ int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostrea
   if (cw != nullptr) {
     workload = cw->name;
     c = ClassifyCheckpointWorkload(*cw, *spec, opt.accelerators * hosts, opt.accelerators > 0 ? hosts : 0,
-                                   refs->get());
+                                   refs->get(), *version, opt.allow_invalid_params);
   } else {
-    const MlperfWorkload* w = PickWorkload(opt.workload, spec->model_name, err);
+    const MlperfWorkload* w = PickWorkload(opt.workload, spec->model_name, err, *version);
     if (w == nullptr) return kExitBadInput;
     workload = w->name;
     if (opt.accelerators > 0 && opt.host_memory_gib > 0) {
       required = ComputeDatasize({opt.accelerators, hosts, opt.host_memory_gib}, *w).num_files_train;
     }
-    c = ClassifyWorkload(*w, *spec, opt.accelerator_type, opt.job_path, required, refs->get());
+    MlperfV3Options v3;
+    v3.allow_invalid_params = opt.allow_invalid_params;
+    c = ClassifyWorkload(*w, *spec, opt.accelerator_type, opt.job_path, required, refs->get(), *version, v3);
   }
   if (!c.ok()) {
     err << c.status().message() << "\n";
@@ -308,11 +337,12 @@ int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostrea
   json j = ClassificationJson(*c);
   if (opt.json) {
     j["workload"] = workload;
+    j["mlperf_version"] = MlperfVersionName(*version);
     j["references"] = refs->label;
     if (required > 0) j["required_num_files_train"] = required;
     out << j.dump(2) << "\n";
   } else {
-    out << "workload: " << workload
+    out << "workload: " << workload << " (MLPerf Storage " << MlperfVersionName(*version) << ")"
         << (required > 0 ? absl::StrCat(" (datasize requires ", required, " files)") : "") << "\n";
     PrintClassification(j, out);
   }

@@ -32,7 +32,8 @@
 namespace dlio {
 
 struct DatasizeCliOptions {
-  std::string workload;                 // unet3d | resnet50 | cosmoflow; or taken from the job's model.name
+  std::string workload;                 // unet3d | retinanet | resnet50 | cosmoflow | dlrm | flux; or from model.name
+  std::string mlperf_version = "v3.0";  // --mlperf-version: the round whose workloads are known (rules.h)
   std::string job_path;                 // optional: batch, record length and samples per file from this job
   std::vector<std::string> overrides;
   int64_t accelerators = 1;             // per host
@@ -47,7 +48,10 @@ struct ClassifyCliOptions {
   std::string job_path;                 // the MLPerf workload file; model.name picks the baseline
   std::string references_dir;           // --mlperf-references; empty = the shipped references
   std::string workload;                 // overrides the baseline choice
-  std::string accelerator_type;         // a100 | h100: the reference file; empty = from the job file's name
+  std::string accelerator_type;         // the reference file (v3.0: b200 | mi355 | a100 | h100; v2.0: a100 | h100);
+                                        // empty = from the job file's name
+  std::string mlperf_version = "v3.0";  // --mlperf-version: v3.0 (closed | open | whatif) or v2.0 (closed | open)
+  bool allow_invalid_params = false;    // --allow-invalid-params (v3.0): keys outside the lists are OPEN/WHATIF
   std::vector<std::string> overrides;
   int64_t accelerators = 0;             // per host; with host memory: num_files_train against datasize;
                                         // checkpointing: the process count (x hosts)
@@ -55,8 +59,9 @@ struct ClassifyCliOptions {
   double host_memory_gib = 0;
   bool json = false;
 };
-// `mlperf classify`: CLOSED / OPEN / INVALID of the effective workload (the file and its overrides) against the
-// shipped reference, with the reason per differing key. Exit 0 CLOSED or OPEN, 5 INVALID, 2 bad input.
+// `mlperf classify`: CLOSED / OPEN / WHATIF (v3.0) / INVALID of the effective workload (the file and its overrides)
+// against the shipped reference of the round, with the class and the reason of every differing key. Exit 0 CLOSED,
+// OPEN or WHATIF, 5 INVALID, 2 bad input.
 int MlperfClassify(const ClassifyCliOptions& opt, std::ostream& out, std::ostream& err);
 
 struct MlperfRunOptions {

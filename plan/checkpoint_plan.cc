@@ -1,5 +1,6 @@
 #include "plan/checkpoint_plan.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -87,6 +88,9 @@ absl::StatusOr<CheckpointModel> CheckpointModelFor(const WorkloadSpec& spec) {
   m.tensor = spec.parallelism_tensor;
   m.pipeline = spec.parallelism_pipeline;
   m.zero_stage = spec.zero_stage;
+  if (spec.checkpoint_mode == "subset") m.data = spec.parallelism_data;
+  m.layer_parameters = spec.layer_parameters;
+  m.optimization_groups = spec.optimization_groups;
   return m;
 }
 
@@ -128,8 +132,9 @@ std::vector<std::string> CheckpointSaveDirs(const WorkloadSpec& spec, int64_t wo
 
 namespace {
 
-// The parallelism and shape of a transformer model on `world` ranks, checked (one line naming the key).
-absl::Status CheckTransformer(const CheckpointModel& m, int64_t world) {
+// The parallelism of a model on `world` ranks, checked (one line naming the key): default mode, the world is a
+// multiple of TP x PP; subset mode, at most the TP x PP x data ranks of the whole job.
+absl::Status CheckParallelism(const CheckpointModel& m, int64_t world) {
   if (m.tensor <= 0) return Invalid("model.parallelism.tensor", "must be positive");
   if (m.pipeline <= 0) return Invalid("model.parallelism.pipeline", "must be positive");
   if (m.zero_stage < 0 || m.zero_stage > 3) return Invalid("model.parallelism.zero_stage", "must be 0, 1, 2 or 3");
@@ -137,10 +142,21 @@ absl::Status CheckTransformer(const CheckpointModel& m, int64_t world) {
     return Invalid("model.parallelism.zero_stage", "ZeRO-3 cannot be combined with pipeline parallelism > 1");
   }
   const int64_t mp_size = m.tensor * m.pipeline;
-  if (world % mp_size != 0) {
+  if (m.data > 0) {
+    if (world > mp_size * m.data) {
+      return Invalid("model.parallelism.data",
+                     absl::StrCat("checkpoint.mode subset: the ", world, " ranks are more than the whole job's tensor x "
+                                  "pipeline x data = ", mp_size, " x ", m.data, " = ", mp_size * m.data));
+    }
+  } else if (world % mp_size != 0) {
     return Invalid("model.parallelism", absl::StrCat("the number of ranks (", world,
                                                      ") must be a multiple of tensor x pipeline (", mp_size, ")"));
   }
+  return absl::OkStatus();
+}
+
+// The shape of a transformer model, checked (one line naming the key).
+absl::Status CheckTransformer(const CheckpointModel& m) {
   if (m.num_layers < m.pipeline) {
     return Invalid("model.num_layers", absl::StrCat("must be at least model.parallelism.pipeline (", m.pipeline,
                                                     ") for a transformer model"));
@@ -196,13 +212,102 @@ absl::Status CheckBounded(const CheckpointModel& m) {
   return absl::OkStatus();
 }
 
+// DLIO's legacy lists on `world` ranks, bounded like a transformer's checkpoint: every entry is bounded but the
+// layers x entries x writers product is not, so it is checked in floating point before any integer sum.
+absl::Status CheckLegacyBounded(const CheckpointModel& m, int64_t world) {
+  if (!m.Legacy()) return absl::OkStatus();
+  long double layer = 0, opt = 0;
+  for (int64_t e : m.layer_parameters) layer += static_cast<long double>(e);
+  for (int64_t e : m.optimization_groups) opt += static_cast<long double>(e);
+  const long double per_writer = static_cast<long double>(std::max<int64_t>(m.num_layers, 0)) * layer + 3 * opt +
+                                 static_cast<long double>(m.model_size_bytes);
+  const long double bytes = per_writer * static_cast<long double>(world);
+  if (bytes <= static_cast<long double>(kMaxCheckpointBytes)) return absl::OkStatus();
+  return Invalid("model.layer_parameters",
+                 absl::StrCat("with model.optimization_groups, num_layers ", m.num_layers, " and ", world,
+                              " ranks gives up to ", absl::StrFormat("%.0Lf", bytes), " bytes (", Binary(bytes),
+                              ") per checkpoint, more than the ", kMaxCheckpointBytes, " bytes (",
+                              Binary(kMaxCheckpointBytes), ") one checkpoint may write; lower the lists' entries"));
+}
+
+// How every rank of the plan is sized: the data-parallel size, the ZeRO-3 shard, the optimizer state per writer,
+// and the per-layer bytes (the legacy list's or the formula's).
+struct RankSizing {
+  int64_t mp_size = 1;
+  int64_t dp_size = 1;
+  int64_t shard = 1;        // ZeRO-3 divides the formula's layers by DP
+  int64_t opt_bytes = 0;    // one optim_states file; 0 = none
+  int64_t legacy_layer = -1;  // bytes of every layer from model.layer_parameters; -1 = the formula (transformer)
+  bool layers = false;      // the model has layer state at all
+};
+
+RankSizing SizingOf(const CheckpointModel& m, int64_t world, int64_t n) {
+  RankSizing z;
+  z.mp_size = m.tensor * m.pipeline;
+  z.dp_size = m.data > 0 ? m.data : world / z.mp_size;
+  z.shard = m.zero_stage == 3 ? z.dp_size : 1;
+  if (!m.optimization_groups.empty()) {
+    for (int64_t g : m.optimization_groups) z.opt_bytes += 3 * g;
+  } else if (m.transformer) {
+    const int64_t opt_elements =
+        (m.zero_stage > 0 ? n / (z.dp_size * z.mp_size) : n / z.mp_size) + 5 * m.hidden_size;
+    z.opt_bytes = 3 * opt_elements * m.optimizer_dtype_bytes;
+  }
+  if (!m.layer_parameters.empty()) {
+    z.legacy_layer = 0;
+    for (int64_t e : m.layer_parameters) z.legacy_layer += e / m.tensor;
+    z.layers = m.num_layers > 0 && z.legacy_layer > 0;
+  } else {
+    z.layers = m.transformer;
+  }
+  return z;
+}
+
+// The files rank `rank` writes (module comment): DLIO's writers, its non-transformer model state with the legacy
+// lists, its layer files and its optimizer file.
+void AddRankFiles(const CheckpointModel& m, const RankSizing& z, int64_t rank, RankCheckpoint* r) {
+  const int64_t mp = rank % z.mp_size;
+  const int64_t dp = rank / z.mp_size;
+  if (m.zero_stage == 0 && dp != 0) return;  // only the first DP replica writes
+  if (!m.transformer && m.model_size_bytes > 0) {
+    r->files.push_back({absl::StrCat("model_states-", rank, ".pt"), m.model_size_bytes});
+  }
+  const int64_t pp_rank = (rank / m.tensor) % m.pipeline;
+  auto [first, last] = StageLayers(m, pp_rank);
+  if (z.legacy_layer >= 0) {  // transformer layers only: no embedding, LM head or final norm
+    const int64_t per = m.num_layers / m.pipeline, rem = m.num_layers % m.pipeline;
+    first = 1 + pp_rank * per + std::min(pp_rank, rem);
+    last = first + per + (pp_rank < rem ? 1 : 0) - 1;
+  }
+  auto layer_bytes = [&](int64_t i, int64_t shard) {
+    return z.legacy_layer >= 0 ? z.legacy_layer : LayerBytes(m, i, shard);
+  };
+  const std::string zero_prefix = absl::StrCat("zero_pp_rank_", dp, "_mp_rank_", mp);
+  if (z.layers && last >= first) {
+    int64_t stage_bytes = 0;
+    for (int64_t i = first; i <= last; ++i) stage_bytes += layer_bytes(i, z.shard);
+    if (m.zero_stage == 1 || m.zero_stage == 2) {
+      if (dp == 0 && m.pipeline > 1) {
+        for (int64_t i = first; i <= last; ++i) {
+          r->files.push_back({absl::StrCat("layer_", i, "-model_", mp, "_model_states.pt"), layer_bytes(i, 1)});
+        }
+      } else if (dp == 0) {
+        r->files.push_back({absl::StrCat("model_", mp, "_model_states.pt"), stage_bytes});
+      }
+    } else {
+      r->files.push_back({zero_prefix + "_model_states.pt", stage_bytes});
+    }
+  }
+  if (z.opt_bytes > 0) r->files.push_back({zero_prefix + "_optim_states.pt", z.opt_bytes});
+}
+
 }  // namespace
 
 absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int64_t world) {
   if (world <= 0) return Invalid("world", "must be positive");
   CheckpointPlan plan;
   plan.ranks.resize(static_cast<size_t>(world));
-  if (!m.transformer) {
+  if (!m.transformer && !m.Legacy()) {
     if (m.model_size_bytes < 0) return Invalid("model.model_size_bytes", "must not be negative");
     if (m.model_size_bytes > kMaxCheckpointBytes) {
       return Invalid("model.model_size_bytes", absl::StrCat("must be at most ", kMaxCheckpointBytes, " bytes"));
@@ -213,46 +318,17 @@ absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int6
     }
     return plan;
   }
-  if (absl::Status s = CheckTransformer(m, world); !s.ok()) return s;
-  if (absl::Status s = CheckBounded(m); !s.ok()) return s;
-  const int64_t mp_size = m.tensor * m.pipeline;
-  const int64_t dp_size = world / mp_size;
-  const int64_t n = TransformerParameters(m);
-  plan.parameters = n;
-  const int64_t opt_elements =
-      (m.zero_stage > 0 ? n / (dp_size * mp_size) : n / mp_size) + 5 * m.hidden_size;
-  const int64_t opt_bytes = 3 * opt_elements * m.optimizer_dtype_bytes;
-  const int64_t shard = m.zero_stage == 3 ? dp_size : 1;
-
+  if (absl::Status s = CheckParallelism(m, world); !s.ok()) return s;
+  if (m.transformer) {
+    if (absl::Status s = CheckTransformer(m); !s.ok()) return s;
+    if (absl::Status s = CheckBounded(m); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckLegacyBounded(m, world); !s.ok()) return s;
+  plan.parameters = m.transformer ? TransformerParameters(m) : 0;
+  const RankSizing sizing = SizingOf(m, world, plan.parameters);
   for (int64_t rank = 0; rank < world; ++rank) {
-    const int64_t mp = rank % mp_size;
-    const int64_t dp = rank / mp_size;
-    const int64_t pp_rank = (rank / m.tensor) % m.pipeline;
-    const auto [first, last] = StageLayers(m, pp_rank);
     RankCheckpoint& r = plan.ranks[static_cast<size_t>(rank)];
-    const std::string zero_prefix = absl::StrCat("zero_pp_rank_", dp, "_mp_rank_", mp);
-    int64_t stage_bytes = 0;
-    for (int64_t i = first; i <= last; ++i) stage_bytes += LayerBytes(m, i, shard);
-
-    if (m.zero_stage == 0) {
-      if (dp != 0) continue;  // only the first DP replica writes
-      r.files.push_back({zero_prefix + "_model_states.pt", stage_bytes});
-      r.files.push_back({zero_prefix + "_optim_states.pt", opt_bytes});
-    } else if (m.zero_stage < 3) {
-      if (dp == 0) {
-        if (m.pipeline > 1) {
-          for (int64_t i = first; i <= last; ++i) {
-            r.files.push_back({absl::StrCat("layer_", i, "-model_", mp, "_model_states.pt"), LayerBytes(m, i, 1)});
-          }
-        } else {
-          r.files.push_back({absl::StrCat("model_", mp, "_model_states.pt"), stage_bytes});
-        }
-      }
-      r.files.push_back({zero_prefix + "_optim_states.pt", opt_bytes});
-    } else {
-      r.files.push_back({zero_prefix + "_model_states.pt", stage_bytes});
-      r.files.push_back({zero_prefix + "_optim_states.pt", opt_bytes});
-    }
+    AddRankFiles(m, sizing, rank, &r);
     for (const CheckpointFile& f : r.files) {
       if (f.name.find("optim_states") != std::string::npos) {
         r.optimizer_bytes += f.bytes;
@@ -262,7 +338,7 @@ absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int6
     }
   }
   if (plan.TotalBytes() > kMaxCheckpointBytes) {
-    return TooLarge(m, static_cast<long double>(n), static_cast<long double>(plan.TotalBytes()));
+    return TooLarge(m, static_cast<long double>(plan.parameters), static_cast<long double>(plan.TotalBytes()));
   }
   return plan;
 }

@@ -18,6 +18,17 @@
 //      ZeRO 3  : every rank zero_pp_rank_{dp}_mp_rank_{mp}_model_states.pt + ..._optim_states.pt (PP must be 1)
 //    with mp = rank % (TP·PP), dp = rank / (TP·PP), pp_rank = (rank / TP) % PP.
 //  - Non-transformer models: one int8 tensor of model_size_bytes on rank 0 only, model_states-0.pt.
+//  - DLIO's legacy explicit lists (megatron_deepspeed_LLNL.yaml), as DLIO main's base_checkpointing sizes them, in
+//    1-byte elements: with model.layer_parameters every transformer layer of a stage (layers 1..L only: no
+//    embedding, LM head or final norm) holds one tensor of N / TP bytes per entry N > 0 (never divided by DP);
+//    with model.optimization_groups every writer's optimizer state is two tensors of N bytes per entry N > 0 plus
+//    one of their sum (3 x the sum). Either list replaces its half of the transformer formula (the other half stays
+//    the formula's for a transformer, none otherwise). With a list, the writers are DLIO's for every model: ZeRO 0
+//    ranks < TP·PP, else every rank; a non-transformer model adds model_states-{rank}.pt of model_size_bytes on
+//    each writer. Layer files as above (ZeRO 1/2: DP-rank 0, per layer with PP > 1; ZeRO 0/3 one model_states file).
+//  - checkpoint.mode subset (CheckpointModel::data > 0): DP is `data`, not world / (TP·PP); the world (at most
+//    TP·PP·data ranks, any count) writes the shares of its ranks 0..world-1 of that larger job, as DLIO's subset
+//    mode does; ZeRO sharding and the optimizer divide by that DP.
 //  - Bounded: the bytes of one checkpoint (every rank's files) at most kMaxCheckpointBytes, the bound the job
 //    loader sets on model.model_size_bytes; the transformer keys are each bounded, but not their product (16384
 //    layers of hidden_size 2^17 would be 50 PiB, or an int64 overflow with many K/V heads), so the plan refuses
@@ -59,6 +70,10 @@ struct CheckpointModel {
   int64_t tensor = 1;     // TP
   int64_t pipeline = 1;   // PP
   int64_t zero_stage = 0; // 0..3
+  int64_t data = -1;      // checkpoint.mode subset: DP of the whole job (model.parallelism.data); -1 = world/(TP·PP)
+  std::vector<int64_t> layer_parameters;     // DLIO's legacy per-layer tensor sizes (bytes, divided by TP)
+  std::vector<int64_t> optimization_groups;  // DLIO's legacy optimizer group sizes (bytes; 3 x their sum)
+  bool Legacy() const { return !layer_parameters.empty() || !optimization_groups.empty(); }
 };
 
 // The model description of a job's model.* keys (transformer iff model.type is "transformer").
@@ -85,7 +100,7 @@ struct CheckpointPlan {
   int64_t TotalBytes() const;
 };
 
-// Errors (one line, naming the key): world not a multiple of TP·PP, zero_stage outside 0..3, ZeRO-3 with PP > 1,
+// Errors (one line, naming the key): world not a multiple of TP·PP (subset: more than TP·PP·data), zero_stage outside 0..3, ZeRO-3 with PP > 1,
 // non-positive sizes, hidden_size not divisible by num_attention_heads, num_layers < PP for a transformer, a
 // checkpoint of more than kMaxCheckpointBytes (naming the transformer keys and both sizes).
 absl::StatusOr<CheckpointPlan> MakeCheckpointPlan(const CheckpointModel& m, int64_t world);

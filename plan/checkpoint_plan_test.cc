@@ -259,5 +259,98 @@ TEST(CheckpointPlan, SaveDirsListEverySaveOfTheJob) {
   EXPECT_TRUE(CheckpointSaveDirs(spec, 2).empty());
 }
 
+// DLIO's megatron_deepspeed_LLNL.yaml as DLIO main sizes it (base_checkpointing.py, the predefined lists): TP4 x PP8,
+// ZeRO 0, 40 layers; every writer (ranks < TP x PP = 32) holds model_size bytes of model state, 5 transformer layers
+// of (52583936 + 209715200) / 4 bytes each, and 3 x (1009254400 + 865075200 + 793600) bytes of optimizer state.
+CheckpointModel MegatronLlnl() {
+  CheckpointModel m;
+  m.transformer = false;  // model.type: megatron_deepspeed
+  m.model_size_bytes = 30102;
+  m.num_layers = 40;
+  m.tensor = 4;
+  m.pipeline = 8;
+  m.zero_stage = 0;
+  m.layer_parameters = {52583936, 209715200};
+  m.optimization_groups = {1009254400, 865075200, 793600};
+  return m;
+}
+
+TEST(CheckpointPlan, PredefinedListsSizeEveryWriterAsDlioMain) {
+  absl::StatusOr<CheckpointPlan> p = MakeCheckpointPlan(MegatronLlnl(), 64);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const int64_t layer = 52583936 / 4 + 209715200 / 4;  // 65,574,784
+  const int64_t opt = 3 * (1009254400LL + 865075200 + 793600);
+  for (int64_t rank = 0; rank < 64; ++rank) {
+    const RankCheckpoint& r = p->ranks[static_cast<size_t>(rank)];
+    if (rank >= 32) {  // ZeRO 0: only the first data-parallel replica writes
+      EXPECT_TRUE(r.files.empty()) << rank;
+      continue;
+    }
+    const int64_t mp = rank % 32;
+    EXPECT_THAT(Names(r), ElementsAre("model_states-" + std::to_string(rank) + ".pt",
+                                      "zero_pp_rank_0_mp_rank_" + std::to_string(mp) + "_model_states.pt",
+                                      "zero_pp_rank_0_mp_rank_" + std::to_string(mp) + "_optim_states.pt"));
+    EXPECT_EQ(r.files[0].bytes, 30102);
+    EXPECT_EQ(r.files[1].bytes, 5 * layer) << rank;  // 40 layers over 8 stages; no embedding or LM head
+    EXPECT_EQ(r.files[2].bytes, opt);
+  }
+  EXPECT_EQ(p->TotalBytes(), 32 * (30102 + 5 * layer + opt));
+  // ZeRO 1 with PP > 1: DP-rank 0 writes one file per layer of its stage (stage 1 holds layers 6..10).
+  CheckpointModel z1 = MegatronLlnl();
+  z1.zero_stage = 1;
+  p = MakeCheckpointPlan(z1, 64);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(Names(p->ranks[4]), ElementsAre("model_states-4.pt", "layer_6-model_4_model_states.pt",
+                                              "layer_7-model_4_model_states.pt", "layer_8-model_4_model_states.pt",
+                                              "layer_9-model_4_model_states.pt", "layer_10-model_4_model_states.pt",
+                                              "zero_pp_rank_0_mp_rank_4_optim_states.pt"));
+  EXPECT_THAT(Names(p->ranks[36]), ElementsAre("model_states-36.pt", "zero_pp_rank_1_mp_rank_4_optim_states.pt"));
+  // Only one list given: the other half is the formula's for a transformer, none otherwise.
+  CheckpointModel only_opt;
+  only_opt.optimization_groups = {100, 0, 28};
+  only_opt.model_size_bytes = 0;
+  p = MakeCheckpointPlan(only_opt, 2);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(Names(p->ranks[0]), ElementsAre("zero_pp_rank_0_mp_rank_0_optim_states.pt"));
+  EXPECT_EQ(p->ranks[0].bytes(), 3 * 128);
+  EXPECT_TRUE(p->ranks[1].files.empty());  // ZeRO 0, TP x PP = 1
+  // Bounded before any integer sum: 16384 layers of 1024 entries of 2^50 bytes is refused naming the key.
+  CheckpointModel huge = MegatronLlnl();
+  huge.num_layers = 16384;
+  huge.layer_parameters.assign(1024, int64_t{1} << 50);
+  p = MakeCheckpointPlan(huge, 32);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("model.layer_parameters:"));
+}
+
+// checkpoint.mode subset: the world writes its ranks' shares of a job of TP x PP x data ranks (DLIO's
+// model.parallelism.data), so 2 ranks of llama3-8B at data 8 write exactly ranks 0 and 1 of the 8-rank job.
+TEST(CheckpointPlan, SubsetWritesTheShareOfTheWholeJob) {
+  CheckpointModel full = Llama3_8B();
+  full.zero_stage = 3;
+  absl::StatusOr<CheckpointPlan> whole = MakeCheckpointPlan(full, 8);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  CheckpointModel subset = full;
+  subset.data = 8;
+  absl::StatusOr<CheckpointPlan> part = MakeCheckpointPlan(subset, 2);
+  ASSERT_TRUE(part.ok()) << part.status();
+  ASSERT_EQ(part->ranks.size(), 2u);
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(Names(part->ranks[r]), Names(whole->ranks[r]));
+    EXPECT_EQ(part->ranks[r].bytes(), whole->ranks[r].bytes());
+  }
+  EXPECT_EQ(part->TotalBytes() * 4, whole->TotalBytes());
+  // More ranks than the whole job is refused naming the key; in default mode data is not used.
+  absl::StatusOr<CheckpointPlan> over = MakeCheckpointPlan(subset, 9);
+  ASSERT_FALSE(over.ok());
+  EXPECT_THAT(std::string(over.status().message()), HasSubstr("model.parallelism.data: checkpoint.mode subset: the 9 ranks"));
+  CheckpointModel tp8 = full;
+  tp8.tensor = 8;
+  tp8.data = 1;
+  EXPECT_TRUE(MakeCheckpointPlan(tp8, 3).ok());  // a subset need not be a multiple of TP x PP
+  tp8.data = -1;
+  EXPECT_FALSE(MakeCheckpointPlan(tp8, 3).ok());
+}
+
 }  // namespace
 }  // namespace dlio

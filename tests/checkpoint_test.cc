@@ -1,7 +1,9 @@
 // Checkpoint acceptance tests: a real coordinator and 2 agents (separate processes over loopback) run training
 // with epoch- and step-based checkpoints and a checkpoint-only job; the files on disk are compared with the
 // checkpoint plan (names and sizes), the summary with the per-rank timings; strace shows the fsyncs; /proc shows
-// the agents' peak RSS stays bounded on a ~1 GiB checkpoint.
+// the agents' peak RSS stays bounded on a ~1 GiB checkpoint. DLIO's whole checkpoint model (issue 25 item 5): constant
+// tensors compress and random ones do not, DLIO's megatron_deepspeed_LLNL.yaml and its llama files run unchanged in
+// subset mode, their files and sizes as DLIO main's base_checkpointing computes them.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -489,6 +491,110 @@ TEST(CheckpointSpace, ACheckpointLargerThanTheFreeSpaceIsRefusedBeforeAnyFileIsW
   EXPECT_NE(r.err.find("needs about 1125899906842624 bytes"), std::string::npos) << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(has only \d+ bytes \([0-9.]+ [kMGTP]?B\) available)"))) << r.err;
   EXPECT_FALSE(fs::exists(dir.path() / "root" / "ckpt")) << "a file was written";
+}
+
+// `dlio-coordinator run JOB` on `agents` local agents of `accelerators` each, data root dir/root, results in dir/out.
+CommandResult RunLocal(const std::string& job, const TempDir& dir, int agents, int accelerators,
+                       const std::vector<std::string>& overrides, seconds timeout = seconds(240)) {
+  std::vector<std::string> argv = {Bin("dlio-coordinator"), "run", job, "--local-agents", std::to_string(agents),
+                                   "--accelerators", std::to_string(accelerators), "--data-root",
+                                   dir.str() + "/root", "--results-dir", dir.str() + "/out", "--wait-for-agents", "30"};
+  for (const std::string& o : overrides) {
+    argv.push_back("--set");
+    argv.push_back(o);
+  }
+  fs::create_directories(dir.path() / "root");
+  return RunCommand(argv, timeout, dir.str());
+}
+
+// gzip -1's output size of a file: how much a compressing store keeps of it.
+uint64_t GzipBytes(const fs::path& file) {
+  const CommandResult r = RunCommand({"gzip", "-1", "-c", file.string()}, seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out.size();
+}
+
+// checkpoint.randomize_tensor: DLIO fills its tensors randomly (the default) or with ones; a compressing store keeps
+// almost all of a random checkpoint and almost nothing of a constant one.
+TEST(CheckpointModel, ConstantTensorsCompressAndRandomOnesDoNot) {
+  for (const bool randomize : {true, false}) {
+    TempDir dir;
+    WriteFile(dir.str() + "/job.yaml", BigCheckpointJob("8388608", randomize ? "" : "  randomize_tensor: false\n"));
+    CommandResult r = RunLocal(dir.str() + "/job.yaml", dir, 1, 1, {});
+    ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+    const fs::path file = dir.path() / "root" / "ckpt" / "global_epoch1_step1" / "model_states-0.pt";
+    ASSERT_EQ(fs::file_size(file), 8388608u);
+    const double ratio = static_cast<double>(GzipBytes(file)) / 8388608.0;
+    if (randomize) {
+      EXPECT_GT(ratio, 0.99) << "a random checkpoint compressed";
+    } else {
+      EXPECT_LT(ratio, 0.01) << "a constant checkpoint did not compress";
+    }
+  }
+}
+
+// DLIO's megatron_deepspeed_LLNL.yaml, unchanged but for the scale of its dataset and its steps (and checkpoint.mode
+// subset, DLIO's way to run a share of a larger job: one rank of the 32 its TP4 x PP8 needs). Rank 0 writes what
+// DLIO main writes for it: model_states-0 (model_size), its stage's 5 layers of (52583936 + 209715200) / 4 bytes in
+// one ZeRO-0 model-states file, 3 x (1009254400 + 865075200 + 793600) bytes of optimizer state: 5.95 GB. And
+// --explain at the full world (32 ranks) plans that for each of the 32 writers.
+TEST(CheckpointModel, DlioMegatronLlnlRunsUnchangedAsAOneRankSubset) {
+  const std::string job = SourceDir() + "/tests/fixtures/dlio-workloads/megatron_deepspeed_LLNL.yaml";
+  const int64_t model = 30102, layers = 5 * (52583936 / 4 + 209715200 / 4);
+  const int64_t opt = 3 * (1009254400LL + 865075200 + 793600);
+  {
+    TempDir dir;
+    CommandResult e = RunCommand({Bin("dlio-coordinator"), "run", job, "--explain", "--json", "--local-agents", "2",
+                                  "--accelerators", "16"},
+                                 seconds(60), dir.str());
+    ASSERT_EQ(e.exit_code, 0) << e.out << e.err;
+    const json c = json::parse(e.out)["checkpoint"];
+    EXPECT_EQ(c["bytes_per_checkpoint"].get<int64_t>(), 32 * (model + layers + opt)) << c.dump();
+  }
+  TempDir dir;
+  CommandResult r = RunLocal(job, dir, 1, 1,
+                             {"workflow.generate_data=True", "dataset.data_folder=data",
+                              "dataset.num_samples_per_file=16000", "train.epochs=1", "train.computation_time=0",
+                              "train.total_training_steps=1000", "checkpoint.checkpoint_folder=ckpt",
+                              "checkpoint.mode=subset", "model.parallelism.data=1"},
+                             seconds(280));
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+  // checkpoint.type: all_ranks is a label; the run says so.
+  EXPECT_NE((r.out + r.err).find("checkpoint.type: all_ranks is a label"), std::string::npos) << r.out << r.err;
+  const fs::path ckpt = dir.path() / "root" / "ckpt" / "global_epoch1_step1000";
+  EXPECT_EQ(FilesIn(ckpt), (std::map<std::string, uint64_t>{
+                               {"model_states-0.pt", model},
+                               {"zero_pp_rank_0_mp_rank_0_model_states.pt", layers},
+                               {"zero_pp_rank_0_mp_rank_0_optim_states.pt", opt}}));
+  fs::remove_all(dir.path() / "root" / "ckpt");  // 5.95 GB
+}
+
+// DLIO's llama files under ZeRO-3, unchanged but for checkpoint.mode subset (DLIO's scale key for checkpoints: 2
+// ranks write their shares of a job of TP x PP x data ranks) and a schedule of one write and one read: the files
+// are those of ranks 0 and 1 of the whole job, as the plan of the whole job gives them.
+TEST(CheckpointModel, DlioLlamaZero3FilesRunUnchangedAsTwoRankSubsets) {
+  for (const char* name : {"llama_7b_zero3", "llama_8b_zero3", "llama_70b_zero3"}) {
+    const std::string job = SourceDir() + "/tests/fixtures/dlio-workloads/" + name + ".yaml";
+    absl::StatusOr<WorkloadSpec> spec = LoadWorkloadFile(job, {});
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    const int64_t data = 2048;  // about 50 MB per rank for 8B, 110 MB for 70B (TP 8)
+    TempDir dir;
+    CommandResult r = RunLocal(job, dir, 2, 1,
+                               {"checkpoint.checkpoint_folder=ckpt", "checkpoint.time_between_checkpoints=0",
+                                "checkpoint.num_checkpoints_write=1", "checkpoint.num_checkpoints_read=1",
+                                "checkpoint.mode=subset", "model.parallelism.data=" + std::to_string(data)});
+    ASSERT_PRED1(JobRan, r.exit_code) << name << r.out << r.err;
+    absl::StatusOr<CheckpointModel> whole = CheckpointModelFor(*spec);
+    ASSERT_TRUE(whole.ok());
+    absl::StatusOr<CheckpointPlan> plan =
+        MakeCheckpointPlan(*whole, spec->parallelism_tensor * spec->parallelism_pipeline * data);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    std::map<std::string, uint64_t> want;
+    for (size_t rank = 0; rank < 2; ++rank) {
+      for (const CheckpointFile& f : plan->ranks[rank].files) want[f.name] = static_cast<uint64_t>(f.bytes);
+    }
+    EXPECT_EQ(FilesIn(dir.path() / "root" / "ckpt" / "global_epoch1_step1"), want) << name;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // MLPerf mode over real processes (docs/mlperf.md): the 5-run mode with its verdicts and results layout, the
-// per-agent read-bandwidth cap, the accelerator search, provenance in summary.json. Timed: every test runs alone
-// (RUN_SERIAL in tests/CMakeLists.txt).
+// per-agent read-bandwidth cap, the accelerator search, provenance in summary.json; v3.0's classes and references
+// (`mlperf classify --mlperf-version`) and retinanet through the jpeg path at MLPerf's sample size. Timed: every test
+// runs alone (RUN_SERIAL in tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -372,6 +373,116 @@ TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
     fs::remove(f);
   });
   EXPECT_NE(out.find(path + ": required files: missing"), std::string::npos) << out;
+}
+
+// Issue 25 item 1: `mlperf classify` judges by MLPerf Storage v3.0 by default: its references (retinanet, unet3d on
+// b200/mi355), its classes (CLOSED, OPEN, WHATIF for the workloads and accelerators outside CLOSED), the same CLOSED
+// whitelist and OPEN additions, --allow-invalid-params; v2.0 stays available with --mlperf-version v2.0.
+TEST(MlperfV3, ClassifyJudgesByTheV3ReferencesAndClasses) {
+  TempDir dir;
+  const std::string v3 = SourceDir() + "/configs/workloads/mlperf-v3.0/";
+  auto classify = [&](const std::string& job, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {Bin("dlio-coordinator"), "mlperf", "classify", job};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return RunCommand(argv, seconds(30), dir.str());
+  };
+  CommandResult r = classify(v3 + "retinanet_b200.yaml", {});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("workload: retinanet (MLPerf Storage v3.0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("classification: CLOSED (the effective workload against "
+                       "configs/workloads/mlperf-v3.0/retinanet_b200.yaml: 0 key(s) differ)"),
+            std::string::npos)
+      << r.out;
+  // The whitelist: read_threads is CLOSED, the file format OPEN, the batch INVALID (each key with its reason).
+  r = classify(v3 + "retinanet_b200.yaml", {"reader.read_threads=16", "dataset.num_files_train=2000000"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("classification: CLOSED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CLOSED   reader.read_threads=16: loader parallelism is tunable"), std::string::npos) << r.out;
+  r = classify(v3 + "retinanet_b200.yaml", {"dataset.format=png"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("classification: OPEN"), std::string::npos) << r.out;
+  r = classify(v3 + "retinanet_b200.yaml", {"reader.batch_size=2"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_NE(r.out.find("INVALID  reader.batch_size=2: not in the CLOSED or OPEN list"), std::string::npos) << r.out;
+  r = classify(v3 + "retinanet_b200.yaml", {"--allow-invalid-params", "reader.batch_size=2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("classification: OPEN"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("OPEN     reader.batch_size=2: allowed by --allow-invalid-params"), std::string::npos) << r.out;
+  // retinanet's AU is 0.85 in v3.0; mi355 is a CLOSED accelerator too.
+  r = classify(v3 + "retinanet_mi355.yaml", {"--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["class"], "CLOSED") << r.out;
+  EXPECT_EQ(j["mlperf_version"], "v3.0");
+  // h100 and resnet50 are whatif in v3.0; CLOSED in v2.0.
+  r = classify(v3 + "unet3d_h100.yaml", {});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("classification: WHATIF"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("problem  WHATIF: h100 is a whatif accelerator in v3.0 (CLOSED and OPEN unet3d emulate b200, "
+                       "mi355)"),
+            std::string::npos)
+      << r.out;
+  r = classify(SourceDir() + "/configs/workloads/resnet50_h100.yaml", {});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("classification: WHATIF"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WHATIF: resnet50 is a whatif workload in v3.0"), std::string::npos) << r.out;
+  r = classify(SourceDir() + "/configs/workloads/unet3d_h100.yaml", {"--mlperf-version", "v2.0"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("classification: CLOSED"), std::string::npos) << r.out;
+  // Bad values: one line naming the flag and what is allowed.
+  r = classify(v3 + "retinanet_b200.yaml", {"--mlperf-version", "v4.0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "--mlperf-version: 'v4.0' is not a round this version knows (v3.0, the default, or v2.0)\n");
+  r = classify(SourceDir() + "/configs/workloads/unet3d_h100.yaml", {"--mlperf-version", "v2.0", "--allow-invalid-params"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "--allow-invalid-params: a v3.0 option (OPEN and WHATIF); v2.0 has no such class\n");
+  r = classify(v3 + "retinanet_b200.yaml", {"--mlperf-version", "v2.0", "--accelerator-type", "b200"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "--accelerator-type: 'b200' is not an accelerator of MLPerf Storage v2.0 (a100, h100)\n");
+  // datasize knows v3.0's retinanet (batch 24 x 500 steps x 8 accelerators).
+  r = RunCommand({Bin("dlio-coordinator"), "mlperf", "datasize", "--workload", "retinanet", "--accelerators", "8",
+                  "--host-memory-gib", "1", "--json"},
+                 seconds(30), dir.str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["files_for_steps"], 500 * 24 * 8);
+}
+
+// Issue 25 item 1: retinanet_b200 scaled down (240 files instead of 1,170,301, one epoch) through the jpeg path at
+// MLPerf's sample size: every file a baseline JPEG of 568 x 568 pixels (floor(sqrt(322,957))^2 bytes decoded), each
+// read whole once in the epoch.
+TEST(MlperfV3, RetinanetRunsScaledDownThroughTheJpegPathAtMlperfsSampleSize) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  CommandResult r = RunCommand(
+      {Bin("dlio-coordinator"), "run", SourceDir() + "/configs/workloads/mlperf-v3.0/retinanet_b200.yaml",
+       "--local-agents", "2", "--accelerators", "1", "--data-root", dir.str() + "/root", "--results-dir",
+       dir.str() + "/results", "--wait-for-agents", "30", "--set", "workflow.generate_data=True", "--set",
+       "dataset.data_folder=data", "--set", "dataset.num_files_train=240", "--set", "train.epochs=1"},
+      seconds(240), dir.str());
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+  uint64_t bytes = 0;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "root" / "data" / "train")) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    bytes += fs::file_size(e.path());
+    const std::string jpg = ReadFile(e.path().string());
+    ASSERT_GE(jpg.size(), 4u);
+    EXPECT_EQ(jpg.substr(0, 2), std::string("\xFF\xD8", 2)) << e.path();
+    const size_t sof = jpg.find(std::string("\xFF\xC0", 2));  // baseline SOF0: length, precision, height, width
+    ASSERT_NE(sof, std::string::npos) << e.path();
+    const auto u16 = [&](size_t at) {
+      return (static_cast<unsigned char>(jpg[at]) << 8) | static_cast<unsigned char>(jpg[at + 1]);
+    };
+    EXPECT_EQ(u16(sof + 5), 568) << e.path();
+    EXPECT_EQ(u16(sof + 7), 568) << e.path();
+  }
+  EXPECT_EQ(files, 240);
+  fs::path result;
+  for (const auto& e : fs::directory_iterator(dir.path() / "results")) result = e.path();
+  const nlohmann::json summary = LoadJson((result / "summary.json").string());
+  EXPECT_EQ(summary["num_accelerators"], 2) << summary.dump();
+  EXPECT_DOUBLE_EQ(summary["metric"]["train_read_bytes"].get<double>(), static_cast<double>(bytes)) << summary.dump();
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 //    tests/s3_test.cc against a real one (s3.S3.DlioUnet3dS3WorkloadsRunWithEndpointOverride), so here they are
 //    skipped.
 //  - Files with workflow.checkpoint run scaled down with a tiny transformer and one checkpoint written and read;
-//    megatron's explicit tensor lists (model.optimization_groups / layer_parameters) are refused naming the key, and
-//    that file runs again with workflow.checkpoint=False.
+//    megatron's explicit tensor lists (model.optimization_groups / layer_parameters) are scaled down the same way
+//    (tests/checkpoint_test.cc runs DLIO's megatron_deepspeed_LLNL.yaml with its own lists).
+//  - MLPerf Storage v3.0's files (configs/workloads/mlperf-v3.0/) are shipped workload files too.
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -28,7 +29,7 @@ using std::chrono::seconds;
 
 std::vector<std::string> WorkloadFiles() {
   std::vector<std::string> files;
-  for (const char* dir : {"configs/workloads", "tests/fixtures/dlio-workloads"}) {
+  for (const char* dir : {"configs/workloads", "configs/workloads/mlperf-v3.0", "tests/fixtures/dlio-workloads"}) {
     for (const auto& e : fs::directory_iterator(fs::path(SourceDir()) / dir)) {
       if (e.path().extension() == ".yaml") files.push_back((fs::path(dir) / e.path().filename()).string());
     }
@@ -90,6 +91,9 @@ std::vector<std::string> ScaleDown(const Loaded& l) {
                           "checkpoint.steps_between_checkpoints=1"}) {
       o.push_back(k);
     }
+    // DLIO's legacy explicit sizes, when the file has them, scaled down like the transformer's shape.
+    if (l.Sets("model.optimization_groups", "")) o.push_back("model.optimization_groups=[4096,1024]");
+    if (l.Sets("model.layer_parameters", "")) o.push_back("model.layer_parameters=[8192,2048]");
   }
   return o;
 }
@@ -177,15 +181,6 @@ TEST_P(Workloads, RunsScaledDownOnTwoAgents) {
   std::vector<std::string> overrides = ScaleDown(l);
   TempDir dir;
   CommandResult r = RunCommand(RunArgs(job, dir, overrides), seconds(120), dir.str());
-  // DLIO's older explicit tensor lists (megatron's model.optimization_groups / layer_parameters) size checkpoints in a
-  // way this version does not implement: such a file is refused naming the key, and runs with checkpoints off.
-  const bool tensor_lists = l.Sets("model.optimization_groups", "") || l.Sets("model.layer_parameters", "");
-  if (tensor_lists && CheckpointOn(l)) {
-    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-    EXPECT_NE(r.err.find("DLIO key not supported yet"), std::string::npos) << r.err;
-    overrides.push_back("workflow.checkpoint=False");
-    r = RunCommand(RunArgs(job, dir, overrides), seconds(120), dir.str());
-  }
   ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   if (l.spec.train) {
     fs::path result;
@@ -194,7 +189,7 @@ TEST_P(Workloads, RunsScaledDownOnTwoAgents) {
     EXPECT_EQ(summary["num_accelerators"], 2) << summary.dump();
     EXPECT_GT(summary["metric"]["train_read_bytes"].get<double>(), 0) << summary.dump();
   }
-  if (CheckpointOn(l) && !tensor_lists) {
+  if (CheckpointOn(l)) {
     // The scaled-down checkpoint (tiny model, one per epoch step or one write and read) happened and was timed.
     fs::path result;
     for (const auto& e : fs::directory_iterator(dir.path() / "results")) result = e.path();
