@@ -156,6 +156,7 @@ void AddDatasetLayoutKeys(std::vector<KeyInfo>& v) {
   v.push_back(chunk_size);
   v.push_back(Label("dataset.generation_buffer_size", "2147483648", "indexed_binary generation only"));
   v.push_back(NotYet("dataset.keep_files", "true", Gate::kNone, "false makes DLIO delete data_folder at the end"));
+  AddParquetDatasetKeys(v);
 }
 
 }  // namespace dlio::workload_internal
