@@ -138,7 +138,8 @@ void AddDatasetLayoutKeys(std::vector<KeyInfo>& v) {
       "hdf5: none, gzip, szip (libhdf5's; not in DLIO's enum), lzf (Debian's hdf5-plugin-lzf); npz: none or zip "
       "(numpy.savez_compressed; warns: DLIO's enum compare never switches it on); csv: none or gzip (zlib; files "
       "named <name>.csv.gz as DLIO's generator names them, which DLIO's own reader does not list); DLIO's other csv "
-      "compressions (bz2, zip, xz) are not supported yet",
+      "compressions (bz2, zip, xz) are not supported yet; parquet: none, snappy, zstd, lz4 (LZ4_RAW) or gzip, the "
+      "codec of every page",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, Compressions(), {"bz2", "xz"}, "compression", &s.compression);
       },
