@@ -177,6 +177,9 @@ class ParquetSampleReader final : public SampleReader {
     }
     auto g = std::upper_bound(f.groups.begin(), f.groups.end(), static_cast<int64_t>(sample),
                               [](int64_t s, const Group& x) { return s < x.first_row; });
+    if (g == f.groups.begin()) {
+      return absl::DataLossError(absl::StrCat(path, ": the footer lists no row group holding sample ", sample));
+    }
     Group& group = *(g - 1);
     if (!group.fetched) {
       if (absl::Status s = EnsureOpen(path, stats); !s.ok()) return s;
