@@ -85,7 +85,7 @@ TEST(ParquetIndependent, WeReadHyparquetWriterFilesWithTheRightRowsAndBytes) {
   if (!HaveNode()) GTEST_SKIP() << "node or the npm packages are missing (npm ci)";
   TempDir dir;
   std::string out;
-  ASSERT_EQ(Node("write " + dir.str(), &out), 0) << out;
+  ASSERT_EQ(Node("write " + dir.path(), &out), 0) << out;
   std::ifstream in(dir.File("expected.json"));
   const json expected = json::parse(in);
   ASSERT_EQ(expected.size(), 2u);
