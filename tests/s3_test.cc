@@ -348,11 +348,12 @@ TEST_F(S3, DlioUnet3dS3WorkloadsRunWithEndpointOverride) {
 // footers and column chunks by ranged GETs; a second epoch reads as much as the first (the footer and row groups
 // once per epoch and reader).
 TEST_F(S3, V3ParquetWorkloadsRunScaledDownOverRangedGets) {
-  for (const char* file : {"flux_b200.yaml", "dlrm_b200.yaml", "dlrm_mi355.yaml", "dlrm_parquet_h100.yaml"}) {
+  for (const char* file : {"configs/workloads/flux_b200.yaml", "configs/workloads/dlrm_b200.yaml",
+                           "tests/fixtures/mlperf-v3/dlrm_mi355.yaml", "configs/workloads/dlrm_parquet_h100.yaml"}) {
     SCOPED_TRACE(file);
     const std::string bucket = NewBucket("parquet");
     TempDir dir;
-    CommandResult r = RunJob(dir, SourceDir() + "/configs/workloads/" + file,
+    CommandResult r = RunJob(dir, SourceDir() + "/" + file,
                              {"++workload.storage.storage_type=s3", "++workload.storage.storage_root=" + bucket,
                               "++workload.workflow.generate_data=True", "++workload.dataset.num_files_train=4",
                               "++workload.dataset.num_samples_per_file=6", "++workload.dataset.parquet.row_group_size=4",
