@@ -611,13 +611,13 @@ class Bench:
         files = max(4, s["a_files"] // 2)
         folder = self.dataset("pq", "parquet", files, 32, 525924, dataset_extra=self.PQ_COLUMNS)
         warm(self.data_files(folder))
-        job = job_yaml("pq", "parquet", folder, files, 32, 525924, batch=8, threads=4, epochs=s["a_epochs"],
+        job = job_yaml("pq", "parquet", folder, files, 32, 525924, batch=32, threads=4, epochs=s["a_epochs"],
                        dataset_extra=self.PQ_COLUMNS)
-        logs = self.record_iolog(job_yaml("pq", "parquet", folder, files, 32, 525924, batch=8, threads=4,
+        logs = self.record_iolog(job_yaml("pq", "parquet", folder, files, 32, 525924, batch=32, threads=4,
                                           dataset_extra=self.PQ_COLUMNS), "pq")
         fio_job = self.replay_job(logs, "pq", s["a_epochs"], "psync")
         ours, ref = self.alternate("(pq)", lambda: self.agent_job(job, "pq"), lambda: self.run_fio(fio_job))
-        self.add_ratio("Read path", f"(pq) parquet {files} x 32 rows of 514 KiB (row groups of 8), read_threads 4, "
+        self.add_ratio("Read path", f"(pq) parquet {files} x 32 rows of 514 KiB (row groups of 8), batch 32, read_threads 4, "
                        "posix, row_group mode; vs fio psync replay of the same ranges", ours, ref, 0.90)
         self.cpu_rows("(pq) parquet", ours, ref)
         for codec in ("snappy", "zstd"):
@@ -626,7 +626,7 @@ class Bench:
             warm(self.data_files(cfolder))
             rates = []
             for decode in ("false", "true"):
-                r = self.agent_job(job_yaml("pqd", "parquet", cfolder, files, 32, 525924, batch=8, threads=4,
+                r = self.agent_job(job_yaml("pqd", "parquet", cfolder, files, 32, 525924, batch=32, threads=4,
                                             dataset_extra=extra, ext=f"dlio_ext:\n  parquet_decode: {decode}\n"),
                                    f"pq-{codec}-{decode}")
                 rates.append(r["samples"] / r["cpu_s"] if r["cpu_s"] else float("nan"))

@@ -55,12 +55,62 @@ struct MinMax {
   }
 };
 
+// Min and max of n unsigned words of W bytes at p: a loop the compiler vectorises. Our floats are in [0, 1), whose
+// IEEE bit patterns order as their values, so the floats' extremes come from their bits too.
+template <typename W>
+void WordMinMax(const uint8_t* p, size_t n, uint64_t* lo, uint64_t* hi) {
+  W mn = std::numeric_limits<W>::max(), mx = 0;
+  for (size_t i = 0; i < n; ++i) {
+    W v;
+    std::memcpy(&v, p + i * sizeof(W), sizeof(W));
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+  }
+  *lo = mn;
+  *hi = mx;
+}
+
+double FloatOfBits(uint64_t bits, size_t bytes) {
+  if (bytes == 2) return internal::HalfToFloat(static_cast<uint16_t>(bits));
+  if (bytes == 4) {
+    float f;
+    const uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
+
+// Min and max of n signed or unsigned integers of `bytes` (4 or 8) at p.
+MinMax IntMinMax(const uint8_t* p, size_t n, size_t bytes) {
+  MinMax m;
+  m.any = n > 0;
+  m.imin = std::numeric_limits<int64_t>::max(), m.imax = std::numeric_limits<int64_t>::min();
+  m.umin = std::numeric_limits<uint64_t>::max(), m.umax = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t v;
+    uint64_t u;
+    if (bytes == 8) {
+      std::memcpy(&v, p + 8 * i, 8);
+      u = static_cast<uint64_t>(v);
+    } else {
+      int32_t w;
+      std::memcpy(&w, p + 4 * i, 4);
+      v = w;
+      u = static_cast<uint32_t>(w);
+    }
+    m.imin = std::min(m.imin, v), m.imax = std::max(m.imax, v);
+    m.umin = std::min(m.umin, u), m.umax = std::max(m.umax, u);
+  }
+  return m;
+}
+
 // The page's values: `n` values of column `c` in PLAIN form at `out` (n * file_bytes), drawn from `rng` (floats in
 // [0, 1) as the fork's np.random.rand; integers uniformly), with their min and max.
 MinMax FillValues(const PhysicalColumn& c, internal::Rng& rng, uint8_t* out, size_t n, std::vector<uint8_t>& tmp) {
   const internal::DType& t = *internal::FindDType(c.dtype);
-  MinMax m;
-  m.any = n > 0;
   if (c.file_bytes == c.mem_bytes) {
     internal::FillRandom(t, rng, out, n);
   } else {  // 8- and 16-bit integers widened to INT32
@@ -78,38 +128,14 @@ MinMax FillValues(const PhysicalColumn& c, internal::Rng& rng, uint8_t* out, siz
       std::memcpy(out + 4 * i, &v, 4);
     }
   }
-  m.fmin = m.imin = std::numeric_limits<int64_t>::max(), m.umin = std::numeric_limits<uint64_t>::max();
-  m.fmin = std::numeric_limits<double>::infinity(), m.fmax = -m.fmin;
-  m.imax = std::numeric_limits<int64_t>::min();
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = out + i * c.file_bytes;
-    if (c.kind == 'f') {
-      double v;
-      if (c.file_bytes == 8) {
-        std::memcpy(&v, p, 8);
-      } else if (c.file_bytes == 4) {
-        float f;
-        std::memcpy(&f, p, 4);
-        v = f;
-      } else {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        v = internal::HalfToFloat(h);
-      }
-      m.fmin = std::min(m.fmin, v), m.fmax = std::max(m.fmax, v);
-    } else if (c.file_bytes == 8) {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      m.imin = std::min(m.imin, v), m.imax = std::max(m.imax, v);
-      m.umin = std::min(m.umin, static_cast<uint64_t>(v)), m.umax = std::max(m.umax, static_cast<uint64_t>(v));
-    } else {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      m.imin = std::min<int64_t>(m.imin, v), m.imax = std::max<int64_t>(m.imax, v);
-      const uint64_t u = static_cast<uint32_t>(v);
-      m.umin = std::min(m.umin, u), m.umax = std::max(m.umax, u);
-    }
-  }
+  if (c.kind != 'f') return IntMinMax(out, n, c.file_bytes);
+  MinMax m;
+  m.any = n > 0;
+  uint64_t lo = 0, hi = 0;
+  if (c.file_bytes == 2) WordMinMax<uint16_t>(out, n, &lo, &hi);
+  if (c.file_bytes == 4) WordMinMax<uint32_t>(out, n, &lo, &hi);
+  if (c.file_bytes == 8) WordMinMax<uint64_t>(out, n, &lo, &hi);
+  m.fmin = FloatOfBits(lo, c.file_bytes), m.fmax = FloatOfBits(hi, c.file_bytes);
   return m;
 }
 

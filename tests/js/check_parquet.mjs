@@ -4,7 +4,8 @@
 //   node check_parquet.mjs read MANIFEST.json
 //     MANIFEST: [{path, rows, row_groups: [rows...], codec: "ZSTD", columns: [{name, dtype, size}]}]; for every
 //     file: the footer parses, num_rows, the row groups' rows, the top-level column names and the codec of every
-//     chunk are the manifest's; rows 0, 1 and the last are read and decoded: every list column holds `size` values
+//     chunk are the manifest's, every chunk has statistics (null_count 0, min <= max, floats in [0, 1)); rows 0, 1
+//     and the last are read and decoded: every list column holds `size` values
 //     of its dtype's range (floats in [0, 1), int8 in [-128, 127], ...). Prints "ok FILE" per file; exit 1 on the
 //     first mismatch, naming the file and what differs.
 //   node check_parquet.mjs write DIR
@@ -62,9 +63,18 @@ async function read(manifestPath) {
       fail(`${f.path}: columns ${JSON.stringify(top)}, expected ${JSON.stringify(f.columns.map(c => c.name))}`)
     }
     for (const g of md.row_groups) {
-      for (const c of g.columns) {
-        if (c.meta_data.codec !== f.codec) fail(`${f.path}: codec ${c.meta_data.codec}, expected ${f.codec}`)
-      }
+      g.columns.forEach((c, i) => {
+        const m = c.meta_data
+        if (m.codec !== f.codec) fail(`${f.path}: codec ${m.codec}, expected ${f.codec}`)
+        // column-chunk statistics: no nulls; min <= max; floats within [0, 1)
+        const st = m.statistics
+        if (!st || Number(st.null_count) !== 0) fail(`${f.path}: ${m.path_in_schema[0]}: statistics without null_count 0`)
+        const lo = Number(st.min_value), hi = Number(st.max_value)
+        if (!(lo <= hi)) fail(`${f.path}: ${m.path_in_schema[0]}: statistics min ${st.min_value} > max ${st.max_value}`)
+        if (f.columns[i].dtype.startsWith('float') && !(lo >= 0 && hi < 1)) {
+          fail(`${f.path}: ${m.path_in_schema[0]}: float statistics [${lo}, ${hi}] outside [0, 1)`)
+        }
+      })
     }
     for (const row of [0, 1, f.rows - 1]) {
       if (row < 0 || row >= f.rows) continue
