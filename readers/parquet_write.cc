@@ -198,7 +198,7 @@ pf::Statistics StatsOf(const PhysicalColumn& c, const MinMax& m) {
 class ChunkWriter {
  public:
   ChunkWriter(const FormatOptions& o, internal::FileWriter& w, internal::Rng& rng)
-      : o_(o), w_(w), rng_(rng), codec_(CodecOf(o.compression)) {}
+      : w_(w), rng_(rng), codec_(CodecOf(o.compression)) {}
 
   absl::Status Write(const PhysicalColumn& c, int64_t rows, IoStats& stats, pf::ColumnChunk* out) {
     const int64_t start = static_cast<int64_t>(w_.bytes_written());
@@ -266,7 +266,6 @@ class ChunkWriter {
   }
 
  private:
-  const FormatOptions& o_;
   internal::FileWriter& w_;
   internal::Rng& rng_;
   const pf::CompressionCodec::type codec_;

@@ -241,6 +241,8 @@ def check_parquet(path, o):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as m:
         json.dump([entry], m)
     script = pathlib.Path(__file__).resolve().parent.parent / "js" / "check_parquet.mjs"
+    if not (script.parent.parent.parent / "node_modules" / "hyparquet").exists():
+        return [f"{path}: hyparquet is missing: run `npm ci` at the repository root (package.json devDependencies)"]
     r = subprocess.run(["node", str(script), "read", m.name], capture_output=True, text=True)
     pathlib.Path(m.name).unlink()
     return [] if r.returncode == 0 else [f"{path}: hyparquet: {(r.stdout + r.stderr).strip()}"]
