@@ -44,6 +44,11 @@ absl::Status CheckParquet(const WorkloadSpec& s) {
           bytes, s.record_element_type, item));
     }
   }
+  if (s.parquet.decode && s.parquet.read_mode == "iterable") {
+    return absl::InvalidArgumentError(
+        "dlio_ext.parquet_decode: true needs dataset.parquet.read_mode: row_group (iterable reads row groups as raw "
+        "byte ranges, as the fork's iterable readers do)");
+  }
   const std::vector<ParquetColumn> cols = ParquetFileColumns(s);
   std::set<std::string> names;
   for (const ParquetColumn& c : cols) names.insert(c.name);

@@ -66,7 +66,7 @@ std::vector<ParquetColumn> ParquetFileColumns(const WorkloadSpec& spec);
 
 // The parquet keys against the rest of the job (format parquet only; other formats ignore them): the columns
 // storage.storage_options.columns names exist, at least one column is read, record_length_bytes is a whole number
-// of elements when no columns are given. One line naming the key (InvalidArgument).
+// of elements when no columns are given, decoding only in row_group mode. One line naming the key (InvalidArgument).
 absl::Status CheckParquet(const WorkloadSpec& spec);
 
 }  // namespace dlio

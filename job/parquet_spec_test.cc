@@ -103,6 +103,9 @@ TEST(ParquetKeys, EveryBadValueNamesItsKey) {
               HasSubstr("storage.storage_options.columns: must be a non-empty list"));
   EXPECT_THAT(Error(base + "  parquet:\n    columns: [{name: a, read: false}]\n"),
               HasSubstr("dataset.parquet.columns: every column has read: false"));
+  EXPECT_THAT(Error(base + "  parquet:\n    read_mode: iterable\n", {"dlio_ext.parquet_decode=true"}),
+              HasSubstr("dlio_ext.parquet_decode: true needs dataset.parquet.read_mode: row_group"));
+  EXPECT_THAT(Error(base, {"dlio_ext.parquet_decode=yes"}), HasSubstr("dlio_ext.parquet_decode: must be true or false"));
 }
 
 // Without columns the one column holds record_length_bytes in record_element_type: a whole number of elements.
