@@ -13,6 +13,7 @@ RUN apt-get update \
       libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev \
       libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev \
       libjpeg62-turbo-dev libpng-dev zlib1g-dev libsqlite3-dev libcurl4-openssl-dev libpugixml-dev \
+      libthrift-dev thrift-compiler libboost-dev libsnappy-dev libzstd-dev liblz4-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./

@@ -32,6 +32,8 @@ FormatOptions FormatOptionsFor(const WorkloadSpec& spec, std::shared_ptr<const C
   o.compression_level = spec.compression_level;
   o.hdf5_replay = spec.hdf5_engine != "libhdf5";
   o.transfer_size = spec.transfer_size;
+  o.parquet = spec.parquet;
+  o.parquet_columns = ParquetFileColumns(spec);
   if (FormatTraitsOf(spec.format).index_folder && data_dir) o.tfrecord_index_dir = data_dir->path() + "/index/" + split;
   // The spec was validated when loaded: an unknown engine name cannot reach this point.
   if (absl::StatusOr<IoEngine> e = ParseIoEngine(spec.io_engine); e.ok()) o.io_engine = *e;

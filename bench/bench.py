@@ -641,6 +641,74 @@ class Bench:
                          note=f"{rep['bytes_per_sample']:,.0f} B read per sample by both; decompression "
                               f"{100 * rep['decode_share_of_cpu']:.0f} % of replay's CPU")
 
+    # Parquet (issue 28): flux-like rows of two float32 list columns (512 KiB + 1.6 KiB), row groups of 8 rows.
+    PQ_COLUMNS = ("  parquet:\n    row_group_size: 8\n    columns:\n"
+                  "      - {name: t5_encodings, dtype: float32, size: 131072}\n"
+                  "      - {name: clip_encodings, dtype: float32, size: 409}\n")
+
+    def case_pq(self):
+        """Parquet reads (row_group mode, both columns) against fio replaying the agent's own byte ranges (its
+        footers and column chunks), then the cost of decoding: samples per CPU-second with decode off and on."""
+        s = self.size
+        files = max(4, s["a_files"] // 2)
+        folder = self.dataset("pq", "parquet", files, 32, 525924, dataset_extra=self.PQ_COLUMNS)
+        warm(self.data_files(folder))
+        job = job_yaml("pq", "parquet", folder, files, 32, 525924, batch=32, threads=4, epochs=s["a_epochs"],
+                       dataset_extra=self.PQ_COLUMNS)
+        logs = self.record_iolog(job_yaml("pq", "parquet", folder, files, 32, 525924, batch=32, threads=4,
+                                          dataset_extra=self.PQ_COLUMNS), "pq")
+        fio_job = self.replay_job(logs, "pq", s["a_epochs"], "psync")
+        ours, ref = self.alternate("(pq)", lambda: self.agent_job(job, "pq"), lambda: self.run_fio(fio_job))
+        self.add_ratio("Read path", f"(pq) parquet {files} x 32 rows of 514 KiB (row groups of 8), batch 32, read_threads 4, "
+                       "posix, row_group mode; vs fio psync replay of the same ranges", ours, ref, 0.90)
+        self.cpu_rows("(pq) parquet", ours, ref)
+        for codec in ("snappy", "zstd"):
+            extra = self.PQ_COLUMNS.replace("  parquet:", f"  compression: {codec}\n  parquet:")
+            cfolder = self.dataset(f"pq_{codec}", "parquet", files, 32, 525924, dataset_extra=extra)
+            warm(self.data_files(cfolder))
+            rates = []
+            for decode in ("false", "true"):
+                # several epochs: the agent's CPU time comes in 10 ms clock ticks
+                r = self.agent_job(job_yaml("pqd", "parquet", cfolder, files, 32, 525924, batch=32, threads=4,
+                                            epochs=s["a_epochs"], dataset_extra=extra,
+                                            ext=f"dlio_ext:\n  parquet_decode: {decode}\n"),
+                                   f"pq-{codec}-{decode}")
+                rates.append(r["samples"] / r["cpu_s"] if r["cpu_s"] else float("nan"))
+            self.add_row("Client CPU cost", f"(pq) parquet {codec}: samples per CPU-second, pages read only / "
+                         "decompressed (dlio_ext.parquet_decode)", f"{rates[0]:,.0f} / {rates[1]:,.0f}",
+                         note=f"decoding costs {1 / rates[1] - 1 / rates[0]:.2e} CPU-s per 514 KiB sample")
+
+    def case_pqgen(self):
+        s = self.size
+        files = max(4, s["g_files"] // 2)
+        folder = "data/pqgen"
+        job = job_yaml("pqgen", "parquet", folder, files, 32, 525924, generate=True, train=False,
+                       dataset_extra=self.PQ_COLUMNS)
+        gen_dir = os.path.join(self.work, folder)
+        fio_dir = os.path.join(self.work, "fio-pqgen")
+
+        def ours():
+            shutil.rmtree(gen_dir, ignore_errors=True)
+            return self.agent_job(job, "pqgen")
+
+        def ref():
+            shutil.rmtree(fio_dir, ignore_errors=True)
+            os.makedirs(fio_dir)
+            return self.run_fio(fio_file)
+
+        ours()  # tells the file size fio must write
+        size = os.path.getsize(self.data_files(folder)[0])
+        fio_file = os.path.join(self.work, "pqgen.fio")
+        with open(fio_file, "w") as f:
+            f.write(f"[gen]\nioengine=psync\nrw=write\nbs=8m\nfilesize={size}\n{FIO_ALIGN}"
+                    f"nrfiles={files}\nfile_service_type=sequential\nopenfiles=1\nend_fsync=1\n"
+                    f"fallocate=none\ndirectory={fio_dir}\n")
+        o, r = self.alternate("parquet generation", ours, ref)
+        self.add_ratio("Generation", f"parquet {files} x 32 rows of 514 KiB, fresh files, 1 rank; vs fio sequential "
+                       "write of the same bytes in 8 MiB writes (end_fsync=1)", o, r, 0.80)
+        shutil.rmtree(gen_dir, ignore_errors=True)
+        shutil.rmtree(fio_dir, ignore_errors=True)
+
     def cpu_rows(self, name, ours, ref, ref_name="fio", who="agent process, whole submit"):
         cpu_gb = median([o["cpu_s"] / (o["bytes"] / 1e9) for o in ours])
         ref_gb = median([r["cpu_s"] / (r["bytes"] / 1e9) for r in ref])
@@ -815,7 +883,8 @@ dlio_ext:
         for c in cases:
             t0 = time.monotonic()
             getattr(self, {"a": "case_a", "f": "case_f", "b": "case_b", "c": "case_c", "d": "case_d", "e": "case_e",
-                           "gen": "case_gen", "hdf5": "case_hdf5_engines", "micro": "micro", "alloc": "allocations",
+                           "gen": "case_gen", "hdf5": "case_hdf5_engines", "pq": "case_pq", "pqgen": "case_pqgen",
+                           "micro": "micro", "alloc": "allocations",
                            "fleet": "case_fleet", "ckpt": "case_ckpt"}[c])()
             log(f"bench: {c} done in {time.monotonic() - t0:.0f} s")
         if self.agent_runs:
@@ -871,7 +940,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller datasets (a quarter), still 5 rounds")
     ap.add_argument("--smoke", action="store_true", help="tiny data, 1 round: checks the harness, measures nothing")
     ap.add_argument("--rounds", type=int, default=0, help="override the number of rounds")
-    ap.add_argument("--cases", default="a,f,b,c,hdf5,d,e,gen,ckpt,micro,alloc,fleet", help="comma-separated subset")
+    ap.add_argument("--cases", default="a,f,b,c,hdf5,d,e,gen,pq,pqgen,ckpt,micro,alloc,fleet",
+                    help="comma-separated subset")
     ap.add_argument("--results", help="also write the table to this file")
     ap.add_argument("--check-targets", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args()

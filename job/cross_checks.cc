@@ -10,6 +10,7 @@
 #include "base/sleep.h"
 #include "fmt/format.h"
 #include "job/format_traits.h"
+#include "job/parquet_spec.h"
 #include "job/yaml_scalar.h"
 
 namespace dlio {
@@ -156,6 +157,7 @@ absl::Status CheckWhole(const WorkloadSpec& s) {
         "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
   }
   if (absl::Status st = CheckCompression(s); !st.ok()) return st;
+  if (absl::Status st = CheckParquet(s); !st.ok()) return st;
   if (!s.record_dims.empty() && s.record_length_bytes_stdev > 0) {
     return absl::InvalidArgumentError(
         "dataset.record_dims: cannot be combined with dataset.record_length_bytes_stdev (DLIO refuses both; give "

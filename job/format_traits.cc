@@ -61,6 +61,11 @@ std::vector<FormatTraits> Rows() {
   f.dlio_differs = "mmap_indexed_binary reads touch every 4 KiB page of each sample here; DLIO's reader only "
                    "slices a memmap view and reads almost nothing, so its bytes read are not comparable";
   v.push_back(f);
+  f = Row("parquet");
+  f.ranged_gets = f.io_engines = true;
+  f.compressions = {"none", "snappy", "zstd", "lz4", "gzip"};
+  f.note = "MLPerf Storage v3's flux and dlrm: columns, row groups, byte-range reads of the selected column chunks";
+  v.push_back(f);
   f = Row("synthetic");
   f.note = "placeholder files, no reads";
   f.no_engines = " (it reads nothing; use posix)";

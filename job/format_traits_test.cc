@@ -46,7 +46,8 @@ TEST(FormatRules, CompressionsFollowTheRows) {
       } else {
         EXPECT_EQ(s.status().message(),
                   std::string("dataset.compression: ") + c + " is not available for " + f.name +
-                      " files (hdf5: none, gzip, szip, lzf; npz: none, zip; csv: none, gzip; other formats: none)");
+                      " files (parquet: none, snappy, zstd, lz4, gzip; hdf5: none, gzip, szip, lzf; npz: none, zip; csv: "
+                      "none, gzip; other formats: none)");
       }
     }
   }
@@ -106,7 +107,7 @@ TEST(FormatRules, ChunkingAndTheDatasetChecksFollowTheRows) {
 TEST(FormatRules, CompressingFormatsListTheMostChoicesFirst) {
   std::vector<std::string> names;
   for (const FormatTraits* f : CompressingFormats()) names.push_back(f->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"hdf5", "npz", "csv"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"parquet", "hdf5", "npz", "csv"}));
   EXPECT_EQ(FormatTraitsOf("nosuch").name, std::string(""));
   EXPECT_EQ(&FormatTraitsOf("hdf5"), FindFormatTraits("hdf5"));
 }

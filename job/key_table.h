@@ -115,6 +115,10 @@ void AddTrainKeys(std::vector<KeyInfo>& v);       // train, evaluation
 void AddCheckpointKeys(std::vector<KeyInfo>& v);  // checkpoint
 void AddOutputKeys(std::vector<KeyInfo>& v);      // output, profiling, metric
 void AddDlioExtKeys(std::vector<KeyInfo>& v);     // dlio_ext: our own keys
+// The parquet rows of three sections (keys_parquet.cc), called by the sections' own Add*Keys().
+void AddParquetDatasetKeys(std::vector<KeyInfo>& v);  // dataset.parquet.*
+void AddParquetStorageKeys(std::vector<KeyInfo>& v);  // storage.storage_options.columns
+void AddParquetExtKeys(std::vector<KeyInfo>& v);      // dlio_ext.parquet_decode
 
 // "SHOWN: unknown key (did you mean KEY?)[ CONTEXT]" (InvalidArgument): `shown` is the path as written
 // (data_reader.x), `canon` the table's spelling (reader.x); the nearest known key from Keys() (key_suggest.cc).

@@ -138,7 +138,8 @@ void AddDatasetLayoutKeys(std::vector<KeyInfo>& v) {
       "hdf5: none, gzip, szip (libhdf5's; not in DLIO's enum), lzf (Debian's hdf5-plugin-lzf); npz: none or zip "
       "(numpy.savez_compressed; warns: DLIO's enum compare never switches it on); csv: none or gzip (zlib; files "
       "named <name>.csv.gz as DLIO's generator names them, which DLIO's own reader does not list); DLIO's other csv "
-      "compressions (bz2, zip, xz) are not supported yet",
+      "compressions (bz2, zip, xz) are not supported yet; parquet: none, snappy, zstd, lz4 (LZ4_RAW) or gzip, the "
+      "codec of every page",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, Compressions(), {"bz2", "xz"}, "compression", &s.compression);
       },
@@ -156,6 +157,7 @@ void AddDatasetLayoutKeys(std::vector<KeyInfo>& v) {
   v.push_back(chunk_size);
   v.push_back(Label("dataset.generation_buffer_size", "2147483648", "indexed_binary generation only"));
   v.push_back(NotYet("dataset.keep_files", "true", Gate::kNone, "false makes DLIO delete data_folder at the end"));
+  AddParquetDatasetKeys(v);
 }
 
 }  // namespace dlio::workload_internal

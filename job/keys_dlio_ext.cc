@@ -74,6 +74,7 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
         return ParseChoice(n, p, {"none", "before_training", "every_epoch"}, {}, "cache eviction", &s.evict_cache);
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
+  AddParquetExtKeys(v);
 }
 
 }  // namespace dlio::workload_internal

@@ -70,7 +70,8 @@ void AddReaderAccessKeys(std::vector<KeyInfo>& v) {
       "on_demand: whole-file formats (npz, npy, csv, jpeg, png) re-read the file for every sample, as DLIO's index "
       "mode does; memory: a loader thread reads a file once and serves its following samples from memory (it keeps "
       "its most recent file, so memory stays bounded; DLIO keeps every opened file). No effect on hdf5, "
-      "indexed_binary, mmap_indexed_binary, tfrecord (streamed once anyway) and synthetic",
+      "indexed_binary, mmap_indexed_binary, tfrecord (streamed once anyway), parquet (a row group is read once per "
+      "epoch anyway) and synthetic",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, {"on_demand", "memory"}, {}, "read type", &s.read_type);
       },

@@ -81,6 +81,7 @@ void AddStorageKeys(std::vector<KeyInfo>& v) {
   v.push_back(IntKey("storage.storage_options.s3_max_attempts", &WorkloadSpec::s3_max_attempts, 1, 100,
                      "s3: attempts per request in all (retries with backoff on 5xx, SlowDown and timeouts, each "
                      "counted in dlio_s3_retries_total)"));
+  AddParquetStorageKeys(v);
 }
 
 }  // namespace dlio::workload_internal

@@ -64,6 +64,7 @@ void Change(std::string& v) { v += "x"; }
 void Change(std::vector<int64_t>& v) { v.push_back(7); }
 void Change(ShuffleMode& v) { v = v == ShuffleMode::kOff ? ShuffleMode::kSeed : ShuffleMode::kOff; }
 void Change(Distribution& v) { v.extra_stdev += 0.5; }
+void Change(ParquetSpec& v) { v.row_group_size += 1; }
 
 TEST(WorkloadSpecEquality, SpecsDifferingInOneComparedFieldAreUnequal) {
   const WorkloadSpec base;

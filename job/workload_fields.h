@@ -25,7 +25,7 @@
   X(data_folder) X(format) X(num_files_train) X(num_samples_per_file) X(record_length_bytes)                        \
   X(record_length_bytes_stdev) X(num_files_eval) X(num_subfolders_train) X(num_subfolders_eval) X(file_prefix)      \
   X(record_dims) X(record_element_type) X(hdf5_chunk_dims) X(hdf5_num_dset_per_record) X(hdf5_max_shape)           \
-  X(compression) X(compression_level) X(enable_chunking) X(chunk_size)                                              \
+  X(compression) X(compression_level) X(enable_chunking) X(chunk_size) X(parquet)                                   \
   /* reader */                                                                                                      \
   X(data_loader) X(batch_size) X(batch_size_eval) X(read_threads) X(prefetch_size) X(file_shuffle)                  \
   X(sample_shuffle) X(transfer_size) X(preprocess_time) X(odirect)                                                  \

@@ -33,6 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "job/distribution.h"
+#include "job/parquet_spec.h"
 
 namespace dlio {
 
@@ -126,6 +127,7 @@ struct WorkloadSpec {
   int compression_level = 4;                 // dataset.compression_level
   bool enable_chunking = false;              // dataset.enable_chunking (DLIO ignores it; HDF5 chunking here)
   int64_t chunk_size = 0;                    // dataset.chunk_size: bytes per HDF5 chunk with enable_chunking
+  ParquetSpec parquet;                       // dataset.parquet.*, storage_options.columns, dlio_ext.parquet_decode
 
   // reader (alias data_reader)
   std::string data_loader = "pytorch";

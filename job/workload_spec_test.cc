@@ -254,9 +254,9 @@ TEST(WorkloadSpec, WrongValuesSayWhatIsAllowed) {
   EXPECT_EQ(Error("reader:\n  sample_shuffle: true\n"),
             "job.yaml:2: reader.sample_shuffle: must be one of off, seed, random, got true");
   EXPECT_EQ(Load("reader:\n  sample_shuffle: false\n").sample_shuffle, ShuffleMode::kOff);
-  EXPECT_EQ(Error("dataset:\n  format: parquet\n"),
+  EXPECT_EQ(Error("dataset:\n  format: orc\n"),
             "job.yaml:2: dataset.format: must be one of npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, "
-            "mmap_indexed_binary, synthetic, hdf5_opt, got 'parquet'");
+            "mmap_indexed_binary, parquet, synthetic, hdf5_opt, got 'orc'");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression_level: 10\n"),
             "job.yaml:3: dataset.compression_level: must be an integer in [0, 9], got 10");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  hdf5:\n    chunk_dims: [1, 0, 32]\n"),
@@ -285,8 +285,8 @@ TEST(WorkloadSpec, ChecksAcrossKeys) {
             "workflow: nothing to do (workflow.generate_data, workflow.train and workflow.checkpoint are all false)");
   EXPECT_EQ(Error("workflow:\n  train: false\n  checkpoint: true\n"), "<loaded>");  // checkpoint-only mode
   EXPECT_EQ(Error("dataset:\n  format: npz\n  compression: gzip\n"),
-            "dataset.compression: gzip is not available for npz files (hdf5: none, gzip, szip, lzf; npz: none, zip; "
-            "csv: none, gzip; other formats: none)");
+            "dataset.compression: gzip is not available for npz files (parquet: none, snappy, zstd, lz4, gzip; hdf5: "
+            "none, gzip, szip, lzf; npz: none, zip; csv: none, gzip; other formats: none)");
   EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_length_bytes: 1024\n  hdf5:\n    chunk_dims: [1, 64, 64]\n"),
               HasSubstr("dataset.hdf5.chunk_dims: [1, 64, 64] exceeds the dataset's maximum shape [1, 32, 32]"));
   EXPECT_THAT(Error("dataset:\n  format: hdf5\n  record_dims: [6, 4, 4]\n  hdf5:\n    chunk_dims: [1, 4, 4]\n"),
@@ -310,7 +310,7 @@ TEST(WorkloadSpec, ChecksAcrossKeys) {
 TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("dataset:\n  format: hdf5_opt\n"),
             "job.yaml:2: dataset.format: 'hdf5_opt' is a DLIO format not supported yet (supported: npz, hdf5, tfrecord, csv, npy, "
-            "jpeg, png, indexed_binary, mmap_indexed_binary, synthetic)");
+            "jpeg, png, indexed_binary, mmap_indexed_binary, parquet, synthetic)");
   EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: zip\n"),
             "dataset.compression: zip for csv files is a DLIO compression not supported yet (csv: none, gzip)");
   EXPECT_EQ(Error("dataset:\n  format: csv\n  compression: gzip\n"), "<loaded>");  // zlib
@@ -334,8 +334,8 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
             "job.yaml:2: reader.data_loader: 'native_dali' is a DLIO data loader not supported yet (supported: pytorch, "
             "tensorflow, dali)");
   EXPECT_EQ(Error("dataset:\n  format: hdf5\n  compression: xz\n"),
-            "job.yaml:3: dataset.compression: 'xz' is a DLIO compression not supported yet (supported: none, gzip, szip, lzf, "
-            "zip)");
+            "job.yaml:3: dataset.compression: 'xz' is a DLIO compression not supported yet (supported: none, snappy, "
+            "zstd, lz4, gzip, szip, lzf, zip)");
   EXPECT_EQ(Error("checkpoint:\n  steps_between_checkpoints: 8\nworkflow:\n  checkpoint: true\n"), "<loaded>");
 }
 

@@ -16,6 +16,7 @@
 #include "readers/npy.h"
 #include "storage/io_util.h"
 #include "readers/npz.h"
+#include "readers/parquet.h"
 #include "readers/synthetic.h"
 #include "readers/tfrecord.h"
 
@@ -145,6 +146,7 @@ const std::vector<std::pair<std::string, FormatFactory>>& FormatFactories() {
       {"png", NewPngFormat},
       {"indexed_binary", NewIndexedBinaryFormat},
       {"mmap_indexed_binary", NewMmapIndexedBinaryFormat},
+      {"parquet", NewParquetFormat},
       {"synthetic", NewSyntheticFormat},
   };
   return factories;

@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "base/confined_dir.h"
 #include "job/format_traits.h"
+#include "job/parquet_spec.h"
 #include "results/io_stats.h"
 #include "storage/storage.h"
 
@@ -71,6 +72,10 @@ struct FormatOptions {
   // tfrecord: folder of DLIO's DALI index files (`<data_folder>/index/train`); a data file `.../<name>` gets
   // `<dir>/<name>.idx` with one "offset length" line per record. Empty = no index.
   std::string tfrecord_index_dir;
+  // parquet: the columns of a row (job/parquet_spec.h ParquetFileColumns) and the layout, read-mode, selection and
+  // decode keys (ParquetSpec; its `columns` is not used here: parquet_columns is the resolved list).
+  std::vector<ParquetColumn> parquet_columns;
+  ParquetSpec parquet;
   // How npz, npy, csv, jpeg, png and tfrecord read (storage.h); hdf5 reads through libhdf5, indexed_binary with
   // pread (posix only).
   IoEngine io_engine = IoEngine::kPosix;

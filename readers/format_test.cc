@@ -43,7 +43,7 @@ TEST(MakeFormat, UnknownNameListsAllowed) {
   EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(f.status().message(),
             "dataset.format: unknown format 'x' (allowed: npz, hdf5, tfrecord, csv, npy, jpeg, png, indexed_binary, "
-            "mmap_indexed_binary, synthetic)");
+            "mmap_indexed_binary, parquet, synthetic)");
 }
 
 // The format library makes exactly the formats of the registry (job/format_traits.h), and each behaves as its

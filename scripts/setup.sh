@@ -22,7 +22,9 @@ packages=(cmake g++ make pkg-config
   libhdf5-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libspdlog-dev libfmt-dev libisal-dev libzip-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjpeg62-turbo-dev libpng-dev zlib1g-dev hdf5-plugin-lzf liblzf1 libsqlite3-dev
-  libcurl4-openssl-dev libpugixml-dev)                         # S3 object storage (storage/s3/client.h)
+  libcurl4-openssl-dev libpugixml-dev                          # S3 object storage (storage/s3/client.h)
+  libthrift-dev thrift-compiler libboost-dev                   # parquet metadata (third_party/parquet; thrift's headers need boost's)
+  libsnappy-dev libzstd-dev liblz4-dev)                        # parquet page codecs
 # openssl: the TLS tests make their own certificates; python3: bench/fleet.sh reads the result files.
 # hdf5-plugin-lzf is HDF5's lzf filter for dataset.compression: lzf; its plugin needs liblzf1 loaded beside it.
 if ((with_tests)); then

@@ -344,6 +344,31 @@ TEST_F(S3, DlioUnet3dS3WorkloadsRunWithEndpointOverride) {
   EXPECT_EQ(List("unet3d", "data/unet3d/train/").size(), 32u);  // 16 npz and 16 npy objects
 }
 
+// MLPerf Storage v3's parquet workloads, scaled down, over the gateway: generation PUTs the files, training reads
+// footers and column chunks by ranged GETs; a second epoch reads as much as the first (the footer and row groups
+// once per epoch and reader).
+TEST_F(S3, V3ParquetWorkloadsRunScaledDownOverRangedGets) {
+  for (const char* file : {"configs/workloads/flux_b200.yaml", "configs/workloads/dlrm_b200.yaml",
+                           "tests/fixtures/mlperf-v3/dlrm_mi355.yaml", "configs/workloads/dlrm_parquet_h100.yaml"}) {
+    SCOPED_TRACE(file);
+    const std::string bucket = NewBucket("parquet");
+    TempDir dir;
+    CommandResult r = RunJob(dir, SourceDir() + "/" + file,
+                             {"++workload.storage.storage_type=s3", "++workload.storage.storage_root=" + bucket,
+                              "++workload.workflow.generate_data=True", "++workload.dataset.num_files_train=4",
+                              "++workload.dataset.num_samples_per_file=6", "++workload.dataset.parquet.row_group_size=4",
+                              "++workload.dataset.compression=snappy", "++workload.reader.batch_size=3",
+                              "++workload.reader.read_threads=2", "++workload.train.epochs=2",
+                              "++workload.train.computation_time=0"},
+                             1);
+    ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+    EXPECT_EQ(List(bucket, "data/").size(), 4u);
+    const json s = LoadJson(dir.str() + "/out/summary.json");
+    EXPECT_EQ(s["dlio_ext"]["train_io"]["samples"].get<uint64_t>(), 48u) << s.dump();
+    EXPECT_GT(s["metric"]["train_read_bytes"].get<double>(), 0) << s.dump();
+  }
+}
+
 // The gateway dies in the middle of an epoch: the job fails after s3_max_attempts attempts with one line naming the
 // endpoint, the bucket, the object and the HTTP status (none: no answer), well within the retry schedule.
 TEST_F(S3, GatewayKilledMidEpochFailsTheJobWithinMaxAttempts) {

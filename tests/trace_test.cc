@@ -355,5 +355,60 @@ TEST(Strace, Hdf5ReplayMakesTheLibhdf5EnginesReadSyscalls) {
   }
 }
 
+// Parquet in each read mode (docs/workloads.md "Parquet"): metric.train_read_bytes equals the bytes the agent's read
+// syscalls returned on the files: the footers and the selected column chunks (row_group: one range per chunk;
+// iterable: one span per row group; with decoding as without), counted as issued.
+TEST(Strace, ParquetTrainReadBytesEqualTheReadSyscallsInEveryReadMode) {
+  TempDir dir;
+  const std::string strace_log = dir.str() + "/strace.log";
+  Fleet fleet(dir, 1, 1, {},
+              {"strace", "-f", "-y", "-qq", "-s", "0", "-o", strace_log, "-e",
+               "trace=openat,close,read,pread64,readv,preadv,preadv2"});
+  ASSERT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 1; }, std::chrono::seconds(30))) << fleet.Logs();
+  const std::string columns =
+      "  compression: snappy\n  parquet:\n    row_group_size: 3\n    columns:\n"
+      "      - {name: t5_encodings, dtype: float32, size: 3000}\n      - {name: clip_encodings, dtype: float32, size: 41}\n"
+      "      - {name: timestamp, dtype: float16, size: 7, read: false}\n";
+  const std::map<std::string, std::vector<std::string>> modes = {
+      {"row_group", {"dataset.parquet.read_mode=row_group"}},
+      {"iterable", {"dataset.parquet.read_mode=iterable", "storage.storage_options.columns=[clip_encodings]"}},
+      {"decode", {"dataset.parquet.read_mode=row_group", "dlio_ext.parquet_decode=true", "dataset.compression=zstd"}},
+  };
+  std::map<std::string, json> summaries;
+  for (const auto& [mode, sets] : modes) {
+    std::string job_text = Workload("parquet", 4, 8, 12192, 4, 0.0, 1, true);
+    job_text.replace(job_text.find("reader:"), 0, columns);
+    const std::string job = dir.str() + "/" + mode + ".yaml";
+    WriteFile(job, job_text);
+    const std::string out = dir.str() + "/out-" + mode;
+    std::vector<std::string> argv = {"submit", job, "--output", out, "--wait-for-agents", "30", "--set",
+                                     "dataset.data_folder=data-" + mode};
+    for (const std::string& s : sets) argv.insert(argv.end(), {"--set", s});
+    CommandResult r = fleet.Client(argv, seconds(180));
+    ASSERT_PRED1(JobRan, r.exit_code) << mode << "\n" << Dump(r) << fleet.Logs();
+    summaries[mode] = LoadJson(out + "/summary.json");
+  }
+  Process& traced = fleet.agent(0);
+  const std::string children =
+      ReadFile("/proc/" + std::to_string(traced.pid()) + "/task/" + std::to_string(traced.pid()) + "/children");
+  ASSERT_FALSE(children.empty()) << "no agent process under strace";
+  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(children)), SIGTERM), 0);
+  ASSERT_NE(traced.Wait(std::chrono::milliseconds(20000)), -1) << traced.Log();
+  const std::string log = ReadFile(strace_log);
+  for (const auto& [mode, summary] : summaries) {
+    const uint64_t train_read_bytes = summary["metric"]["train_read_bytes"].get<uint64_t>();
+    const StraceTotals t = ParseStrace(log, "/data-" + mode + "/train/");
+    std::printf("parquet %s: strace %llu reads = %llu bytes; metric.train_read_bytes %llu\n", mode.c_str(),
+                static_cast<unsigned long long>(t.reads), static_cast<unsigned long long>(t.read_bytes),
+                static_cast<unsigned long long>(train_read_bytes));
+    EXPECT_GT(t.reads, 0u) << mode;
+    EXPECT_EQ(train_read_bytes, t.read_bytes) << mode;
+    EXPECT_EQ(summary["dlio_ext"]["train_io"]["samples"].get<uint64_t>(), 32u) << mode;
+  }
+  // iterable reads one narrow column: fewer bytes than row_group's two wide ones
+  EXPECT_LT(summaries["iterable"]["metric"]["train_read_bytes"].get<uint64_t>(),
+            summaries["row_group"]["metric"]["train_read_bytes"].get<uint64_t>());
+}
+
 }  // namespace
 }  // namespace dlio::testing

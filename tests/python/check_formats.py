@@ -21,6 +21,9 @@ Opens every DIR/**/*.F and checks DLIO's layout (names, dtypes, shapes), as DLIO
                   prod(dims) x itemsize bytes; the data file is exactly their sum
   synthetic       a placeholder holding the file's index as text
   tfrecord        (--index-dir) DALI index DIR/<file>.idx: one "offset length" line per framed record
+  parquet         read by an independent reader, hyparquet (tests/js/check_parquet.mjs, node): one list column
+                  "data" of prod(dims) values of T per row (the column without a schema), nspf rows in one row group,
+                  the codec of --compression (default none), a few rows decoded
 Options not given are not checked (shapes then only have to agree with each other).
 Prints one line per problem and exits 1 if there was any (2 on bad usage or no files found), 0 otherwise.
 Batch form (one interpreter start for many checks): [::] ARGS :: ARGS :: ...; runs each check and prints
@@ -222,6 +225,29 @@ def check_tfrecord_index(path, o):
     return problems
 
 
+PARQUET_CODECS = {None: "UNCOMPRESSED", "none": "UNCOMPRESSED", "snappy": "SNAPPY", "zstd": "ZSTD", "lz4": "LZ4_RAW",
+                  "gzip": "GZIP"}
+
+
+def check_parquet(path, o):
+    import json
+    import subprocess
+    import tempfile
+    size = int(np.prod(o.dims)) if o.dims else None
+    if size is None or o.samples is None:
+        return [f"{path}: parquet needs --dims and --samples"]
+    entry = {"path": str(path), "rows": o.samples, "row_groups": [o.samples], "codec": PARQUET_CODECS[o.compression],
+             "columns": [{"name": "data", "dtype": o.dtype or "uint8", "size": size}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as m:
+        json.dump([entry], m)
+    script = pathlib.Path(__file__).resolve().parent.parent / "js" / "check_parquet.mjs"
+    if not (script.parent.parent.parent / "node_modules" / "hyparquet").exists():
+        return [f"{path}: hyparquet is missing: run `npm ci` at the repository root (package.json devDependencies)"]
+    r = subprocess.run(["node", str(script), "read", m.name], capture_output=True, text=True)
+    pathlib.Path(m.name).unlink()
+    return [] if r.returncode == 0 else [f"{path}: hyparquet: {(r.stdout + r.stderr).strip()}"]
+
+
 def run(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
@@ -230,7 +256,7 @@ def run(argv):
     ap.add_argument("--dtype", help="numpy element type")
     ap.add_argument("--samples", type=int, help="samples per file")
     ap.add_argument("--num-dset", type=int, help="hdf5: records datasets per file")
-    ap.add_argument("--compression", help="npz: none|zip; hdf5: none|gzip|szip|lzf")
+    ap.add_argument("--compression", help="npz: none|zip; hdf5: none|gzip|szip|lzf; parquet: none|snappy|zstd|lz4|gzip")
     ap.add_argument("--chunks", type=ints, help="hdf5: chunk shape")
     ap.add_argument("--max-shape", type=ints, help="hdf5: maxshape after the samples axis")
     ap.add_argument("--index-dir", help="tfrecord: folder of the DALI index files")
@@ -240,7 +266,7 @@ def run(argv):
     checks = {"npy": check_npy, "npz": check_npz, "hdf5": check_hdf5, "csv": check_csv,
               "jpeg": lambda p, o: check_image(p, o, "jpeg"), "png": lambda p, o: check_image(p, o, "png"),
               "indexed_binary": check_indexed, "mmap_indexed_binary": check_indexed,
-              "synthetic": check_synthetic, "tfrecord": check_tfrecord_index}
+              "synthetic": check_synthetic, "tfrecord": check_tfrecord_index, "parquet": check_parquet}
     if o.format not in checks or (o.format == "tfrecord" and not o.index_dir):
         print(f"--format {o.format}: not checked here", file=sys.stderr)
         return 2
