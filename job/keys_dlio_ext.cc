@@ -64,6 +64,10 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
         return ParseChoice(n, p, {"none", "before_training", "every_epoch"}, {}, "cache eviction", &s.evict_cache);
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
+  v.push_back(IntKey("dlio_ext.telemetry_interval", &WorkloadSpec::telemetry_interval, 1, 3600,
+                     "seconds between the lines of each agent's host telemetry series (<agent>_host.jsonl in the "
+                     "results: CPU, memory, disks, network; 10 as MLPerf Storage v3 records them); the agents "
+                     "sample every second for /metrics whatever it is"));
 }
 
 }  // namespace dlio::workload_internal
