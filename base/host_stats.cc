@@ -1,5 +1,6 @@
 #include "base/host_stats.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -122,6 +123,39 @@ SelfIo ParseSelfIo(absl::string_view text) {
   return io;
 }
 
+double ParseCpuQuotaCores(absl::string_view text) {
+  const std::vector<absl::string_view> f = Fields(absl::StripAsciiWhitespace(text));
+  if (f.size() < 2 || f[0] == "max") return 0;
+  double quota = 0, period = 0;
+  if (!absl::SimpleAtod(f[0], &quota) || !absl::SimpleAtod(f[1], &period) || quota <= 0 || period <= 0) return 0;
+  return quota / period;
+}
+
+double CpuLimitCores(const std::string& cgroup_root) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  double cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  // /proc/self/cgroup: "0::/path" (v2), "N:cpu,cpuacct:/path" (v1).
+  for (absl::string_view line : absl::StrSplit(ReadText("/proc/self/cgroup"), '\n')) {
+    const std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() != 3) continue;
+    double quota = 0;
+    if (f[0] == "0" && f[1].empty()) {
+      quota = ParseCpuQuotaCores(ReadText(absl::StrCat(cgroup_root, f[2], "/cpu.max")));
+    } else if (absl::StrContains(absl::StrCat(",", f[1], ","), ",cpu,")) {
+      for (const char* dir : {"/cpu", "/cpu,cpuacct"}) {
+        const std::string base = absl::StrCat(cgroup_root, dir, f[2] == "/" ? "" : f[2]);
+        const std::string q = std::string(absl::StripAsciiWhitespace(ReadText(base + "/cpu.cfs_quota_us")));
+        if (q.empty()) continue;
+        quota = ParseCpuQuotaCores(absl::StrCat(q, " ", ReadText(base + "/cpu.cfs_period_us")));
+        break;
+      }
+    }
+    if (quota > 0 && (cores <= 0 || quota < cores)) cores = quota;
+  }
+  return cores;
+}
+
 HostSample DiffHost(const HostCounters& a, const HostCounters& b, int64_t ticks_per_second) {
   HostSample s;
   s.unix_ms = b.unix_ms;
@@ -144,6 +178,7 @@ HostSample DiffHost(const HostCounters& a, const HostCounters& b, int64_t ticks_
     }
   }
   s.cores = static_cast<int>(s.core_busy.size());
+  s.cpu_limit_cores = b.cpu_limit_cores;
   if (s.seconds > 0 && ticks_per_second > 0) {
     s.process_cpu = 100.0 * static_cast<double>(Delta(a.process_cpu_ticks, b.process_cpu_ticks)) /
                     static_cast<double>(ticks_per_second) / s.seconds;
@@ -196,6 +231,7 @@ HostCounters ReadHostCounters(const HostSources& src, int64_t unix_ms, double st
   if (absl::StatusOr<MemCounters> m = ParseMeminfo(ReadText(src.proc + "/meminfo")); m.ok()) c.mem = *m;
   if (!src.devices.empty()) c.disks = ParseDiskstats(ReadText(src.proc + "/diskstats"), src.devices);
   c.io = ParseSelfIo(ReadText(src.self + "/io"));
+  c.cpu_limit_cores = CpuLimitCores(src.cgroup);
   std::error_code ec;
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(src.net, ec)) names.push_back(e.path().filename());

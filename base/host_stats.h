@@ -61,6 +61,13 @@ struct NicCounters {
   int64_t speed_mbps = -1;  // -1: the driver does not say (virtual interfaces)
 };
 
+// A cgroup CPU quota as cores: v2 cpu.max ("50000 100000" -> 0.5; "max 100000" -> 0 = none), or v1's
+// cpu.cfs_quota_us and cpu.cfs_period_us given as "<quota> <period>" (a quota of -1 = none).
+double ParseCpuQuotaCores(absl::string_view text);
+// The cores this process may use: its CPU affinity, lowered to its cgroup's CPU quota where one is set (the v2
+// cpu.max of the cgroup /proc/self/cgroup names, or the v1 cpu controller's quota), read below `cgroup_root`.
+double CpuLimitCores(const std::string& cgroup_root = "/sys/fs/cgroup");
+
 // One reading of every counter.
 struct HostCounters {
   int64_t unix_ms = 0;       // system clock, when read
@@ -71,6 +78,7 @@ struct HostCounters {
   std::vector<DiskCounters> disks;
   std::vector<NicCounters> nics;
   SelfIo io;
+  double cpu_limit_cores = 0;  // CpuLimitCores() (0 = not read)
 };
 
 struct DiskRate {
@@ -97,6 +105,7 @@ struct HostSample {
   std::vector<double> core_busy;  // per core, percent
   double process_cpu = 0;     // this process, percent of one core (200 = two cores busy)
   int cores = 0;
+  double cpu_limit_cores = 0;  // the cores the process may use (affinity, cgroup quota); 0 = unknown
   MemCounters mem;
   std::vector<DiskRate> disks;
   std::vector<NicRate> nics;
@@ -114,6 +123,7 @@ struct HostSources {
   std::string self = "/proc/self";
   std::string net = "/sys/class/net";
   std::vector<std::string> devices;  // block devices to read (DataRootDevices); empty: none
+  std::string cgroup = "/sys/fs/cgroup";
 };
 // Reads every file once (a file that cannot be read leaves its part empty: a host without /sys/class/net still
 // reports CPU). `unix_ms` and `steady_s` are the caller's clocks. Loopback ("lo") is left out.

@@ -22,7 +22,8 @@ constexpr char kSelfStat[] =
     "27807 (dlio agent) x) R 27804 27804 22628 0 -1 4194304 99 0 0 0 250 50 0 0 20 0 1 0 2040411 3133440 415\n";
 constexpr char kMeminfo[] =
     "MemTotal:       24684084 kB\nMemFree:        20000000 kB\nMemAvailable:   23979384 kB\n"
-    "Buffers:           1000 kB\nCached:          1967080 kB\nSwapCached:            0 kB\nDirty:               340 kB\n";
+    "Buffers:           1000 kB\nCached:          1967080 kB\nSwapCached:            0 kB\nDirty:               340 "
+    "kB\n";
 constexpr char kDiskstats[] =
     "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
     " 254       0 vda 935039 25686 84326322 6070955 1114867 305276 321647728 1575392 3 395732 7761886 477918 50 "
@@ -164,6 +165,16 @@ TEST(HostStats, ReadsACapturedFolder) {
   EXPECT_EQ(c.nics[0].speed_mbps, 25000);
   EXPECT_EQ(c.io.read_bytes, 4096u);
   std::filesystem::remove_all(dir);
+}
+
+TEST(HostStats, CpuQuotaAsCores) {
+  EXPECT_DOUBLE_EQ(ParseCpuQuotaCores("50000 100000\n"), 0.5);
+  EXPECT_DOUBLE_EQ(ParseCpuQuotaCores("max 100000\n"), 0);
+  EXPECT_DOUBLE_EQ(ParseCpuQuotaCores("-1 100000"), 0);
+  EXPECT_DOUBLE_EQ(ParseCpuQuotaCores(""), 0);
+  const double cores = CpuLimitCores();
+  EXPECT_GT(cores, 0);
+  EXPECT_LE(cores, static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 TEST(HostStats, DataRootDevicesNamesTheDiskOfThePath) {

@@ -96,6 +96,7 @@ json HostSampleJson(const HostSample& s) {
             {"cores", s.core_busy}}},
           {"process",
            {{"cpu_percent", s.process_cpu},
+            {"cpu_limit_cores", s.cpu_limit_cores},
             {"read_call_bytes", s.process_rchar},
             {"storage_read_bytes", s.process_read_bytes}}},
           {"memory",
@@ -123,6 +124,7 @@ absl::StatusOr<HostSample> HostSampleFromJson(const json& j) {
   s.cores = static_cast<int>(s.core_busy.size());
   const json proc = j.value("process", json::object());
   s.process_cpu = Get<double>(proc, "cpu_percent");
+  s.cpu_limit_cores = Get<double>(proc, "cpu_limit_cores");
   s.process_rchar = Get<uint64_t>(proc, "read_call_bytes");
   s.process_read_bytes = Get<uint64_t>(proc, "storage_read_bytes");
   const json mem = j.value("memory", json::object());
@@ -174,6 +176,7 @@ std::optional<HostSummary> SummarizeHost(const std::vector<HostSample>& train_ph
     h.cpu_iowait_mean += s.cpu_iowait * s.seconds;
     h.cpu_steal_mean += s.cpu_steal * s.seconds;
     h.process_cpu_mean += s.process_cpu * s.seconds;
+    if (s.cpu_limit_cores > 0) h.cpu_limit_cores = s.cpu_limit_cores;
     h.page_cache_bytes_max = std::max<uint64_t>(h.page_cache_bytes_max, s.mem.page_cache);
     h.dirty_bytes_max = std::max<uint64_t>(h.dirty_bytes_max, s.mem.dirty);
     h.memory_total_bytes = std::max<uint64_t>(h.memory_total_bytes, s.mem.total);
@@ -205,7 +208,8 @@ std::optional<HostSummary> SummarizeHost(const std::vector<HostSample>& train_ph
     }
   }
   for (const auto& [name, rx] : nic_rx) {
-    if (h.nic_busiest.empty() || name == h.nic_busiest) h.nic_rx_bytes_per_s_max = std::max(h.nic_rx_bytes_per_s_max, rx);
+    if (h.nic_busiest.empty() || name == h.nic_busiest)
+      h.nic_rx_bytes_per_s_max = std::max(h.nic_rx_bytes_per_s_max, rx);
   }
   return h;
 }
@@ -218,6 +222,7 @@ json HostSummaryJson(const HostSummary& h) {
           {"cpu_iowait_mean_percent", h.cpu_iowait_mean},
           {"cpu_steal_mean_percent", h.cpu_steal_mean},
           {"process_cpu_mean_percent", h.process_cpu_mean},
+          {"cpu_limit_cores", h.cpu_limit_cores},
           {"nic_busiest", h.nic_busiest.empty() ? json(nullptr) : json(h.nic_busiest)},
           {"nic_speed_mbps", SpeedOrNull(h.nic_speed_mbps)},
           {"nic_utilisation_max_percent", PercentOrNull(h.nic_utilisation_max)},

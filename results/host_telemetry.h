@@ -29,9 +29,9 @@ struct HostTelemetry {
 
 // One sample as an object: {"time" (ISO-8601 local, DLIO's format), "unix_ms", "seconds", "cpu": {"user",
 // "system", "iowait", "steal", "idle", "busy", "cores": [busy per core]}, "process": {"cpu_percent",
-// "read_call_bytes", "storage_read_bytes"}, "memory": {"total_bytes", "available_bytes", "page_cache_bytes",
-// "dirty_bytes"}, "disks": [{"device", "read_bytes_per_second", "write_bytes_per_second", "read_iops",
-// "write_iops", "in_flight", "busy_percent"}], "nics": [{"interface", "rx_bytes_per_second",
+// "cpu_limit_cores", "read_call_bytes", "storage_read_bytes"}, "memory": {"total_bytes", "available_bytes",
+// "page_cache_bytes", "dirty_bytes"}, "disks": [{"device", "read_bytes_per_second", "write_bytes_per_second",
+// "read_iops", "write_iops", "in_flight", "busy_percent"}], "nics": [{"interface", "rx_bytes_per_second",
 // "tx_bytes_per_second", "rx_packets_per_second", "tx_packets_per_second", "speed_mbps" (null when unknown),
 // "utilisation_percent" (null when unknown)}]}.
 nlohmann::json HostSampleJson(const HostSample& s);
@@ -51,6 +51,7 @@ struct HostSummary {
   double cpu_busy_mean = 0, cpu_busy_max = 0;  // percent of all cores
   double cpu_iowait_mean = 0, cpu_steal_mean = 0;
   double process_cpu_mean = 0;        // percent of one core
+  double cpu_limit_cores = 0;         // the cores the agent process may use (affinity, cgroup quota); 0 unknown
   double nic_utilisation_max = -1;    // percent of its link speed, the busiest interface's phase mean; -1 unknown
   std::string nic_busiest;            // that interface
   int64_t nic_speed_mbps = -1;

@@ -34,7 +34,8 @@ std::string Speed(int64_t mbps) {
 // "agents' CPU 23 %, NIC 12 % of 25 Gb/s" (the NIC left out when no interface has a known speed).
 std::string HostPart(const LimitFigures& f) {
   std::string s = absl::StrFormat("agents' CPU %.0f %%", std::max(f.cpu_busy_percent, f.process_cpu_percent_of_cores));
-  if (f.nic_percent >= 0) absl::StrAppend(&s, absl::StrFormat(", NIC %.0f %% of ", f.nic_percent), Speed(f.nic_speed_mbps));
+  if (f.nic_percent >= 0)
+    absl::StrAppend(&s, absl::StrFormat(", NIC %.0f %% of ", f.nic_percent), Speed(f.nic_speed_mbps));
   return s;
 }
 
@@ -70,6 +71,7 @@ json Evidence(const LimitFigures& f) {
           {"host_telemetry", f.host_known},
           {"cpu_busy_percent", f.host_known ? json(f.cpu_busy_percent) : json(nullptr)},
           {"process_cpu_percent_of_cores", f.host_known ? json(f.process_cpu_percent_of_cores) : json(nullptr)},
+          {"process_share_of_busy_cpu", f.host_known ? json(f.process_share_of_busy) : json(nullptr)},
           {"nic_utilisation_percent", f.nic_percent >= 0 ? json(f.nic_percent) : json(nullptr)},
           {"nic_speed_mbps", f.nic_speed_mbps > 0 ? json(f.nic_speed_mbps) : json(nullptr)},
           {"read_bytes", f.asked_bytes},
@@ -110,17 +112,19 @@ Limit ClassifyLimit(const LimitFigures& f) {
                              "): the run did not measure the storage"),
                 WaitPart(f)});
   }
-  const bool cpu = f.host_known && (f.cpu_busy_percent >= kBusyPercent || f.process_cpu_percent_of_cores >= kBusyPercent);
+  const bool cpu =
+      f.host_known && (f.process_cpu_percent_of_cores >= kBusyPercent ||
+                       (f.cpu_busy_percent >= kBusyPercent && f.process_share_of_busy >= kAgentShareOfBusy));
   const bool nic = f.host_known && f.nic_percent >= kBusyPercent;
   if (f.passed) {
     return say(LimitClass::kNone, {absl::StrCat("target met; ", WaitPart(f), ", barrier ", Pct(f.barrier_share)),
                                    f.host_known ? host : "", LatencyPart(f)});
   }
   if (f.batch_wait_share < kHarnessBatchWaitShare && f.barrier_share >= kHarnessBarrierShare) {
-    return say(LimitClass::kHarness, {absl::StrCat("ranks waited ", Pct(f.barrier_share),
-                                                   " of each step at the step barrier and ",
-                                                   Pct(f.batch_wait_share), " for data (the fleet's coordination, not I/O)"),
-                                      f.host_known ? host : ""});
+    return say(LimitClass::kHarness,
+               {absl::StrCat("ranks waited ", Pct(f.barrier_share), " of each step at the step barrier and ",
+                             Pct(f.batch_wait_share), " for data (the fleet's coordination, not I/O)"),
+                f.host_known ? host : ""});
   }
   if (f.batch_wait_share >= kWaitShare && nic) return say(LimitClass::kNetwork, {WaitPart(f), host, LatencyPart(f)});
   if (f.batch_wait_share >= kWaitShare && cpu) return say(LimitClass::kClientCpu, {WaitPart(f), host, LatencyPart(f)});
@@ -170,16 +174,23 @@ LimitFigures LimitFiguresOf(const JobResult& job, bool passed) {
   for (const auto& [agent, phases] : hosts) {
     const std::optional<HostSummary> h = SummarizeHost(phases);
     if (!h) continue;
-    f.cpu_busy_percent = std::max(f.cpu_busy_percent, h->cpu_busy_mean);
-    if (h->cores > 0) f.process_cpu_percent_of_cores = std::max(f.process_cpu_percent_of_cores, h->process_cpu_mean / h->cores);
+    if (h->cpu_busy_mean >= f.cpu_busy_percent) {
+      f.cpu_busy_percent = h->cpu_busy_mean;
+      const double busy_cores = h->cpu_busy_mean / 100 * h->cores;
+      f.process_share_of_busy = busy_cores > 0 ? std::min(1.0, h->process_cpu_mean / 100 / busy_cores) : 0.0;
+    }
+    const double may_use = h->cpu_limit_cores > 0 ? h->cpu_limit_cores : h->cores;
+    if (may_use > 0) {
+      f.process_cpu_percent_of_cores = std::max(f.process_cpu_percent_of_cores, h->process_cpu_mean / may_use);
+    }
     if (h->nic_utilisation_max > f.nic_percent) {
       f.nic_percent = h->nic_utilisation_max;
       f.nic_speed_mbps = h->nic_speed_mbps;
     }
     // The agent process's own block-layer reads; the devices' (which count every process of the host) only when the
     // kernel counted none for the process (no task I/O accounting, or a file system that does not account).
-    storage_bytes += h->process_storage_read_bytes > 0 ? static_cast<double>(h->process_storage_read_bytes)
-                                                       : h->disk_read_bytes;
+    storage_bytes +=
+        h->process_storage_read_bytes > 0 ? static_cast<double>(h->process_storage_read_bytes) : h->disk_read_bytes;
   }
   f.delivered_known = f.host_known || s3_bytes > 0;
   f.delivered_bytes = storage_bytes + static_cast<double>(s3_bytes);
@@ -196,6 +207,12 @@ void AddLimit(const JobResult& job, Verdict* v) {
   v->limit_class = LimitClassName(l.cls);
   v->limit_line = l.line;
   v->limit_evidence = l.evidence;
+}
+
+Verdict JudgeJobAndLimit(const JobResult& job, const FleetSummary& s, std::string_view job_state) {
+  Verdict v = JudgeJob(s, job.spec, job_state);
+  AddLimit(job, &v);
+  return v;
 }
 
 json HostSummariesJson(const JobResult& job) {

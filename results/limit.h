@@ -12,8 +12,10 @@
 //   harness       batch wait < kHarnessBatchWaitShare of the step and barrier wait >= kHarnessBarrierShare: the
 //                 fleet's own coordination, not I/O
 //   network       batch wait >= kWaitShare and an agent's interface at >= kBusyPercent of its link speed
-//   client CPU    batch wait >= kWaitShare and an agent host's cores >= kBusyPercent busy (or the agent process
-//                 using >= kBusyPercent of every core)
+//   client CPU    batch wait >= kWaitShare and an agent process using >= kBusyPercent of the cores it may use
+//                 (its affinity and cgroup CPU quota), or its host's cores >= kBusyPercent busy with the agent
+//                 process the main user (>= kAgentShareOfBusy of the busy time; a host kept busy by others is
+//                 quoted in the line, not named the limit)
 //   storage       batch wait >= kWaitShare, with host telemetry from every agent showing none of the above
 // The line reads "storage: ranks waited 41 % of each step for data; agents' CPU 23 %, NIC 12 % of 25 Gb/s; read
 // p99 38 ms (x6 of the first epoch)" (the verdict's line prefixes "limit: ").
@@ -22,6 +24,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nlohmann/json.hpp"
@@ -39,6 +42,7 @@ inline constexpr double kWaitShare = 0.10;               // batch wait share of 
 inline constexpr double kHarnessBatchWaitShare = 0.05;   // "near zero" batch wait
 inline constexpr double kHarnessBarrierShare = 0.20;     // barrier wait dominating
 inline constexpr double kBusyPercent = 90.0;             // a CPU or NIC at the limit
+inline constexpr double kAgentShareOfBusy = 0.5;         // the agent process is the main user of a busy host
 inline constexpr double kPageCacheDeliveredShare = 0.5;  // storage delivered less than half of what was read
 inline constexpr uint64_t kPageCacheMinBytes = 8ull << 20;  // below this the bytes say nothing
 
@@ -52,7 +56,8 @@ struct LimitFigures {
   // Host telemetry: true only when every agent of the job sent it.
   bool host_known = false;
   double cpu_busy_percent = 0;     // the busiest agent host's mean CPU busy share
-  double process_cpu_percent_of_cores = 0;  // the busiest agent process, percent of its host's cores
+  double process_cpu_percent_of_cores = 0;  // the busiest agent process, percent of the cores it may use
+  double process_share_of_busy = 0;  // on the busiest host: the agent process's share of the busy CPU time, 0..1
   double nic_percent = -1;         // the busiest interface's utilisation of its link (-1 unknown)
   int64_t nic_speed_mbps = -1;     // its link speed
   uint64_t asked_bytes = 0;        // what the readers' read calls returned (train)
@@ -75,6 +80,8 @@ nlohmann::json LimitJson(const Limit& l);
 // Classifies `job` and sets the verdict's limit fields (results/verdict.h), for jobs with training results; others
 // are left unclassified.
 void AddLimit(const JobResult& job, Verdict* v);
+// JudgeJob (results/verdict.h) of `job` and its summary `s`, then AddLimit.
+Verdict JudgeJobAndLimit(const JobResult& job, const FleetSummary& s, std::string_view job_state);
 // The agents' host summaries (dlio_ext.host): {"<agent>": {...HostSummaryJson}}; empty when no agent sent any.
 nlohmann::json HostSummariesJson(const JobResult& job);
 

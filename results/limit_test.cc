@@ -49,7 +49,11 @@ TEST(Limit, StorageWhenRanksWaitAndTheHostIsNotTheLimit) {
 TEST(Limit, ClientCpuWhenTheHostOrTheProcessIsBusy) {
   LimitFigures f = Figures(0.4, 0.0);
   f.cpu_busy_percent = 95;
+  f.process_share_of_busy = 0.8;  // the agent is the one keeping the host busy
   EXPECT_EQ(ClassifyLimit(f).cls, LimitClass::kClientCpu);
+  f.process_share_of_busy = 0.1;  // other processes keep it busy: quoted, not named
+  EXPECT_EQ(ClassifyLimit(f).cls, LimitClass::kStorage);
+  EXPECT_THAT(ClassifyLimit(f).line, HasSubstr("agents' CPU 95 %"));
   f.cpu_busy_percent = 50;
   f.process_cpu_percent_of_cores = 92;
   const Limit l = ClassifyLimit(f);
@@ -154,6 +158,13 @@ TEST(Limit, FiguresFromAJob) {
   EXPECT_TRUE(f.host_known);
   EXPECT_DOUBLE_EQ(f.cpu_busy_percent, 40);
   EXPECT_DOUBLE_EQ(f.process_cpu_percent_of_cores, 25);
+  EXPECT_DOUBLE_EQ(f.process_share_of_busy, 1.0 / 1.6);  // 1 core of the 1.6 busy
+  // Confined to half a core by a cgroup quota, the same process uses all it may.
+  JobResult confined = TwoAgentJob(true);
+  confined.train[0].host.phase->cpu_limit_cores = 1.0;
+  confined.train[0].host.phase->process_cpu = 95;
+  EXPECT_DOUBLE_EQ(LimitFiguresOf(confined, false).process_cpu_percent_of_cores, 95);
+  EXPECT_EQ(ClassifyLimit(LimitFiguresOf(confined, false)).cls, LimitClass::kClientCpu);
   EXPECT_DOUBLE_EQ(f.nic_percent, 10);
   EXPECT_EQ(f.asked_bytes, 200u << 20);
   EXPECT_DOUBLE_EQ(f.delivered_bytes, 180 << 20);

@@ -360,9 +360,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   if (!s.throughput_not_measured.empty()) not_measured["train_throughput"] = s.throughput_not_measured;
   if (!not_measured.empty()) ext["not_measured"] = not_measured;
   if (nlohmann::json host = HostSummariesJson(job_); !host.empty()) ext["host"] = host;
-  Verdict verdict = JudgeJob(s, job_.spec, job_.job_state);
-  AddLimit(job_, &verdict);
-  ext["verdict"] = VerdictJson(verdict);
+  ext["verdict"] = VerdictJson(JudgeJobAndLimit(job_, s, job_.job_state));
   j["metric"] = metric;
   j["dlio_ext"] = ext;
   return j;
