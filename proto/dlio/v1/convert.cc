@@ -67,6 +67,7 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
     for (uint64_t e : o.errors) p->add_errors(e);
     ToProto(o.latency, p->mutable_latency());
   }
+  if (!r.host.empty()) out->set_host_telemetry(HostTelemetryText(r.host));
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -118,6 +119,8 @@ RankEpochResult FromProto(const v1::RankResult& r) {
       o.latency = FromProto(p.latency());
     }
   }
+  // Malformed telemetry (a newer or broken agent) is left out: the phase's results stand without it.
+  if (absl::StatusOr<HostTelemetry> host = ParseHostTelemetry(r.host_telemetry()); host.ok()) out.host = *std::move(host);
   return out;
 }
 
@@ -171,6 +174,9 @@ void ToProto(const Verdict& v, v1::Verdict* out) {
   out->set_target_percent(v.target_percent);
   out->set_epochs_measured(static_cast<uint32_t>(v.epochs_measured));
   out->set_reason(v.reason);
+  out->set_limit_class(v.limit_class);
+  out->set_limit_line(v.limit_line);
+  if (!v.limit_evidence.is_null()) out->set_limit_evidence_json(v.limit_evidence.dump());
 }
 
 Verdict FromProto(const v1::Verdict& v) {
@@ -189,6 +195,12 @@ Verdict FromProto(const v1::Verdict& v) {
   out.epochs_measured = static_cast<int>(v.epochs_measured());
   out.reason = v.reason();
   if (v.status() == v1::VERDICT_STATUS_UNSPECIFIED && out.reason.empty()) out.reason = "no verdict";
+  out.limit_class = v.limit_class();
+  out.limit_line = v.limit_line();
+  if (!v.limit_evidence_json().empty()) {
+    out.limit_evidence = nlohmann::json::parse(v.limit_evidence_json(), nullptr, /*allow_exceptions=*/false);
+    if (out.limit_evidence.is_discarded()) out.limit_evidence = nlohmann::json::object();
+  }
   return out;
 }
 

@@ -111,5 +111,39 @@ TEST(SplitPhaseDone, LargeResultsGoInPartsUnderTheLimitAndMergeBackExactly) {
   EXPECT_FALSE(MergePhaseDonePart(orphan, &none));
 }
 
+// Issue 26: a phase's host telemetry and the verdict's limit cross the wire whole.
+TEST(HostTelemetryWire, RankResultCarriesTheSeriesAndTheVerdictItsLimit) {
+  RankEpochResult r;
+  r.rank = 3;
+  HostSample s;
+  s.unix_ms = 1234;
+  s.seconds = 10;
+  s.cpu_busy = 42;
+  s.nics = {NicRate{"eth0", 1, 2, 3, 4, 1000, 0.5}};
+  r.host.series = {s, s};
+  r.host.phase = s;
+  v1::RankResult p;
+  ToProto(r, &p);
+  const RankEpochResult back = FromProto(p);
+  ASSERT_EQ(back.host.series.size(), 2u);
+  ASSERT_TRUE(back.host.phase.has_value());
+  EXPECT_EQ(HostSampleJson(*back.host.phase), HostSampleJson(s));
+  v1::RankResult bad;
+  bad.set_host_telemetry("{not json");
+  EXPECT_TRUE(FromProto(bad).host.empty());
+
+  Verdict v;
+  v.status = VerdictStatus::kFail;
+  v.limit_class = "storage";
+  v.limit_line = "storage: ranks waited 41 % of each step for data";
+  v.limit_evidence = {{"batch_wait_share", 0.41}};
+  v1::Verdict pv;
+  ToProto(v, &pv);
+  const Verdict vb = FromProto(pv);
+  EXPECT_EQ(vb.limit_class, v.limit_class);
+  EXPECT_EQ(vb.limit_line, v.limit_line);
+  EXPECT_EQ(vb.limit_evidence, v.limit_evidence);
+}
+
 }  // namespace
 }  // namespace dlio
