@@ -112,6 +112,19 @@ TEST(RenderOutcome, TextIsTheFinalLineTheTableTheFilesAndTheVerdict) {
   EXPECT_EQ(err.str(), "");
 }
 
+// Issue 26: the limit line follows the verdict line, on the terminal and in --json.
+TEST(RenderOutcome, TheLimitLineFollowsTheVerdict) {
+  JobOutcome o = Succeeded();
+  o.verdict.limit_class = "storage";
+  o.verdict.limit_line = "storage: ranks waited 41 % of each step for data";
+  std::ostringstream out, err, jout, jerr;
+  RenderOutcome(o, "", /*json=*/false, out, err);
+  EXPECT_THAT(out.str(), HasSubstr("\nverdict: AU "));
+  EXPECT_THAT(out.str(), HasSubstr(": PASS\nlimit: storage: ranks waited 41 % of each step for data\n"));
+  RenderOutcome(o, "", /*json=*/true, jout, jerr);
+  EXPECT_EQ(json::parse(jout.str())["verdict"]["limit"]["class"], "storage");
+}
+
 TEST(RenderOutcome, JsonIsOneDocument) {
   JobOutcome o = Succeeded();
   o.cancelled_by_signal = true;
