@@ -31,9 +31,14 @@ std::string Speed(int64_t mbps) {
   return mbps >= 1000 && mbps % 1000 == 0 ? absl::StrCat(mbps / 1000, " Gb/s") : absl::StrCat(mbps, " Mb/s");
 }
 
-// "agents' CPU 23 %, NIC 12 % of 25 Gb/s" (the NIC left out when no interface has a known speed).
+// "agents' CPU 23 %, NIC 12 % of 25 Gb/s" (the NIC left out when no interface has a known speed); an agent process
+// held to fewer cores than its host has: "agents' CPU 100 % (of the 0.03 cores an agent may use)".
 std::string HostPart(const LimitFigures& f) {
+  const bool process = f.process_cpu_percent_of_cores > f.cpu_busy_percent;
   std::string s = absl::StrFormat("agents' CPU %.0f %%", std::max(f.cpu_busy_percent, f.process_cpu_percent_of_cores));
+  if (process && f.process_cpu_limit_cores > 0) {
+    absl::StrAppend(&s, absl::StrFormat(" (of the %.3g cores an agent may use)", f.process_cpu_limit_cores));
+  }
   if (f.nic_percent >= 0)
     absl::StrAppend(&s, absl::StrFormat(", NIC %.0f %% of ", f.nic_percent), Speed(f.nic_speed_mbps));
   return s;
@@ -135,7 +140,7 @@ Limit ClassifyLimit(const LimitFigures& f) {
              {absl::StrCat(WaitPart(f), ", barrier ", Pct(f.barrier_share)), host, LatencyPart(f)});
 }
 
-LimitFigures LimitFiguresOf(const JobResult& job, bool passed) {
+LimitFigures LimitFiguresOf(const JobResult& job, bool passed, int epoch) {
   LimitFigures f;
   f.passed = passed;
   double wait = 0, barrier = 0, step = 0;
@@ -143,8 +148,10 @@ LimitFigures LimitFiguresOf(const JobResult& job, bool passed) {
   std::map<std::string, std::vector<HostSample>> hosts;  // per agent, the training epochs' whole-phase samples
   uint64_t s3_bytes = 0;
   for (const RankEpochResult& r : job.train) {
+    if (epoch > 0 && r.epoch != epoch) continue;
     for (const BlockTimings& b : r.blocks) {
-      for (size_t i = 0; i < b.proc.size(); ++i) {
+      // The block's first step left out (its loader warming up), as DLIO's AU leaves it out.
+      for (size_t i = b.proc.size() > 1 ? 1 : 0; i < b.proc.size(); ++i) {
         const double br = i < b.barrier.size() ? b.barrier[i] : 0.0;
         wait += i < b.load.size() ? b.load[i] : 0.0;
         barrier += br;
@@ -180,8 +187,11 @@ LimitFigures LimitFiguresOf(const JobResult& job, bool passed) {
       f.process_share_of_busy = busy_cores > 0 ? std::min(1.0, h->process_cpu_mean / 100 / busy_cores) : 0.0;
     }
     const double may_use = h->cpu_limit_cores > 0 ? h->cpu_limit_cores : h->cores;
-    if (may_use > 0) {
-      f.process_cpu_percent_of_cores = std::max(f.process_cpu_percent_of_cores, h->process_cpu_mean / may_use);
+    // At most 100 %: a cgroup's quota lets a burst run over it within a period.
+    if (const double p = may_use > 0 ? std::min(100.0, h->process_cpu_mean / may_use) : 0.0;
+        p > f.process_cpu_percent_of_cores) {
+      f.process_cpu_percent_of_cores = p;
+      f.process_cpu_limit_cores = may_use < h->cores ? may_use : 0.0;
     }
     if (h->nic_utilisation_max > f.nic_percent) {
       f.nic_percent = h->nic_utilisation_max;
@@ -209,6 +219,22 @@ void AddLimit(const JobResult& job, Verdict* v) {
   v->limit_evidence = l.evidence;
 }
 
+void AddEpochLimits(const JobResult& job, json* train_epochs) {
+  if (!train_epochs->is_array()) return;
+  std::vector<Limit> limits;
+  bool differ = false;
+  for (const json& e : *train_epochs) {
+    const json au = e.value("au_percentage", json());
+    const bool passed = au.is_number() && au.get<double>() >= job.spec.au_threshold * 100;
+    limits.push_back(ClassifyLimit(LimitFiguresOf(job, passed, e.value("epoch", 0))));
+    differ = differ || limits.back().cls != limits.front().cls;
+  }
+  if (!differ) return;
+  for (size_t i = 0; i < limits.size(); ++i) {
+    (*train_epochs)[i]["limit"] = {{"class", LimitClassName(limits[i].cls)}, {"line", limits[i].line}};
+  }
+}
+
 Verdict JudgeJobAndLimit(const JobResult& job, const FleetSummary& s, std::string_view job_state) {
   Verdict v = JudgeJob(s, job.spec, job_state);
   AddLimit(job, &v);
@@ -226,6 +252,11 @@ json HostSummariesJson(const JobResult& job) {
     if (std::optional<HostSummary> h = SummarizeHost(phases); h) out[agent] = HostSummaryJson(*h);
   }
   return out;
+}
+
+void AddHostAndEpochLimits(const JobResult& job, json* ext) {
+  if (json host = HostSummariesJson(job); !host.empty()) (*ext)["host"] = std::move(host);
+  if (ext->contains("train_epochs")) AddEpochLimits(job, &(*ext)["train_epochs"]);
 }
 
 }  // namespace dlio

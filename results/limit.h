@@ -50,13 +50,15 @@ inline constexpr uint64_t kPageCacheMinBytes = 8ull << 20;  // below this the by
 struct LimitFigures {
   bool timed = false;              // at least one training step was timed
   bool passed = false;             // the verdict is PASS
-  double batch_wait_share = 0;     // sum of batch waits / sum of step times (load + compute + barrier), 0..1
+  // Sum of batch waits / sum of step times (load + compute + barrier), 0..1, each block's first step left out.
+  double batch_wait_share = 0;
   double barrier_share = 0;        // sum of barrier waits / sum of step times
   std::optional<double> read_p99_s, first_epoch_read_p99_s;  // merged read latency: the worst epoch, the first
   // Host telemetry: true only when every agent of the job sent it.
   bool host_known = false;
   double cpu_busy_percent = 0;     // the busiest agent host's mean CPU busy share
   double process_cpu_percent_of_cores = 0;  // the busiest agent process, percent of the cores it may use
+  double process_cpu_limit_cores = 0;  // the cores that busiest process may use, when fewer than its host's (0 else)
   double process_share_of_busy = 0;  // on the busiest host: the agent process's share of the busy CPU time, 0..1
   double nic_percent = -1;         // the busiest interface's utilisation of its link (-1 unknown)
   int64_t nic_speed_mbps = -1;     // its link speed
@@ -73,8 +75,15 @@ struct Limit {
 
 Limit ClassifyLimit(const LimitFigures& f);
 // The figures of `job` (host telemetry from RankEpochResult::host of the training epochs), and `passed` from the
-// job's verdict.
-LimitFigures LimitFiguresOf(const JobResult& job, bool passed);
+// job's verdict; `epoch` > 0: that training epoch's figures only.
+LimitFigures LimitFiguresOf(const JobResult& job, bool passed, int epoch = 0);
+// Per epoch, when the epochs differ: each entry of summary.json's dlio_ext.train_epochs gets "limit" {"class",
+// "line"} from its own figures (passed = its AU >= the target) when the classes of the epochs are not all the
+// same; nothing when they agree (the job's limit says it).
+void AddEpochLimits(const JobResult& job, nlohmann::json* train_epochs);
+// summary.json's dlio_ext (`ext`): "host" (HostSummariesJson, when any agent sent telemetry) and AddEpochLimits on
+// its "train_epochs".
+void AddHostAndEpochLimits(const JobResult& job, nlohmann::json* ext);
 // {"class", "line", "evidence": {...}} (dlio_ext.verdict.limit, --json).
 nlohmann::json LimitJson(const Limit& l);
 // Classifies `job` and sets the verdict's limit fields (results/verdict.h), for jobs with training results; others

@@ -126,10 +126,10 @@ JobResult TwoAgentJob(bool with_host) {
     RankEpochResult r;
     r.rank = rank;
     BlockTimings b;
-    b.load = {0.4, 0.4};
-    b.compute = {0.5, 0.5};
-    b.proc = {0.9, 0.9};
-    b.barrier = {0.1, 0.1};
+    b.load = {5.0, 0.4, 0.4};  // the first step (the loader warming up) is left out
+    b.compute = {0.5, 0.5, 0.5};
+    b.proc = {5.5, 0.9, 0.9};
+    b.barrier = {0.1, 0.1, 0.1};
     r.blocks = {b};
     r.io.bytes = 100 << 20;
     for (int i = 0; i < 100; ++i) r.io.latency.Record(rank == 0 ? 1'000'000 : 30'000'000);
@@ -164,7 +164,11 @@ TEST(Limit, FiguresFromAJob) {
   confined.train[0].host.phase->cpu_limit_cores = 1.0;
   confined.train[0].host.phase->process_cpu = 95;
   EXPECT_DOUBLE_EQ(LimitFiguresOf(confined, false).process_cpu_percent_of_cores, 95);
-  EXPECT_EQ(ClassifyLimit(LimitFiguresOf(confined, false)).cls, LimitClass::kClientCpu);
+  const Limit cl = ClassifyLimit(LimitFiguresOf(confined, false));
+  EXPECT_EQ(cl.cls, LimitClass::kClientCpu);
+  EXPECT_THAT(cl.line, HasSubstr("agents' CPU 95 % (of the 1 cores an agent may use)"));
+  confined.train[0].host.phase->process_cpu = 104;  // a quota's burst: at most 100 %
+  EXPECT_DOUBLE_EQ(LimitFiguresOf(confined, false).process_cpu_percent_of_cores, 100);
   EXPECT_DOUBLE_EQ(f.nic_percent, 10);
   EXPECT_EQ(f.asked_bytes, 200u << 20);
   EXPECT_DOUBLE_EQ(f.delivered_bytes, 180 << 20);
@@ -175,6 +179,25 @@ TEST(Limit, FiguresFromAJob) {
   JobResult partial = TwoAgentJob(true);
   partial.train[1].host = HostTelemetry{};
   EXPECT_FALSE(LimitFiguresOf(partial, false).host_known);
+}
+
+TEST(Limit, EpochsThatDifferGetTheirOwnLimit) {
+  JobResult job = TwoAgentJob(true);
+  json epochs = json::array({{{"epoch", 1}, {"au_percentage", 50.0}}});
+  AddEpochLimits(job, &epochs);
+  EXPECT_FALSE(epochs[0].contains("limit"));  // one epoch: the job's limit says it
+  // Epoch 2 waits for nothing: the two epochs differ, each is named.
+  for (RankEpochResult r : TwoAgentJob(true).train) {
+    r.epoch = 2;
+    r.blocks[0].load = {0, 0, 0};
+    r.blocks[0].proc = {0.5, 0.5, 0.5};
+    job.train.push_back(r);
+  }
+  job.spec.au_threshold = 0.5;
+  epochs = json::array({{{"epoch", 1}, {"au_percentage", 40.0}}, {{"epoch", 2}, {"au_percentage", 80.0}}});
+  AddEpochLimits(job, &epochs);
+  EXPECT_EQ(epochs[0]["limit"]["class"], "storage");
+  EXPECT_EQ(epochs[1]["limit"]["class"], "none");
 }
 
 TEST(Limit, TheVerdictCarriesTheLimitIntoItsJsonAndBack) {

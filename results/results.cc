@@ -339,6 +339,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   }
   if (job_.s3.total_requests() > 0) ext["s3"] = S3Json(job_.s3);
   if (job_.spec.train) AddTrainSummary(c, &j, &metric, &ext);
+  AddHostAndEpochLimits(job_, &ext);
   if (!s.eval.empty()) AddEvalSummary(s, &metric, &ext);
   const std::vector<CheckpointMetric> checkpoints = ComputeCheckpoints(job_.checkpoints);
   AddCheckpointSummary(checkpoints, &metric);
@@ -359,7 +360,6 @@ nlohmann::json Aggregator::SummaryJson() const {
   if (!s.au_not_measured.empty()) not_measured["train_au"] = s.au_not_measured;
   if (!s.throughput_not_measured.empty()) not_measured["train_throughput"] = s.throughput_not_measured;
   if (!not_measured.empty()) ext["not_measured"] = not_measured;
-  if (nlohmann::json host = HostSummariesJson(job_); !host.empty()) ext["host"] = host;
   ext["verdict"] = VerdictJson(JudgeJobAndLimit(job_, s, job_.job_state));
   j["metric"] = metric;
   j["dlio_ext"] = ext;
