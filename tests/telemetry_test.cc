@@ -222,10 +222,10 @@ TEST(Limit, AWarmDatasetIsPageCache) {
 TEST(Limit, TinyComputeOnFourAgentsIsHarness) {
   TempDir dir;
   fs::create_directories(dir.path() / "root");
-  // 4 KiB samples (prefetched long before they are needed), 1 ms of compute, every step a fleet-wide barrier
+  // 4 KiB samples (prefetched long before they are needed), 0.2 ms of compute, every step a fleet-wide barrier
   // through the coordinator: the barrier, not the data, takes the step.
   const Outcome o =
-      RunAndClassify(dir, "harness", Workload("npz", 200, 1, 4096, 1, 0.001, 1, true, "metric:\n  au: 0.90\n"), 4);
+      RunAndClassify(dir, "harness", Workload("npz", 200, 1, 4096, 1, 0.0002, 1, true, "metric:\n  au: 0.90\n"), 4);
   ASSERT_TRUE(JobRan(o.run.exit_code)) << Dump(o.run);
   EXPECT_EQ(o.cls, "harness") << o.run.out;
   EXPECT_TRUE(std::regex_search(o.line, std::regex(R"(^harness: ranks waited [0-9]+ % of each step at the step )"
