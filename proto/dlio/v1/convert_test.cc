@@ -132,6 +132,27 @@ TEST(HostTelemetryWire, RankResultCarriesTheSeriesAndTheVerdictItsLimit) {
   bad.set_host_telemetry("{not json");
   EXPECT_TRUE(FromProto(bad).host.empty());
 
+  // A long phase's series (20000 samples, ~10 MB of JSON) is cut into parts under the limit and merged back whole.
+  RankEpochResult big;
+  big.rank = 0;
+  big.host.phase = s;
+  for (int i = 0; i < 20000; ++i) {
+    s.unix_ms = i;
+    big.host.series.push_back(s);
+  }
+  v1::PhaseDone done;
+  ToProto(big, done.add_ranks());
+  ASSERT_GT(done.ByteSizeLong(), static_cast<size_t>(kMaxReceiveMessageBytes));
+  std::vector<RankEpochResult> merged;
+  for (const v1::PhaseDone& part : SplitPhaseDone(done)) {
+    ASSERT_LE(part.ByteSizeLong(), static_cast<size_t>(kMaxReceiveMessageBytes));
+    ASSERT_TRUE(MergePhaseDonePart(part, &merged));
+  }
+  ASSERT_EQ(merged.size(), 1u);
+  ASSERT_EQ(merged[0].host.series.size(), 20000u);
+  EXPECT_EQ(merged[0].host.series[19999].unix_ms, 19999);
+  ASSERT_TRUE(merged[0].host.phase.has_value());
+
   Verdict v;
   v.status = VerdictStatus::kFail;
   v.limit_class = "storage";
