@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "agent/agent_session.h"
+#include "agent/host_sampler.h"
 #include "agent/metrics.h"
 #include "agent/phase_runner.h"
 #include "agent/preflight.h"
@@ -94,6 +95,7 @@ std::string ConnectCause(std::string why, const Transport& t, const std::string&
 struct AgentServer::Impl : public PhaseHost {
   Options opt;
   std::shared_ptr<AgentMetrics> metrics;
+  std::shared_ptr<HostSampler> sampler;  // host telemetry: /metrics, and each phase's series in its result
   std::unique_ptr<prometheus::Exposer> exposer;
   std::unique_ptr<PhaseRunner> runner;
   std::unique_ptr<AgentSession> session;
@@ -178,7 +180,12 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
     };
     bool refused = false;
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(cmd, &refused);
-    if (r.ok()) r = runner->Run(cmd, barrier, session->cancel_flag());
+    if (r.ok()) {
+      sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
+      r = runner->Run(cmd, barrier, session->cancel_flag());
+      HostTelemetry host = sampler->EndPhase();
+      if (r.ok() && !r->empty()) (*r)[0].host = std::move(host);  // process-wide, as the S3 statistics
+    }
     session->Finish(cmd, std::move(r), refused);
   });
 }
@@ -357,6 +364,10 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
   std::random_device rd;
   const std::string instance = absl::StrFormat("%08x%08x", rd(), rd());
   impl->metrics = std::make_shared<AgentMetrics>(impl->opt.name);
+  HostSampler::Options so;
+  so.agent = impl->opt.name;
+  so.data_root = impl->opt.data_root;
+  impl->sampler = std::make_shared<HostSampler>(std::move(so));
   if (!impl->opt.metrics_listen.empty()) {
     try {
       impl->exposer = std::make_unique<prometheus::Exposer>(impl->opt.metrics_listen);
@@ -365,6 +376,7 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
           absl::StrCat("--metrics-listen: cannot listen on '", impl->opt.metrics_listen, "': ", e.what()));
     }
     impl->exposer->RegisterCollectable(impl->metrics);
+    impl->exposer->RegisterCollectable(impl->sampler);
   }
   impl->runner = std::make_unique<PhaseRunner>(impl->opt.data_root, impl->opt.name, impl->metrics.get());
   impl->session = std::make_unique<AgentSession>(impl->MakeIdentity(instance), impl.get(), impl->metrics.get());

@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 // (results/results.h WriteResultFiles, the coordinator's trace.json).
 bool IsResultFileName(const std::string& name) {
   if (name == "job.yaml" || name == "summary.json" || name == "trace.json") return true;
-  for (const char* tail : {"_output.json", "_per_epoch_stats.json"}) {
-    if (absl::EndsWith(name, tail) && name.size() > std::strlen(tail)) return true;  // <rank><tail>
+  for (const char* tail : {"_output.json", "_per_epoch_stats.json", "_host.jsonl"}) {
+    if (absl::EndsWith(name, tail) && name.size() > std::strlen(tail)) return true;  // <rank><tail>, <agent><tail>
   }
   return false;
 }
@@ -55,7 +55,8 @@ absl::Status CheckJobFileIsSpared(const SubmitOptions& opt, const LoadedJob& job
     return absl::InvalidArgumentError(absl::StrCat(
         flag ? "--output" : "output.folder", ": '", EscapeText(output), "' holds the job file '", EscapeText(name),
         "', which the run would replace by the result file of that name (a run writes job.yaml, summary.json, "
-        "trace.json, <rank>_output.json and <rank>_per_epoch_stats.json there); choose another output folder"));
+        "trace.json, <rank>_output.json, <rank>_per_epoch_stats.json and <agent>_host.jsonl there); choose another "
+        "output folder"));
   }
   if (!opt.trace_path.empty() && fs::equivalent(fs::weakly_canonical(opt.trace_path, ec), given, ec)) {
     return absl::InvalidArgumentError(absl::StrCat("--trace: '", EscapeText(opt.trace_path),

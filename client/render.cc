@@ -360,6 +360,7 @@ int RenderOutcome(const JobOutcome& o, const std::string& where_results_live, bo
     out << doc.dump(2) << "\n";
   } else {
     out << "verdict: " << VerdictLine(o.verdict) << "\n";
+    if (const std::string limit = LimitLine(o.verdict); !limit.empty()) out << limit << "\n";
   }
   return status;
 }
@@ -405,6 +406,7 @@ int RenderStatus(const JobInfoData& i, bool json_out, std::ostream& out) {
   }
   if (!r.message.empty()) out << "  message:    " << r.message << "\n";
   out << "  verdict:    " << VerdictLine(i.verdict) << "\n";
+  if (!i.verdict.limit_line.empty()) out << "  limit:      " << i.verdict.limit_line << "\n";
   return status;
 }
 
@@ -515,6 +517,7 @@ int RenderResults(const std::string& job_id, const JobInfoData& info, const std:
     out << "results: " << names.size() << " files in " << output_dir << "\n";
   }
   out << "verdict: " << VerdictLine(info.verdict) << "\n";
+  if (const std::string limit = LimitLine(info.verdict); !limit.empty()) out << limit << "\n";
   return status;
 }
 

@@ -112,6 +112,34 @@ TEST(RenderOutcome, TextIsTheFinalLineTheTableTheFilesAndTheVerdict) {
   EXPECT_EQ(err.str(), "");
 }
 
+// Issue 26: the limit line follows the verdict line, on the terminal and in --json.
+TEST(RenderOutcome, TheLimitLineFollowsTheVerdict) {
+  JobOutcome o = Succeeded();
+  o.verdict.limit_class = "storage";
+  o.verdict.limit_line = "storage: ranks waited 41 % of each step for data";
+  std::ostringstream out, err, jout, jerr;
+  RenderOutcome(o, "", /*json=*/false, out, err);
+  EXPECT_THAT(out.str(), HasSubstr("\nverdict: " + VerdictLine(o.verdict) +
+                                   "\nlimit: storage: ranks waited 41 % of each step for data\n"));
+  RenderOutcome(o, "", /*json=*/true, jout, jerr);
+  EXPECT_EQ(json::parse(jout.str())["verdict"]["limit"]["class"], "storage");
+}
+
+TEST(RenderStatusAndResults, ShowTheLimitUnderTheVerdict) {
+  JobInfoData i;
+  i.record.id = "j1";
+  i.record.state = JobState::kSucceeded;
+  i.verdict = VerdictOf(VerdictStatus::kFail);
+  i.verdict.au_percent = 60;
+  i.verdict.limit_class = "page cache";
+  i.verdict.limit_line = "page cache: 97 % of the 1.07 GB read came from memory";
+  std::ostringstream status, results;
+  RenderStatus(i, /*json_out=*/false, status);
+  EXPECT_THAT(status.str(), HasSubstr("  limit:      page cache: 97 % of the 1.07 GB read came from memory\n"));
+  RenderResults("j1", i, {"summary.json"}, "{}", "out", /*json_out=*/false, results);
+  EXPECT_THAT(results.str(), HasSubstr("\nlimit: page cache: 97 % of the 1.07 GB read came from memory\n"));
+}
+
 TEST(RenderOutcome, JsonIsOneDocument) {
   JobOutcome o = Succeeded();
   o.cancelled_by_signal = true;

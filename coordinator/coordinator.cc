@@ -17,6 +17,7 @@
 #include "base/text.h"
 #include "coordinator/coordinator_job.h"
 #include "coordinator/messages.h"
+#include "results/limit.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -725,7 +726,7 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
     e.mean.dropped_samples = summary.dropped_samples;
   }
   e.checkpoints = ComputeCheckpoints(job.result.checkpoints);
-  e.verdict = JudgeJob(summary, job.spec, JobStateName(state));
+  e.verdict = JudgeJobAndLimit(job.result, summary, JobStateName(state));
   job.rec.verdict_json = VerdictJson(*e.verdict).dump();
   Save(job);
   Emit(job, std::move(e));

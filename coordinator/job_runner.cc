@@ -441,7 +441,17 @@ void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
       if (!ts.ok()) spdlog::error("job {}: {}", job.rec.id, std::string(ts.message()));
     }
   }
-  for (const RankEpochResult& r : results) job.result.s3 += r.s3;  // object storage, every phase
+  for (RankEpochResult& r : results) {
+    job.result.s3 += r.s3;  // object storage, every phase
+    // Host telemetry, every phase: the series to <agent>_host.jsonl; the whole-phase sample stays with the result.
+    if (r.host.series.empty()) continue;
+    for (const AgentInfo& a : job.result.agents) {
+      if (r.rank < a.first_rank || r.rank >= a.first_rank + a.ranks) continue;
+      std::vector<HostLine>& lines = job.result.host_series[a.name];
+      for (HostSample& s : r.host.series) lines.push_back(HostLine{phase_id, std::move(s)});
+    }
+    r.host.series.clear();
+  }
   if (generate) {
     for (const RankEpochResult& r : results) job.result.generate_io += r.io;
     return;

@@ -75,6 +75,10 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
   AddParquetExtKeys(v);
+  v.push_back(IntKey("dlio_ext.telemetry_interval", &WorkloadSpec::telemetry_interval, 1, 3600,
+                     "seconds between the lines of each agent's host telemetry series (<agent>_host.jsonl in the "
+                     "results: CPU, memory, disks, network; 10 as MLPerf Storage v3 records them); the agents "
+                     "sample every second for /metrics whatever it is"));
 }
 
 }  // namespace dlio::workload_internal

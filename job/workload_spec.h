@@ -193,6 +193,7 @@ struct WorkloadSpec {
   int64_t trace_events_per_thread = 65536;   // dlio_ext.trace_events_per_thread: the per-thread cap (kDefault...)
   std::string evict_cache = "none";          // dlio_ext.evict_cache: none | before_training | every_epoch
   std::string read_type = "on_demand";       // reader.read_type: on_demand | memory
+  int64_t telemetry_interval = 10;           // dlio_ext.telemetry_interval: seconds between <agent>_host.jsonl lines
 
   // Derived helpers.
   bool IsS3() const { return storage_type == "s3"; }

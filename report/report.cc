@@ -168,7 +168,9 @@ absl::StatusOr<json> LoadJob(const fs::path& dir, const std::string& tag) {
     job["config"] = FlattenWorkload(*spec);
   }
   const Verdict verdict = VerdictFromJson(ext.value("verdict", json()));
-  job["verdict"] = {{"status", VerdictStatusName(verdict.status)}, {"line", VerdictLine(verdict)}};
+  job["verdict"] = {{"status", VerdictStatusName(verdict.status)},
+                    {"line", VerdictLine(verdict)},
+                    {"limit", LimitLine(verdict)}};
   job["summary"] = {{"au_mean_percentage", Fig(metric, "train_au_mean_percentage")},
                     {"au_stdev_percentage", Fig(metric, "train_au_stdev_percentage")},
                     {"throughput_mean_samples_per_second", Fig(metric, "train_throughput_mean_samples_per_second")},
@@ -366,8 +368,10 @@ constexpr const char* kPageScript = R"js(
   }
 
   // One job, or two side by side (A and B).
-  jobs.forEach(j => main.appendChild(verdictBox((jobs.length > 1 ? j.tag + ': ' : '') + 'verdict: ' + j.verdict.line,
-                                                j.verdict.status)));
+  jobs.forEach(j => {
+    main.appendChild(verdictBox((jobs.length > 1 ? j.tag + ': ' : '') + 'verdict: ' + j.verdict.line, j.verdict.status));
+    if (j.verdict.limit) main.appendChild(el('p', (jobs.length > 1 ? j.tag + ': ' : '') + j.verdict.limit, 'limit'));
+  });
   const rows = [
     ['Job', j => j.job_id], ['Model', j => j.model], ['Format', j => j.format],
     ['Nodes (num_hosts)', j => j.num_hosts], ['Ranks (accelerators)', j => j.num_accelerators],

@@ -2,7 +2,8 @@
 //
 // Input: the result folder the coordinator writes (summary.json, <rank>_output.json, job.yaml; see
 // docs/results.md), or an --mlperf folder (mlperf_result.json beside one result folder per run; a root holding such
-// folders takes the newest). Output: one HTML file. For a job: the verdict line; a summary table; charts of the AU
+// folders takes the newest). Output: one HTML file. For a job: the verdict line and under it the limit line
+// (results/limit.h); a summary table; charts of the AU
 // per epoch against metric.au, the bytes/s the accelerators need at 100 % AU (batch x record / compute time, the
 // figure --explain gives) against the bytes/s delivered, the samples/s per epoch, and the read-latency CDF (from
 // summary.json's dlio_ext.train_read_latency_histogram); evaluation and checkpoint tables when the job had them;

@@ -25,10 +25,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "base/atomic_file.h"
 #include "base/host_facts.h"
 #include "fmt/format.h"
 #include "results/reduction.h"
+#include "results/limit.h"
 #include "results/verdict.h"
 
 namespace dlio {
@@ -337,6 +339,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   }
   if (job_.s3.total_requests() > 0) ext["s3"] = S3Json(job_.s3);
   if (job_.spec.train) AddTrainSummary(c, &j, &metric, &ext);
+  AddHostAndEpochLimits(job_, &ext);
   if (!s.eval.empty()) AddEvalSummary(s, &metric, &ext);
   const std::vector<CheckpointMetric> checkpoints = ComputeCheckpoints(job_.checkpoints);
   AddCheckpointSummary(checkpoints, &metric);
@@ -357,7 +360,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   if (!s.au_not_measured.empty()) not_measured["train_au"] = s.au_not_measured;
   if (!s.throughput_not_measured.empty()) not_measured["train_throughput"] = s.throughput_not_measured;
   if (!not_measured.empty()) ext["not_measured"] = not_measured;
-  ext["verdict"] = VerdictJson(JudgeJob(s, job_.spec, job_.job_state));
+  ext["verdict"] = VerdictJson(JudgeJobAndLimit(job_, s, job_.job_state));
   j["metric"] = metric;
   j["dlio_ext"] = ext;
   return j;
@@ -475,7 +478,32 @@ absl::Status WriteResultFiles(const ConfinedDir& dir, const JobResult& job) {
       return s;
     }
   }
+  for (const auto& [agent, lines] : job.host_series) {
+    if (absl::Status s = WriteFileAtomic(dir, HostSeriesFileName(agent), HostSeriesText(agent, lines)); !s.ok()) {
+      return s;
+    }
+  }
   return WriteFileAtomic(dir, "job.yaml", ToYaml(job.spec));
+}
+
+std::string HostSeriesFileName(const std::string& agent) {
+  std::string name = agent;
+  for (char& c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  if (name.empty() || name[0] == '.') name = "_" + name;
+  return name + "_host.jsonl";
+}
+
+std::string HostSeriesText(const std::string& agent, const std::vector<HostLine>& lines) {
+  std::string out;
+  for (const HostLine& l : lines) {
+    nlohmann::json j = HostSampleJson(l.sample);
+    j["agent"] = agent;
+    j["phase"] = l.phase_id;
+    out += j.dump() + "\n";
+  }
+  return out;
 }
 
 absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {

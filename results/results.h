@@ -38,6 +38,7 @@
 #include "results/io_stats.h"
 #include "base/confined_dir.h"
 #include "base/host_facts.h"
+#include "results/host_telemetry.h"
 #include "results/s3_stats.h"
 #include "job/workload_spec.h"
 #include "nlohmann/json.hpp"
@@ -85,6 +86,16 @@ struct RankEpochResult {
   // Object storage: the agent's S3 requests during the phase (process-wide, so on the agent's first local rank
   // only, empty on the others); the coordinator sums them into JobResult::s3.
   S3Snapshot s3;
+  // Host telemetry of the phase (results/host_telemetry.h), likewise on the agent's first local rank only: the
+  // coordinator moves the series into JobResult::host_series and keeps the whole-phase sample here (the limit and
+  // dlio_ext.host read it).
+  HostTelemetry host;
+};
+
+// One line of <agent>_host.jsonl: a sample and the phase it was taken in.
+struct HostLine {
+  std::string phase_id;
+  HostSample sample;
 };
 
 struct MetricWindow {
@@ -197,6 +208,8 @@ struct JobResult {
   std::string job_state;
   std::vector<RankCheckpointResult> checkpoints;  // one per (rank, save or load)
   S3Snapshot s3;                       // every phase's S3 requests (dlio_ext.s3 in summary.json)
+  // Every phase's host telemetry series per agent, in the order received: <agent>_host.jsonl.
+  std::map<std::string, std::vector<HostLine>> host_series;
 };
 
 struct FleetSummary {
@@ -250,10 +263,16 @@ MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps);
 // included; empty when every figure will be measured. --explain prints them, the coordinator warns at job start.
 std::vector<std::string> UnmeasuredFigureWarnings(const WorkloadSpec& spec, int64_t epoch_steps, int64_t eval_steps);
 
-// Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json and job.yaml into the open folder `dir`,
+// Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json, <agent>_host.jsonl (per agent that sent
+// host telemetry: one HostSampleJson a line with "agent" and "phase" added) and job.yaml into the open folder `dir`,
 // each under a temporary name then renamed, all through its descriptor (base/atomic_file.h): whatever becomes of
 // the folder's path meanwhile, the files land in the folder that was opened, never through a symbolic link.
 absl::Status WriteResultFiles(const ConfinedDir& dir, const JobResult& job);
+
+// "<agent>_host.jsonl", the agent's name with any character but letters, digits, ".", "-" and "_" as "_".
+std::string HostSeriesFileName(const std::string& agent);
+// The file's text: one HostSampleJson a line, with "agent" and "phase" added.
+std::string HostSeriesText(const std::string& agent, const std::vector<HostLine>& lines);
 
 // Writes `content` to `path` via a temporary name in the same directory and rename() (base/atomic_file.h, relative
 // to the folder of `path`, opened once; links in the caller's own path are followed).

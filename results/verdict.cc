@@ -101,9 +101,11 @@ std::string VerdictLine(const Verdict& v) {
   return status;
 }
 
+std::string LimitLine(const Verdict& v) { return v.limit_line.empty() ? "" : "limit: " + v.limit_line; }
+
 nlohmann::json VerdictJson(const Verdict& v) {
   auto num = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
-  return {{"status", VerdictStatusName(v.status)},
+  nlohmann::json j = {{"status", VerdictStatusName(v.status)},
           {"au_percent", num(v.au_percent)},
           {"au_min_rank_percent", num(v.au_min_rank_percent)},
           {"au_stdev_percent", num(v.au_stdev_percent)},
@@ -111,6 +113,12 @@ nlohmann::json VerdictJson(const Verdict& v) {
           {"epochs_measured", v.epochs_measured},
           {"reason", v.reason},
           {"line", VerdictLine(v)}};
+  if (!v.limit_class.empty()) {
+    j["limit"] = {{"class", v.limit_class},
+                  {"line", v.limit_line},
+                  {"evidence", v.limit_evidence.is_null() ? nlohmann::json::object() : v.limit_evidence}};
+  }
+  return j;
 }
 
 Verdict VerdictFromJson(const nlohmann::json& j) {
@@ -132,6 +140,15 @@ Verdict VerdictFromJson(const nlohmann::json& j) {
   v.target_percent = num("target_percent").value_or(v.target_percent);
   v.epochs_measured = static_cast<int>(num("epochs_measured").value_or(0));
   v.reason = j.value("reason", status ? "" : "no verdict in the results");
+  if (auto it = j.find("limit"); it != j.end() && it->is_object()) {
+    const auto text = [&](const char* key) {
+      auto f = it->find(key);
+      return f != it->end() && f->is_string() ? f->get<std::string>() : std::string();
+    };
+    v.limit_class = text("class");
+    v.limit_line = text("line");
+    v.limit_evidence = it->value("evidence", nlohmann::json::object());
+  }
   return v;
 }
 

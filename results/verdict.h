@@ -38,6 +38,11 @@ struct Verdict {
   double target_percent = 90.0;               // metric.au x 100
   int epochs_measured = 0;
   std::string reason;                         // why NOT_MEASURED / NOT_APPLICABLE / INCOMPLETE; empty otherwise
+  // The limiting resource (results/limit.h), set for jobs that trained: its class name ("storage", "client CPU",
+  // ...; empty when not classified), its line ("storage: ranks waited 41 % ...") and the figures it read.
+  std::string limit_class;
+  std::string limit_line;
+  nlohmann::json limit_evidence;
 };
 
 // `job_state` is JobResult::job_state ("succeeded", "partial", "failed", ...); empty counts as succeeded (result
@@ -46,9 +51,12 @@ Verdict JudgeJob(const FleetSummary& summary, const WorkloadSpec& spec, std::str
 
 // The one-line form: "AU 93.1 % (min rank 92.0 %, sd 0.4) >= target 90.0 %: PASS".
 std::string VerdictLine(const Verdict& v);
+// The line printed after it: "limit: storage: ranks waited 41 % ..."; empty when the job was not classified.
+std::string LimitLine(const Verdict& v);
 
 // {"status", "au_percent", "au_min_rank_percent", "au_stdev_percent", "target_percent", "epochs_measured",
-//  "reason", "line"}; figures that are not measured are null.
+//  "reason", "line"}, and "limit": {"class", "line", "evidence"} when classified; figures that are not measured are
+//  null.
 nlohmann::json VerdictJson(const Verdict& v);
 // The inverse (for `results`, which reads summary.json); a missing or malformed document gives INCOMPLETE.
 Verdict VerdictFromJson(const nlohmann::json& j);

@@ -42,6 +42,9 @@ assert abs(got - want) < 1e-9, (got, want)
 a, b = cmp_[0]["config"], cmp_[1]["config"]
 assert a["train.computation_time"] != b["train.computation_time"]
 assert one[0]["verdict"]["line"] and one[0]["verdict"]["status"] in ("PASS", "FAIL"), one[0]["verdict"]
+# Issue 26: the limit line under the verdict, with its class.
+assert re.match(r"limit: (storage|client CPU|network|page cache|harness|none|undetermined): ",
+                one[0]["verdict"]["limit"]), one[0]["verdict"]
 assert one[0]["eval"], "the evaluation section has no entry"
 PY
 # An --mlperf result folder: the runs and the aggregate.

@@ -67,6 +67,7 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
     for (uint64_t e : o.errors) p->add_errors(e);
     ToProto(o.latency, p->mutable_latency());
   }
+  if (!r.host.empty()) out->set_host_telemetry(HostTelemetryText(r.host));
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -118,6 +119,8 @@ RankEpochResult FromProto(const v1::RankResult& r) {
       o.latency = FromProto(p.latency());
     }
   }
+  // Malformed telemetry (a newer or broken agent) is left out: the phase's results stand without it.
+  if (absl::StatusOr<HostTelemetry> host = ParseHostTelemetry(r.host_telemetry()); host.ok()) out.host = *std::move(host);
   return out;
 }
 
@@ -171,6 +174,9 @@ void ToProto(const Verdict& v, v1::Verdict* out) {
   out->set_target_percent(v.target_percent);
   out->set_epochs_measured(static_cast<uint32_t>(v.epochs_measured));
   out->set_reason(v.reason);
+  out->set_limit_class(v.limit_class);
+  out->set_limit_line(v.limit_line);
+  if (!v.limit_evidence.is_null()) out->set_limit_evidence_json(v.limit_evidence.dump());
 }
 
 Verdict FromProto(const v1::Verdict& v) {
@@ -189,6 +195,12 @@ Verdict FromProto(const v1::Verdict& v) {
   out.epochs_measured = static_cast<int>(v.epochs_measured());
   out.reason = v.reason();
   if (v.status() == v1::VERDICT_STATUS_UNSPECIFIED && out.reason.empty()) out.reason = "no verdict";
+  out.limit_class = v.limit_class();
+  out.limit_line = v.limit_line();
+  if (!v.limit_evidence_json().empty()) {
+    out.limit_evidence = nlohmann::json::parse(v.limit_evidence_json(), nullptr, /*allow_exceptions=*/false);
+    if (out.limit_evidence.is_discarded()) out.limit_evidence = nlohmann::json::object();
+  }
   return out;
 }
 
@@ -247,6 +259,37 @@ PhaseOrder FromProto(const v1::RunPhase& r) {
   return o;
 }
 
+namespace {
+
+// A rank result's host telemetry series as continuations of about `piece_bytes` of JSON each (the whole-phase
+// sample in the first); none when the telemetry does not parse (it is then left out, as FromProto would).
+std::vector<v1::RankResult> HostPieces(const v1::RankResult& r, size_t piece_bytes) {
+  std::vector<v1::RankResult> out;
+  absl::StatusOr<HostTelemetry> t = ParseHostTelemetry(r.host_telemetry());
+  if (!t.ok() || t->empty()) return out;
+  HostTelemetry piece;
+  piece.phase = t->phase;
+  size_t bytes = 0;
+  auto emit = [&] {
+    v1::RankResult c;
+    c.set_rank(r.rank());
+    c.set_continuation(true);
+    c.set_host_telemetry(HostTelemetryText(piece));
+    out.push_back(std::move(c));
+    piece = HostTelemetry();
+    bytes = 0;
+  };
+  for (HostSample& s : t->series) {
+    bytes += HostSampleJson(s).dump().size();
+    piece.series.push_back(std::move(s));
+    if (bytes >= piece_bytes) emit();
+  }
+  if (!piece.empty()) emit();
+  return out;
+}
+
+}  // namespace
+
 std::vector<v1::PhaseDone> SplitPhaseDone(const v1::PhaseDone& done, size_t budget) {
   if (done.ByteSizeLong() <= budget) return {done};
   std::vector<v1::PhaseDone> parts;
@@ -270,6 +313,7 @@ std::vector<v1::PhaseDone> SplitPhaseDone(const v1::PhaseDone& done, size_t budg
     }
     v1::RankResult head = r;
     head.clear_trace_events();
+    head.clear_host_telemetry();
     for (v1::BlockTimings& b : *head.mutable_blocks()) {
       b.clear_load_s();
       b.clear_proc_s();
@@ -303,6 +347,7 @@ std::vector<v1::PhaseDone> SplitPhaseDone(const v1::PhaseDone& done, size_t budg
       c.set_trace_events(r.trace_events().substr(from, trace_per_piece));
       add(c);
     }
+    for (const v1::RankResult& c : HostPieces(r, budget / 2)) add(c);
   }
   flush();
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -323,6 +368,10 @@ bool MergePhaseDonePart(const v1::PhaseDone& part, std::vector<RankEpochResult>*
                            [&](const RankEpochResult& x) { return x.rank == static_cast<int>(r.rank()); });
     if (it == into->rend()) return false;
     it->trace_events += r.trace_events();
+    if (absl::StatusOr<HostTelemetry> host = ParseHostTelemetry(r.host_telemetry()); host.ok() && !host->empty()) {
+      for (HostSample& s : host->series) it->host.series.push_back(std::move(s));
+      if (host->phase) it->host.phase = host->phase;
+    }
     for (const v1::BlockTimings& pb : r.blocks()) {
       auto b = std::find_if(it->blocks.begin(), it->blocks.end(),
                             [&](const BlockTimings& x) { return x.block == static_cast<int>(pb.block()); });

@@ -42,11 +42,12 @@ void ToProto(const PhaseOrder& o, v1::RunPhase* out);
 PhaseOrder FromProto(const v1::RunPhase& r);
 
 // Cuts `done` into parts of at most about `budget` bytes each (PhaseDone.more on all but the last): whole rank
-// results while they fit, and a rank result larger than the budget as a head (everything but its per-step values and
-// trace bytes) plus continuations (RankResult.continuation). One part, `done` itself, when it fits.
+// results while they fit, and a rank result larger than the budget as a head (everything but its per-step values,
+// trace bytes and host telemetry) plus continuations (RankResult.continuation). One part, `done` itself, when it
+// fits.
 std::vector<v1::PhaseDone> SplitPhaseDone(const v1::PhaseDone& done, size_t budget = kPhaseDonePartBytes);
 // Adds the rank results of one part to `into`, merging continuations into the rank they continue (per-step values
-// appended to the block of the same number, trace bytes appended). False when a continuation names a rank with no
+// appended to the block of the same number, trace bytes and host telemetry samples appended). False when a continuation names a rank with no
 // head yet (a malformed part).
 bool MergePhaseDonePart(const v1::PhaseDone& part, std::vector<RankEpochResult>* into);
 

@@ -111,5 +111,60 @@ TEST(SplitPhaseDone, LargeResultsGoInPartsUnderTheLimitAndMergeBackExactly) {
   EXPECT_FALSE(MergePhaseDonePart(orphan, &none));
 }
 
+// Issue 26: a phase's host telemetry and the verdict's limit cross the wire whole.
+TEST(HostTelemetryWire, RankResultCarriesTheSeriesAndTheVerdictItsLimit) {
+  RankEpochResult r;
+  r.rank = 3;
+  HostSample s;
+  s.unix_ms = 1234;
+  s.seconds = 10;
+  s.cpu_busy = 42;
+  s.nics = {NicRate{"eth0", 1, 2, 3, 4, 1000, 0.5}};
+  r.host.series = {s, s};
+  r.host.phase = s;
+  v1::RankResult p;
+  ToProto(r, &p);
+  const RankEpochResult back = FromProto(p);
+  ASSERT_EQ(back.host.series.size(), 2u);
+  ASSERT_TRUE(back.host.phase.has_value());
+  EXPECT_EQ(HostSampleJson(*back.host.phase), HostSampleJson(s));
+  v1::RankResult bad;
+  bad.set_host_telemetry("{not json");
+  EXPECT_TRUE(FromProto(bad).host.empty());
+
+  // A long phase's series (20000 samples, ~10 MB of JSON) is cut into parts under the limit and merged back whole.
+  RankEpochResult big;
+  big.rank = 0;
+  big.host.phase = s;
+  for (int i = 0; i < 20000; ++i) {
+    s.unix_ms = i;
+    big.host.series.push_back(s);
+  }
+  v1::PhaseDone done;
+  ToProto(big, done.add_ranks());
+  ASSERT_GT(done.ByteSizeLong(), static_cast<size_t>(kMaxReceiveMessageBytes));
+  std::vector<RankEpochResult> merged;
+  for (const v1::PhaseDone& part : SplitPhaseDone(done)) {
+    ASSERT_LE(part.ByteSizeLong(), static_cast<size_t>(kMaxReceiveMessageBytes));
+    ASSERT_TRUE(MergePhaseDonePart(part, &merged));
+  }
+  ASSERT_EQ(merged.size(), 1u);
+  ASSERT_EQ(merged[0].host.series.size(), 20000u);
+  EXPECT_EQ(merged[0].host.series[19999].unix_ms, 19999);
+  ASSERT_TRUE(merged[0].host.phase.has_value());
+
+  Verdict v;
+  v.status = VerdictStatus::kFail;
+  v.limit_class = "storage";
+  v.limit_line = "storage: ranks waited 41 % of each step for data";
+  v.limit_evidence = {{"batch_wait_share", 0.41}};
+  v1::Verdict pv;
+  ToProto(v, &pv);
+  const Verdict vb = FromProto(pv);
+  EXPECT_EQ(vb.limit_class, v.limit_class);
+  EXPECT_EQ(vb.limit_line, v.limit_line);
+  EXPECT_EQ(vb.limit_evidence, v.limit_evidence);
+}
+
 }  // namespace
 }  // namespace dlio
