@@ -39,7 +39,7 @@
   X(checkpoint_randomize_tensor) X(checkpoint_evict_cache) X(checkpoint_bandwidth_limit)                            \
   /* output, metric, dlio_ext */                                                                                    \
   X(output_folder) X(exclude_start_steps) X(exclude_end_steps) X(au_threshold) X(io_engine)                         \
-  X(read_bandwidth_limit) X(trace) X(trace_events_per_thread) X(evict_cache) X(read_type) X(hdf5_engine) \
+  X(read_bandwidth_limit) X(trace) X(trace_events_per_thread) X(evict_cache) X(read_type) X(hdf5_engine)            \
   X(telemetry_interval)
 
 #define DLIO_WORKLOAD_UNCOMPARED_FIELDS(X) X(s3_secret_access_key)
