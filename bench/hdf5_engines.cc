@@ -24,17 +24,13 @@
 #include <utility>
 #include <vector>
 
+#include "bench/process_cpu.h"
 #include "readers/format.h"
 #include "readers/hdf5_replay.h"
 
 namespace {
 
-double CpuSeconds() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
+using dlio::bench::ProcessCpuSeconds;
 
 int Die(const std::string& what) {
   std::fprintf(stderr, "dlio-bench-hdf5-engines: %s\n", what.c_str());
@@ -63,7 +59,7 @@ Run OneRound(const dlio::Format& format, const std::vector<std::pair<std::string
   dlio::IoStats stats;
   Run r;
   const auto t0 = std::chrono::steady_clock::now();
-  const double c0 = CpuSeconds();
+  const double c0 = ProcessCpuSeconds();
   for (const auto& [path, i] : order) {
     auto n = reader->ReadSample(path, i, stats);
     if (!n.ok()) {
@@ -72,7 +68,7 @@ Run OneRound(const dlio::Format& format, const std::vector<std::pair<std::string
     }
     r.checksum += static_cast<unsigned char>(reader->last_sample()[*n / 2]);
   }
-  r.cpu = CpuSeconds() - c0;
+  r.cpu = ProcessCpuSeconds() - c0;
   r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.samples = order.size();
   r.bytes = stats.Snapshot().bytes;

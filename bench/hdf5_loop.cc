@@ -9,7 +9,6 @@
 // Prints one JSON line: {"bytes":B,"samples":N,"seconds":S,"cpu_seconds":C}.
 // Usage: dlio-bench-hdf5-loop JOB.yaml DATA_ROOT EPOCHS [--keep-open]
 #include <hdf5.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,16 +24,12 @@
 
 #include "plan/epoch_plan.h"
 #include "job/workload_spec.h"
+#include "bench/process_cpu.h"
 #include "readers/format.h"
 
 namespace {
 
-double CpuSeconds() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
+using dlio::bench::ProcessCpuSeconds;
 
 int Die(const std::string& what) {
   std::fprintf(stderr, "dlio-bench-hdf5-loop: %s\n", what.c_str());
@@ -64,7 +59,7 @@ int main(int argc, char** argv) {
   double seconds = 0;
   uint64_t samples = 0;
   std::atomic<bool> failed{false};
-  const double cpu0 = CpuSeconds();
+  const double cpu0 = ProcessCpuSeconds();
   for (int e = 1; e <= epochs; ++e) {
     absl::StatusOr<dlio::EpochPlan> plan = dlio::EpochPlan::Make(dlio::TrainPlanParams(*spec, 1), e);
     if (!plan.ok()) return Die(std::string(plan.status().message()));
@@ -113,6 +108,6 @@ int main(int argc, char** argv) {
   if (failed) return Die("an H5Dread failed");
   std::printf("{\"bytes\":%llu,\"samples\":%llu,\"seconds\":%.6f,\"cpu_seconds\":%.3f}\n",
               static_cast<unsigned long long>(samples * d * d), static_cast<unsigned long long>(samples), seconds,
-              CpuSeconds() - cpu0);
+              ProcessCpuSeconds() - cpu0);
   return 0;
 }

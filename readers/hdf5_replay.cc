@@ -209,16 +209,20 @@ void LearnChunks(hid_t dset, hid_t dcpl, Layout& l) {
   l.chunks.resize(total);
 }
 
+// The first element's coordinates of chunk idx (row-major over the chunk grid), as libhdf5's chunk queries take them.
+void ChunkOrigin(const Layout& l, uint64_t idx, hsize_t* off) {
+  for (int d = l.rank - 1; d >= 0; --d) {
+    off[d] = (idx % l.grid[d]) * l.chunk[d];
+    idx /= l.grid[d];
+  }
+}
+
 // Every chunk's address, stored size and filter mask by libhdf5's own query (the driver probing: it fails when
 // libhdf5 would have to read a part of the index it does not hold).
 bool QueryChunks(hid_t dset, Layout& l) {
   hsize_t off[kMaxRank] = {};
   for (uint64_t idx = 0; idx < l.chunks.size(); ++idx) {
-    uint64_t rem = idx;
-    for (int d = l.rank - 1; d >= 0; --d) {
-      off[d] = (rem % l.grid[d]) * l.chunk[d];
-      rem /= l.grid[d];
-    }
+    ChunkOrigin(l, idx, off);
     unsigned mask = 0;
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
@@ -354,11 +358,7 @@ bool ChunksAgree(hid_t dset, const Layout& l, uint32_t sample) {
   hsize_t off[kMaxRank] = {};
   for (uint64_t j = 0; j < l.row_chunks; ++j) {
     const uint64_t idx = sample / l.chunk[0] * l.row_chunks + j;
-    uint64_t rem = idx;
-    for (int d = l.rank - 1; d >= 0; --d) {
-      off[d] = (rem % l.grid[d]) * l.chunk[d];
-      rem /= l.grid[d];
-    }
+    ChunkOrigin(l, idx, off);
     unsigned mask = 0;
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
