@@ -115,6 +115,13 @@ absl::StatusOr<std::vector<std::string>> PhaseFiles(const WorkloadSpec& spec, bo
   const char* split = eval ? "valid" : "train";
   const int64_t count = eval ? spec.num_files_eval : spec.num_files_train;
   const char* key = eval ? "dataset.num_files_eval" : "dataset.num_files_train";
+  if (spec.SkipsListing(count)) {  // dataset.skip_listing: the names derived, a sample checked (issue 27 item 3)
+    const DatasetLocation where =
+        s3 ? DatasetLocation::Bucket(s3, spec.S3DataPrefix()) : DatasetLocation::Folder(*data_dir);
+    return DeriveDataFiles(where, split, format.extension(), count,
+                           eval ? spec.num_subfolders_eval : spec.num_subfolders_train, spec.file_prefix,
+                           spec.listing_validation_interval, key);
+  }
   if (s3) {
     return ListDataFiles(DatasetLocation::Bucket(s3, spec.S3DataPrefix()), split, format.extension(), count, key, "",
                          spec.file_prefix, ignored);
