@@ -193,7 +193,8 @@ absl::Status CheckExists(const DatasetLocation& where, S3Client* client, const s
   }
   const int err = errno;
   const std::string why = where.folder->Explain(path, err);
-  return err == ENOENT ? absl::NotFoundError(why) : absl::FailedPreconditionError(absl::StrCat("dataset.data_folder: ", why));
+  if (err == ENOENT) return absl::NotFoundError(why);
+  return absl::FailedPreconditionError(absl::StrCat("dataset.data_folder: ", why));
 }
 
 }  // namespace

@@ -672,7 +672,8 @@ class RedirectFront {
 // The value of a series in a scrape ("" = absent).
 std::string Sample(const std::string& metrics, const std::string& series) {
   std::smatch m;
-  const std::regex re("\n" + std::regex_replace(series, std::regex(R"([{}\[\]().*+?^$|\\])"), R"(\$&)") + " ([0-9.e+]+)");
+  const std::string escaped = std::regex_replace(series, std::regex(R"([{}\[\]().*+?^$|\\])"), R"(\$&)");
+  const std::regex re("\n" + escaped + " ([0-9.e+]+)");
   return std::regex_search(metrics, m, re) ? m[1].str() : "";
 }
 
@@ -775,7 +776,8 @@ TEST_F(S3, MlcommonsObjectStorageWorkloadsRunWithEndpointOverride) {
     ASSERT_EQ(Tool({"mkbucket", bucket}).exit_code, 0);
     CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", file, "--explain"});
     ASSERT_EQ(explain.exit_code, 0) << explain.err;
-    EXPECT_THAT(explain.out, HasSubstr("client: the agents' own S3 client (libcurl, SigV4); storage.storage_library '"));
+    EXPECT_THAT(explain.out,
+                HasSubstr("client: the agents' own S3 client (libcurl, SigV4); storage.storage_library '"));
     EXPECT_THAT(explain.out, HasSubstr("listing: train/ listed (ListObjectsV2) by every agent (dataset.skip_listing "
                                        "unset and 168 files < 100000)"));
     TempDir dir;

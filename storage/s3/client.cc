@@ -394,7 +394,8 @@ absl::Status S3Client::NextHop(const Request& req, const std::vector<std::string
     return absl::InvalidArgumentError(absl::StrCat(to, ": not an http:// or https:// URL, not followed"));
   }
   if (std::find(visited.begin(), visited.end(), *next) != visited.end()) {
-    return absl::FailedPreconditionError(absl::StrCat(to, ": a redirect loop (that URL was already asked), not followed"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(to, ": a redirect loop (that URL was already asked), not followed"));
   }
   if (hops >= kMaxRedirectHops) {
     return absl::FailedPreconditionError(

@@ -298,9 +298,10 @@ TEST(S3Client, RedirectLoopsOtherSchemesLongChainsAndRefusedHostsAreOneLineError
   c->redirect_check = [](const std::string& origin) {
     return absl::FailedPreconditionError("s3 endpoint " + origin + " is not allowed");
   };
-  EXPECT_EQ(get(to_refused, c), head + to_refused.origin() + " bucket 'bkt' object 'k/obj.npz': HTTP 307 redirect to '" +
-                                    refused_node.origin() + "/bkt/k/obj.npz' refused: s3 endpoint " +
-                                    refused_node.origin() + " is not allowed");
+  EXPECT_EQ(get(to_refused, c),
+            head + to_refused.origin() + " bucket 'bkt' object 'k/obj.npz': HTTP 307 redirect to '" +
+                refused_node.origin() + "/bkt/k/obj.npz' refused: s3 endpoint " + refused_node.origin() +
+                " is not allowed");
   EXPECT_TRUE(refused_node.heads().empty());
 }
 
