@@ -227,6 +227,26 @@ absl::StatusOr<std::vector<std::string>> DeriveDataFiles(const DatasetLocation& 
   return files;
 }
 
+absl::StatusOr<std::vector<std::string>> FindDataFiles(const DatasetLocation& where, const std::string& split,
+                                                       const std::string& ext, int64_t count,
+                                                       const DataFileNaming& naming, const std::string& count_key,
+                                                       const std::string& hint, const std::string& prefix,
+                                                       std::string* ignored) {
+  if (naming.derive) {
+    if (naming.list_if_other_names && count > 0) {
+      const std::string rel = DataFileRelPath(split, prefix, 0, count, naming.subfolders, ext);
+      std::unique_ptr<S3Client> client = where.s3 ? std::make_unique<S3Client>(where.s3) : nullptr;
+      const absl::Status first = CheckExists(
+          where, client.get(), where.s3 ? S3Join(where.prefix, rel) : absl::StrCat(where.folder->path(), "/", rel));
+      if (first.code() == absl::StatusCode::kNotFound) {
+        return ListDataFiles(where, split, ext, count, count_key, hint, prefix, ignored);
+      }
+    }
+    return DeriveDataFiles(where, split, ext, count, naming.subfolders, prefix, naming.interval, count_key);
+  }
+  return ListDataFiles(where, split, ext, count, count_key, hint, prefix, ignored);
+}
+
 namespace {
 
 // The generator made its folders before writing (agent/generate_phase.cc): one it cannot find as it was was moved,

@@ -225,5 +225,32 @@ TEST(DeriveDataFiles, NamesFollowDlioNamingAndASampleIsChecked) {
   EXPECT_EQ(Names(*two), (std::vector<std::string>{"img_0_of_2.npz", "img_1_of_2.npz"}));
 }
 
+// FindDataFiles: derived when asked; with skip_listing unset (list_if_other_names), a dataset whose first derived name
+// is missing (here the first 2 of a generated set of 4, DLIO's subset feature) is listed as before; with skip_listing
+// set it is an error naming that name. Not derived: listed.
+TEST(FindDataFiles, DerivesOrListsAndFallsBackToListingForOtherNamesWhenUnset) {
+  Dir d;
+  for (int i = 0; i < 4; ++i) d.Touch("train/img_" + std::to_string(i) + "_of_4.npz");
+  DataFileNaming naming;
+  naming.derive = true;
+  naming.list_if_other_names = true;
+  naming.interval = 1;
+  auto subset = FindDataFiles(Folder(d), "train", "npz", 2, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_TRUE(subset.ok()) << subset.status();
+  EXPECT_EQ(Names(*subset), (std::vector<std::string>{"img_0_of_4.npz", "img_1_of_4.npz"}));
+  auto all = FindDataFiles(Folder(d), "train", "npz", 4, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 4u);
+  naming.list_if_other_names = false;
+  auto strict = FindDataFiles(Folder(d), "train", "npz", 2, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(std::string(strict.status().message()).find("img_0_of_2.npz' does not exist"), std::string::npos)
+      << strict.status();
+  naming.derive = false;
+  auto listed = FindDataFiles(Folder(d), "train", "npz", 2, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(Names(*listed), (std::vector<std::string>{"img_0_of_4.npz", "img_1_of_4.npz"}));
+}
+
 }  // namespace
 }  // namespace dlio

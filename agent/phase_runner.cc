@@ -24,11 +24,15 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
     absl::StatusOr<std::unique_ptr<Format>> f =
         MakeFormat(cmd.spec.format, FormatOptionsFor(cmd.spec, {}, eval ? "valid" : "train", *c));
     const int64_t count = eval ? cmd.spec.num_files_eval : cmd.spec.num_files_train;
-    if (f.ok() && cmd.spec.SkipsListing(count)) {  // no listing: the first name as generation gives it
-      first = S3Join(cmd.spec.S3DataPrefix(),
-                     DataFileRelPath(eval ? "valid" : "train", cmd.spec.file_prefix, 0, count,
-                                     eval ? cmd.spec.num_subfolders_eval : cmd.spec.num_subfolders_train,
-                                     (*f)->extension()));
+    if (f.ok() && cmd.spec.SkipsListing(count)) {
+      // No listing. skip_listing set: the first name as generation gives it; unset (by size): none here, the phase
+      // checks that name and lists instead when it is missing (agent/dataset_files.h's FindDataFiles).
+      if (cmd.spec.skip_listing == 1) {
+        first = S3Join(cmd.spec.S3DataPrefix(),
+                       DataFileRelPath(eval ? "valid" : "train", cmd.spec.file_prefix, 0, count,
+                                       eval ? cmd.spec.num_subfolders_eval : cmd.spec.num_subfolders_train,
+                                       (*f)->extension()));
+      }
     } else if (f.ok()) {
       absl::StatusOr<std::vector<std::string>> keys =
           ListDataFiles(DatasetLocation::Bucket(*c, cmd.spec.S3DataPrefix()), eval ? "valid" : "train",

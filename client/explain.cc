@@ -220,9 +220,11 @@ std::string ListingText(const WorkloadSpec& spec) {
     return fmt::format("train/ listed ({}) by every agent ({})", spec.IsS3() ? "ListObjectsV2" : "directory", why);
   }
   const int64_t every = spec.listing_validation_interval;
-  return fmt::format("train/ names derived from dataset.file_prefix '{}', not listed ({}); {}", spec.file_prefix, why,
+  const std::string fallback = spec.skip_listing < 0 ? " (listed instead if the first name is missing)" : "";
+  return fmt::format("train/ names derived from dataset.file_prefix '{}', not listed ({}){}; {}", spec.file_prefix,
+                     why, fallback,
                      every == 0 ? "none checked"
-                                : fmt::format("every {}th and the last checked by {}", every,
+                                : fmt::format("the first, every {}-th and the last checked by {}", every,
                                               spec.IsS3() ? "HEAD" : "stat"));
 }
 

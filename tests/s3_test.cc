@@ -737,6 +737,10 @@ TEST_F(S3, SkipListingReadsDerivedNamesWithoutListingAndNamesAMissingObject) {
   std::string job = Workload("npz", 6, 1, 4096, 2, 0, 1, true, Storage(bucket));
   job = std::regex_replace(job, std::regex("dataset:\n"), dataset);
   WriteFile(dir.str() + "/job.yaml", job);
+  CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/job.yaml", "--explain"});
+  EXPECT_THAT(explain.out, HasSubstr("listing: train/ names derived from dataset.file_prefix 'img', not listed "
+                                     "(dataset.skip_listing: true); the first, every 1-th and the last checked by "
+                                     "HEAD"));
   CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
   ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   EXPECT_EQ(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["samples"].get<double>(), 6);
