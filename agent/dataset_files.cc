@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "job/format_traits.h"
+#include "readers/format.h"
 #include "storage/storage.h"
 
 namespace dlio {
@@ -180,6 +181,72 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
   files.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) files.push_back(std::move(found[static_cast<size_t>(i)].second));
   return files;
+}
+
+namespace {
+
+// Whether data file `path` exists: HEAD (bucket) or a confined open (folder). NotFound for a missing one.
+absl::Status CheckExists(const DatasetLocation& where, S3Client* client, const std::string& path) {
+  if (client != nullptr) return client->Head(path).status();
+  const int fd = where.folder->Open(path, O_PATH);
+  if (fd >= 0) {
+    ::close(fd);
+    return absl::OkStatus();
+  }
+  const int err = errno;
+  const std::string why = where.folder->Explain(path, err);
+  if (err == ENOENT) return absl::NotFoundError(why);
+  return absl::FailedPreconditionError(absl::StrCat("dataset.data_folder: ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> DeriveDataFiles(const DatasetLocation& where, const std::string& split,
+                                                         const std::string& ext, int64_t count, int64_t subfolders,
+                                                         const std::string& prefix, int64_t interval,
+                                                         const std::string& count_key) {
+  std::vector<std::string> files;
+  files.reserve(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const std::string rel = DataFileRelPath(split, prefix, i, count, subfolders, ext);
+    files.push_back(where.s3 ? S3Join(where.prefix, rel) : absl::StrCat(where.folder->path(), "/", rel));
+  }
+  if (interval <= 0 || count == 0) return files;
+  std::unique_ptr<S3Client> client = where.s3 ? std::make_unique<S3Client>(where.s3) : nullptr;
+  for (int64_t i = 0; i < count; i = i == count - 1 ? count : std::min(i + interval, count - 1)) {
+    const std::string& name = files[static_cast<size_t>(i)];
+    absl::Status s = CheckExists(where, client.get(), name);
+    if (s.ok()) continue;
+    if (s.code() != absl::StatusCode::kNotFound) return s;
+    const std::string what = where.s3 ? absl::StrCat("object s3://", where.s3->bucket, "/", name, " (",
+                                                     where.s3->Describe(), ")")
+                                      : absl::StrCat("file '", name, "'");
+    return absl::NotFoundError(absl::StrCat(
+        "dataset.skip_listing: ", what, " does not exist; with skip_listing the names are derived from "
+        "dataset.file_prefix, ", count_key, " and the subfolders (DLIO's naming), not listed: generate the dataset "
+        "(workflow.generate_data: true) or set dataset.skip_listing: false to list it"));
+  }
+  return files;
+}
+
+absl::StatusOr<std::vector<std::string>> FindDataFiles(const DatasetLocation& where, const std::string& split,
+                                                       const std::string& ext, int64_t count,
+                                                       const DataFileNaming& naming, const std::string& count_key,
+                                                       const std::string& hint, const std::string& prefix,
+                                                       std::string* ignored) {
+  if (naming.derive) {
+    if (naming.list_if_other_names && count > 0) {
+      const std::string rel = DataFileRelPath(split, prefix, 0, count, naming.subfolders, ext);
+      std::unique_ptr<S3Client> client = where.s3 ? std::make_unique<S3Client>(where.s3) : nullptr;
+      const absl::Status first = CheckExists(
+          where, client.get(), where.s3 ? S3Join(where.prefix, rel) : absl::StrCat(where.folder->path(), "/", rel));
+      if (first.code() == absl::StatusCode::kNotFound) {
+        return ListDataFiles(where, split, ext, count, count_key, hint, prefix, ignored);
+      }
+    }
+    return DeriveDataFiles(where, split, ext, count, naming.subfolders, prefix, naming.interval, count_key);
+  }
+  return ListDataFiles(where, split, ext, count, count_key, hint, prefix, ignored);
 }
 
 namespace {

@@ -7,6 +7,9 @@
 //   following a link (base/confined_dir.h), a bucket with ListObjectsV2. Given the job's file prefix, files of
 //   several `_of_N` layouts are not mixed: the job's own layout (the names generation gives it) is read when all
 //   its files are there, the rest left out and said once; otherwise the listing is refused, naming the layouts.
+// - DeriveDataFiles: dataset.skip_listing (the MLCommons fork's): the same names as generation gives them, derived
+//   from file_prefix, the index, the count and the subfolder layout (readers/format.h's DataFileRelPath), nothing
+//   listed; a sample of them is checked to exist (HEAD or stat). FindDataFiles chooses between the two.
 // - HeldFolder: a folder the generator writes into, held open so that generation notices when it is moved or replaced
 //   (the held descriptor against the same path from the data root: device and inode) and can still remove its
 //   temporary files from it wherever it went (unlinkat through the descriptor).
@@ -64,6 +67,33 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
                                                        const std::string& count_key = "dataset.num_files_train",
                                                        const std::string& hint = "", const std::string& prefix = "",
                                                        std::string* ignored = nullptr);
+
+// dataset.skip_listing: the `count` names `<split>/[<subfolder>/]<prefix>_<i>_of_<count>.<ext>` under the location
+// (full paths or object keys, in index order, which is the sorted order a listing gives), with `subfolders` DLIO's
+// num_subfolders_<split>. Validation: names 0, `interval`, 2*`interval`, ... and the last (the one a short dataset
+// lacks) are checked, by HEAD (bucket) or a confined open (folder); `interval` 0 checks none. A missing one is
+// NotFound naming it, `count_key` and how to list instead; other errors (credentials, a link) come back as they are.
+absl::StatusOr<std::vector<std::string>> DeriveDataFiles(const DatasetLocation& where, const std::string& split,
+                                                         const std::string& ext, int64_t count, int64_t subfolders,
+                                                         const std::string& prefix, int64_t interval,
+                                                         const std::string& count_key = "dataset.num_files_train");
+
+// How a phase finds its split's files (agent/steps_phase.cc): `derive` (WorkloadSpec::SkipsListing) names them with
+// DeriveDataFiles, else ListDataFiles lists them. `list_if_other_names` (dataset.skip_listing unset: derived only by
+// the dataset's size) lists instead when the first derived name does not exist: the names do not follow the
+// convention for this count (a dataset of other names, or the first `count` of a larger generated set, DLIO's subset
+// feature), which listing handles as it always did.
+struct DataFileNaming {
+  bool derive = false;
+  bool list_if_other_names = false;
+  int64_t subfolders = 0;  // dataset.num_subfolders_<split>
+  int64_t interval = 1000; // dataset.listing_validation_interval
+};
+absl::StatusOr<std::vector<std::string>> FindDataFiles(const DatasetLocation& where, const std::string& split,
+                                                       const std::string& ext, int64_t count,
+                                                       const DataFileNaming& naming, const std::string& count_key,
+                                                       const std::string& hint, const std::string& prefix,
+                                                       std::string* ignored);
 
 // A folder of the dataset held open while a file is generated into it (agent/generate_phase.cc). Before a temporary
 // file is renamed into place, StillInPlace() compares the held descriptor (fstat) with what the folder's path names

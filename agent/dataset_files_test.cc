@@ -183,5 +183,74 @@ TEST(ListDataFiles, ReadsOnlyTheJobsOwnLayoutAndSaysWhatItLeftOut) {
   EXPECT_EQ(Names(*twelve).front(), "img_00_of_12.npz");
 }
 
+// dataset.skip_listing over a folder: the names generation gives (subfolders round-robin, padded), in index order,
+// without listing (a stray file of another name changes nothing); the first, every interval-th and the last are
+// checked, and a missing one among them is named.
+TEST(DeriveDataFiles, NamesFollowDlioNamingAndASampleIsChecked) {
+  Dir d;
+  for (int i = 0; i < 12; ++i) d.Touch("train/" + DataFileRelPath("train", "img", i, 12, 3, "npz").substr(6));
+  d.Touch("train/1/other.npz");
+  auto files = DeriveDataFiles(Folder(d), "train", "npz", 12, 3, "img", 5);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 12u);
+  EXPECT_EQ((*files)[0], d.path().string() + "/train/0/img_00_of_12.npz");
+  EXPECT_EQ((*files)[4], d.path().string() + "/train/1/img_04_of_12.npz");
+  EXPECT_EQ((*files)[11], d.path().string() + "/train/2/img_11_of_12.npz");
+  // Checked: 0, 5, 10 and the last (11). A missing name between them is not looked for.
+  fs::remove(d.path() / "train/0/img_03_of_12.npz");
+  EXPECT_TRUE(DeriveDataFiles(Folder(d), "train", "npz", 12, 3, "img", 5).ok());
+  fs::remove(d.path() / "train/2/img_11_of_12.npz");
+  auto missing = DeriveDataFiles(Folder(d), "train", "npz", 12, 3, "img", 5);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(missing.status().message()).rfind(
+                "dataset.skip_listing: file '" + d.path().string() + "/train/2/img_11_of_12.npz' does not exist; with "
+                "skip_listing the names are derived from dataset.file_prefix, dataset.num_files_train and the "
+                "subfolders (DLIO's naming), not listed: generate the dataset (workflow.generate_data: true) or set "
+                "dataset.skip_listing: false to list it", 0),
+            0u)
+      << missing.status();
+  // Interval 1 checks every name: the one in the middle is found missing too; 0 checks none.
+  d.Touch("train/2/img_11_of_12.npz");
+  auto every = DeriveDataFiles(Folder(d), "train", "npz", 12, 3, "img", 1);
+  ASSERT_FALSE(every.ok());
+  EXPECT_NE(std::string(every.status().message()).find("img_03_of_12.npz"), std::string::npos);
+  EXPECT_TRUE(DeriveDataFiles(Folder(d), "train", "npz", 12, 3, "img", 0).ok());
+  // No subfolders: flat names.
+  Dir flat;
+  flat.Touch("train/img_0_of_2.npz");
+  flat.Touch("train/img_1_of_2.npz");
+  auto two = DeriveDataFiles(Folder(flat), "train", "npz", 2, 0, "img", 1);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(Names(*two), (std::vector<std::string>{"img_0_of_2.npz", "img_1_of_2.npz"}));
+}
+
+// FindDataFiles: derived when asked; with skip_listing unset (list_if_other_names), a dataset whose first derived name
+// is missing (here the first 2 of a generated set of 4, DLIO's subset feature) is listed as before; with skip_listing
+// set it is an error naming that name. Not derived: listed.
+TEST(FindDataFiles, DerivesOrListsAndFallsBackToListingForOtherNamesWhenUnset) {
+  Dir d;
+  for (int i = 0; i < 4; ++i) d.Touch("train/img_" + std::to_string(i) + "_of_4.npz");
+  DataFileNaming naming;
+  naming.derive = true;
+  naming.list_if_other_names = true;
+  naming.interval = 1;
+  auto subset = FindDataFiles(Folder(d), "train", "npz", 2, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_TRUE(subset.ok()) << subset.status();
+  EXPECT_EQ(Names(*subset), (std::vector<std::string>{"img_0_of_4.npz", "img_1_of_4.npz"}));
+  auto all = FindDataFiles(Folder(d), "train", "npz", 4, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 4u);
+  naming.list_if_other_names = false;
+  auto strict = FindDataFiles(Folder(d), "train", "npz", 2, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(std::string(strict.status().message()).find("img_0_of_2.npz' does not exist"), std::string::npos)
+      << strict.status();
+  naming.derive = false;
+  auto listed = FindDataFiles(Folder(d), "train", "npz", 2, naming, "dataset.num_files_train", "", "img", nullptr);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(Names(*listed), (std::vector<std::string>{"img_0_of_4.npz", "img_1_of_4.npz"}));
+}
+
 }  // namespace
 }  // namespace dlio

@@ -16,6 +16,7 @@
 #include "agent/dataset_files.h"
 #include "agent/phase_context.h"
 #include "base/scheduling.h"
+#include "base/sleep.h"
 #include "readers/format.h"
 
 namespace dlio {
@@ -347,6 +348,9 @@ absl::StatusOr<std::vector<RankEpochResult>> RunGenerate(const PhaseContext& ctx
     GenerateRank(ctx, **setup, rank, group, results[static_cast<size_t>(l)]);
   });
   if (absl::Status s = group.first_error.Get(); !s.ok()) return s;
+  // storage.post_generation_settle_seconds: an eventually consistent store lists and serves the new objects only
+  // after a while; the phase (and so the job's next one) ends after it. A cancel cuts it short.
+  SleepFor(cmd.spec.post_generation_settle_seconds, ctx.cancel);
   if (ctx.CancelAsked()) return absl::CancelledError(absl::StrCat(ctx.Where(cmd.first_rank), ": cancelled"));
   return results;
 }

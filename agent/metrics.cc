@@ -245,6 +245,9 @@ void AppendS3Families(const std::string& agent, const S3Snapshot& s3, std::vecto
   auto retries =
       MetricFamily("dlio_s3_retries_total", "S3 requests retried after a 5xx, SlowDown, timeout or connection error.",
                    MetricType::Counter);
+  auto redirects = MetricFamily("dlio_s3_redirects_total",
+                                "S3 redirects (301, 302, 307, 308) followed to the node the store named.",
+                                MetricType::Counter);
   auto errors =
       MetricFamily("dlio_s3_errors_total", "Failed S3 requests by HTTP status (label status; none = no HTTP answer).",
                    MetricType::Counter);
@@ -257,6 +260,7 @@ void AppendS3Families(const std::string& agent, const S3Snapshot& s3, std::vecto
     AddSample(requests, l, static_cast<double>(o.requests));
     AddSample(bytes, l, static_cast<double>(o.bytes));
     AddSample(retries, l, static_cast<double>(o.retries));
+    AddSample(redirects, l, static_cast<double>(o.redirects));
     for (int k = 0; k < kS3StatusSlots; ++k) {
       if (o.errors[static_cast<size_t>(k)] == 0) continue;
       MetricLabels e = l;
@@ -268,6 +272,7 @@ void AppendS3Families(const std::string& agent, const S3Snapshot& s3, std::vecto
   out->push_back(std::move(requests));
   out->push_back(std::move(bytes));
   out->push_back(std::move(retries));
+  out->push_back(std::move(redirects));
   out->push_back(std::move(errors));
   out->push_back(std::move(latency));
 }

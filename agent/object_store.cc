@@ -196,6 +196,14 @@ absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& 
         absl::StrCat("s3 endpoint '", c->endpoint, "' must start with http:// or https://"));
   }
   if (absl::Status s = CheckS3Endpoints({{c->endpoint, agent_credentials}}, d); !s.ok()) return s;
+  // A redirect's target passes the same rule (the client asks before each hop). The rule needs the endpoints only:
+  // no copy of the secret is kept in it.
+  S3AgentDefaults rule;
+  rule.endpoint = d.endpoint;
+  rule.allowed_endpoints = d.allowed_endpoints;
+  c->redirect_check = [rule = std::move(rule), agent_credentials](const std::string& origin) {
+    return CheckS3Endpoints({{origin, agent_credentials}}, rule);
+  };
   if (c->access_key_id.empty() || c->secret_access_key.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "s3 ", c->Describe(), ": no ", c->access_key_id.empty() ? "access key id" : "secret key",

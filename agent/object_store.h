@@ -13,7 +13,8 @@
 //  - with an --s3-allow-endpoint list, the agent reaches only its own endpoint and the listed ones, whoever's keys
 //    the job brings.
 // A refusal is one line naming the endpoint, the rule and the option that would allow it; it comes before any
-// connection is made.
+// connection is made. A redirect (301/302/307/308, e.g. AIStore's proxy naming the target node) is followed only to
+// an endpoint the same rule allows (S3Config::redirect_check, storage/s3/client.h), re-signed for that host.
 // Preflight (once per job on every agent, before its first phase touches the bucket): the bucket answers a HEAD with
 // these credentials, and for reading, the first data object answers a HEAD; a failure is one line naming the
 // endpoint, the bucket and the access key id.

@@ -177,6 +177,28 @@ TEST(S3Endpoints, AnAllowListIsAllTheAgentReaches) {
             "--s3-allow-endpoint http://evil.example:9");
 }
 
+// A redirect's target passes the same rule as the endpoint (the client asks S3Config::redirect_check before a hop):
+// the agent's own and its listed endpoints are fine, another host is refused naming it and the flag.
+TEST(S3Endpoints, RedirectTargetsPassTheSameRule) {
+  const S3AgentDefaults agent = Agent("http://rgw.local:8080", {"http://proxy.local:8081"});
+  absl::StatusOr<std::shared_ptr<const S3Config>> c = S3ConfigFor(S3Job("http://proxy.local:8081"), agent);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->redirect_check);
+  EXPECT_TRUE((*c)->redirect_check("http://RGW.local:8080").ok());
+  EXPECT_TRUE((*c)->redirect_check("http://proxy.local:8081").ok());
+  const absl::Status refused = (*c)->redirect_check("http://target.local:9000");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(),
+            "s3 endpoint http://target.local:9000 is neither this agent's own (AWS_ENDPOINT_URL "
+            "http://rgw.local:8080) nor in its --s3-allow-endpoint list (http://proxy.local:8081): an agent with that "
+            "list reaches no other endpoint, whoever's keys the job brings; to allow it, start the agent with "
+            "--s3-allow-endpoint http://target.local:9000");
+  // Without a list, the agent's own keys do not follow a redirect to another host.
+  c = S3ConfigFor(S3Job(""), Agent("http://rgw.local:8080"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE((*c)->redirect_check("http://target.local:9000").ok());
+}
+
 // The rule is a function over every endpoint a job would reach: the first that breaks it is the one named.
 TEST(S3Endpoints, TheRuleCoversEveryEndpointOfAJob) {
   const S3AgentDefaults agent = Agent("http://rgw.local:8080");

@@ -23,7 +23,17 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
     const bool eval = cmd.kind == PhaseKind::kEval;
     absl::StatusOr<std::unique_ptr<Format>> f =
         MakeFormat(cmd.spec.format, FormatOptionsFor(cmd.spec, {}, eval ? "valid" : "train", *c));
-    if (f.ok()) {
+    const int64_t count = eval ? cmd.spec.num_files_eval : cmd.spec.num_files_train;
+    if (f.ok() && cmd.spec.SkipsListing(count)) {
+      // No listing. skip_listing set: the first name as generation gives it; unset (by size): none here, the phase
+      // checks that name and lists instead when it is missing (agent/dataset_files.h's FindDataFiles).
+      if (cmd.spec.skip_listing == 1) {
+        first = S3Join(cmd.spec.S3DataPrefix(),
+                       DataFileRelPath(eval ? "valid" : "train", cmd.spec.file_prefix, 0, count,
+                                       eval ? cmd.spec.num_subfolders_eval : cmd.spec.num_subfolders_train,
+                                       (*f)->extension()));
+      }
+    } else if (f.ok()) {
       absl::StatusOr<std::vector<std::string>> keys =
           ListDataFiles(DatasetLocation::Bucket(*c, cmd.spec.S3DataPrefix()), eval ? "valid" : "train",
                         (*f)->extension(), 1, eval ? "dataset.num_files_eval" : "dataset.num_files_train");

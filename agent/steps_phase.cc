@@ -115,11 +115,16 @@ absl::StatusOr<std::vector<std::string>> PhaseFiles(const WorkloadSpec& spec, bo
   const char* split = eval ? "valid" : "train";
   const int64_t count = eval ? spec.num_files_eval : spec.num_files_train;
   const char* key = eval ? "dataset.num_files_eval" : "dataset.num_files_train";
+  DataFileNaming naming;  // dataset.skip_listing (issue 27 item 3): derived names, or listed
+  naming.derive = spec.SkipsListing(count);
+  naming.list_if_other_names = spec.skip_listing < 0;
+  naming.subfolders = eval ? spec.num_subfolders_eval : spec.num_subfolders_train;
+  naming.interval = spec.listing_validation_interval;
   if (s3) {
-    return ListDataFiles(DatasetLocation::Bucket(s3, spec.S3DataPrefix()), split, format.extension(), count, key, "",
-                         spec.file_prefix, ignored);
+    return FindDataFiles(DatasetLocation::Bucket(s3, spec.S3DataPrefix()), split, format.extension(), count, naming,
+                         key, "", spec.file_prefix, ignored);
   }
-  return ListDataFiles(DatasetLocation::Folder(*data_dir), split, format.extension(), count, key, hint,
+  return FindDataFiles(DatasetLocation::Folder(*data_dir), split, format.extension(), count, naming, key, hint,
                        spec.file_prefix, ignored);
 }
 

@@ -207,6 +207,29 @@ json MemorySection(const WorkloadSpec& spec, const ExplainFleet& fleet, const js
 
 }  // namespace
 
+namespace {
+
+// How the agents find the training files (agent/dataset_files.h): derived names (dataset.skip_listing) or a listing.
+std::string ListingText(const WorkloadSpec& spec) {
+  const int64_t n = spec.num_files_train;
+  const std::string why = spec.skip_listing >= 0
+                              ? fmt::format("dataset.skip_listing: {}", spec.skip_listing == 1 ? "true" : "false")
+                              : fmt::format("dataset.skip_listing unset and {} files {} {}", n,
+                                            n >= kSkipListingAutoFiles ? ">=" : "<", kSkipListingAutoFiles);
+  if (!spec.SkipsListing(n)) {
+    return fmt::format("train/ listed ({}) by every agent ({})", spec.IsS3() ? "ListObjectsV2" : "directory", why);
+  }
+  const int64_t every = spec.listing_validation_interval;
+  const std::string fallback = spec.skip_listing < 0 ? " (listed instead if the first name is missing)" : "";
+  return fmt::format("train/ names derived from dataset.file_prefix '{}', not listed ({}){}; {}", spec.file_prefix,
+                     why, fallback,
+                     every == 0 ? "none checked"
+                                : fmt::format("the first, every {}-th and the last checked by {}", every,
+                                              spec.IsS3() ? "HEAD" : "stat"));
+}
+
+}  // namespace
+
 json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const ExplainFleet& fleet,
                 const std::string& source) {
   const int64_t world = std::max<int64_t>(1, fleet.agents * fleet.accelerators_per_agent);
@@ -224,7 +247,12 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
                         {"bucket", spec.storage_root},
                         {"train_prefix", (prefix.empty() ? "" : prefix + "/") + "train/"},
                         {"endpoint", spec.s3_endpoint_url.empty() ? "the agents' AWS_ENDPOINT_URL" : spec.s3_endpoint_url}};
+    if (!spec.storage_library.empty()) {
+      j["storage"]["client"] = fmt::format("the agents' own S3 client (libcurl, SigV4); storage.storage_library '{}' "
+                                           "is a label", spec.storage_library);
+    }
   }
+  j["listing"] = ListingText(spec);
 
   // Training and evaluation.
   int64_t train_steps = 0;
@@ -365,7 +393,9 @@ std::string ExplainText(const json& p) {
     o << fmt::format("  storage: s3 bucket '{}', objects under s3://{}/{} (endpoint {})\n",
                      st["bucket"].get<std::string>(), st["bucket"].get<std::string>(),
                      st["train_prefix"].get<std::string>(), st["endpoint"].get<std::string>());
+    if (st.contains("client")) o << "    client: " << st["client"].get<std::string>() << "\n";
   }
+  if (trains && p.contains("listing")) o << "  listing: " << p["listing"].get<std::string>() << "\n";
   auto steps = [&](const char* name, const json& s) {
     if (s.contains("enabled") && !s["enabled"].get<bool>()) {
       o << fmt::format("  {}: off\n", name);

@@ -111,6 +111,28 @@ void AddDatasetKeys(std::vector<KeyInfo>& v) {
     v.push_back(k);
   }
   AddDatasetLayoutKeys(v);
+  v.push_back(Custom(
+      "dataset.skip_listing", KeyStatus::kImplemented,
+      "true: every agent derives the names of the files or objects from file_prefix, the count and the subfolders "
+      "(DLIO's naming) instead of listing them, and checks every listing_validation_interval-th by HEAD or stat; "
+      "false: listed; unset: derived from 100,000 files of a split on, listed below (--explain says which)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        bool b = false;
+        if (n.IsNull()) {
+          s.skip_listing = -1;
+        } else if (ParseBool(n, &b)) {
+          s.skip_listing = b ? 1 : 0;
+        } else {
+          return MustBe(p, "true, false or null (null: by the dataset's size)", n);
+        }
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) {
+        return std::string(s.skip_listing < 0 ? "~" : s.skip_listing == 1 ? "true" : "false");
+      }));
+  v.push_back(IntKey("dataset.listing_validation_interval", &WorkloadSpec::listing_validation_interval, 0, kMaxFiles,
+                     "with skip_listing: the first name, every N-th after it and the last are checked by HEAD "
+                     "(objects) or stat (files); 0 = none"));
 }
 
 // Data table: the dataset section's HDF5 layout and compression rows.

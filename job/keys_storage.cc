@@ -81,7 +81,40 @@ void AddStorageKeys(std::vector<KeyInfo>& v) {
   v.push_back(IntKey("storage.storage_options.s3_max_attempts", &WorkloadSpec::s3_max_attempts, 1, 100,
                      "s3: attempts per request in all (retries with backoff on 5xx, SlowDown and timeouts, each "
                      "counted in dlio_s3_retries_total)"));
+  // The MLCommons fork's keys (issue 27 item 5): its v3 object-storage workload files load and run here. The
+  // storage_options rows first (ToYaml writes a section once, its rows together).
+  v.push_back(Custom(
+      "storage.storage_options.uri_scheme", KeyStatus::kImplemented,
+      "the fork's s3dlio URI scheme: s3 only here (az, gs, file and direct are refused by name)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"s3"}, {"az", "gs", "file", "direct"}, "URI scheme", &s.s3_uri_scheme);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.s3_uri_scheme); }));
+  v.push_back(Label("storage.storage_options.secure", "~",
+                    "the minio and s3torchconnector libraries' TLS switch: the endpoint_url's scheme (http or https) "
+                    "decides here"));
   AddParquetStorageKeys(v);
+  v.push_back(Custom(
+      "storage.storage_library", KeyStatus::kImplementedDiffers,
+      "the fork's S3 library (s3torchconnector, minio, s3dlio): a label here; our libcurl client does the work "
+      "(--explain says so)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        if (n.IsNull()) {
+          s.storage_library.clear();
+          return absl::OkStatus();
+        }
+        return ParseChoice(n, p, {"s3torchconnector", "minio", "s3dlio"}, {}, "storage library", &s.storage_library);
+      },
+      [](const WorkloadSpec& s) { return s.storage_library.empty() ? std::string("~") : Quote(s.storage_library); }));
+  v.back().differs = [](const YAML::Node&, const WorkloadSpec& s) -> std::string {
+    if (s.storage_library.empty()) return "";
+    return fmt::format("{} is a label here: the agents' own S3 client (libcurl, SigV4) makes every request",
+                       s.storage_library);
+  };
+  v.push_back(NumberKey("storage.post_generation_settle_seconds", &WorkloadSpec::post_generation_settle_seconds, 0,
+                        false, 3600,
+                        "seconds every agent waits after generating its files, before the job goes on (eventually "
+                        "consistent stores)"));
 }
 
 }  // namespace dlio::workload_internal

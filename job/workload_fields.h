@@ -20,10 +20,11 @@
   X(generate_data) X(train) X(evaluation) X(checkpoint)                                                            \
   /* storage (not the secret) */                                                                                    \
   X(storage_type) X(storage_root) X(s3_endpoint_url) X(s3_region) X(s3_access_key_id) X(s3_force_path_style)        \
-  X(s3_max_attempts)                                                                                                \
+  X(s3_max_attempts) X(storage_library) X(s3_uri_scheme) X(post_generation_settle_seconds)                          \
   /* dataset */                                                                                                     \
   X(data_folder) X(format) X(num_files_train) X(num_samples_per_file) X(record_length_bytes)                        \
   X(record_length_bytes_stdev) X(num_files_eval) X(num_subfolders_train) X(num_subfolders_eval) X(file_prefix)      \
+  X(skip_listing) X(listing_validation_interval)                                                                    \
   X(record_dims) X(record_element_type) X(hdf5_chunk_dims) X(hdf5_num_dset_per_record) X(hdf5_max_shape)           \
   X(compression) X(compression_level) X(enable_chunking) X(chunk_size) X(parquet)                                   \
   /* reader */                                                                                                      \

@@ -65,6 +65,10 @@ std::string S3PrefixOf(std::string p) {
 }  // namespace
 
 std::string WorkloadSpec::S3DataPrefix() const { return S3PrefixOf(data_folder); }
+
+bool WorkloadSpec::SkipsListing(int64_t count) const {
+  return skip_listing >= 0 ? skip_listing == 1 : count >= kSkipListingAutoFiles;
+}
 std::string WorkloadSpec::S3CheckpointPrefix() const { return S3PrefixOf(checkpoint_folder); }
 
 bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) {

@@ -65,6 +65,11 @@ inline constexpr int64_t kMaxLoaderThreadsPerAgent = 4096;
 
 enum class ShuffleMode { kOff, kSeed, kRandom };
 
+// dataset.skip_listing unset: a split of this many files or more is not listed but named (agent/dataset_files.h).
+// 100,000 keys are 100 ListObjectsV2 pages per agent (a few seconds on one RGW, before the first batch); below it a
+// listing is cheap and still catches a dataset of other names or layouts.
+inline constexpr int64_t kSkipListingAutoFiles = 100000;
+
 struct WorkloadSpec {
   // model
   std::string model_name = "default";
@@ -106,6 +111,9 @@ struct WorkloadSpec {
   std::string s3_secret_access_key;
   bool s3_force_path_style = false;          // storage_options.s3_force_path_style
   int64_t s3_max_attempts = 5;               // storage_options.s3_max_attempts (DLIO's default 5)
+  std::string storage_library;               // storage.storage_library (the fork's): a label; "" = not given
+  std::string s3_uri_scheme = "s3";          // storage_options.uri_scheme (the fork's): s3 only
+  double post_generation_settle_seconds = 0; // storage.post_generation_settle_seconds: wait after generation
 
   // dataset
   std::string data_folder = "./data/";
@@ -118,6 +126,8 @@ struct WorkloadSpec {
   int64_t num_subfolders_train = 0;
   int64_t num_subfolders_eval = 0;
   std::string file_prefix = "img";
+  int skip_listing = -1;                     // dataset.skip_listing: 1 names derived, 0 listed, -1 auto (size)
+  int64_t listing_validation_interval = 1000;  // dataset.listing_validation_interval: HEAD/stat every N-th name
   std::vector<int64_t> record_dims;          // dataset.record_dims; empty = {d, d} from record_length_bytes
   std::string record_element_type = "uint8"; // dataset.record_element_type (numpy name)
   std::vector<int64_t> hdf5_chunk_dims;     // dataset.hdf5.chunk_dims; empty = contiguous
@@ -200,6 +210,9 @@ struct WorkloadSpec {
   // s3: the object key prefix of data_folder (or checkpoint_folder) in the bucket: an s3://bucket/ URL and a leading
   // "./" or "/" dropped, no trailing "/" ("" = the bucket's top).
   std::string S3DataPrefix() const;
+  // dataset.skip_listing as decided for a split of `count` files: set, or (unset) `count` of at least
+  // kSkipListingAutoFiles (the generated names follow DLIO's convention; agent/dataset_files.h derives them).
+  bool SkipsListing(int64_t count) const;
   std::string S3CheckpointPrefix() const;
   int64_t TotalSamplesTrain() const { return num_files_train * num_samples_per_file; }
   // Side of the square uint8 sample DLIO generates: floor(sqrt(record_length_bytes)).

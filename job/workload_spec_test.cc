@@ -964,6 +964,44 @@ TEST(WorkloadSpecLimits, AnAgentRunsAtMost4096LoaderThreads) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("reader.read_threads: 256 loader threads x 17 ranks"));
 }
 
+// The MLCommons fork's keys (issue 27 item 5): storage_library a label of three values, uri_scheme s3 only (the
+// fork's other schemes refused by name), post_generation_settle_seconds, skip_listing and its validation interval;
+// each survives ToYaml, each bad value is one line naming the key and what is allowed.
+TEST(WorkloadSpecStorage, TheForksObjectStorageKeysLoadAndBadValuesNameTheKey) {
+  const std::string base = "storage:\n  storage_type: s3\n  storage_root: my-bucket\n";
+  WorkloadSpec s = Load(base + "  storage_library: s3dlio\n  post_generation_settle_seconds: 2.5\n"
+                               "  storage_options:\n    uri_scheme: s3\n    secure: false\n"
+                               "dataset:\n  skip_listing: true\n  listing_validation_interval: 50\n");
+  EXPECT_EQ(s.storage_library, "s3dlio");
+  EXPECT_EQ(s.s3_uri_scheme, "s3");
+  EXPECT_EQ(s.post_generation_settle_seconds, 2.5);
+  EXPECT_EQ(s.skip_listing, 1);
+  EXPECT_EQ(s.listing_validation_interval, 50);
+  EXPECT_TRUE(s.SkipsListing(8));
+  absl::StatusOr<WorkloadSpec> again = LoadWorkload(ToYaml(s), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(*again == s);
+  // Unset: by the split's size.
+  WorkloadSpec d = Load(base);
+  EXPECT_EQ(d.skip_listing, -1);
+  EXPECT_FALSE(d.SkipsListing(kSkipListingAutoFiles - 1));
+  EXPECT_TRUE(d.SkipsListing(kSkipListingAutoFiles));
+  EXPECT_FALSE(Load(base + "dataset:\n  skip_listing: false\n").SkipsListing(kSkipListingAutoFiles));
+  EXPECT_EQ(Error(base + "  storage_library: boto3\n").rfind("job.yaml:4: storage.storage_library: ", 0), 0u)
+      << Error(base + "  storage_library: boto3\n");
+  EXPECT_THAT(Error(base + "  storage_library: boto3\n"), HasSubstr("s3torchconnector, minio, s3dlio"));
+  EXPECT_THAT(Error(base + "  storage_options:\n    uri_scheme: az\n"),
+              HasSubstr("storage.storage_options.uri_scheme: 'az'"));
+  EXPECT_THAT(Error(base + "  storage_options:\n    uri_scheme: ftp\n"),
+              HasSubstr("storage.storage_options.uri_scheme"));
+  EXPECT_THAT(Error(base + "  post_generation_settle_seconds: -1\n"),
+              HasSubstr("storage.post_generation_settle_seconds: must be"));
+  EXPECT_THAT(Error(base + "dataset:\n  skip_listing: maybe\n"),
+              HasSubstr("dataset.skip_listing: must be true, false or null (null: by the dataset's size)"));
+  EXPECT_THAT(Error(base + "dataset:\n  listing_validation_interval: -2\n"),
+              HasSubstr("dataset.listing_validation_interval: must be an integer in [0, "));
+}
+
 // Object storage keys (docs/object-storage.md): the bucket, an s3:// data folder, the secret kept out of ToYaml and
 // shown as *** by the key list, and each bad value refused naming its key.
 TEST(WorkloadSpecStorage, S3KeysLoadValidateAndKeepTheSecretOut) {

@@ -27,6 +27,7 @@ S3OpSnapshot& S3OpSnapshot::operator+=(const S3OpSnapshot& o) {
   requests += o.requests;
   bytes += o.bytes;
   retries += o.retries;
+  redirects += o.redirects;
   for (int i = 0; i < kS3StatusSlots; ++i) errors[i] += o.errors[i];
   latency += o.latency;
   return *this;
@@ -52,6 +53,7 @@ S3Snapshot S3Difference(const S3Snapshot& a, const S3Snapshot& b) {
     o.requests = x.requests - y.requests;
     o.bytes = x.bytes - y.bytes;
     o.retries = x.retries - y.retries;
+    o.redirects = x.redirects - y.redirects;
     for (int k = 0; k < kS3StatusSlots; ++k) o.errors[k] = x.errors[k] - y.errors[k];
     for (int k = 0; k < LatencyHistogram::kNumBuckets; ++k) o.latency.set_bucket(k, x.latency.bucket(k) - y.latency.bucket(k));
     o.latency.set_totals(x.latency.sum_ns() - y.latency.sum_ns(), x.latency.count() - y.latency.count());

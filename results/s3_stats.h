@@ -1,7 +1,7 @@
 // S3 request statistics as plain data (storage/s3/client.h counts them; the agent exports them on /metrics and ships a
 // phase's worth in its results; the coordinator sums them into summary.json's dlio_ext.s3). Per operation: requests
-// (attempts), payload bytes, retries, failed attempts by HTTP status slot, and a latency histogram (nanoseconds,
-// results/latency_histogram.h's layout, so merging is a sum).
+// (attempts), payload bytes, retries, redirects followed, failed attempts by HTTP status slot, and a latency
+// histogram (nanoseconds, results/latency_histogram.h's layout, so merging is a sum).
 // Thread-safety: plain value types.
 #pragma once
 
@@ -28,6 +28,7 @@ struct S3OpSnapshot {
   uint64_t requests = 0;  // attempts that got an answer or failed in transport
   uint64_t bytes = 0;     // payload bytes received (GET, LIST) or sent (PUT, part)
   uint64_t retries = 0;
+  uint64_t redirects = 0;  // redirect hops followed (storage/s3/client.h)
   std::array<uint64_t, kS3StatusSlots> errors{};  // failed attempts by status slot
   LatencyHistogram latency;
   S3OpSnapshot& operator+=(const S3OpSnapshot& o);

@@ -108,7 +108,10 @@ S3Snapshot S3Stats::Snapshot() const {
   Lock();
   S3Snapshot s = data_;
   Unlock();
-  for (int i = 0; i < kS3OpCount; ++i) s.ops[i].retries = retries_[i].load(std::memory_order_relaxed);
+  for (int i = 0; i < kS3OpCount; ++i) {
+    s.ops[i].retries = retries_[i].load(std::memory_order_relaxed);
+    s.ops[i].redirects = redirects_[i].load(std::memory_order_relaxed);
+  }
   return s;
 }
 
@@ -158,6 +161,7 @@ struct S3Client::Request {
   char etag[128] = {0};
   bool overflow = false;        // a kFixed answer larger than asked for
   std::string* body = nullptr;  // error / XML bodies
+  std::string* location = nullptr;  // the answer's Location header
   const char* curl_error = "";  // libcurl's text for a transport failure
 };
 
@@ -173,6 +177,7 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     int status = 0;
     if (sp != absl::string_view::npos && absl::SimpleAtoi(line.substr(sp + 1, 3), &status)) r->status = status;
     r->content_length = -1;
+    r->location->clear();
     return len;
   }
   const size_t colon = line.find(':');
@@ -182,6 +187,8 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   if (absl::EqualsIgnoreCase(name, "content-length")) {
     uint64_t v = 0;
     if (absl::SimpleAtoi(value, &v)) r->content_length = static_cast<int64_t>(v);
+  } else if (absl::EqualsIgnoreCase(name, "location")) {
+    r->location->assign(value.data(), value.size());
   } else if (absl::EqualsIgnoreCase(name, "etag")) {
     const size_t k = std::min(value.size(), sizeof(r->etag) - 1);
     std::memcpy(r->etag, value.data(), k);
@@ -263,8 +270,8 @@ S3Client::S3Client(std::shared_ptr<const S3Config> config) : config_(std::move(c
     curl_easy_setopt(curl_, CURLOPT_HEADERFUNCTION, OnHeader);
     curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, OnWrite);
     curl_easy_setopt(curl_, CURLOPT_READFUNCTION, OnRead);
-    // A redirect is never followed (libcurl's default, made explicit): the signed request and the access key id go
-    // to the configured endpoint only (agent/object_store.h's endpoint rule), never to a host a 3xx names.
+    // libcurl never follows a redirect itself (its default, made explicit): the signed request and the access key id
+    // go only where S3Config::redirect_check allows, which PerformOnce asks before each hop (see the header).
     curl_easy_setopt(curl_, CURLOPT_FOLLOWLOCATION, 0L);
     // RGW answers a 100-continue at once; without the header curl would wait for it anyway on large bodies.
   }
@@ -320,7 +327,7 @@ absl::Status S3Client::HttpError(const Request& req, int status, absl::string_vi
   return status >= 500 ? absl::UnavailableError(what) : absl::InternalError(what);
 }
 
-absl::Status S3Client::PerformOnce(Request& req, int* http_status, bool* retryable) {
+int S3Client::PerformHop(Request& req, const char* url) {
   req.status = 0;
   req.got = 0;
   req.sent = 0;
@@ -329,9 +336,11 @@ absl::Status S3Client::PerformOnce(Request& req, int* http_status, bool* retryab
   req.overflow = false;
   req.curl_error = "";
   body_.clear();
+  location_.clear();
   req.body = &body_;
+  req.location = &location_;
   CURL* h = curl_;
-  curl_easy_setopt(h, CURLOPT_URL, url_.c_str());
+  curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &req);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &req);
   curl_easy_setopt(h, CURLOPT_READDATA, &req);
@@ -354,15 +363,73 @@ absl::Status S3Client::PerformOnce(Request& req, int* http_status, bool* retryab
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method);
   }
-  const uint64_t t0 = internal::NowNs();
   const CURLcode rc = curl_easy_perform(h);
-  const uint64_t ns = internal::NowNs() - t0;
   if (m == "HEAD") curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
+  return static_cast<int>(rc);
+}
+
+namespace {
+
+bool IsRedirect(int status) { return status == 301 || status == 302 || status == 307 || status == 308; }
+
+// "scheme://authority" of an absolute URL ("" when `url` has no "://").
+absl::string_view OriginOf(absl::string_view url) {
+  const size_t sep = url.find("://");
+  if (sep == absl::string_view::npos) return "";
+  return url.substr(0, std::min(url.find('/', sep + 3), url.size()));
+}
+
+}  // namespace
+
+absl::Status S3Client::NextHop(const Request& req, const std::vector<std::string>& visited, int hops,
+                               std::string* next) {
+  std::string where = absl::StrCat("s3 ", req.method, " ", config_->Describe());
+  if (!req.key.empty()) absl::StrAppend(&where, " object '", req.key, "'");
+  absl::StrAppend(&where, ": HTTP ", req.status);
+  if (location_.empty()) return absl::InternalError(absl::StrCat(where, ": a redirect without a Location header"));
+  // A Location of a path only ("/bkt/key") is on the same origin.
+  *next = location_.front() == '/' ? absl::StrCat(OriginOf(visited.back()), location_) : location_;
+  const std::string to = absl::StrCat(where, " redirect to '", *next, "'");
+  if (!absl::StartsWithIgnoreCase(*next, "http://") && !absl::StartsWithIgnoreCase(*next, "https://")) {
+    return absl::InvalidArgumentError(absl::StrCat(to, ": not an http:// or https:// URL, not followed"));
+  }
+  if (std::find(visited.begin(), visited.end(), *next) != visited.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(to, ": a redirect loop (that URL was already asked), not followed"));
+  }
+  if (hops >= kMaxRedirectHops) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(to, ": more than ", kMaxRedirectHops, " redirects in one request, not followed"));
+  }
+  if (absl::Status s = config_->redirect_check(std::string(OriginOf(*next))); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(to, " refused: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status S3Client::PerformOnce(Request& req, int* http_status, bool* retryable) {
+  const absl::string_view m(req.method);
+  *retryable = false;
+  const uint64_t t0 = internal::NowNs();
+  CURLcode rc = static_cast<CURLcode>(PerformHop(req, url_.c_str()));
+  absl::Status refused;
+  if (rc == CURLE_OK && IsRedirect(req.status) && config_->redirect_check) {  // unset: HttpError says "not followed"
+    std::vector<std::string> visited = {url_};  // only a redirected request pays for this
+    for (int hops = 0; rc == CURLE_OK && IsRedirect(req.status); ++hops) {
+      std::string next;
+      refused = NextHop(req, visited, hops, &next);
+      if (!refused.ok()) break;
+      stats_.AddRedirect(req.op);
+      visited.push_back(std::move(next));
+      rc = static_cast<CURLcode>(PerformHop(req, visited.back().c_str()));
+    }
+  }
+  const uint64_t ns = internal::NowNs() - t0;  // the hops included
   const bool ok2xx = rc == CURLE_OK && req.status >= 200 && req.status < 300;
   const uint64_t bytes = m == "PUT" || m == "POST" ? req.sent : req.got;
   stats_.Record(req.op, ok2xx ? bytes : 0, ns, rc == CURLE_OK ? req.status : 0, !ok2xx);
   *http_status = rc == CURLE_OK ? req.status : 0;
-  *retryable = false;
+  if (!refused.ok()) return refused;
   if (rc != CURLE_OK) {
     if (req.overflow) {
       return absl::DataLossError(absl::StrCat("s3 GET ", config_->Describe(), " object '", req.key,

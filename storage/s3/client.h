@@ -12,6 +12,13 @@
 //    UNSIGNED-PAYLOAD` (RGW answers 403 without it); the query string is built here already canonical (keys sorted,
 //    URI-encoded, always `k=v`), because 7.88 signs it as given; no custom header is ever empty (7.88 signs it too);
 //    object keys are URI-encoded once, here ('/' kept); PUT bodies have a known length.
+//  - Redirects (301, 302, 307, 308, as AIStore's proxy answers with the target node): followed only when
+//    S3Config::redirect_check is set (the agent sets it to its endpoint rule, agent/object_store.h) and accepts the
+//    target's origin; the hop is a new request to the named URL, signed again by libcurl for the new host, with the
+//    same method and body. At most kMaxRedirectHops hops per attempt; a loop (a URL already visited), a target that
+//    is not http(s), one the check refuses, or one more hop than the bound is a one-line error naming the URL, never
+//    retried. Without a check a redirect is not followed ("a redirect, not followed"). One attempt's latency and
+//    bytes include its hops; each hop is counted in the op's `redirects`.
 //  - Retries: 5xx, 429/SlowDown/RequestTimeout and transport errors (connection refused or reset, timeouts) are
 //    retried with exponential backoff (kRetryBaseMs doubling, at most kRetryMaxMs, with jitter) up to
 //    S3Config::max_attempts attempts in all (DLIO's s3_max_attempts, default 5); each retry is counted. Other 4xx
@@ -30,6 +37,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -75,6 +83,10 @@ struct S3Config {
   // Per-request limits: connecting, and a transfer making no progress (below 1 byte/s) for this long.
   int connect_timeout_ms = 5000;
   int stall_timeout_s = 30;
+  // Redirects (see the contract): OK when a redirect may go to `origin` ("http://host:port", as the Location names
+  // it); unset = redirects are not followed. Called on the client's thread; must be thread-safe when the config is
+  // shared.
+  std::function<absl::Status(const std::string& origin)> redirect_check;
 
   // "endpoint http://h:p bucket 'b'": how every error names the target.
   std::string Describe() const;
@@ -85,6 +97,7 @@ class S3Stats {
  public:
   void Record(S3Op op, uint64_t bytes, uint64_t ns, int http_status, bool failed);
   void AddRetry(S3Op op) { retries_[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed); }
+  void AddRedirect(S3Op op) { redirects_[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed); }
   S3Snapshot Snapshot() const;
 
  private:
@@ -94,8 +107,9 @@ class S3Stats {
   }
   void Unlock() const { lock_.store(false, std::memory_order_release); }
   mutable std::atomic<bool> lock_{false};
-  S3Snapshot data_;  // guarded by lock_ (except retries)
+  S3Snapshot data_;  // guarded by lock_ (except retries and redirects)
   std::array<std::atomic<uint64_t>, kS3OpCount> retries_{};
+  std::array<std::atomic<uint64_t>, kS3OpCount> redirects_{};
 };
 
 // The process's S3 statistics: every live client's stats plus those of clients already destroyed.
@@ -118,6 +132,10 @@ class S3Metrics {
 // (50 + 100 + 200 + 400 ms) without stretching a failing job's last step by more than ~1 s.
 inline constexpr int kRetryBaseMs = 50;
 inline constexpr int kRetryMaxMs = 2000;
+
+// Redirect hops followed within one attempt (see the contract). AIStore's proxy answers one 307 to the target node;
+// 4 leaves room for a chain of proxies, while a loop between two nodes fails after a few milliseconds, not 30 hops.
+inline constexpr int kMaxRedirectHops = 4;
 
 // One entry of a listing page.
 struct S3Object {
@@ -174,6 +192,11 @@ class S3Client {
   // Runs `req` with retries; fills its status/body. Errors are the final one-line message.
   absl::Status Perform(Request& req);
   absl::Status PerformOnce(Request& req, int* http_status, bool* retryable);
+  // One HTTP exchange with `url` (no retry, no redirect); libcurl's result code.
+  int PerformHop(Request& req, const char* url);
+  // req answered 3xx: the next URL into `next` (OK), or the one-line refusal (see the contract). `visited`: the URLs
+  // this attempt went to.
+  absl::Status NextHop(const Request& req, const std::vector<std::string>& visited, int hops, std::string* next);
   void BuildUrl(absl::string_view key, absl::string_view query);
   absl::Status HttpError(const Request& req, int status, absl::string_view curl_error, int attempts) const;
 
@@ -183,6 +206,7 @@ class S3Client {
   std::string base_;                     // scheme://host[:port][/bucket] per the addressing style
   std::string url_;                      // the current request's URL (reused: grows only)
   std::string body_;                     // XML bodies and error bodies (reused)
+  std::string location_;                 // the Location header of the current answer
   std::string userpwd_;
   std::string sigv4_;
   S3Stats stats_;

@@ -1,6 +1,7 @@
 // Pure parts of the S3 client (storage/s3/client.h): key encoding, s3:// URLs, key joins, the statistics' arithmetic,
-// the retry path against a loopback port nobody listens on, and a redirect to another port that is never followed
-// (the real gateway is tests/s3_test.cc's).
+// the retry path against a loopback port nobody listens on, a redirect to another port that is never followed
+// without a redirect check, and redirects followed, bounded and refused with one (loopback HTTP fronts of the test's
+// own; the real gateway behind a redirecting front is tests/s3_test.cc's).
 #include "storage/s3/client.h"
 
 #include <netinet/in.h>
@@ -8,8 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -155,6 +160,149 @@ TEST(S3Client, RedirectsToAnotherHostAreNeverFollowed) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "s3 GET endpoint " + c->endpoint + " bucket 'bkt' object 'k/obj.npz': HTTP 307: a "
                                   "redirect, not followed (requests go to the endpoint only)");
+}
+
+// A loopback HTTP server answering every request (one per connection, "Connection: close") with answer(head);
+// records the request heads in order. Stops when destroyed.
+class Front {
+ public:
+  explicit Front(std::function<std::string(const std::string& head)> answer) : answer_(std::move(answer)) {
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~Front() {
+    stop_ = true;
+    thread_.join();
+  }
+  bool ok() const { return listener_.ok; }
+  std::string origin() const { return "http://127.0.0.1:" + std::to_string(listener_.port); }
+  std::vector<std::string> heads() {
+    std::lock_guard<std::mutex> l(mu_);
+    return heads_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      if (!listener_.Pending(50)) continue;  // 50 ms: how soon the destructor's stop is seen
+      const int c = ::accept(listener_.fd, nullptr, nullptr);
+      if (c < 0) continue;
+      std::string head;
+      char buf[4096];
+      pollfd cp{c, POLLIN, 0};
+      while (head.find("\r\n\r\n") == std::string::npos && ::poll(&cp, 1, 1000) == 1) {
+        const ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        head.append(buf, static_cast<size_t>(n));
+      }
+      const std::string a = answer_(head);
+      EXPECT_EQ(::write(c, a.data(), a.size()), static_cast<ssize_t>(a.size()));
+      ::close(c);
+      std::lock_guard<std::mutex> l(mu_);
+      heads_.push_back(head);
+    }
+  }
+  LoopbackListener listener_;
+  std::function<std::string(const std::string&)> answer_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::string> heads_;  // guarded by mu_
+  std::thread thread_;
+};
+
+std::string Redirect(int status, const std::string& location) {
+  return "HTTP/1.1 " + std::to_string(status) + " Redirect\r\nLocation: " + location +
+         "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+}
+
+std::shared_ptr<S3Config> RedirectConfig(const std::string& endpoint, std::vector<std::string>* asked) {
+  auto c = std::make_shared<S3Config>();
+  c->endpoint = endpoint;
+  c->bucket = "bkt";
+  c->access_key_id = "AKID";
+  c->secret_access_key = S3Secret("TopSecret");
+  c->max_attempts = 3;
+  c->stall_timeout_s = 2;
+  c->redirect_check = [asked](const std::string& origin) {
+    asked->push_back(origin);
+    return absl::OkStatus();
+  };
+  return c;
+}
+
+// The store's front answers 301, 302, 307 and 308 in turn with the node: each GET goes there, signed again for that
+// host, and its bytes come back; every hop is counted, and the attempt's latency is one sample covering both hops.
+TEST(S3Client, RedirectsAreFollowedToTheNodeAndResignedForItsHost) {
+  const std::string payload = "0123456789abcdef";
+  Front node([&](const std::string&) {
+    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(payload.size()) + "\r\nConnection: close\r\n\r\n" +
+           payload;
+  });
+  const int statuses[] = {301, 302, 307, 308};
+  std::atomic<int> n{0};
+  Front proxy([&](const std::string&) { return Redirect(statuses[n++ % 4], node.origin() + "/bkt/k/obj.npz"); });
+  ASSERT_TRUE(node.ok() && proxy.ok());
+  std::vector<std::string> asked;
+  S3Client client(RedirectConfig(proxy.origin(), &asked));
+  AlignedBuffer buf;
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<uint64_t> r = client.Get("k/obj.npz", buf);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(buf.data()), *r), payload);
+  }
+  ASSERT_EQ(node.heads().size(), 4u);
+  const std::string host = node.origin().substr(7);
+  EXPECT_THAT(node.heads()[0], HasSubstr("GET /bkt/k/obj.npz HTTP/1.1\r\nHost: " + host + "\r\n"));
+  EXPECT_THAT(node.heads()[0], HasSubstr("Authorization: AWS4-HMAC-SHA256 Credential=AKID/"));
+  EXPECT_THAT(node.heads()[0], HasSubstr("SignedHeaders=host;"));
+  EXPECT_EQ(asked, std::vector<std::string>(4, node.origin()));
+  const S3Snapshot snap = client.stats().Snapshot();
+  const S3OpSnapshot& g = snap.ops[static_cast<int>(S3Op::kGet)];
+  EXPECT_EQ(g.requests, 4u);
+  EXPECT_EQ(g.redirects, 4u);
+  EXPECT_EQ(g.retries, 0u);
+  EXPECT_EQ(g.bytes, 4 * payload.size());
+  EXPECT_EQ(g.latency.count(), 4u);
+}
+
+// A loop, a non-HTTP target, a chain longer than kMaxRedirectHops and a target the check refuses: each one line
+// naming the URL, never retried (one attempt of the 3 allowed), the refused host never reached.
+TEST(S3Client, RedirectLoopsOtherSchemesLongChainsAndRefusedHostsAreOneLineErrors) {
+  std::vector<std::string> asked;
+  std::atomic<int> n{0};
+  std::string self;
+  Front loop([&](const std::string&) { return Redirect(307, self + "/bkt/k/obj.npz"); });
+  self = loop.origin();
+  Front ftp([&](const std::string&) { return Redirect(302, "ftp://files.example/bkt/k"); });
+  Front chain([&](const std::string&) { return Redirect(307, "/bkt/k/obj.npz?hop=" + std::to_string(n++)); });
+  Front refused_node([&](const std::string&) { return std::string("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); });
+  Front to_refused([&](const std::string&) { return Redirect(307, refused_node.origin() + "/bkt/k/obj.npz"); });
+  AlignedBuffer buf;
+  const auto get = [&](const Front& f, std::shared_ptr<S3Config> c) {
+    S3Client client(std::move(c));
+    absl::StatusOr<uint64_t> r = client.Get("k/obj.npz", buf);
+    EXPECT_EQ(client.stats().Snapshot().ops[static_cast<int>(S3Op::kGet)].requests, 1u) << f.origin();
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  const std::string head = "s3 GET endpoint ";
+  EXPECT_EQ(get(loop, RedirectConfig(loop.origin(), &asked)),
+            head + loop.origin() + " bucket 'bkt' object 'k/obj.npz': HTTP 307 redirect to '" + loop.origin() +
+                "/bkt/k/obj.npz': a redirect loop (that URL was already asked), not followed");
+  EXPECT_EQ(get(ftp, RedirectConfig(ftp.origin(), &asked)),
+            head + ftp.origin() + " bucket 'bkt' object 'k/obj.npz': HTTP 302 redirect to 'ftp://files.example/bkt/k'"
+                                  ": not an http:// or https:// URL, not followed");
+  EXPECT_EQ(get(chain, RedirectConfig(chain.origin(), &asked)),
+            head + chain.origin() + " bucket 'bkt' object 'k/obj.npz': HTTP 307 redirect to '" + chain.origin() +
+                "/bkt/k/obj.npz?hop=4': more than 4 redirects in one request, not followed");
+  EXPECT_EQ(chain.heads().size(), 5u);  // the request and its 4 hops
+  auto c = RedirectConfig(to_refused.origin(), &asked);
+  c->redirect_check = [](const std::string& origin) {
+    return absl::FailedPreconditionError("s3 endpoint " + origin + " is not allowed");
+  };
+  EXPECT_EQ(get(to_refused, c),
+            head + to_refused.origin() + " bucket 'bkt' object 'k/obj.npz': HTTP 307 redirect to '" +
+                refused_node.origin() + "/bkt/k/obj.npz' refused: s3 endpoint " + refused_node.origin() +
+                " is not allowed");
+  EXPECT_TRUE(refused_node.heads().empty());
 }
 
 }  // namespace
