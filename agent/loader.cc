@@ -66,6 +66,12 @@ std::unique_ptr<Loader> Loader::StartStream(const LoaderConfig& cfg, StreamAssig
   return l;
 }
 
+uint64_t Loader::BytesRead() const {
+  uint64_t bytes = 0;
+  for (const auto& st : stats_) bytes += st->bytes();
+  return bytes;
+}
+
 int64_t Loader::QueueDepth() const {
   int64_t depth = 0;
   for (const auto& q : queues_) {

@@ -76,6 +76,8 @@ class Loader {
   void Cancel();
   // I/O counters merged over the reader threads.
   IoSnapshot Snapshot() const;
+  // Bytes the reader threads read so far (one relaxed load per thread: cheap enough for every step).
+  uint64_t BytesRead() const;
   // Finished batches waiting in the prefetch queue(s) right now (for the dlio_prefetch_queue_depth gauge). Takes
   // each queue's mutex briefly: meant for scrapes, not for the hot path.
   int64_t QueueDepth() const;

@@ -45,6 +45,8 @@ struct PhaseProgress {
   std::atomic<uint64_t> done{0};     // steps done by the slowest local rank, or files written
   std::atomic<uint64_t> total{0};
   std::atomic<uint64_t> samples{0};
+  // Bytes read (training and evaluation: after every step, so the progress line's MB/s is live; generation and
+  // checkpoints: as files complete).
   std::atomic<uint64_t> bytes{0};
   // Live AU of a training epoch: the local ranks' compute time and wall time after each rank's first step (DLIO's
   // default exclude_start_steps), summed over ranks, in ns; one relaxed add each per rank and step.

@@ -351,10 +351,12 @@ class RankSteps {
     block_.proc.push_back(Seconds(t2 - t0));
     block_.barrier.push_back(Seconds(t3 - t2));
     group_.rank_steps[static_cast<size_t>(local_)] = step + 1;
-    // Live AU for the gauge: compute over wall time after the first (excluded) step.
+    // Live AU for the gauge: compute over wall time after the first step's load and compute (DLIO leaves out the
+    // first step's proc, not its barrier wait: a fleet whose agents start apart waits there, and DLIO's AU counts it).
     if (setup_.eval) {
     } else if (step == 0) {
-      window_start_ = t3;
+      window_start_ = t2;
+      progress_.wall_ns.fetch_add(static_cast<uint64_t>(Nanos(t3 - t2)), std::memory_order_relaxed);
     } else {
       window_compute_ += Seconds(t2 - t1);
       const double wall = Seconds(t3 - window_start_);
@@ -374,6 +376,7 @@ class RankSteps {
       }
     }
     progress_.samples += static_cast<uint64_t>(setup_.cfg.batch);  // the batch the loader delivered
+    AddReadBytes(loader_->BytesRead());
     uint64_t slowest = group_.rank_steps[0];
     for (auto& s : group_.rank_steps) slowest = std::min<uint64_t>(slowest, s);
     progress_.done = slowest;
@@ -414,11 +417,19 @@ class RankSteps {
     return true;
   }
 
+  // The rank's bytes read so far: the part the phase's progress has not counted yet is added to it.
+  void AddReadBytes(uint64_t read) {
+    if (read <= bytes_counted_) return;
+    progress_.bytes.fetch_add(read - bytes_counted_, std::memory_order_relaxed);
+    bytes_counted_ = read;
+  }
+
   // Closes the last block, stops the loader and collects the rank's I/O counters and trace events.
   void Finish() {
     block_.duration_s = Seconds(SteadyClock::now() - block_start_);
     r_.end_unix_us = block_.end_unix_us = NowUnixUs();
     r_.io = loader_->Snapshot();
+    AddReadBytes(r_.io.bytes);  // the rest (reads after the last step's count)
     if (rm_) {
       rm_->DetachLoader();
       rm_->SetPhase(RankPhase::kIdle);
@@ -456,6 +467,7 @@ class RankSteps {
   size_t next_ckpt_ = 0;
   SteadyClock::time_point block_start_, window_start_, prev_step_end_;
   double window_compute_ = 0;
+  uint64_t bytes_counted_ = 0;  // of the loader's bytes read, those already in progress_.bytes
 };
 
 }  // namespace
@@ -472,7 +484,6 @@ absl::StatusOr<std::vector<RankEpochResult>> RunSteps(const PhaseContext& ctx, L
     RankSteps(ctx, threads, **setup, group, l, results[static_cast<size_t>(l)]).Run();
   });
   if (absl::Status s = group.first_error.Get(); !s.ok()) return s;
-  for (const auto& r : results) ctx.progress.bytes += r.io.bytes;
   return results;
 }
 

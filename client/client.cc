@@ -91,6 +91,9 @@ JobPlacement PlacementOf(const SubmitOptions& opt) {
 
 namespace {
 
+// This machine's CPUs online, as an agent on it reports them (agent/agent_server.cc).
+int64_t LocalCores() { return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)); }
+
 // The job's agents grouped by node: a node's RAM counts once however many agents share it.
 std::vector<ExplainNode> NodesOf(const std::vector<AttachedAgent>& agents, int64_t used) {
   std::vector<ExplainNode> nodes;
@@ -99,7 +102,7 @@ std::vector<ExplainNode> NodesOf(const std::vector<AttachedAgent>& agents, int64
     if (a.host_memory_bytes == 0) continue;
     auto it = std::find_if(nodes.begin(), nodes.end(), [&](const ExplainNode& n) { return n.name == a.hostname; });
     if (it == nodes.end()) {
-      nodes.push_back({a.hostname, a.host_memory_bytes, 1});
+      nodes.push_back({a.hostname, a.host_memory_bytes, 1, a.cpu_count});
     } else {
       it->agents += 1;
     }
@@ -136,7 +139,7 @@ ExplainFleet AttachedFleet(const SubmitOptions& opt, uint64_t local_ram) {
   } else {
     // Unknown placement: every agent on a node like this one.
     if (local_ram > 0) {
-      for (int64_t i = 0; i < fleet.agents; ++i) fleet.nodes.push_back({"node", local_ram, 1});
+      for (int64_t i = 0; i < fleet.agents; ++i) fleet.nodes.push_back({"node", local_ram, 1, LocalCores()});
     }
     fleet.memory_source = listed ? "local /proc/meminfo: the coordinator reported no agent memory"
                                  : "local /proc/meminfo: the coordinator at " + opt.client.coordinator +
@@ -160,7 +163,7 @@ ExplainFleet DescribeFleet(const SubmitOptions& opt, const LocalFleetShape* loca
   fleet.accelerators_per_agent = local->accelerators;
   // `run`'s agents share this one machine: its RAM counts once.
   const uint64_t ram = local->host_memory_bytes > 0 ? local->host_memory_bytes : local_ram;
-  if (ram > 0) fleet.nodes = {{"localhost", ram, local->agents}};
+  if (ram > 0) fleet.nodes = {{"localhost", ram, local->agents, LocalCores()}};
   fleet.memory_source = local->host_memory_bytes > 0 ? "--host-memory" : "local /proc/meminfo";
   return fleet;
 }

@@ -68,6 +68,8 @@ JobInfoData InfoFromProto(const v1::JobInfo& i) {
   d.total = i.total();
   d.queue_position = static_cast<int>(i.queue_position());
   d.result_dir = i.result_dir();
+  if (i.has_completed_au_percent()) d.completed_au_percent = i.completed_au_percent();
+  if (i.has_completed_samples_per_second()) d.completed_samples_per_second = i.completed_samples_per_second();
   return d;
 }
 
@@ -80,6 +82,7 @@ AttachedAgent AgentFromProto(const v1::AgentStatus& a) {
   g.last_heard_s = a.last_heard_s();
   g.job_id = a.job_id();
   g.host_memory_bytes = a.host_memory_bytes();
+  g.cpu_count = static_cast<int>(std::min<uint32_t>(a.host_cpu_count(), 1u << 24));
   return g;
 }
 

@@ -65,6 +65,7 @@ struct AttachedAgent {
   double last_heard_s = 0;           // seconds since the coordinator last heard from it
   std::string job_id;                // empty when idle
   uint64_t host_memory_bytes = 0;    // its node's RAM (0: not reported)
+  int cpu_count = 0;                 // its node's CPUs online (0: not reported)
 };
 
 // `list`: the newest jobs the coordinator keeps (its store included), newest first, and the attached agents.

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "plan/checkpoint_plan.h"
 #include "plan/epoch_plan.h"
+#include "plan/measurement_guards.h"
 #include "plan/preflight.h"
 #include "results/results.h"
 #include "fmt/format.h"
@@ -296,6 +297,11 @@ json ExplainJob(const WorkloadSpec& spec, const LoadDiagnostics& diag, const Exp
           reread));
     }
   }
+  std::vector<GuardNode> guard_nodes;  // in rank order: a node's agents hold consecutive ranks
+  for (const ExplainNode& n : fleet.nodes) {
+    guard_nodes.push_back({n.name, n.cores, n.memory_bytes, n.agents * fleet.accelerators_per_agent, n.agents});
+  }
+  for (std::string& w : MeasurementGuards(spec, guard_nodes, world)) warnings.push_back(std::move(w));
   j["warnings"] = warnings;
   j["not_supported"] = diag.not_supported;
   // What the run would refuse on this fleet before starting anything (plan/preflight.h).

@@ -14,6 +14,8 @@
 //    and reads, when workflow.checkpoint is on;
 //  - every key the job sets with the policy applied to it (job/workload_spec.h KeyPolicy), the warnings, and
 //    what a run would stop at (LoadOptions::plan_only);
+//  - the measurement guards (plan/measurement_guards.h: loader threads above a node's cores, checkpoint loads the
+//    page cache would serve), as warnings;
 //  - what a run would be refused for on this fleet before anything starts (plan/preflight.h PreRunRefusals):
 //    "refusals", printed first; "runnable" is false when there is any, or a key not supported yet.
 // The JSON is the single source; ExplainText() renders it for people. Units: bytes, seconds, bytes per second.
@@ -37,6 +39,7 @@ struct ExplainNode {
   std::string name;
   uint64_t memory_bytes = 0;
   int64_t agents = 1;
+  int64_t cores = 0;   // CPUs online (0 = unknown): the loader-threads guard (plan/measurement_guards.h)
 };
 
 struct ExplainFleet {

@@ -112,8 +112,19 @@ json InfoJson(const JobInfoData& i) {
             {"result_dir", i.result_dir},
             {"has_results", r.has_results}};
   if (r.state == JobState::kQueued) j["queue_position"] = i.queue_position;
+  if (i.completed_au_percent) j["completed_au_percent"] = *i.completed_au_percent;
+  if (i.completed_samples_per_second) j["completed_samples_per_second"] = *i.completed_samples_per_second;
   j["verdict"] = VerdictJson(i.verdict);
   return j;
+}
+
+// A running job's completed epochs: "AU 31.2 %, 812.4 samples/s" (either "not measured"); empty when it has none.
+std::string CompletedFigures(const JobInfoData& i) {
+  if (!i.completed_au_percent && !i.completed_samples_per_second) return "";
+  return absl::StrCat(
+      i.completed_au_percent ? absl::StrFormat("AU %.1f %%", *i.completed_au_percent) : "AU not measured", ", ",
+      i.completed_samples_per_second ? absl::StrFormat("%.1f samples/s", *i.completed_samples_per_second)
+                                     : "samples/s not measured");
 }
 
 // A figure of `width` columns, "n/m" when it is not measured.
@@ -399,7 +410,11 @@ int RenderStatus(const JobInfoData& i, bool json_out, std::ostream& out) {
     }
     out << "\n";
   }
-  if (r.epochs_total > 0) out << "  epochs:     " << r.epochs_done << " of " << r.epochs_total << " completed\n";
+  if (r.epochs_total > 0) {
+    out << "  epochs:     " << r.epochs_done << " of " << r.epochs_total << " completed";
+    if (const std::string f = CompletedFigures(i); !f.empty()) out << " (" << f << ")";
+    out << "\n";
+  }
   if (r.has_results) {
     out << "  results:    " << i.result_dir
         << (r.state == JobState::kSucceeded ? "" : absl::StrCat(" (", r.epochs_done, " completed epoch(s))")) << "\n";
@@ -435,6 +450,7 @@ void RenderList(const JobList& list, bool json_out, std::ostream& out) {
     for (const JobInfoData& i : list.jobs) {
       const JobRecord& r = i.record;
       std::string msg = r.message;
+      if (const std::string f = CompletedFigures(i); !f.empty()) msg = absl::StrCat("epochs so far: ", f, "; ", msg);
       // 100 characters keep a row on a wide terminal; `status JOB` shows the whole line.
       if (msg.size() > 100) msg = msg.substr(0, 97) + "...";
       out << absl::StrFormat("%-26s %-12s %-14s %-19s %-7s %-6d %s\n", r.id, JobStateName(r.state),

@@ -140,6 +140,37 @@ TEST(RenderStatusAndResults, ShowTheLimitUnderTheVerdict) {
   EXPECT_THAT(results.str(), HasSubstr("\nlimit: page cache: 97 % of the 1.07 GB read came from memory\n"));
 }
 
+TEST(RenderStatusAndList, ARunningJobShowsItsCompletedEpochsFigures) {
+  JobInfoData i;
+  i.record.id = "j1";
+  i.record.state = JobState::kRunning;
+  i.record.epochs_done = 2;
+  i.record.epochs_total = 5;
+  i.record.message = "job j1 running";
+  i.completed_au_percent = 31.25;
+  i.completed_samples_per_second = 812.4;
+  std::ostringstream status, doc, list;
+  RenderStatus(i, /*json_out=*/false, status);
+  EXPECT_THAT(status.str(), HasSubstr("  epochs:     2 of 5 completed (AU 31.2 %, 812.4 samples/s)\n"));
+  RenderStatus(i, /*json_out=*/true, doc);
+  const json j = json::parse(doc.str());
+  EXPECT_DOUBLE_EQ(j["completed_au_percent"].get<double>(), 31.25);
+  EXPECT_DOUBLE_EQ(j["completed_samples_per_second"].get<double>(), 812.4);
+  JobList jl;
+  jl.jobs.push_back(i);
+  RenderList(jl, false, list);
+  EXPECT_THAT(list.str(), HasSubstr("epochs so far: AU 31.2 %, 812.4 samples/s; job j1 running"));
+  // An unmeasured AU says so; none at all (no epoch ended yet) leaves the lines as they were.
+  i.completed_au_percent.reset();
+  status.str("");
+  RenderStatus(i, false, status);
+  EXPECT_THAT(status.str(), HasSubstr("completed (AU not measured, 812.4 samples/s)"));
+  i.completed_samples_per_second.reset();
+  status.str("");
+  RenderStatus(i, false, status);
+  EXPECT_THAT(status.str(), HasSubstr("  epochs:     2 of 5 completed\n"));
+}
+
 TEST(RenderOutcome, JsonIsOneDocument) {
   JobOutcome o = Succeeded();
   o.cancelled_by_signal = true;

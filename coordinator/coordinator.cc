@@ -524,6 +524,10 @@ JobInfoData Coordinator::InfoLocked(const Job& job) const {
   const auto q = std::find(queue_.begin(), queue_.end(), job.rec.id);
   if (q != queue_.end()) d.queue_position = static_cast<int>(q - queue_.begin()) + (running_ != nullptr ? 1 : 0);
   d.result_dir = absl::StrCat(options_.results_dir, "/", job.rec.id);
+  if (job.rec.state == JobState::kRunning) {
+    d.completed_au_percent = job.completed_au_percent;
+    d.completed_samples_per_second = job.completed_samples_per_second;
+  }
   if (!job.rec.verdict_json.empty()) {
     d.verdict = VerdictFromJson(nlohmann::json::parse(job.rec.verdict_json, nullptr, /*allow_exceptions=*/false));
   } else {
@@ -646,6 +650,8 @@ Coordinator::Counts Coordinator::GetCounts() const {
   c.barrier_wait = barrier_wait_;
   c.leases_expired = leases_expired_;
   c.stale_arrivals = stale_arrivals_;
+  c.limit_job_id = limit_job_id_;
+  c.limit_class = limit_class_;
   return c;
 }
 
@@ -728,6 +734,10 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
   e.checkpoints = ComputeCheckpoints(job.result.checkpoints);
   e.verdict = JudgeJobAndLimit(job.result, summary, JobStateName(state));
   job.rec.verdict_json = VerdictJson(*e.verdict).dump();
+  if (!e.verdict->limit_class.empty()) {
+    limit_job_id_ = job.rec.id;
+    limit_class_ = e.verdict->limit_class;
+  }
   Save(job);
   Emit(job, std::move(e));
   if (error) {

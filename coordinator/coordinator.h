@@ -74,7 +74,8 @@ struct JobEventData {
   std::vector<CheckpointMetric> checkpoints;  // final event: every checkpoint save and load of the job
   std::optional<Verdict> verdict;    // final event
   int epoch = 0, epochs_total = 0;   // progress of a training epoch (and its checkpoint and evaluation)
-  std::optional<double> live_au;     // progress of a training epoch: the fleet's AU so far in the epoch, percent
+  std::optional<double> live_au;     // progress of a training epoch: the fleet's AU over the last ~10 s, percent
+                                     // (PhaseProgress::WindowedAuPercent)
   bool final = false;
   bool refused = false;              // final event: refused at placement, before any phase (plan/preflight.h)
 };
@@ -104,6 +105,9 @@ struct JobInfoData {
   uint64_t done = 0, total = 0;      // progress of the running phase over the fleet
   int queue_position = -1;           // jobs ahead, for queued jobs
   std::string result_dir;
+  // Running jobs: mean AU (percent) and samples/s over the training epochs completed so far (nullopt before the
+  // first, when not measured, and once the job ended: the verdict says it then).
+  std::optional<double> completed_au_percent, completed_samples_per_second;
 };
 
 // Most jobs in one page of ListJobsPage (a larger or zero page size means this many). 500 typical rows are about
@@ -232,6 +236,9 @@ class Coordinator {
     std::map<std::string, LatencyHistogram> barrier_wait;
     uint64_t leases_expired = 0;
     uint64_t stale_arrivals = 0;     // barrier arrivals dropped: not for the running barrier (OnBarrierArrive)
+    // The newest ended job whose verdict named a limit (results/limit.h): its id and the class ("storage", ...);
+    // both empty until one did. Exported as dlio_coordinator_limit.
+    std::string limit_job_id, limit_class;
   };
   Counts GetCounts() const;
 
@@ -333,6 +340,7 @@ class Coordinator {
   std::map<std::string, LatencyHistogram> barrier_wait_ ABSL_GUARDED_BY(mu_);
   uint64_t leases_expired_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t stale_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string limit_job_id_ ABSL_GUARDED_BY(mu_), limit_class_ ABSL_GUARDED_BY(mu_);  // Counts::limit_*
   // Restart grace (Options::restart_grace): until when placement waits, and the agents it waits for (those of the
   // job the restart interrupted; empty = wait out the grace).
   Clock::time_point restart_grace_until_ ABSL_GUARDED_BY(mu_);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +38,8 @@ struct Coordinator::Job {
   std::string end_message;
   int next_save_index = 1;           // the index the job's next checkpoint save gets
   int completed_epoch = 0;           // the last epoch whose phases all succeeded (rec.epochs_done trails it)
+  // Mean AU (percent) and samples/s of the training epochs done so far (EmitEpochLine), for status and list.
+  std::optional<double> completed_au_percent, completed_samples_per_second;
   std::string spec_yaml;             // ToYaml(spec), made once: every phase order carries it
   std::unordered_map<std::string, size_t> agent_index;  // rec.agent_names[i] -> i, once placed
   std::map<uint64_t, EventSink> watchers;  // Watch(): sinks fed by Emit() until the final event

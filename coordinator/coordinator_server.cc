@@ -216,6 +216,8 @@ void FillInfo(const JobInfoData& d, v1::JobInfo* out) {
   out->set_result_dir(d.result_dir);
   out->set_has_results(r.has_results);
   out->set_queue_position(d.queue_position < 0 ? 0 : static_cast<uint32_t>(d.queue_position));
+  if (d.completed_au_percent) out->set_completed_au_percent(*d.completed_au_percent);
+  if (d.completed_samples_per_second) out->set_completed_samples_per_second(*d.completed_samples_per_second);
   ToProto(d.verdict, out->mutable_verdict());
 }
 
@@ -369,6 +371,7 @@ class Service final : public ServiceBase {
       out->set_last_heard_s(a.last_heard_s);
       out->set_job_id(a.job_id);
       out->set_host_memory_bytes(static_cast<uint64_t>(a.info.memory_gb * 1024.0 * 1024.0 * 1024.0 + 0.5));
+      out->set_host_cpu_count(static_cast<uint32_t>(std::max(0, a.info.cpu_count)));
     }
     return grpc::Status::OK;
   }
@@ -634,7 +637,12 @@ class CoordinatorMetrics : public prometheus::Collectable {
         "Barrier arrivals dropped because they were for another job, phase or step than the running barrier.",
         MetricType::Counter);
     AddSample(stale, {}, static_cast<double>(c.stale_arrivals));
-    return {agents, jobs, expired, barrier, stale};
+    auto limit = MetricFamily("dlio_coordinator_limit",
+                              "The limiting resource named by the verdict of the newest ended job that trained "
+                              "(value 1; labels job_id, limit).",
+                              MetricType::Gauge);
+    if (!c.limit_class.empty()) AddSample(limit, {{"job_id", c.limit_job_id}, {"limit", c.limit_class}}, 1);
+    return {agents, jobs, expired, barrier, stale, limit};
   }
 
  private:

@@ -14,6 +14,7 @@
 #include "plan/checkpoint_plan.h"
 #include "plan/checkpoint_schedule.h"
 #include "plan/epoch_plan.h"
+#include "plan/measurement_guards.h"
 #include "plan/preflight.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_job.h"
@@ -488,15 +489,28 @@ void Coordinator::EmitProgress(Job& job) {
     e.epoch = driver_.epoch();
     e.epochs_total = static_cast<int>(job.spec.epochs);
   }
-  if (driver_.train()) e.live_au = PhaseProgress::LiveAuPercent(*fleet);
+  if (driver_.train()) e.live_au = progress.WindowedAuPercent(*fleet, options_.now());
   Emit(job, std::move(e));
 }
 
 void Coordinator::WarnUnmeasured(Job& job) {
   const absl::StatusOr<int64_t> steps = EpochPlan::Steps(TrainPlanParams(job.spec, job.rec.world));
   const absl::StatusOr<int64_t> eval_steps = EpochPlan::Steps(EvalPlanParams(job.spec, job.rec.world));
-  for (const std::string& w :
-       UnmeasuredFigureWarnings(job.spec, steps.ok() ? *steps : 0, eval_steps.ok() ? *eval_steps : 0)) {
+  std::vector<std::string> warnings =
+      UnmeasuredFigureWarnings(job.spec, steps.ok() ? *steps : 0, eval_steps.ok() ? *eval_steps : 0);
+  // The measurement guards on the placed fleet: consecutive agents of one host are one node (placement order is
+  // rank order), each with the CPUs and RAM its Hello reported.
+  std::vector<GuardNode> nodes;
+  for (const AgentInfo& a : job.result.agents) {
+    if (nodes.empty() || nodes.back().name != a.hostname) {
+      nodes.push_back(
+          {a.hostname, a.cpu_count, static_cast<uint64_t>(a.memory_gb * 1024.0 * 1024.0 * 1024.0), 0, 0});
+    }
+    nodes.back().ranks += a.ranks;
+    nodes.back().agents += 1;
+  }
+  for (std::string& w : MeasurementGuards(job.spec, nodes, job.rec.world)) warnings.push_back(std::move(w));
+  for (const std::string& w : warnings) {
     JobEventData e;
     e.message = absl::StrCat("warning: job ", job.rec.id, " on ", job.rec.world, " rank(s): ", w);
     Emit(job, std::move(e));
@@ -505,6 +519,8 @@ void Coordinator::WarnUnmeasured(Job& job) {
 
 void Coordinator::EmitEpochLine(Job& job, int epoch) {
   const FleetSummary s = Aggregator(job.result).Summarize();
+  job.completed_au_percent = s.au_mean;  // status and list of the running job
+  job.completed_samples_per_second = s.throughput_mean;
   for (const EpochMetric& m : s.epochs) {
     if (m.epoch != epoch) continue;
     const double target = job.spec.au_threshold * 100;

@@ -49,6 +49,18 @@ std::optional<double> PhaseProgress::LiveAuPercent(const AgentProgress& fleet) {
   return std::min(100.0, 100.0 * static_cast<double>(fleet.compute_ns) / static_cast<double>(fleet.wall_ns));
 }
 
+std::optional<double> PhaseProgress::WindowedAuPercent(const AgentProgress& fleet,
+                                                       std::chrono::steady_clock::time_point now) {
+  if (au_marks_.empty()) au_marks_.push_back({now, 0, 0});  // the phase's start: its sums began at 0
+  if (fleet.wall_ns != au_marks_.back().wall_ns) au_marks_.push_back({now, fleet.compute_ns, fleet.wall_ns});
+  // The base: the newest mark at least a window old (the oldest one while none is).
+  while (au_marks_.size() > 2 && au_marks_[1].at <= now - kLiveAuWindow) au_marks_.pop_front();
+  const AuMark& base = au_marks_.front();
+  if (fleet.wall_ns <= base.wall_ns) return std::nullopt;
+  const double compute = static_cast<double>(fleet.compute_ns - std::min(fleet.compute_ns, base.compute_ns));
+  return std::min(100.0, 100.0 * compute / static_cast<double>(fleet.wall_ns - base.wall_ns));
+}
+
 // A rank outside the agent's would name result files after it (2^32-1 became "-1_output.json"), and NaN would
 // poison the means.
 absl::Status CheckPhaseResults(const AgentInfo& a, const std::vector<RankEpochResult>& ranks) {

@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,11 +53,25 @@ class PhaseProgress {
   bool Publish(const AgentProgress& fleet);
   // The fleet's AU so far, percent: its ranks' compute over their wall time; nullopt before any wall time.
   static std::optional<double> LiveAuPercent(const AgentProgress& fleet);
+  // The fleet's AU over about the last kLiveAuWindow, percent: the compute and wall time its ranks added since the
+  // newest figures at least that old (since the phase's start while it is younger), barrier waits included as in
+  // DLIO's AU. A figure since the start would read 99 % while the prefetch queue drains and lag the epoch for
+  // minutes after. Call it with each published `fleet`, `now` on the coordinator's steady clock; nullopt before any
+  // wall time was added.
+  std::optional<double> WindowedAuPercent(const AgentProgress& fleet, std::chrono::steady_clock::time_point now);
+  // 10 s: several steps of any real workload (so one slow step does not swing it) and short enough to show an epoch
+  // turning I/O-bound within the progress line's next few refreshes.
+  static constexpr std::chrono::seconds kLiveAuWindow{10};
 
  private:
+  struct AuMark {
+    std::chrono::steady_clock::time_point at;
+    uint64_t compute_ns = 0, wall_ns = 0;
+  };
   bool files_ = false;
   std::vector<std::optional<AgentProgress>> latest_;  // per agent of the job, in placement order
   AgentProgress published_;
+  std::deque<AuMark> au_marks_;  // the fleet's sums as published, oldest first; the first is the window's base
 };
 
 // What an agent reports for a phase must be about its own ranks, each once, with timings that are numbers.

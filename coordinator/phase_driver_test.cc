@@ -84,6 +84,32 @@ TEST(PhaseDriverTest, ProgressIsTheSlowestAgentsStepOrTheSummedFiles) {
   EXPECT_FALSE(PhaseProgress::LiveAuPercent(*files.Fleet()));
 }
 
+// The live AU of the progress line: over the last kLiveAuWindow, not since the epoch's start. An epoch that ran at
+// 100 % for 20 s (its prefetch queue full) and then at 25 % for 10 s reads 25 %, where the figure since the start
+// still says 75 %.
+TEST(PhaseDriverTest, LiveAuIsWindowedOverTheLastSeconds) {
+  PhaseProgress p(1, /*files=*/false);
+  const Clock::time_point t0{};
+  auto at = [&](int s) { return t0 + std::chrono::seconds(s); };
+  const uint64_t sec = 1'000'000'000;
+  AgentProgress a;
+  EXPECT_FALSE(p.WindowedAuPercent(a, at(0)));  // no wall time yet
+  for (int s = 1; s <= 20; ++s) {  // 100 %: one second of compute per second
+    a.compute_ns = s * sec;
+    a.wall_ns = s * sec;
+    EXPECT_DOUBLE_EQ(*p.WindowedAuPercent(a, at(s)), 100.0) << s;
+  }
+  for (int s = 21; s <= 30; ++s) {  // 25 %
+    a.compute_ns = 20 * sec + (s - 20) * sec / 4;
+    a.wall_ns = s * sec;
+    p.WindowedAuPercent(a, at(s));
+  }
+  EXPECT_DOUBLE_EQ(*PhaseProgress::LiveAuPercent(a), 75.0);  // since the start
+  EXPECT_DOUBLE_EQ(*p.WindowedAuPercent(a, at(30)), 25.0);    // the last 10 s
+  // No new wall time (a long barrier wait): the last figure's window, not nothing.
+  EXPECT_DOUBLE_EQ(*p.WindowedAuPercent(a, at(35)), 25.0);
+}
+
 TEST(PhaseDriverTest, FailuresNameAgentRanksJobPhaseAndStepAndTheFirstOneWins) {
   Fleet f(2);
   PhaseDriver d;

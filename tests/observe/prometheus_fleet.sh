@@ -6,7 +6,10 @@
 #  - every target is up, and each /metrics scrape passes `promtool check metrics`;
 #  - dashboards/prometheus.yml (with its two EDIT lines replaced) passes `promtool check config`;
 #  - every PromQL expression of every dashboard panel and of dashboards/rules.yml returns data through the HTTP API,
-#    except those empty by design, which tests/js/promql_check.mjs lists with the reason;
+#    except those empty by design, which tests/js/promql_check.mjs lists with the reason; the host panels (CPU,
+#    memory, disks, NICs) included: so that the link-speed queries have a series on a machine whose interfaces report
+#    no speed (virtual NICs), the test makes a veth pair (10 Gb/s) for the run when it may (root), and says so;
+#  - the limit panel shows the class the first job's verdict named (dlio_coordinator_limit, the coordinator's own);
 #  - the read demand exported is --explain's, and the steps-behind panel (agents' step timestamps) stays within one
 #    step for this lockstep fleet.
 # shellcheck source=tests/observe/lib.sh
@@ -14,6 +17,17 @@ source "$(dirname "$0")/lib.sh"
 need prometheus promtool node curl
 
 grpc_port=$(free_port); coord_metrics=$(free_port); prom_port=$(free_port)
+# A veth pair up for the run: veth reports a link speed (10000 Mb/s) where most virtual NICs report none.
+veth="dlv$$"
+drop_veth() { ip link del "$veth" 2>/dev/null; }
+if ip link add "$veth" type veth peer name "${veth}p" 2>/dev/null; then
+  on_exit drop_veth
+  ip link set "$veth" up && ip link set "${veth}p" up
+  echo "veth pair $veth/${veth}p up for the link-speed panels: speed $(cat "/sys/class/net/$veth/speed" 2>/dev/null) Mb/s"
+elif ! grep -qs '^[1-9]' /sys/class/net/*/speed; then
+  export DLIO_NO_LINK_SPEED="no interface here reports a link speed and this test may not make a veth pair (not root)"
+  echo "link-speed panels empty: $DLIO_NO_LINK_SPEED"
+fi
 mkdir -p "$WORK/root" "$WORK/targets" "$WORK/prom"
 
 # The sample configuration, made fast (1 s scrapes and file_sd refresh) and pointed at this run.
@@ -131,6 +145,12 @@ behind=$(q 'max_over_time(max(job_id_agent_rank:dlio_steps_behind_fastest:estima
 naive=$(q 'max_over_time((max by (job_id) (dlio_steps_total) - on (job_id) group_right min by (job_id, agent) (dlio_steps_total))[10m:1s])')
 echo "most steps any rank was behind the fastest: $behind (at the agents' step times); $naive (at scrape times)"
 python3 -c 'import sys; sys.exit(not (0 <= float(sys.argv[1]) <= 1))' "$behind"
+# The limit panel: the first job (it trained) named a class, the checkpoint-only job after it left it as it was.
+want_limit=$(python3 -c 'import json,sys; e = json.load(open(sys.argv[1]))["dlio_ext"]; print(e["job_id"] + "=" + e["verdict"]["limit"]["class"])' "$WORK/out/summary.json")
+limit=$(curl -s "127.0.0.1:$prom_port/api/v1/query" --data-urlencode 'query=max by (job_id, limit) (dlio_coordinator_limit)' \
+  | python3 -c 'import json, sys; print(";".join(x["metric"]["job_id"] + "=" + x["metric"]["limit"] for x in json.load(sys.stdin)["data"]["result"]))')
+echo "limit panel: $limit; the first job's summary.json: $want_limit"
+[[ $limit == "$want_limit" ]]
 # Ran to the end: 0, or 5/6 (below the AU target, AU not measured; not this test's subject).
 [[ $(cat "$WORK/submit.rc") =~ ^[056]$ ]] || { cat "$WORK/submit.log"; exit 1; }
 [[ $(cat "$WORK/submit-ckpt.rc") =~ ^[056]$ ]] || { cat "$WORK/submit-ckpt.log"; exit 1; }
