@@ -84,7 +84,12 @@ struct RankEpochResult {
   uint64_t trace_dropped = 0;
   // Object storage: the agent's S3 requests during the phase (process-wide, so on the agent's first local rank
   // only, empty on the others); the coordinator sums them into JobResult::s3.
-  S3Snapshot s3;
+  S3Snapshot s3;  // dlio_ext.evict_cache (agent/cache_drop.h): how this agent cleared the page cache before the training epoch
+  // ("drop_caches", "fadvise"; empty when it did not), and the bytes the block device under its data root delivered
+  // during the epoch (/proc/diskstats; -1 when not measured: no block device, or no drop). The same on every local
+  // rank of the agent; the summary counts each host once.
+  std::string cache_drop;
+  int64_t device_read_bytes = -1;
 };
 
 struct MetricWindow {
