@@ -61,7 +61,7 @@ TEST(MlperfRunV3, EveryEpochCacheDropMakesAWarmDatasetReadTheDeviceAgain) {
                                 dir.str() + "/out", "--set", "dlio_ext.evict_cache=every_epoch"},
                                seconds(240), dir.str());
   const uint64_t after = *DiskstatsReadBytes(dir.path() / "root");
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;  // 5: the AU verdict of 1 ms steps, not judged here
   const uint64_t dataset = DataBytes(dir.path() / "root" / "data" / "train", "npz");
   ASSERT_GT(dataset, 60u << 20);
   const nlohmann::json summary = LoadJson(dir.str() + "/out/summary.json");
@@ -79,7 +79,9 @@ TEST(MlperfRunV3, EveryEpochCacheDropMakesAWarmDatasetReadTheDeviceAgain) {
     recorded += device;
     // As root the whole page cache is dropped: every epoch reads the dataset from the device. (fadvise cannot drop
     // pages another process maps or dirtied, so the bound is asserted for drop_caches only.)
-    if (root) EXPECT_GE(static_cast<double>(device), 0.95 * static_cast<double>(dataset)) << e.dump();
+    if (root) {
+      EXPECT_GE(static_cast<double>(device), 0.95 * static_cast<double>(dataset)) << e.dump();
+    }
   }
   // The recorded figures are the device's own counter: /proc/diskstats read around the whole run saw at least as
   // much (other readers of the device only add to it).
