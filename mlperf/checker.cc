@@ -16,8 +16,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "mlperf/checkpoint_v3.h"
 #include "mlperf/packaging.h"
 #include "mlperf/submission_tree.h"
+#include "results/results.h"
 #include "yaml-cpp/yaml.h"
 
 namespace dlio {
@@ -239,6 +241,21 @@ class Checker {
     }
   }
 
+  // Rules.md 4.7.2: the read invocation starts at most 30 s after the write invocation ended (summary.json "end" of
+  // the write job, "start" of the read job).
+  void CheckPause(const Run& w, const Run& r) {
+    if (!w.summary.is_object() || !r.summary.is_object()) return;
+    absl::StatusOr<int64_t> end = ParseTimestamp(w.summary.value("end", ""));
+    absl::StatusOr<int64_t> start = ParseTimestamp(r.summary.value("start", ""));
+    if (!end.ok() || !start.ok()) return;
+    const double pause = static_cast<double>(*start - *end) / 1e6;
+    if (pause > kV3CheckpointMaxPauseSeconds) {
+      Fail(r.dir / "summary.json", "checkpoint rule",
+           absl::StrFormat("Rules.md 4.7.2: the read invocation started %.1f s after the write invocation ended "
+                           "(%s); at most %.0f s", pause, w.dir.string(), kV3CheckpointMaxPauseSeconds));
+    }
+  }
+
   // v3.0: the page cache dropped before every training epoch (the v3 DLIO fork does; --mlperf sets it), so no
   // epoch is served from memory (storage #464).
   void CheckCacheDrop(const Run& r) {
@@ -322,6 +339,7 @@ class Checker {
                           kMlperfCheckpoints, " and writes none"));
       }
       if (r->datetime <= w->datetime) Fail(r->dir, "checkpoint rule", "the read job must follow its write job");
+      CheckPause(*w, *r);
       if (w->spec && !w->spec->checkpoint_fsync) {
         Fail(w->dir / "dlio_config/config.yaml", "checkpoint rule", "checkpoint.fsync is off (§2.2.2: required)");
       }

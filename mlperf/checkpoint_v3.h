@@ -6,6 +6,8 @@
 //          when the accelerator is known: --accelerator-type);
 //   4.3.5  checkpoint.mode: subset only for llama3-8b (storage #841: the published text lacked a "not");
 //   4.3.1  checkpoint data per host > 3x the host's RAM, or the cache flushed between the writes and the reads.
+// `mlperf check` also applies 4.7.2 (at most kV3CheckpointMaxPauseSeconds between the write invocation's end and
+// the read invocation's start, from their summary.json).
 // Contract: CheckpointV3Problems() and CheckpointV3InputFor() are pure; each problem is one line starting with the rule ("Rules.md 4.6.2: ...")
 // and naming the figures it compared. An empty list: the set may run.
 // Thread-safety: pure functions.
@@ -23,6 +25,7 @@ namespace dlio {
 
 inline constexpr int64_t kV3CheckpointMinRanksPerHost = 4;  // Rules.md 4.6.2: "more than 4" per host
 inline constexpr double kV3CheckpointRamMultiple = 3;        // Rules.md 4.3.1: data per host > 3x its RAM
+inline constexpr double kV3CheckpointMaxPauseSeconds = 30;   // Rules.md 4.7.2: write invocation end -> read start
 
 struct CheckpointV3Input {
   const MlperfCheckpointWorkload* workload = nullptr;

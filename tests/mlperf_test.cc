@@ -391,6 +391,18 @@ TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
     WriteFile(f.string(), j.dump(2));
   });
   EXPECT_NE(out.find(path + ": fs separation: Rules.md 3.4.2: the data ("), std::string::npos) << out;
+  out = broken("pause-too-long", [&](const fs::path& t) {
+    const fs::path wr = RunFolder(t / "checkpointing" / "llama3-8b", "write", 1) / "summary.json";
+    const fs::path rd = RunFolder(t / "checkpointing" / "llama3-8b", "read", 1) / "summary.json";
+    path = rel(t, rd);
+    nlohmann::json j = LoadJson(rd.string());
+    std::string end = LoadJson(wr.string())["end"].get<std::string>();  // "2026-11-22T02:03:49.804834"
+    end.replace(0, 4, std::to_string(std::stoi(end.substr(0, 4)) + 1));  // the read starts a year later
+    j["start"] = end;
+    WriteFile(rd.string(), j.dump(2));
+  });
+  EXPECT_NE(out.find(path + ": checkpoint rule: Rules.md 4.7.2: the read invocation started "), std::string::npos)
+      << out;
   out = broken("per-rank-file-missing", [&](const fs::path& t) {
     const fs::path f = RunFolder(t / "training" / "unet3d" / "run", "run", 2) / "0_per_epoch_stats.json";
     path = rel(t, f);
