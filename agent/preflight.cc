@@ -130,7 +130,7 @@ absl::Status CheckSpace(const fs::path& dir, const std::string& key, uint64_t ne
       key, " '", dir.string(), "': ", what, " needs about ", need, " bytes (", Human(need),
       ") but its file system has only ", available, " bytes (", Human(available), ") available",
       reclaimable > 0 ? absl::StrCat(", counting the ", reclaimable, " bytes of files it replaces") : "",
-      "; refused before writing any file"));
+      "; refused before writing any file (the capacity gate, MLPerf Storage CAP-01)"));
 }
 
 absl::Status CheckDatasetFits(const fs::path& data_dir, const WorkloadSpec& spec, const std::string& ext) {

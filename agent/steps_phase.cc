@@ -7,10 +7,12 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "agent/cache_drop.h"
 #include "agent/checkpoint_phase.h"
 #include "agent/dataset_files.h"
 #include "agent/loader.h"
@@ -75,6 +77,9 @@ struct StepsSetup {
   std::unique_ptr<BandwidthLimiter> ckpt_limiter;  // dlio_ext.checkpoint_bandwidth_limit, for step checkpoints
   std::unique_ptr<BandwidthLimiter> limiter;     // dlio_ext.read_bandwidth_limit: shared by the agent's ranks
   LoaderConfig cfg;                              // per rank, its pool and trace buffers are added
+  std::string cache_drop;                        // dlio_ext.evict_cache this epoch: "drop_caches", "fadvise" or ""
+  std::optional<dev_t> device;                   // the data root's device, when the cache was cleared
+  std::optional<uint64_t> device_bytes_before;   // its /proc/diskstats read bytes after the clearing
 };
 
 // Drops the page cache of `paths` (posix_fadvise DONTNEED after an fdatasync-free flush: the files are read-only
@@ -154,6 +159,20 @@ absl::Status EvictEpochFiles(const PhaseCommand& cmd, const EpochPlan& plan, con
   return EvictFiles(data_dir, evict);
 }
 
+// Cache hygiene before a training epoch (agent/cache_drop.h): the files this agent's ranks read this epoch are
+// advised away; as root the whole page cache is dropped too. Then the data root's device counter is read, so the
+// epoch's device bytes show whether it read the storage.
+absl::Status ClearEpochCache(const PhaseCommand& cmd, StepsSetup& setup) {
+  if (absl::Status s = EvictEpochFiles(cmd, setup.plan, *setup.data_dir, setup.cfg.files); !s.ok()) return s;
+  setup.cache_drop = ChooseCacheDrop();
+  if (setup.cache_drop == kDropCachesMethod) {
+    if (absl::Status s = DropPageCache(); !s.ok()) return s;
+  }
+  setup.device = DeviceOfFd(setup.data_dir->fd());
+  if (setup.device) setup.device_bytes_before = DeviceReadBytes(*setup.device);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<StepsSetup>> SetUpSteps(const PhaseContext& ctx) {
   const PhaseCommand& cmd = ctx.cmd;
   const WorkloadSpec& spec = cmd.spec;
@@ -209,9 +228,7 @@ absl::StatusOr<std::unique_ptr<StepsSetup>> SetUpSteps(const PhaseContext& ctx) 
     cfg.limiter = setup->limiter.get();
   }
   if (!eval && (spec.evict_cache == "every_epoch" || (spec.evict_cache == "before_training" && cmd.epoch == 1))) {
-    if (absl::Status s = EvictEpochFiles(cmd, setup->plan, *setup->data_dir, cfg.files); !s.ok()) {
-      return Annotate(s, ctx.Where(cmd.first_rank));
-    }
+    if (absl::Status s = ClearEpochCache(cmd, *setup); !s.ok()) return Annotate(s, ctx.Where(cmd.first_rank));
   }
   return setup;
 }
@@ -484,6 +501,15 @@ absl::StatusOr<std::vector<RankEpochResult>> RunSteps(const PhaseContext& ctx, L
     RankSteps(ctx, threads, **setup, group, l, results[static_cast<size_t>(l)]).Run();
   });
   if (absl::Status s = group.first_error.Get(); !s.ok()) return s;
+  const StepsSetup& done = **setup;
+  std::optional<uint64_t> after;
+  if (done.device_bytes_before) after = DeviceReadBytes(*done.device);
+  for (auto& r : results) {
+    r.cache_drop = done.cache_drop;
+    if (after && *after >= *done.device_bytes_before) {
+      r.device_read_bytes = static_cast<int64_t>(*after - *done.device_bytes_before);
+    }
+  }
   return results;
 }
 

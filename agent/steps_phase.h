@@ -4,7 +4,8 @@
 // Set-up, once per phase: the epoch plan (plan/epoch_plan.h), the split's files (agent/dataset_files.h, from the
 // data folder or the bucket), the loader configuration, the epoch's step-based checkpoints, the read bandwidth cap,
 // and cache hygiene (dlio_ext.evict_cache: before the first, or every, training epoch the files this agent's ranks
-// read this epoch lose their page cache, posix_fadvise POSIX_FADV_DONTNEED).
+// read this epoch lose their page cache, posix_fadvise POSIX_FADV_DONTNEED, and as root the whole page cache is
+// dropped; the epoch's results then carry how, and the bytes the data root's device delivered: agent/cache_drop.h).
 // Then per local rank (ForEachLocalRank), a Loader (read_threads x prefetch queue) feeds the step loop:
 //   wait for a batch (load) -> sleep computation_time (compute, measured) -> step barrier (local ranks, then the
 //   coordinator through ctx.barrier; none when the job's ranks are all here) -> record load, proc = load + compute,

@@ -117,6 +117,10 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
   sub->add_option("--mlperf-references", f->run.references_dir,
                   "Judge runs against the reference workloads in DIR (named as the shipped ones, e.g. "
                   "unet3d_h100.yaml, llama3_8b.yaml) instead of the shipped MLPerf v2.0 set: scaled-down rehearsals");
+  sub->add_option("--accelerator-type", f->run.accelerator_type,
+                  "The accelerator a checkpointing --mlperf set emulates (b200, mi355, a100, h100): its memory x the "
+                  "ranks must hold the checkpoint (Rules.md 4.3.4)")
+      ->check(CLI::IsMember({"b200", "mi355", "a100", "h100"}));
   sub->add_flag("--find-max-accelerators", f->find_max,
                 "Search (real runs, exponential then binary) for the largest accelerators per agent that keeps AU at "
                 "or above the workload's threshold; prints every trial and the maximum");
@@ -460,6 +464,7 @@ class RunVerb : public JobVerb {
     // The accelerator search submits each trial with --accelerators-per-agent N: the agents offer the bound.
     fo.accelerators = mlperf_.find_max ? std::max(accelerators_, mlperf_.find.max_accelerators) : accelerators_;
     fo.data_root = data_root_;
+    mlperf_.run.data_root = data_root_;  // the fs-separation probe of --mlperf looks for the data there
     fo.results_dir = results_dir_;
     fo.metrics_listen = metrics_listen_;
     fo.attach_timeout_s = wait_s_;

@@ -69,7 +69,10 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
   v.push_back(Custom(
       "dlio_ext.evict_cache", KeyStatus::kImplemented,
       "page-cache hygiene as MLPerf requires: before_training evicts every data file of this agent's ranks "
-      "(posix_fadvise DONTNEED) after generation, before epoch 1; every_epoch before every training epoch; none",
+      "(posix_fadvise DONTNEED) after generation, before epoch 1; every_epoch before every training epoch (as "
+      "MLPerf Storage v3.0 does; --mlperf sets it); none. As root the agent also drops the whole page cache "
+      "(/proc/sys/vm/drop_caches); summary.json records per epoch which it did and the bytes the data root's "
+      "device delivered (docs/mlperf.md)",
       [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
         return ParseChoice(n, p, {"none", "before_training", "every_epoch"}, {}, "cache eviction", &s.evict_cache);
       },

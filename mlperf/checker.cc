@@ -16,8 +16,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "mlperf/checkpoint_v3.h"
 #include "mlperf/packaging.h"
 #include "mlperf/submission_tree.h"
+#include "results/results.h"
 #include "yaml-cpp/yaml.h"
 
 namespace dlio {
@@ -80,6 +82,23 @@ class Checker {
     findings_.push_back({file.string(), rule, msg});
   }
 
+  // Rules.md 3.4.2 / 4.4.2: a run whose fs_separation.json (written by --mlperf, mlperf/fs_separation.h) found the
+  // data and the results on one file system. Runs without the file (submit: not probed) are not judged here.
+  void CheckFsSeparation(const Run& r) {
+    std::error_code ec;
+    const fs::path f = r.dir / "fs_separation.json";
+    if (r.command == "datagen" || !fs::exists(t_.root / f, ec)) return;
+    const json sep = json::parse(ReadText(t_.root / f), nullptr, false);
+    if (sep.is_object() && sep.value("separate", true)) return;
+    const json data = sep.is_object() ? sep.value("data", json::object()) : json::object();
+    const json results = sep.is_object() ? sep.value("results", json::object()) : json::object();
+    Fail(f, "fs separation",
+         absl::StrCat(sep.is_object() ? sep.value("rule", "Rules.md 3.4.2") : "Rules.md 3.4.2", ": the data (",
+                      data.value("path", "?"), ", device ", data.value("device", "?"), ") and the results (",
+                      results.value("path", "?"), ", device ", results.value("device", "?"),
+                      ") are on one file system"));
+  }
+
   void CheckRunFiles(const Run& r) {
     std::error_code ec;
     for (const char* f : {"summary.json", "dlio_config/config.yaml", "dlio_config/overrides.yaml"}) {
@@ -98,6 +117,7 @@ class Checker {
       Fail(r.dir, "layout", absl::StrCat("its metadata places it at ", expect.string(), " (<type>/<model>/",
                                          r.type == kMlperfCheckpointing ? "" : "<command>/", "<datetime>)"));
     }
+    CheckFsSeparation(r);
     if (!r.summary.is_object()) return;
     // What ran is what the folder says ran: the normalised job against the job's own record of it.
     const json prov = r.summary.value("dlio_ext", json::object()).value("provenance", json::object());
@@ -202,6 +222,7 @@ class Checker {
              absl::StrCat("train.seed ", r->spec->seed, " repeats: the seed must change per run (§6.6)"));
       }
       tp.push_back(r->fig.samples_per_second);
+      CheckCacheDrop(*r);
       CheckAu(*r);
       CheckDatasize(*r);
     }
@@ -217,6 +238,31 @@ class Checker {
                                                     "(5 %% allowed, §6.7)", *v.max_deviation * 100));
     } else if (missing.empty() && !v.max_deviation) {
       Fail(runs_dir, "replication", "a run's samples/s was not measured");
+    }
+  }
+
+  // Rules.md 4.7.2: the read invocation starts at most 30 s after the write invocation ended (summary.json "end" of
+  // the write job, "start" of the read job).
+  void CheckPause(const Run& w, const Run& r) {
+    if (!w.summary.is_object() || !r.summary.is_object()) return;
+    absl::StatusOr<int64_t> end = ParseTimestamp(w.summary.value("end", ""));
+    absl::StatusOr<int64_t> start = ParseTimestamp(r.summary.value("start", ""));
+    if (!end.ok() || !start.ok()) return;
+    const double pause = static_cast<double>(*start - *end) / 1e6;
+    if (pause > kV3CheckpointMaxPauseSeconds) {
+      Fail(r.dir / "summary.json", "checkpoint rule",
+           absl::StrFormat("Rules.md 4.7.2: the read invocation started %.1f s after the write invocation ended "
+                           "(%s); at most %.0f s", pause, w.dir.string(), kV3CheckpointMaxPauseSeconds));
+    }
+  }
+
+  // v3.0: the page cache dropped before every training epoch (the v3 DLIO fork does; --mlperf sets it), so no
+  // epoch is served from memory (storage #464).
+  void CheckCacheDrop(const Run& r) {
+    if (r.spec && r.spec->evict_cache != "every_epoch") {
+      Fail(r.dir / "dlio_config/config.yaml", "cache rule",
+           absl::StrCat("the page cache was not dropped before every training epoch (dlio_ext.evict_cache is ",
+                        r.spec->evict_cache, "; MLPerf Storage v3.0 drops it, as --mlperf does)"));
     }
   }
 
@@ -293,12 +339,14 @@ class Checker {
                           kMlperfCheckpoints, " and writes none"));
       }
       if (r->datetime <= w->datetime) Fail(r->dir, "checkpoint rule", "the read job must follow its write job");
+      CheckPause(*w, *r);
       if (w->spec && !w->spec->checkpoint_fsync) {
         Fail(w->dir / "dlio_config/config.yaml", "checkpoint rule", "checkpoint.fsync is off (§2.2.2: required)");
       }
       if (r->spec && !r->spec->checkpoint_evict_cache) {
         Fail(r->dir / "dlio_config/config.yaml", "cache rule",
-             "the cache was not cleared before the reads (dlio_ext.checkpoint_evict_cache is off)");
+             "the cache was not cleared before the reads (dlio_ext.checkpoint_evict_cache is off; Rules.md 4.3.1 "
+             "and 4.7.1: a flush between the write and the read invocations)");
       }
       wr.push_back(w->fig.write_gib_per_second);
       rd.push_back(r->fig.read_gib_per_second);

@@ -170,6 +170,11 @@ OverrideVerdict JudgeOverride(const std::string& ov, const KeyReasons& closed, c
     v.cls = MlperfClass::kInvalid;
     v.reason = "not an override of the form KEY=VALUE";
   } else if (special(&v)) {
+  } else if (v.key == "dlio_ext.evict_cache") {
+    const bool every = v.value == "every_epoch";
+    v.cls = every ? MlperfClass::kClosed : MlperfClass::kInvalid;
+    v.reason = every ? "the page cache dropped before every training epoch, as v3.0 requires (--mlperf sets it)"
+                     : "dlio_ext.evict_cache: only every_epoch (the per-epoch cache drop v3.0 requires) is allowed";
   } else if (absl::StartsWith(v.key, "hydra.")) {
     v.cls = MlperfClass::kClosed;
     v.reason = "Hydra's own setting, not part of the workload";

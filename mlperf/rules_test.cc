@@ -90,6 +90,18 @@ TEST(MlperfClassify, InvalidKeysNameTheReason) {
   EXPECT_EQ(c.keys[3].cls, MlperfClass::kInvalid);
 }
 
+// v3.0's per-epoch cache drop, which --mlperf sets on every training run: CLOSED with every_epoch, INVALID otherwise.
+TEST(MlperfClassify, PerEpochCacheDropIsClosedAndOtherEvictionsAreInvalid) {
+  const MlperfWorkload& unet = *FindMlperfWorkload("unet3d");
+  Classification c = ClassifyOverrides(unet, {"dlio_ext.evict_cache=every_epoch"}, 0, 0, true);
+  EXPECT_EQ(c.overall, MlperfClass::kClosed);
+  ASSERT_EQ(c.keys.size(), 1u);
+  EXPECT_NE(c.keys[0].reason.find("dropped before every training epoch"), std::string::npos) << c.keys[0].reason;
+  c = ClassifyOverrides(unet, {"dlio_ext.evict_cache=before_training"}, 0, 0, true);
+  EXPECT_EQ(c.overall, MlperfClass::kInvalid);
+  EXPECT_NE(c.keys[0].reason.find("dlio_ext.evict_cache: only every_epoch"), std::string::npos) << c.keys[0].reason;
+}
+
 TEST(MlperfClassify, TooFewFilesAndUnet3dWithoutCheckpointAreInvalid) {
   const Classification c =
       ClassifyOverrides(*FindMlperfWorkload("unet3d"), {"dataset.num_files_train=100"}, 100, 28000, false);

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "mlperf/checkpoint_v3.h"
+#include "mlperf/fs_separation.h"
 #include "mlperf/rules.h"
 #include "mlperf/set_verdict.h"
 #include "client/client.h"
@@ -367,8 +369,10 @@ std::vector<PlannedRun> PlanRuns(bool checkpointing, const MlperfRunOptions& opt
     }
     return plan;
   }
-  if (opt.warmup) plan.push_back({"warmup", 0, {}});
-  for (int k = 1; k <= opt.runs; ++k) plan.push_back({"run", k, {}});
+  // v3.0: the page cache dropped before every training epoch (agent/cache_drop.h), as the v3 DLIO fork does.
+  const std::vector<std::string> drop = {"dlio_ext.evict_cache=every_epoch"};
+  if (opt.warmup) plan.push_back({"warmup", 0, drop});
+  for (int k = 1; k <= opt.runs; ++k) plan.push_back({"run", k, drop});
   return plan;
 }
 
@@ -454,6 +458,47 @@ RunFolderMeta RunMeta(const SetContext& s, const PlannedRun& p, const std::strin
   return meta;
 }
 
+// v3.0's checkpointing rules (mlperf/checkpoint_v3.h) on the fleet the set will run on, before any job: 0, or 5
+// with one line per broken rule.
+int CheckCheckpointSet(const SetContext& s, const SubmitOptions& base, const MlperfRunOptions& opt,
+                       std::ostream& err) {
+  // Every read job clears the cache first (CheckpointReadOverrides): the flush of 4.3.1 is there.
+  const CheckpointV3Input in =
+      CheckpointV3InputFor(s.spec, DescribeFleet(base, nullptr), opt.accelerator_type, /*cache_flush=*/true);
+  const std::vector<std::string> problems = CheckpointV3Problems(in);
+  if (problems.empty()) return 0;
+  for (const std::string& p : problems) err << "MLPerf mode: " << p << "\n";
+  err << "MLPerf mode: refused before any job (" << problems.size() << " rule(s) of MLPerf Storage v3.0 broken on "
+      << in.world << " ranks, " << in.hosts << " host(s))\n";
+  return kExitBelowTarget;
+}
+
+// fs_separation.json in the run's folder (the data's and the results' file systems, mlperf/fs_separation.h), and
+// the gate: a CLOSED run whose data and results share a file system stops the set (exit 5) naming the rule. 0 to go
+// on. Without a local data root (submit) nothing is probed.
+int RecordFsSeparation(const SetContext& s, const MlperfRunOptions& opt, const FolderRun& f, const fs::path& dir,
+                       std::ostream& err) {
+  if (opt.data_root.empty()) return 0;
+  const std::string folder = s.ckpt ? s.spec.checkpoint_folder : s.spec.data_folder;
+  const FsSeparation sep =
+      ProbeSeparation((fs::path(opt.data_root) / folder).lexically_normal().string(), opt.results_dir,
+                      s.spec.storage_type);
+  if (absl::Status w = WriteFileAtomic((dir / "fs_separation.json").string(),
+                                       FsSeparationJson(sep, s.ckpt).dump(2) + "\n");
+      !w.ok()) {
+    err << w.message() << "\n";
+    return 1;
+  }
+  const bool closed = f.classification.is_object() && f.classification.value("class", "") == "CLOSED";
+  if (sep.separate || !closed) return 0;
+  err << "MLPerf mode: " << FsSeparationRule(s.ckpt) << ": the " << (s.ckpt ? "checkpoints" : "data") << " ("
+      << sep.data.path << ", device " << sep.data.device << ", " << sep.data.fs_type << ") and the results ("
+      << sep.results.path << ", device " << sep.results.device << ", " << sep.results.fs_type
+      << ") are on one file system; a CLOSED result needs them on different file systems (see "
+      << (dir / "fs_separation.json").string() << "); stopping\n";
+  return kExitBelowTarget;
+}
+
 }  // namespace
 
 int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,
@@ -461,6 +506,9 @@ int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOp
   SetContext s;
   if (const int rc = ResolveSet(job, opt, &s, err); rc != 0) return rc;
   const bool text = !base.client.json;
+  if (s.ckpt) {
+    if (const int rc = CheckCheckpointSet(s, base, opt, err); rc != 0) return rc;
+  }
   if (text) PrintSetPlan(s, base, opt, out);
   std::string set;
   const std::vector<PlannedRun> plan = PlanRuns(s.ckpt, opt);
@@ -478,6 +526,7 @@ int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOp
     const FolderRun f =
         RunIntoFolder(base, job, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
     if (f.rc != 0) return f.rc;
+    if (const int rc = RecordFsSeparation(s, opt, f, s.parent / stamp, err); rc != 0) return rc;
     if (text) PrintRunLine(s, p, seed, f.outcome, out);
   }
   absl::StatusOr<json> score = ScoreMlperfSet(s.root.string(), s.type, s.model, set, s.refs.get());

@@ -69,6 +69,12 @@ struct MlperfRunOptions {
   bool warmup = true;                   // training only (§6.6); checkpointing runs have none
   std::string results_dir = "mlperf-results";  // root of the results tree (mlperf/submission.h)
   std::string references_dir;           // --mlperf-references; empty = the shipped references
+  // run: the local agents' --data-root, where the fs-separation probe looks for the data (Rules.md 3.4.2/4.4.2);
+  // empty (submit: the agents' data roots are on their hosts): the data's file system is not probed.
+  std::string data_root;
+  // --accelerator-type: the accelerator a checkpointing set emulates (b200, mi355, a100, h100), for Rules.md 4.3.4;
+  // empty: not checked (as mlpstorage without the flag).
+  std::string accelerator_type;
 };
 // `base` is the command's options, `job` its job (LoadSubmission of `base`).
 int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOptions& opt, std::ostream& out,

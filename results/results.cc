@@ -216,8 +216,39 @@ nlohmann::json S3Json(const S3Snapshot& snapshot) {
   return s3;
 }
 
+// dlio_ext.evict_cache in summary.json's train_epochs: per epoch how the agents cleared the page cache ("drop_caches",
+// "fadvise", "mixed" when they differ; absent when none did) and the bytes the data roots' devices delivered during
+// the epoch (each host counted once: its agents share its devices; null when some host measured nothing).
+void AddCacheDrop(const JobResult& job, nlohmann::json* epochs) {
+  for (nlohmann::json& e : *epochs) {
+    const int epoch = e["epoch"].get<int>();
+    std::string method;
+    std::map<std::string, int64_t> per_host;  // hostname -> its device bytes (-1: not measured)
+    for (const RankEpochResult& r : job.train) {
+      if (r.epoch != epoch || r.cache_drop.empty()) continue;
+      method = method.empty() || method == r.cache_drop ? r.cache_drop : "mixed";
+      const AgentInfo* a = AgentOfRank(job, r.rank);
+      const std::string host = a != nullptr ? a->hostname : std::to_string(r.rank);
+      auto [it, fresh] = per_host.emplace(host, r.device_read_bytes);
+      if (!fresh) it->second = std::max(it->second, r.device_read_bytes);
+    }
+    if (method.empty()) continue;
+    nlohmann::json bytes = 0;
+    for (const auto& [host, b] : per_host) {
+      if (b < 0) {
+        bytes = nullptr;
+        break;
+      }
+      bytes = bytes.get<int64_t>() + b;
+    }
+    e["cache_drop"] = method;
+    e["device_read_bytes"] = bytes;
+  }
+}
+
 // summary.json's training figures: DLIO's metric keys, then ours per epoch.
-void AddTrainSummary(const Computed& c, nlohmann::json* j, nlohmann::json* metric, nlohmann::json* ext) {
+void AddTrainSummary(const JobResult& job, const Computed& c, nlohmann::json* j, nlohmann::json* metric,
+                     nlohmann::json* ext) {
   const FleetSummary& s = c.fleet;
   (*j)["epochs"] = s.epochs.size();
   nlohmann::json au = nlohmann::json::array(), tp = nlohmann::json::array();
@@ -255,6 +286,7 @@ void AddTrainSummary(const Computed& c, nlohmann::json* j, nlohmann::json* metri
                       {"io_actual_MB_per_second", Num(m.actual_mb_per_second)},
                       {"dropped_samples", m.dropped_samples}});
   }
+  AddCacheDrop(job, &epochs);
   (*ext)["train_epochs"] = epochs;
   (*ext)["train_io"] = IoJson(s.io);
   (*ext)["train_read_latency_seconds"] = LatencyJson(s.io.latency);
@@ -338,7 +370,7 @@ nlohmann::json Aggregator::SummaryJson() const {
                        {"write_latency_seconds", LatencyJson(g.latency)}};
   }
   if (job_.s3.total_requests() > 0) ext["s3"] = S3Json(job_.s3);
-  if (job_.spec.train) AddTrainSummary(c, &j, &metric, &ext);
+  if (job_.spec.train) AddTrainSummary(job_, c, &j, &metric, &ext);
   AddHostAndEpochLimits(job_, &ext);
   if (!s.eval.empty()) AddEvalSummary(s, &metric, &ext);
   const std::vector<CheckpointMetric> checkpoints = ComputeCheckpoints(job_.checkpoints);

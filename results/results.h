@@ -90,6 +90,12 @@ struct RankEpochResult {
   // coordinator moves the series into JobResult::host_series and keeps the whole-phase sample here (the limit and
   // dlio_ext.host read it).
   HostTelemetry host;
+  // dlio_ext.evict_cache (agent/cache_drop.h): how this agent cleared the page cache before the training epoch
+  // ("drop_caches", "fadvise"; empty when it did not), and the bytes the block device under its data root delivered
+  // during the epoch (/proc/diskstats; -1 when not measured: no block device, or no drop). The same on every local
+  // rank of the agent; the summary counts each host once.
+  std::string cache_drop;
+  int64_t device_read_bytes = -1;
 };
 
 // One line of <agent>_host.jsonl: a sample and the phase it was taken in.

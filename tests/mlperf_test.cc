@@ -235,7 +235,10 @@ TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
   const std::vector<std::string> unet = {"--local-agents", "1", "--accelerators", "2", "--host-memory", "512kB"};
   std::vector<std::string> a = unet;
   a.push_back("--mlperf-datagen");
-  CommandResult r = run("unet3d_h100.yaml", a, dir.str() + "/root");
+  // The data on tmpfs, the results tree on the disk: v3.0's fs-separation gate (Rules.md 3.4.2) stops a CLOSED set
+  // whose data and results share a file system.
+  fs::create_directories(shm.path() / "root");
+  CommandResult r = run("unet3d_h100.yaml", a, shm.str() + "/root");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("datasize: 1000 files (set by the 500-step rule"), std::string::npos) << r.out;
   // A warm-up and the 5 timed runs (--mlperf-runs defaults to 5): 500 steps of 10 ms each, compute-bound, so they
@@ -243,7 +246,7 @@ TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
   a = unet;
   a.push_back("--mlperf");
   const fs::path unet_dir = tree / "training" / "unet3d", llama_dir = tree / "checkpointing" / "llama3-8b";
-  r = RunMlperfSet([&] { return run("unet3d_h100.yaml", a, dir.str() + "/root"); }, unet_dir);
+  r = RunMlperfSet([&] { return run("unet3d_h100.yaml", a, shm.str() + "/root"); }, unet_dir);
   std::cout << r.out;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("dataset: as generated in"), std::string::npos) << r.out;
@@ -367,6 +370,39 @@ TEST(MlperfWorkflow, ScaledDownTreeIsAcceptedAndEachBrokenRuleIsNamed) {
                                     "checkpoint_evict_cache: false"));
   });
   EXPECT_NE(out.find(path + ": cache rule: the cache was not cleared"), std::string::npos) << out;
+  // v3.0's run behaviour: a timed run without the per-epoch cache drop, a run whose data shared the results' file
+  // system (its fs_separation.json).
+  out = broken("cache-not-dropped", [&](const fs::path& t) {
+    const fs::path cfg = RunFolder(t / "training" / "unet3d" / "run", "run", 2) / "dlio_config" / "config.yaml";
+    path = rel(t, cfg);
+    WriteFile(cfg.string(), std::regex_replace(ReadFile(cfg.string()), std::regex("evict_cache: \"?every_epoch\"?"),
+                                               "evict_cache: \"none\""));
+  });
+  EXPECT_NE(out.find(path + ": cache rule: the page cache was not dropped before every training epoch "
+                            "(dlio_ext.evict_cache is none"),
+            std::string::npos)
+      << out;
+  out = broken("one-file-system", [&](const fs::path& t) {
+    const fs::path f = RunFolder(t / "training" / "unet3d" / "run", "run", 4) / "fs_separation.json";
+    path = rel(t, f);
+    nlohmann::json j = LoadJson(f.string());
+    EXPECT_EQ(j["separate"], true) << j.dump();
+    j["separate"] = false;
+    WriteFile(f.string(), j.dump(2));
+  });
+  EXPECT_NE(out.find(path + ": fs separation: Rules.md 3.4.2: the data ("), std::string::npos) << out;
+  out = broken("pause-too-long", [&](const fs::path& t) {
+    const fs::path wr = RunFolder(t / "checkpointing" / "llama3-8b", "write", 1) / "summary.json";
+    const fs::path rd = RunFolder(t / "checkpointing" / "llama3-8b", "read", 1) / "summary.json";
+    path = rel(t, rd);
+    nlohmann::json j = LoadJson(rd.string());
+    std::string end = LoadJson(wr.string())["end"].get<std::string>();  // "2026-11-22T02:03:49.804834"
+    end.replace(0, 4, std::to_string(std::stoi(end.substr(0, 4)) + 1));  // the read starts a year later
+    j["start"] = end;
+    WriteFile(rd.string(), j.dump(2));
+  });
+  EXPECT_NE(out.find(path + ": checkpoint rule: Rules.md 4.7.2: the read invocation started "), std::string::npos)
+      << out;
   out = broken("per-rank-file-missing", [&](const fs::path& t) {
     const fs::path f = RunFolder(t / "training" / "unet3d" / "run", "run", 2) / "0_per_epoch_stats.json";
     path = rel(t, f);

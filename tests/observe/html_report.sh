@@ -53,9 +53,13 @@ job_ran "$BIN/dlio-coordinator" run "$WORK/job.yaml" --local-agents 1 --data-roo
 "$BIN/dlio-coordinator" report "$WORK/mlperf" -o "$WORK/mlperf.html"
 REPORT_TABLE=table.runs node "$SRC/tests/js/check_report.mjs" "$WORK/mlperf.html" 2
 # A checkpointing --mlperf set (the scaled llama3-8b rehearsal, one run: a write job and a read job): its runs and a
-# chart of write and read GiB/s.
+# chart of write and read GiB/s. Its checkpoints on tmpfs, apart from the results: a CLOSED set whose data and
+# results share a file system stops after its first job (Rules.md 4.4.2, docs/mlperf.md).
+CKPT_ROOT=$(mktemp -d /dev/shm/dlio-observe-XXXXXX)
+remove_ckpt_root() { rm -rf "$CKPT_ROOT"; }
+on_exit remove_ckpt_root
 job_ran "$BIN/dlio-coordinator" run "$SRC/tests/fixtures/mlperf-scaled/llama3_8b.yaml" --local-agents 2 --accelerators 4 \
-  --data-root "$WORK/root" --results-dir "$WORK/results" --mlperf --mlperf-runs 1 --mlperf-results-dir "$WORK/ckpt" \
+  --data-root "$CKPT_ROOT" --results-dir "$WORK/results" --mlperf --mlperf-runs 1 --mlperf-results-dir "$WORK/ckpt" \
   --mlperf-references "$SRC/tests/fixtures/mlperf-scaled" > "$WORK/ckpt.log" 2>&1
 "$BIN/dlio-coordinator" report "$WORK/ckpt" -o "$WORK/ckpt.html"
 REPORT_TABLE=table.runs node "$SRC/tests/js/check_report.mjs" "$WORK/ckpt.html" 1

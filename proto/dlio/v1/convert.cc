@@ -56,6 +56,8 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
   }
   if (!r.trace_events.empty()) out->set_trace_events(r.trace_events);
   out->set_trace_dropped(r.trace_dropped);
+  if (!r.cache_drop.empty()) out->set_cache_drop(r.cache_drop);
+  if (r.device_read_bytes >= 0) out->set_device_read_bytes(r.device_read_bytes);
   for (int i = 0; i < kS3OpCount; ++i) {
     const S3OpSnapshot& o = r.s3.ops[static_cast<size_t>(i)];
     if (o.requests == 0) continue;
@@ -108,6 +110,8 @@ RankEpochResult FromProto(const v1::RankResult& r) {
   }
   out.trace_events = r.trace_events();
   out.trace_dropped = r.trace_dropped();
+  out.cache_drop = r.cache_drop();
+  out.device_read_bytes = r.has_device_read_bytes() ? r.device_read_bytes() : -1;
   for (const v1::S3OpResult& p : r.s3_ops()) {
     for (int i = 0; i < kS3OpCount; ++i) {
       if (p.operation() != S3OpName(static_cast<S3Op>(i))) continue;  // unknown operations are dropped
