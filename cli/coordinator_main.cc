@@ -27,6 +27,7 @@
 #include "client/client.h"
 #include "coordinator/coordinator_server.h"
 #include "client/local_fleet.h"
+#include "client/ramp.h"
 #include "mlperf/verbs.h"
 #include "mlperf/submission.h"
 #include "report/report.h"
@@ -95,6 +96,8 @@ struct MlperfFlags {
   bool mlperf = false;
   bool datagen = false;
   bool find_max = false;
+  std::string ramp_text;                 // --ramp AXIS=N1,N2,... (client/ramp.h), parsed by Prepare
+  std::optional<dlio::RampSpec> ramp;
   dlio::MlperfRunOptions run;
   dlio::FindMaxOptions find;
 };
@@ -129,6 +132,14 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
       ->default_val(16)
       ->check(CLI::Range(1, 4096).description(""));
   sub->get_option("--mlperf")->excludes(sub->get_option("--find-max-accelerators"));
+  sub->add_option("--ramp", f->ramp_text,
+                  "Run the job once per point (accelerators=1,2,4,8: accelerators per agent; agents=1,2,4: agents), "
+                  "on the same dataset, into <output>/<axis>-<n>/; prints the curve (AU, samples/s, MB/s, batch "
+                  "wait, limit, verdict) with the knee and writes ramp.json beside the points")
+      ->type_name("AXIS=N,...")
+      ->excludes(sub->get_option("--mlperf"))
+      ->excludes(sub->get_option("--find-max-accelerators"))
+      ->excludes(sub->get_option("--mlperf-datagen"));
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -318,6 +329,11 @@ class JobVerb : public Verb {
   // the pre-run checks and the submission all see.
   std::optional<int> Prepare(const dlio::LocalFleetShape* local) {
     MergeOverrides(&opt_.overrides, trailing_, set_);
+    if (!mlperf_.ramp_text.empty()) {
+      absl::StatusOr<dlio::RampSpec> ramp = dlio::ParseRamp(mlperf_.ramp_text);
+      if (!ramp.ok()) return dlio::ReportFailure(ramp.status(), std::cerr);
+      mlperf_.ramp = *std::move(ramp);
+    }
     if (opt_.explain) {
       if (local != nullptr && (local->agents < 1 || local->accelerators < 1)) {
         std::cerr << (local->agents < 1 ? "--local-agents" : "--accelerators") << ": must be >= 1\n";
@@ -351,6 +367,7 @@ class JobVerb : public Verb {
     if (mlperf_.mlperf) return dlio::RunMlperf(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
     if (mlperf_.datagen) return dlio::RunMlperfDatagen(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
     if (mlperf_.find_max) return dlio::FindMaxAccelerators(o, *job_, mlperf_.find, std::cout, std::cerr, &g_cancel);
+    if (mlperf_.ramp) return dlio::RunRamp(o, *job_, *mlperf_.ramp, std::cout, std::cerr, &g_cancel);
     return dlio::SubmitAndWait(o, *job_, std::cout, std::cerr, &g_cancel);
   }
 
@@ -448,7 +465,7 @@ class RunVerb : public JobVerb {
     }
     // What the job's values make impossible on this fleet, before any agent starts (the accelerator search's
     // trials each have their own world: the coordinator checks every one when it places it).
-    if (!mlperf_.find_max) {
+    if (!mlperf_.find_max && !mlperf_.ramp) {
       if (absl::Status s = dlio::CheckPreRun(*job_, dlio::JobWorld{local_agents_, accelerators_}); !s.ok()) {
         return dlio::ReportFailure(s, std::cerr);
       }
@@ -461,8 +478,12 @@ class RunVerb : public JobVerb {
   int RunOnLocalFleet() {
     dlio::LocalFleet::Options fo;
     fo.agents = local_agents_;
+    // A ramp's points each ask for their count: the local fleet offers the largest.
+    const bool ramp_agents = mlperf_.ramp && mlperf_.ramp->axis == "agents";
+    if (ramp_agents) fo.agents = std::max(local_agents_, mlperf_.ramp->max());
     // The accelerator search submits each trial with --accelerators-per-agent N: the agents offer the bound.
     fo.accelerators = mlperf_.find_max ? std::max(accelerators_, mlperf_.find.max_accelerators) : accelerators_;
+    if (mlperf_.ramp && !ramp_agents) fo.accelerators = std::max(accelerators_, mlperf_.ramp->max());
     fo.data_root = data_root_;
     mlperf_.run.data_root = data_root_;  // the fs-separation probe of --mlperf looks for the data there
     fo.results_dir = results_dir_;

@@ -16,6 +16,7 @@
 #include "mlperf/set_verdict.h"
 #include "client/client.h"
 #include "client/coordinator_client.h"
+#include "client/ramp.h"
 #include "client/render.h"
 #include "results/results.h"
 #include "client/explain.h"
@@ -58,79 +59,6 @@ const MlperfWorkload* PickWorkload(const std::string& flag, const std::string& m
 json LoadJsonFile(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in);
-}
-
-// One job of a set or a search, as `submit --json` would run it. `ok` = the job succeeded (whatever its verdict); a
-// figure its metric window left unmeasured is nullopt.
-struct RunOutcome {
-  int rc = 1;
-  bool ok = false;
-  std::string job_id;
-  std::optional<double> au;
-  std::optional<double> samples_per_second;
-  json summary;                  // the fetched summary.json when an output folder was given
-  std::optional<LoadedJob> job;  // the job as submitted (the command's job with the run's overrides)
-};
-
-// `job` with the `extra` overrides after its own, submitted with `base`'s placement (and `accelerators_per_agent`
-// when > 0) through CoordinatorClient::Run: the pre-run check when the fleet's shape is known, then one connection
-// that submits, follows the job and fetches its files into `output_dir` (empty: the job's output.folder). Every
-// failure is one line on `err`, as `submit --json` prints it.
-RunOutcome SubmitOne(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
-                     int accelerators_per_agent, const std::string& output_dir, std::ostream& err,
-                     const std::atomic<bool>* cancel) {
-  RunOutcome r;
-  absl::StatusOr<LoadedJob> run = job.WithOverrides(extra);
-  if (!run.ok()) {
-    r.rc = ReportFailure(run.status(), err);
-    return r;
-  }
-  JobPlacement placement = PlacementOf(base);
-  if (accelerators_per_agent > 0) placement.accelerators_per_agent = accelerators_per_agent;
-  if (placement.agents > 0 && placement.accelerators_per_agent > 0) {
-    const JobWorld world{placement.agents, placement.accelerators_per_agent};
-    if (absl::Status s = CheckPreRun(*run, world); !s.ok()) {
-      r.rc = ReportFailure(s, err);
-      return r;
-    }
-  }
-  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::Connect(base.client);
-  if (!client.ok()) {
-    r.rc = ReportFailure(client.status(), err);
-    return r;
-  }
-  SubmitView view(nullptr, err, base.client.coordinator, /*tty=*/false);  // a signal's cancel lines only
-  RunOptions options;
-  options.output_dir = output_dir;
-  options.trace_path = base.trace_path;
-  options.cancel = cancel;
-  options.observer = &view;
-  const absl::StatusOr<JobOutcome> o = client->Run(*run, placement, options);
-  // A fetch that failed leaves the run without a job id, as `submit --json` then prints no document.
-  if (!o.ok() || !o->files.status.ok()) {
-    r.rc = ReportFailure(o.ok() ? o->files.status : o.status(), err);
-    return r;
-  }
-  r.rc = ExitStatusOf(*o);
-  r.job_id = o->job_id;
-  // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same; a job that
-  // trains nothing (data generation, checkpointing) has no epochs.
-  r.ok = o->succeeded();
-  if (!o->epochs.empty()) {
-    r.au = o->mean.au_percent;
-    r.samples_per_second = o->mean.samples_per_second;
-  }
-  r.job = *std::move(run);
-  if (r.ok && !output_dir.empty()) {
-    std::error_code ec;
-    if (fs::exists(fs::path(output_dir) / "summary.json", ec)) {
-      try {
-        r.summary = LoadJsonFile((fs::path(output_dir) / "summary.json").string());
-      } catch (const std::exception&) {
-      }
-    }
-  }
-  return r;
 }
 
 // Whether the user set `key` (canonical dotted form) among the overrides.
