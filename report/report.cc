@@ -246,6 +246,25 @@ absl::StatusOr<json> LoadMlperf(const fs::path& dir) {
   return m;
 }
 
+// A ramp folder (client/ramp.h): ramp.json beside one result folder per point; the points' figures come from
+// ramp.json, the environment from the first point's folder.
+absl::StatusOr<json> LoadRamp(const fs::path& dir) {
+  absl::StatusOr<json> ramp = ReadJson(dir / "ramp.json");
+  if (!ramp.ok()) return ramp.status();
+  if (!ramp->contains("points") || !(*ramp)["points"].is_array() || (*ramp)["points"].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat((dir / "ramp.json").string(), ": no points"));
+  }
+  json m = {{"kind", "ramp"}, {"ramp", *ramp}};
+  m["job_id"] = absl::StrCat("ramp over ", ramp->value("axis", ""), " (", dir.filename().string(), ")");
+  const fs::path first = dir / (*ramp)["points"][0].value("folder", "");
+  std::error_code ec;
+  if (fs::exists(first / "summary.json", ec)) {
+    absl::StatusOr<json> job = LoadJob(first, "job");
+    if (job.ok()) m["job"] = *job;
+  }
+  return m;
+}
+
 // JSON inside <script>: "</" must not close the element.
 std::string ScriptSafe(const std::string& text) { return absl::StrReplaceAll(text, {{"</", "<\\/"}}); }
 
@@ -282,6 +301,41 @@ constexpr const char* kPageScript = R"js(
     const cls = status === 'PASS' || status === 'CLOSED' ? 'pass' : status === 'FAIL' || status === 'INVALID' ? 'fail' : 'other';
     return el('p', text, 'verdict ' + cls);
   };
+
+  if (jobs[0].kind === 'ramp') {
+    // A ramp: one job per point; the curve of AU and samples/s against the points, the target and the knee.
+    const r = jobs[0].ramp, pts = r.points, knee = r.knee;
+    main.appendChild(verdictBox(isNum(knee) ? 'knee: ' + knee + ' ' + r.axis + ' (the last point with AU >= ' +
+                                fmt(r.au_target_percentage, 1) + ' %)' : 'knee: none (no point kept AU >= ' +
+                                fmt(r.au_target_percentage, 1) + ' %)', isNum(knee) ? 'PASS' : 'FAIL'));
+    const box = section('Points');
+    box.appendChild(table('ramp', [r.axis, 'job', 'AU (%)', 'samples/s', 'MB/s', 'batch wait (% of step)', 'limit',
+                                   'verdict'],
+      pts.map(p => [p.n + (p.n === knee ? ' (knee)' : ''), p.job_id, fmt(p.au_percentage, 2),
+                    fmt(p.samples_per_second, 2), fmt(p.mb_per_second, 2),
+                    fmt(isNum(p.batch_wait_share) ? 100 * p.batch_wait_share : null, 1), p.limit || '-', p.verdict])));
+    const charts = el('div', undefined, 'charts'); main.appendChild(charts);
+    const labels = pts.map(p => String(p.n));
+    const radius = pts.map(p => p.n === knee ? 9 : 3);
+    new Chart(canvas(charts, 'chart-ramp'), {
+      type: 'line',
+      data: { labels, datasets: [
+        { label: 'AU %', data: pts.map(p => p.au_percentage), borderColor: colors[0], yAxisID: 'au',
+          pointRadius: radius, pointStyle: pts.map(p => p.n === knee ? 'star' : 'circle') },
+        { label: 'target', data: pts.map(() => r.au_target_percentage), borderColor: colors[1], borderDash: [6, 4],
+          pointRadius: 0, yAxisID: 'au' },
+        { label: 'samples/s', data: pts.map(p => p.samples_per_second), borderColor: colors[2], yAxisID: 'sps',
+          pointRadius: radius }] },
+      options: { plugins: { title: { display: true, text: 'Ramp over ' + r.axis + ': AU and samples/s' +
+                                     (isNum(knee) ? ' (knee at ' + knee + ', starred)' : ' (no knee)') } },
+                 scales: { x: { title: { display: true, text: r.axis } },
+                           au: { position: 'left', beginAtZero: true, suggestedMax: 100 },
+                           sps: { position: 'right', beginAtZero: true, grid: { drawOnChartArea: false } } } } });
+    document.body.dataset.rampKnee = isNum(knee) ? String(knee) : '';
+    if (jobs[0].job) environment(section('Environment (' + r.axis + ' ' + pts[0].n + ')'), [jobs[0].job]);
+    document.body.dataset.chartsDrawn = String(Object.keys(Chart.instances).length);
+    return;
+  }
 
   if (jobs[0].kind === 'mlperf' && jobs[0].result.benchmark_type === 'checkpointing') {
     // A checkpointing set: per run a write job and a read job; the score is the mean of the runs' MLPerf figures.
@@ -514,8 +568,12 @@ absl::StatusOr<std::string> RenderReport(const std::vector<std::string>& result_
     if (!fs::is_directory(dir, ec)) return absl::NotFoundError(absl::StrCat(dir.string(), ": not a result folder"));
     absl::StatusOr<json> job = fs::exists(dir / "summary.json", ec)
                                    ? LoadJob(dir, result_dirs.size() == 1 ? "job" : tags[i])
-                                   : LoadMlperf(dir);
+                               : fs::exists(dir / "ramp.json", ec) ? LoadRamp(dir)
+                                                                   : LoadMlperf(dir);
     if (!job.ok()) return job.status();
+    if ((*job)["kind"] == "ramp" && result_dirs.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(dir.string(), ": a ramp folder is reported on its own"));
+    }
     if ((*job)["kind"] == "mlperf" && result_dirs.size() > 1) {
       return absl::InvalidArgumentError(
           absl::StrCat(dir.string(), ": an --mlperf result folder is reported on its own (its runs side by side)"));

@@ -12,6 +12,8 @@
 // steps only (the step-weighted mean of the rank's measured blocks). Figures that were not measured show as n/m.
 // For an --mlperf folder: the AU, replication and classification verdicts, the classification's differing keys,
 // every run with its verdict, and charts of AU and samples/s per timed run against the threshold and the 5 % band.
+// For a ramp folder (ramp.json beside its points' folders, client/ramp.h): the knee, a table of the points and the
+// curve of AU and samples/s against the points with the target and the knee (a star).
 // Charts are drawn by Chart.js, whose UMD build (from npm, package-lock.json) is embedded into the binary at build
 // time and into every report, so a report opens offline and on any machine.
 // Thread-safety: pure functions.
