@@ -747,7 +747,8 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
   }
   Save(job);
   Emit(job, std::move(e));
-  if (error) {
+  // A refused job (bad input for this fleet) is the client's answer, which it prints once: not a coordinator error.
+  if (error && !job.refused) {
     spdlog::error("{}", message);
   } else {
     spdlog::info("{}", message);
