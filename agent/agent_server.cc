@@ -121,7 +121,8 @@ struct AgentServer::Impl : public PhaseHost {
   }
 
   // Before generating: the data folder inside the data root and the dataset within the free space; at the job's
-  // first phase that writes, its checkpoints within the free space too. An empty result vector on success (the
+  // first phase that writes, its checkpoints within the free space too; at the first epoch of a job that does not
+  // generate, a dataset there to read (refused when there is none). An empty result vector on success (the
   // phase then runs). `*refused` tells a free-space refusal (the job ends refused) from a bad folder (it fails).
   absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseCommand& cmd, bool* refused) const;
   AgentSession::Identity MakeIdentity(const std::string& instance) const;
@@ -140,7 +141,9 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
                                                                           bool* refused) const {
   *refused = false;
   const bool generate = cmd.kind == PhaseKind::kGenerate;
-  if (!generate && !FirstWritingPhase(cmd, cmd.spec)) return std::vector<RankEpochResult>();
+  if (!generate && !FirstWritingPhase(cmd, cmd.spec) && !ReadsExistingDataset(cmd, cmd.spec)) {
+    return std::vector<RankEpochResult>();
+  }
   const std::string ranks = cmd.local_ranks == 1 ? absl::StrCat("rank ", cmd.first_rank)
                                                   : absl::StrCat("ranks ", cmd.first_rank, "-",
                                                                  cmd.first_rank + cmd.local_ranks - 1);
@@ -148,6 +151,18 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
                                          cmd.phase_id);
   // The folder below the root, no link on the way (base/confined_dir.h); nothing is created before the check.
   const auto& root = runner->root();
+  if (root.ok() && ReadsExistingDataset(cmd, cmd.spec)) {  // no dataset to read and none generated: refused
+    absl::StatusOr<std::string> rel = (*root)->Relative(cmd.spec.data_folder, "dataset.data_folder");
+    absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(cmd.spec.format, FormatOptions{});
+    const absl::Status present =
+        rel.ok() ? CheckDatasetPresent(std::filesystem::path((*root)->path()) / *rel, cmd, cmd.spec,
+                                       format.ok() ? (*format)->extension() : cmd.spec.format)
+                 : absl::OkStatus();  // a folder out of the root: the epoch fails naming it
+    if (!present.ok()) {
+      *refused = true;
+      return absl::Status(present.code(), absl::StrCat(where, ": ", present.message()));
+    }
+  }
   if (!generate) {  // the job's checkpoints against the free space, at its first phase that writes (preflight.h)
     const absl::Status fits = root.ok() ? CheckCheckpointsFit(**root, cmd, cmd.spec, "") : absl::OkStatus();
     if (fits.ok()) return std::vector<RankEpochResult>();

@@ -254,6 +254,9 @@ void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<Ra
       // A stop we were asked for (or a lost session): expected, not an error of this agent.
       spdlog::info("agent '{}': job {} phase {} stopped: {}", id_.name, order.job_id, order.phase_id,
                    std::string(r.status().message()));
+    } else if (refused) {
+      // The job's answer, which the coordinator and the client report once: not an error of this agent.
+      spdlog::info("{}", std::string(r.status().message()));
     } else {
       spdlog::error("{}", std::string(r.status().message()));
     }

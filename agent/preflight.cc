@@ -43,21 +43,31 @@ fs::path NearestExisting(const fs::path& path) {
   return p;
 }
 
-// The bytes of the dataset files (extension `ext`) already under data_dir/train: generation replaces them.
-uint64_t ExistingDatasetBytes(const fs::path& data_dir, const std::string& ext) {
-  uint64_t existing = 0;
+// The dataset files (extension `ext`) already under data_dir/train, and their bytes: generation replaces them.
+struct ExistingFiles {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+};
+
+ExistingFiles ExistingDataset(const fs::path& data_dir, const std::string& ext) {
+  ExistingFiles existing;
   std::error_code ec;
   const fs::path train = data_dir / "train";
-  if (!fs::is_directory(train, ec)) return 0;
+  if (!fs::is_directory(train, ec)) return existing;
   const std::string suffix = "." + ext;
   for (fs::recursive_directory_iterator it(train, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (it->is_regular_file(ec) && name.size() > suffix.size() &&
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      existing += it->file_size(ec);
+      ++existing.files;
+      existing.bytes += it->file_size(ec);
     }
   }
   return existing;
+}
+
+uint64_t ExistingDatasetBytes(const fs::path& data_dir, const std::string& ext) {
+  return ExistingDataset(data_dir, ext).bytes;
 }
 
 // True when both paths (or their nearest existing ancestors) are on one file system.
@@ -137,6 +147,20 @@ absl::Status CheckDatasetFits(const fs::path& data_dir, const WorkloadSpec& spec
   return CheckSpace(data_dir, "dataset.data_folder", DatasetBytes(spec), ExistingDatasetBytes(data_dir, ext),
                     absl::StrCat("the dataset (", spec.num_files_train, " files x ", spec.num_samples_per_file,
                                  " samples x ", spec.SampleDim(), "^2 bytes)"));
+}
+
+bool ReadsExistingDataset(const PhaseOrder& order, const WorkloadSpec& spec) {
+  return !spec.generate_data && !spec.IsS3() && spec.train && order.kind == PhaseKind::kTrainEpoch &&
+         order.epoch == 1;
+}
+
+absl::Status CheckDatasetPresent(const fs::path& data_dir, const PhaseOrder& order, const WorkloadSpec& spec,
+                                 const std::string& ext) {
+  if (!ReadsExistingDataset(order, spec) || ExistingDataset(data_dir, ext).files > 0) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat(
+      "dataset.data_folder '", (data_dir / "train").string(), "': no .", ext, " file of the dataset there (",
+      spec.num_files_train, " expected by dataset.num_files_train) and workflow.generate_data is false: generate it "
+      "first (workflow.generate_data: true) or point dataset.data_folder at it; refused before the run"));
 }
 
 bool FirstWritingPhase(const PhaseOrder& order, const WorkloadSpec& spec) {

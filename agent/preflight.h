@@ -15,6 +15,11 @@
 // until the rename). When the phase generates the dataset on the same file system, the dataset's new bytes are
 // counted first. Per agent: with a checkpoint folder shared by several agents, each checks its own ranks' share.
 // Object storage and jobs without checkpoints: nothing to check. The refusal gives both numbers.
+// CheckDatasetPresent(): with workflow.generate_data off, at the first training epoch (ReadsExistingDataset), at
+// least one file of the dataset's format under data_dir/train; none there (no folder, an empty one) is NotFound,
+// naming the folder and num_files_train, and the agent refuses the phase (the job ends refused, exit 2) instead of
+// failing it. A dataset with some of its files is left to the epoch's own listing (it names what it found). Object
+// storage: nothing to check here.
 // Errors: "does not fit" is RESOURCE_EXHAUSTED (the agent then refuses the phase: ERROR_CODE_REFUSED, the job ends
 // refused); any other code (a statvfs that failed, a folder that is not allowed) is a failure of the phase.
 // Thread-safety: pure functions (they read the file system).
@@ -43,6 +48,13 @@ absl::Status CheckDatasetFits(const std::filesystem::path& data_dir, const Workl
 // `reclaimable` of which are files it will replace. `what` names the data in the refusal ("the dataset (...)").
 absl::Status CheckSpace(const std::filesystem::path& dir, const std::string& key, uint64_t need,
                         uint64_t reclaimable, const std::string& what);
+
+// True when `order` is the first training epoch of a job that reads a dataset it does not generate, from files.
+bool ReadsExistingDataset(const PhaseOrder& order, const WorkloadSpec& spec);
+
+// OK unless ReadsExistingDataset() and data_dir/train holds no file with extension `ext` (NotFound).
+absl::Status CheckDatasetPresent(const std::filesystem::path& data_dir, const PhaseOrder& order,
+                                 const WorkloadSpec& spec, const std::string& ext);
 
 // True when `order` is the job's first phase that writes on this agent: generate, else the first training epoch,
 // else (checkpoint-only) the first save.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,41 @@ TEST(Preflight, ADatasetLargerThanTheFreeSpaceIsRefusedWithBothNumbers) {
   spec.num_files_train = 1;
   spec.record_length_bytes = 4096;
   EXPECT_TRUE(CheckDatasetFits(dir, spec, "npz").ok());
+}
+
+// Issue 26 item 6: no dataset to read and none generated is refused at the first epoch, naming the folder; one
+// file of the format is enough here (the epoch's own listing says what is missing of the rest).
+TEST(Preflight, AnAbsentDatasetIsRefusedAtTheFirstEpochWhenItIsNotGenerated) {
+  const fs::path dir = fs::temp_directory_path() / ("dlio-preflight-absent-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  WorkloadSpec spec;
+  spec.generate_data = false;
+  spec.train = true;
+  spec.num_files_train = 8;
+  PhaseOrder first;
+  first.kind = PhaseKind::kTrainEpoch;
+  first.epoch = 1;
+  EXPECT_TRUE(ReadsExistingDataset(first, spec));
+  absl::Status s = CheckDatasetPresent(dir, first, spec, "npz");  // no folder at all
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(s.message()),
+            "dataset.data_folder '" + (dir / "train").string() + "': no .npz file of the dataset there (8 expected "
+            "by dataset.num_files_train) and workflow.generate_data is false: generate it first "
+            "(workflow.generate_data: true) or point dataset.data_folder at it; refused before the run");
+  fs::create_directories(dir / "train" / "sub");
+  std::ofstream(dir / "train" / "other.npy") << "x";  // another format's file is no dataset of this job
+  EXPECT_FALSE(CheckDatasetPresent(dir, first, spec, "npz").ok());
+  std::ofstream(dir / "train" / "sub" / "img_1_of_8.npz") << "x";
+  EXPECT_TRUE(CheckDatasetPresent(dir, first, spec, "npz").ok());
+  fs::remove_all(dir / "train");
+  // Not the first epoch, a generated dataset, or object storage: nothing to check here.
+  PhaseOrder second = first;
+  second.epoch = 2;
+  EXPECT_TRUE(CheckDatasetPresent(dir, second, spec, "npz").ok());
+  spec.generate_data = true;
+  EXPECT_TRUE(CheckDatasetPresent(dir, first, spec, "npz").ok());
+  fs::remove_all(dir);
 }
 
 // Issue 24 item 2: a checkpoint-only job whose checkpoint (1 PiB of model_size_bytes, within the key's range) is

@@ -369,7 +369,13 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
   // A cancelled phase confirms a stop we asked for; anything else is the job's failure (the first one wins).
   const bool stop_confirmation =
       kind == AgentErrorKind::kCancelled && (job.cancel_requested || stopping_ || !driver_.error().empty());
-  if (!stop_confirmation) spdlog::error("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
+  // A refusal (agent/preflight.h) is the job's answer, said once by its final event: logged at info, so `run` with
+  // four agents does not print it four times more.
+  if (kind == AgentErrorKind::kRefused) {
+    spdlog::info("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
+  } else if (!stop_confirmation) {
+    spdlog::error("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
+  }
   if (!job.cancel_requested && !stopping_) driver_.Fail(message, kind == AgentErrorKind::kRefused);
   cv_.notify_all();
 }
@@ -412,6 +418,7 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   }
   MutexLock lk(&mu_);
   if (stopping_) return absl::UnavailableError("the coordinator is shutting down; submit again after its restart");
+  if (absl::Status s = CheckFleetCanPlace(request); !s.ok()) return s;
   auto job = std::make_unique<Job>();
   JobRecord& rec = job->rec;
   rec.seq = ++job_counter_;
@@ -740,7 +747,8 @@ void Coordinator::EndJob(Job& job, JobState state, const std::string& message, b
   }
   Save(job);
   Emit(job, std::move(e));
-  if (error) {
+  // A refused job (bad input for this fleet) is the client's answer, which it prints once: not a coordinator error.
+  if (error && !job.refused) {
     spdlog::error("{}", message);
   } else {
     spdlog::info("{}", message);

@@ -192,7 +192,11 @@ class Coordinator {
   void OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                     AgentErrorKind kind, const std::string& message);
 
-  // Client verbs. Submit validates the workload and the placement numbers (InvalidArgument, one line).
+  // Client verbs. Submit validates the workload and the placement numbers (InvalidArgument, one line), and refuses
+  // (InvalidArgument, naming the numbers) a placement the attached fleet cannot satisfy: more agents than attached,
+  // or fewer attached agents with --accelerators-per-agent than --agents asks, unless the job waits for agents
+  // (--wait-for-agents) or the coordinator just restarted (its agents are still reattaching). A job that fits
+  // queues, behind a running one too.
   absl::StatusOr<std::string> Submit(const JobRequest& request);
   // True when the job was queued or running (it ends cancelled), false when it had already ended.
   absl::StatusOr<bool> Cancel(const std::string& job_id);
@@ -279,6 +283,13 @@ class Coordinator {
   void WaitForRestartedAgents(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a job too few agents (`eligible` of them) could take, saying what it needs and what is attached.
   void FailUnplaced(Job& job, size_t eligible) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The attached agents that can take `want_accel` accelerators (0: any), and why `want_agents` (0: at least one) of
+  // them are not there: "needs 3 agent(s); 2 attached (accelerators: a: 1, b: 1)".
+  size_t EligibleAgents(int want_accel) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string UnplacedReason(size_t want_agents, int want_accel, size_t eligible) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Submit's refusal of a placement the attached fleet cannot satisfy (see Submit).
+  absl::Status CheckFleetCanPlace(const JobRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One phase on every agent of the job, on driver_: the orders out (SendPhaseOrders), the wait for every
   // PhaseDone (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
   // CollectPhaseResults. `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of

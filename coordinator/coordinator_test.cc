@@ -252,11 +252,33 @@ TEST_F(CoordinatorTest, PlacementNeedsEqualAcceleratorsAndEnoughAgents) {
   EXPECT_NE(e.message.find("a: 1, b: 2"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("--accelerators-per-agent"), std::string::npos) << e.message;
 
+  // More agents than attached: refused at submit, never queued (issue 26 item 6).
   r.agents = 3;
   id = c->Submit(r);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument) << id.status();
+  EXPECT_NE(id.status().message().find("needs 3 agent(s); 2 attached (accelerators: a: 1, b: 2)"), std::string::npos)
+      << id.status();
+  EXPECT_NE(id.status().message().find("--wait-for-agents"), std::string::npos) << id.status();
+  // Fewer attached agents with the accelerators asked than --agents: refused the same way, naming the eligible.
+  r.agents = 2;
+  r.accelerators_per_agent = 2;
+  id = c->Submit(r);
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.status().message().find("needs 2 agent(s) with at least 2 accelerator(s) each; 2 attached "
+                                       "(accelerators: a: 1, b: 2), 1 of them eligible"),
+            std::string::npos)
+      << id.status();
+  // Waiting for agents: queued, and it fails after the wait, as before.
+  r.agents = 3;
+  r.accelerators_per_agent = 0;
+  r.wait_for_agents_s = 1;
+  id = c->Submit(r);
+  ASSERT_TRUE(id.ok()) << id.status();
   e = FinalEvent(*c, *id);
   EXPECT_NE(e.message.find("needs 3 agent(s)"), std::string::npos) << e.message;
-  EXPECT_NE(e.message.find("--wait-for-agents"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("after waiting 1 s"), std::string::npos) << e.message;
+  r.wait_for_agents_s = 0;
 
   // One accelerator from each: both agents take part with one rank each.
   r.agents = 2;

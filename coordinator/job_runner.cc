@@ -94,10 +94,13 @@ void Coordinator::WaitForRestartedAgents(Job& job, MutexLock& lk) {
   }
 }
 
-void Coordinator::FailUnplaced(Job& job, size_t eligible) {
-  JobRecord& rec = job.rec;
-  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
-  const int want_accel = rec.accelerators_per_agent;
+size_t Coordinator::EligibleAgents(int want_accel) const {
+  size_t n = 0;
+  for (const auto& [name, a] : agents_) n += want_accel == 0 || a.info.ranks >= want_accel ? 1 : 0;
+  return n;
+}
+
+std::string Coordinator::UnplacedReason(size_t want_agents, int want_accel, size_t eligible) const {
   std::vector<std::string> offered;
   for (const auto& [name, a] : agents_) offered.push_back(absl::StrCat(name, ": ", a.info.ranks));
   const std::string need =
@@ -108,8 +111,28 @@ void Coordinator::FailUnplaced(Job& job, size_t eligible) {
       agents_.empty() ? std::string("none attached")
                       : absl::StrCat(agents_.size(), " attached (accelerators: ", NameList(offered), ")",
                                      want_accel > 0 ? absl::StrCat(", ", eligible, " of them eligible") : "");
+  return absl::StrCat("needs ", need, accel, "; ", have);
+}
+
+absl::Status Coordinator::CheckFleetCanPlace(const JobRequest& request) const {
+  // A job that waits for agents, or one submitted while the previous session's agents reattach, may still find
+  // its fleet: it queues.
+  if (request.wait_for_agents_s > 0 || options_.now() < restart_grace_until_) return absl::OkStatus();
+  const size_t want_agents = request.agents > 0 ? static_cast<size_t>(request.agents) : 0;
+  const size_t eligible = EligibleAgents(request.accelerators_per_agent);
+  if (eligible >= std::max<size_t>(1, want_agents)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("job not queued: the attached fleet cannot place it: it ",
+                   UnplacedReason(want_agents, request.accelerators_per_agent, eligible),
+                   " (attach more agents, lower --agents or --accelerators-per-agent, or use --wait-for-agents "
+                   "SECONDS to wait for them)"));
+}
+
+void Coordinator::FailUnplaced(Job& job, size_t eligible) {
+  JobRecord& rec = job.rec;
+  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
   EndJob(job, JobState::kFailed,
-         absl::StrCat("job ", rec.id, " needs ", need, accel, "; ", have,
+         absl::StrCat("job ", rec.id, " ", UnplacedReason(want_agents, rec.accelerators_per_agent, eligible),
                       rec.wait_for_agents_s > 0 ? absl::StrCat(" after waiting ", rec.wait_for_agents_s, " s")
                                                 : std::string(" (use --wait-for-agents SECONDS to wait for them)")),
          true);

@@ -623,9 +623,11 @@ TEST(Placement, NumHostsCountsDistinctNodeNamesAndAcceleratorCountsMustMatch) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.err, "agent-0: 1, agent-1: 1, agent-2: 2")) << r.err;
   EXPECT_TRUE(Contains(r.err, "MLPerf")) << r.err;
+  // A placement the attached fleet cannot satisfy is refused at submit, never queued (issue 26 item 6): exit 2.
   r = fleet.Client({"submit", dir.str() + "/job.yaml", "--agents", "2", "--accelerators-per-agent", "2"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Contains(r.err, "needs 2 agent(s) with at least 2 accelerator(s) each")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "job not queued")) << r.err;
   r = fleet.Client({"submit", dir.str() + "/job.yaml", "--accelerators-per-agent", "1", "--output",
                     dir.str() + "/out"});
   ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
