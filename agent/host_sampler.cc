@@ -152,6 +152,9 @@ HostCounters HostSampler::Read() const { return ReadHostCounters(opt_.sources, U
 void HostSampler::Loop() {
   auto next = std::chrono::steady_clock::now();
   const double tick_s = std::chrono::duration<double>(opt_.tick).count();
+  // The first rates 0.1 s after the start, not a tick: a scrape soon after an agent starts (or a short job's
+  // phase) already finds every dlio_host_* family.
+  auto wait = std::min<std::chrono::milliseconds>(opt_.tick, std::chrono::milliseconds(100));
   for (;;) {
     HostCounters c = Read();
     const double cpu = ThreadCpuSeconds();
@@ -165,7 +168,8 @@ void HostSampler::Loop() {
       series_last_ = c;
     }
     last_ = std::move(c);
-    next += opt_.tick;
+    next += wait;
+    wait = opt_.tick;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) next = now + opt_.tick;  // fell behind (a stopped process, a loaded host): no burst to catch up
     if (cv_.WaitUntil(&lk, next, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; })) return;

@@ -36,7 +36,7 @@ class HostSampler : public prometheus::Collectable {
     std::chrono::milliseconds tick{1000};
     HostSources sources;                // where the files are (tests: a captured folder); devices filled in
   };
-  // Starts the thread (the first rates after one tick).
+  // Starts the thread (the first rates 0.1 s later, or after one tick if shorter; then every tick).
   explicit HostSampler(Options opt);
   // Stops the thread (within one tick's wake-up, not a full tick).
   ~HostSampler() override;
