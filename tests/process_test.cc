@@ -474,7 +474,7 @@ TEST(BadInput, EachBadJobExitsTwoWithOneLineNamingTheKeyAndWritesNothing) {
       {"unknown element type", "dataset:\n  record_element_type: float128\n", "dataset.record_element_type"},
       {"negative stdev", "train:\n  computation_time:\n    type: normal\n    mean: 1\n    stdev: -1\n",
        "train.computation_time: stdev must be a number >= 0, got -1"},
-      {"unknown format", "dataset:\n  format: parquet\n", "dataset.format: must be one of npz, hdf5"},
+      {"unknown format", "dataset:\n  format: orc\n", "dataset.format: must be one of npz, hdf5"},
       {"batch 0", "reader:\n  batch_size: 0\n", "reader.batch_size: must be an integer in [1, 4294967296], got 0"},
       {"chunk_dims extent", "dataset:\n  format: hdf5\n  record_length_bytes: 4096\n  num_samples_per_file: 2\n"
        "  hdf5:\n    chunk_dims: [1, 128, 128]\n", "dataset.hdf5.chunk_dims: [1, 128, 128] exceeds the dataset's "
