@@ -140,8 +140,8 @@ json RampJson(const RampSpec& spec, double target_percent, const std::vector<Ram
 }
 
 std::string RampTable(const json& ramp) {
-  const auto cell = [](const json& v, const char* f) {
-    return v.is_number() ? absl::StrFormat(f, v.get<double>()) : std::string("n/m");
+  const auto cell = [](const json& v, int digits) {
+    return v.is_number() ? absl::StrFormat("%.*f", digits, v.get<double>()) : std::string("n/m");
   };
   const std::string axis = ramp.value("axis", "");
   std::string s = absl::StrFormat("%-14s %8s %12s %10s %10s %-12s %s\n", axis, "AU %", "samples/s", "MB/s",
@@ -151,8 +151,8 @@ std::string RampTable(const json& ramp) {
     const bool at_knee = knee.is_number() && knee.get<int>() == p["n"].get<int>();
     const json& w = p["batch_wait_share"];
     s += absl::StrFormat("%-14s %8s %12s %10s %10s %-12s %s\n",
-                         absl::StrCat(p["n"].get<int>(), at_knee ? " <- knee" : ""), cell(p["au_percentage"], "%.1f"),
-                         cell(p["samples_per_second"], "%.1f"), cell(p["mb_per_second"], "%.2f"),
+                         absl::StrCat(p["n"].get<int>(), at_knee ? " <- knee" : ""), cell(p["au_percentage"], 1),
+                         cell(p["samples_per_second"], 1), cell(p["mb_per_second"], 2),
                          w.is_number() ? absl::StrFormat("%.1f", 100 * w.get<double>()) : "n/m",
                          p["limit"].is_string() ? p["limit"].get<std::string>() : "-",
                          p["verdict"].get<std::string>());
