@@ -135,11 +135,9 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
   sub->add_option("--ramp", f->ramp_text,
                   "Run the job once per point (accelerators=1,2,4,8: accelerators per agent; agents=1,2,4: agents), "
                   "on the same dataset, into <output>/<axis>-<n>/; prints the curve (AU, samples/s, MB/s, batch "
-                  "wait, limit, verdict) with the knee and writes ramp.json beside the points")
-      ->type_name("AXIS=N,...")
-      ->excludes(sub->get_option("--mlperf"))
-      ->excludes(sub->get_option("--find-max-accelerators"))
-      ->excludes(sub->get_option("--mlperf-datagen"));
+                  "wait, limit, verdict) with the knee and writes ramp.json beside the points; not with --mlperf, "
+                  "--mlperf-datagen or --find-max-accelerators")
+      ->type_name("AXIS=N,...");
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -330,6 +328,11 @@ class JobVerb : public Verb {
   std::optional<int> Prepare(const dlio::LocalFleetShape* local) {
     MergeOverrides(&opt_.overrides, trailing_, set_);
     if (!mlperf_.ramp_text.empty()) {
+      // Checked here rather than by CLI11's excludes, whose "Excludes: ..." in --help crowds the descriptions out.
+      if (mlperf_.mlperf || mlperf_.datagen || mlperf_.find_max) {
+        std::cerr << "--ramp: cannot be combined with --mlperf, --mlperf-datagen or --find-max-accelerators\n";
+        return 2;
+      }
       absl::StatusOr<dlio::RampSpec> ramp = dlio::ParseRamp(mlperf_.ramp_text);
       if (!ramp.ok()) return dlio::ReportFailure(ramp.status(), std::cerr);
       mlperf_.ramp = *std::move(ramp);

@@ -82,6 +82,9 @@ RunOutcome SubmitOne(const SubmitOptions& base, const LoadedJob& job, const std:
   r.job_id = o->job_id;
   // A run that ran but missed its target (5) or could not measure its AU (6) is a run all the same.
   r.ok = o->succeeded();
+  // The job's own reason (a refusal names its rule: CAP-01, the free space, the dataset) on the job's one line: the
+  // coordinator and agents log refusals at info, so nothing else shows it.
+  if (!r.ok && !o->message.empty()) err << "dlio-coordinator: " << o->message << "\n";
   TakeFigures(*o, &r);
   r.job = *std::move(run);
   if (r.ok) ReadSummary(output_dir, &r);

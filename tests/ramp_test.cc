@@ -93,6 +93,13 @@ TEST(Ramp, BadValuesExitTwoWithOneLineNamingTheFlag) {
     EXPECT_NE(r.err.find("expected accelerators=N1,N2,... or agents=N1,N2,..."), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+  for (const char* other : {"--mlperf", "--find-max-accelerators", "--mlperf-datagen"}) {
+    CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", "job.yaml", "--ramp", "accelerators=1,2", other},
+                                 seconds(30), dir.str());
+    EXPECT_EQ(r.exit_code, 2) << other << r.out << r.err;
+    EXPECT_EQ(r.err, "--ramp: cannot be combined with --mlperf, --mlperf-datagen or --find-max-accelerators\n")
+        << other;
+  }
 }
 
 }  // namespace

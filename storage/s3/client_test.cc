@@ -194,11 +194,14 @@ class Front {
         if (n <= 0) break;
         head.append(buf, static_cast<size_t>(n));
       }
+      {
+        // Kept before the answer is written: once the client has its answer, heads() must hold the request.
+        std::lock_guard<std::mutex> l(mu_);
+        heads_.push_back(head);
+      }
       const std::string a = answer_(head);
       EXPECT_EQ(::write(c, a.data(), a.size()), static_cast<ssize_t>(a.size()));
       ::close(c);
-      std::lock_guard<std::mutex> l(mu_);
-      heads_.push_back(head);
     }
   }
   LoopbackListener listener_;
