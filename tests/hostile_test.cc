@@ -176,11 +176,12 @@ void AddIssue24Cases(std::vector<Case>& c) {
             "bytes (50.76 PiB) per checkpoint, more than the 1125899906842624 bytes (1.00 PiB)"};
   huge.plan_refusal = true;
   c.push_back(huge);
-  // The plan is built first (the agent then finds no data folder, exit 1): it took 16 GiB and the agent's life.
+  // Its plan once took 16 GiB and the agent's life (now a keyed bijection, plan_test); with no dataset and
+  // generate_data off, the agent's preflight refuses it before anything is built (issue 26 item 6: exit 2).
   c.push_back({"2^32 samples per file, seeded sample shuffle",
                "dataset:\n  num_files_train: 1\n  num_samples_per_file: 4294967296\n  record_length_bytes: 1\n"
                "reader:\n  sample_shuffle: seed\n",
-               "dataset.data_folder: 'data' does not exist", 0, 1});
+               "dataset.data_folder '", 0, 2});
 }
 
 std::vector<Case> Corpus() {
