@@ -39,6 +39,8 @@ std::vector<std::string> Compressions() {
 // Data table: the dataset section's HDF5 layout and compression rows (AddDatasetKeys adds them last).
 void AddDatasetLayoutKeys(std::vector<KeyInfo>& v);
 
+void AddListingKeys(std::vector<KeyInfo>& v);
+
 // Data table: the dataset section.
 void AddDatasetKeys(std::vector<KeyInfo>& v) {
   v.push_back(StringKey("dataset.data_folder", &WorkloadSpec::data_folder, false,
@@ -111,6 +113,11 @@ void AddDatasetKeys(std::vector<KeyInfo>& v) {
     v.push_back(k);
   }
   AddDatasetLayoutKeys(v);
+  AddListingKeys(v);
+}
+
+// Data table: how the agents find the dataset's files (the fork's skip_listing; issue 27 item 3).
+void AddListingKeys(std::vector<KeyInfo>& v) {
   v.push_back(Custom(
       "dataset.skip_listing", KeyStatus::kImplemented,
       "true: every agent derives the names of the files or objects from file_prefix, the count and the subfolders "

@@ -8,6 +8,8 @@ namespace dlio::workload_internal {
 // storage.*: where the dataset and checkpoints live. local_fs (and parallel_fs) are POSIX paths under the agent's
 // --data-root; s3 is a bucket (storage_root) reached through storage_options (docs/object-storage.md). Kept apart
 // from the other sections: object storage bypasses the POSIX path confinement (agent/paths.h) altogether.
+void AddForkStorageKeys(std::vector<KeyInfo>& v);
+
 // Data table: the storage section.
 void AddStorageKeys(std::vector<KeyInfo>& v) {
   {
@@ -81,6 +83,11 @@ void AddStorageKeys(std::vector<KeyInfo>& v) {
   v.push_back(IntKey("storage.storage_options.s3_max_attempts", &WorkloadSpec::s3_max_attempts, 1, 100,
                      "s3: attempts per request in all (retries with backoff on 5xx, SlowDown and timeouts, each "
                      "counted in dlio_s3_retries_total)"));
+  AddForkStorageKeys(v);
+}
+
+// Data table: the MLCommons fork's storage rows (issue 27 item 5), after the section's own (AddStorageKeys).
+void AddForkStorageKeys(std::vector<KeyInfo>& v) {
   // The MLCommons fork's keys (issue 27 item 5): its v3 object-storage workload files load and run here. The
   // storage_options rows first (ToYaml writes a section once, its rows together).
   v.push_back(Custom(
