@@ -112,11 +112,14 @@ int Main(int argc, char** argv) {
   app.add_option("--latencies-us", o.latencies_us, "one-way link latency, us, comma-separated")
       ->delimiter(',')->check(CLI::Range(0.0, 1e6));
   app.add_option("--fanout", o.base.fanout, "the tree's fan-out (projection)")->check(CLI::Range(2, 1000000));
-  app.add_option("--fanouts", o.fanouts, "fan-outs compared (fanout mode)")->delimiter(',')->check(CLI::Range(2, 1000000));
+  app.add_option("--fanouts", o.fanouts, "fan-outs compared (fanout mode)")
+      ->delimiter(',')->check(CLI::Range(2, 1000000));
   app.add_option("--steps", o.base.steps, "steps simulated per point")->check(CLI::Range(1, 100000));
   app.add_option("--jitter", o.base.jitter, "stdev of compute, fraction of it")->check(CLI::Range(0.0, 10.0));
-  app.add_option("--coord-recv-us", o.base.coord_recv_us, "coordinator CPU per message in")->check(CLI::Range(0.0, 1e6));
-  app.add_option("--coord-send-us", o.base.coord_send_us, "coordinator CPU per message out")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--coord-recv-us", o.base.coord_recv_us, "coordinator CPU per message in")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--coord-send-us", o.base.coord_send_us, "coordinator CPU per message out")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--relay-recv-us", o.base.relay_recv_us, "relay CPU per message in")->check(CLI::Range(0.0, 1e6));
   app.add_option("--relay-send-us", o.base.relay_send_us, "relay CPU per message out")->check(CLI::Range(0.0, 1e6));
   app.add_option("--agent-recv-us", o.base.agent_recv_us, "agent CPU per message in")->check(CLI::Range(0.0, 1e6));

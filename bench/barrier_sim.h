@@ -243,9 +243,9 @@ class Simulation {
     double ideal_elapsed = 0;
     for (double c : slowest_draw_) ideal_elapsed += c;
     double au = 0, ideal = 0;
-    for (int a = 0; a < p_.agents; ++a) {
-      if (elapsed_[static_cast<size_t>(a)] > 0) au += compute_sum_[static_cast<size_t>(a)] / elapsed_[static_cast<size_t>(a)];
-      if (ideal_elapsed > 0) ideal += compute_sum_[static_cast<size_t>(a)] / ideal_elapsed;
+    for (size_t a = 0; a < compute_sum_.size(); ++a) {
+      if (elapsed_[a] > 0) au += compute_sum_[a] / elapsed_[a];
+      if (ideal_elapsed > 0) ideal += compute_sum_[a] / ideal_elapsed;
     }
     r.au_percent = 100 * au / p_.agents;
     r.ideal_au_percent = 100 * ideal / p_.agents;
