@@ -69,6 +69,7 @@ struct SimResult {
   double release_p50_us = 0, release_p99_us = 0;
   // What the barrier adds to a step: each agent's step end minus the step's slowest compute end.
   double exposed_p50_us = 0, exposed_p99_us = 0;
+  double exposed_min_us = 0;  // never below 0: no step ends before its slowest compute
 };
 
 namespace sim_internal {
@@ -257,6 +258,7 @@ class Simulation {
     r.release_p99_us = Percentile(release_us_, 0.99);
     r.exposed_p50_us = Percentile(exposed_us_, 0.50);
     r.exposed_p99_us = Percentile(exposed_us_, 0.99);
+    r.exposed_min_us = exposed_us_.empty() ? 0 : *std::min_element(exposed_us_.begin(), exposed_us_.end());
     return r;
   }
 

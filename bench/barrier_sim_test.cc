@@ -114,6 +114,22 @@ TEST(BarrierSim, JitterLowersTheIdealAuButAHiddenReleaseKeepsTheCeiling) {
   EXPECT_NEAR(r.ceiling, 1.0, 1e-12);
 }
 
+TEST(BarrierSim, NoStepEndsBeforeItsSlowestComputeWhateverTheProtocolAndTopology) {
+  for (Protocol protocol : {Protocol::kAfterCompute, Protocol::kAnnounce}) {
+    for (int fanout : {0, 4}) {
+      SimParams p = Measured();
+      p.protocol = protocol;
+      p.fanout = fanout;
+      p.agents = 50;
+      p.compute_us = 3500;
+      p.jitter = 0.3;  // large: the slowest rank changes every step
+      p.steps = 20;
+      const SimResult r = Simulate(p);
+      EXPECT_GE(r.exposed_min_us, 0) << static_cast<int>(protocol) << " fanout " << fanout;
+    }
+  }
+}
+
 TEST(BarrierSim, SharedAgentCoresSerialiseTheAgentsWork) {
   SimParams p = Measured();
   p.agents = 64;
