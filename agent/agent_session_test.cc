@@ -54,15 +54,15 @@ class FakeHost : public PhaseHost {
     std::lock_guard<std::mutex> lk(mu_);
     started_.push_back(std::move(cmd));
   }
-  void Released(uint64_t step) override {
+  void Released(const std::string& job_id, uint64_t step) override {
     std::lock_guard<std::mutex> lk(mu_);
     released_.push_back(step);
   }
-  void Stop() override {
+  void Stop(const std::string& job_id) override {
     std::lock_guard<std::mutex> lk(mu_);
     ++stops_;
   }
-  const PhaseProgress& progress() const override { return progress_; }
+  const PhaseProgress& progress(const std::string& job_id) const override { return progress_; }
 
   std::vector<PhaseCommand> Started() {
     std::lock_guard<std::mutex> lk(mu_);
