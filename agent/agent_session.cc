@@ -262,7 +262,7 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
 }
 
 const std::atomic<bool>* AgentSession::cancel_flag(const std::string& job_id) const {
-  static const std::atomic<bool> kNoPhase{true};
+  static const std::atomic<bool> kNoPhase{false};  // idle: nothing to stop
   MutexLock lk(&mu_);
   auto it = slots_.find(job_id);
   return it == slots_.end() ? &kNoPhase : it->second.cancel.get();

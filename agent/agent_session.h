@@ -127,7 +127,7 @@ class AgentSession {
   bool SendShutdownNotice();
 
   // --- the phase host's side ---
-  // True once job `job_id`'s running phase must stop (valid until its Finish(); a job with no phase: true).
+  // True once job `job_id`'s running phase must stop (valid until its Finish(); a job with no phase: false).
   const std::atomic<bool>* cancel_flag(const std::string& job_id) const;
   // The same for the phase started last (hosts and tests that run one phase at a time).
   const std::atomic<bool>* cancel_flag() const;

@@ -104,19 +104,25 @@ TEST(Concurrent, TwoJobsOnDisjointAgentsRunAtOnceAndEachKeepsItsOwnResults) {
   EXPECT_EQ(DataBytes(dir.path() / "root" / "data-b", ".npz") > 0, true);
 }
 
-// What a job read, as its result files say: per rank, the samples, bytes and files of its training and its steps.
+// What a job read, as its result files say: the fleet's training I/O and steps per epoch, and per rank and epoch
+// the samples, bytes and files it read and the steps it ran.
 json ReadFigures(const std::string& result_dir) {
   const json summary = LoadJson(result_dir + "/summary.json");
-  json out = {{"train_io", summary["dlio_ext"]["train_io"]}, {"epochs", summary["epochs"]}};
+  json out = {{"train_io", summary["dlio_ext"]["train_io"]},
+              {"epoch_steps", summary["dlio_ext"]["epoch_steps"]},
+              {"epochs", summary["epochs"]},
+              {"ranks", json::array()}};
   for (int rank = 0; rank < summary["num_accelerators"].get<int>(); ++rank) {
-    const json per_epoch = LoadJson(result_dir + "/" + std::to_string(rank) + "_per_epoch_stats.json");
-    json steps = json::object();
-    for (const auto& [epoch, stats] : per_epoch.items()) {
-      if (stats.is_object() && stats.contains("steps")) steps[epoch] = stats["steps"];
+    const json output = LoadJson(result_dir + "/" + std::to_string(rank) + "_output.json");
+    json epochs = json::object();
+    for (const auto& [epoch, e] : output.items()) {
+      if (!e.is_object() || !e.contains("compute")) continue;
+      size_t steps = 0;
+      for (const auto& [block, times] : e["compute"].items()) steps += times.size();
+      const json& io = e["dlio_ext"]["io"];
+      epochs[epoch] = {{"samples", io["samples"]}, {"bytes", io["bytes"]}, {"files", io["files"]}, {"steps", steps}};
     }
-    out["ranks"].push_back({{"output", LoadJson(result_dir + "/" + std::to_string(rank) + "_output.json")["train"]
-                                           .value("samples", json())},
-                            {"steps", steps}});
+    out["ranks"].push_back(epochs);
   }
   return out;
 }
