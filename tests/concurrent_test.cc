@@ -29,6 +29,10 @@ std::string EpochsJob(int epochs, int files, double compute, const std::string& 
   return w.replace(w.find(from), from.size(), "data_folder: " + folder + "\n");
 }
 
+// Client flags of every test: the suite's 2-core machine may be loaded far beyond its cores, and a client that
+// cannot complete its connection within the default 10 s exits 3 before the test saw anything.
+const std::vector<std::string> kClient = {"--connect-timeout", "60"};
+
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -42,8 +46,16 @@ std::string Detach(const Fleet& fleet, const std::string& job, std::vector<std::
   return r.exit_code == 0 ? r.out.substr(0, r.out.find('\n')) : "";
 }
 
+// `status --json` of `job`, asked again while a loaded machine's client cannot reach the coordinator in time (its
+// output is then no JSON); null after 30 s.
+json StatusOf(const Fleet& fleet, const std::string& job) {
+  json s;
+  Eventually([&] { return (s = fleet.Status(job)).is_object(); }, seconds(30));
+  return s;
+}
+
 std::string StateOf(const Fleet& fleet, const std::string& job) {
-  const json s = fleet.Status(job);
+  const json s = StatusOf(fleet, job);
   return s.is_object() ? s.value("state", "") : "";
 }
 
@@ -61,7 +73,7 @@ void AddAgents(Fleet& fleet, int n, double reconnect_window = 3) {
 
 TEST(Concurrent, TwoJobsOnDisjointAgentsRunAtOnceAndEachKeepsItsOwnResults) {
   TempDir dir;
-  Fleet fleet(dir);
+  Fleet fleet(dir, {}, kClient);
   AddAgents(fleet, 2);
   // About 3 s each: long enough to overlap on a loaded machine.
   WriteFile(dir.str() + "/a.yaml", EpochsJob(1, 60, 0.05, "data-a"));
@@ -85,7 +97,7 @@ TEST(Concurrent, TwoJobsOnDisjointAgentsRunAtOnceAndEachKeepsItsOwnResults) {
   for (const json& ag : list["agents"]) serving.insert(ag["job_id"].get<std::string>());
   EXPECT_EQ(serving, (std::set<std::string>{a, b})) << list.dump(1);
   ASSERT_TRUE(Eventually([&] { return Ended(fleet, a) && Ended(fleet, b); }, seconds(120))) << fleet.Logs();
-  const json sa = fleet.Status(a), sb = fleet.Status(b);
+  const json sa = StatusOf(fleet, a), sb = StatusOf(fleet, b);
   EXPECT_EQ(sa["state"], "succeeded") << sa.dump(1);
   EXPECT_EQ(sb["state"], "succeeded") << sb.dump(1);
   ASSERT_EQ(sa["agents"].size(), 1u);
@@ -130,7 +142,7 @@ json ReadFigures(const std::string& result_dir) {
 
 TEST(Concurrent, TwoJobsSharingAgentsEachReadWhatTheyReadAlone) {
   TempDir dir;
-  Fleet fleet(dir);
+  Fleet fleet(dir, {}, kClient);
   fleet.AddAgent("agent-0", {"--accelerators", "2"});
   fleet.AddAgent("agent-1", {"--accelerators", "2"});
   ASSERT_TRUE(Eventually([&] { return fleet.AttachedAgents() == 2; }, seconds(30))) << fleet.Logs();
@@ -156,8 +168,8 @@ TEST(Concurrent, TwoJobsSharingAgentsEachReadWhatTheyReadAlone) {
       << "both jobs must run on both agents at once\n"
       << list.dump(1) << fleet.Logs();
   ASSERT_TRUE(Eventually([&] { return Ended(fleet, a) && Ended(fleet, b); }, seconds(180))) << fleet.Logs();
-  ASSERT_EQ(StateOf(fleet, a), "succeeded") << fleet.Status(a).dump(1) << fleet.Logs();
-  ASSERT_EQ(StateOf(fleet, b), "succeeded") << fleet.Status(b).dump(1) << fleet.Logs();
+  ASSERT_EQ(StateOf(fleet, a), "succeeded") << StatusOf(fleet, a).dump(1) << fleet.Logs();
+  ASSERT_EQ(StateOf(fleet, b), "succeeded") << StatusOf(fleet, b).dump(1) << fleet.Logs();
   // Each alone, on the same placement: the same samples, bytes, files and steps, rank by rank.
   for (const auto& [job, file] : {std::make_pair(a, "a"), std::make_pair(b, "b")}) {
     const std::string alone = Detach(fleet, dir.str() + "/" + file + ".yaml", shared);
@@ -172,7 +184,7 @@ TEST(Concurrent, TwoJobsSharingAgentsEachReadWhatTheyReadAlone) {
 
 TEST(Concurrent, AJobThatDoesNotFitNowIsQueuedWithItsReasonAndRunsOnceAgentsAreFree) {
   TempDir dir;
-  Fleet fleet(dir);
+  Fleet fleet(dir, {}, kClient);
   AddAgents(fleet, 2);
   WriteFile(dir.str() + "/long.yaml", EpochsJob(1, 60, 0.05, "data-long"));
   WriteFile(dir.str() + "/short.yaml", EpochsJob(1, 8, 0.01, "data-short"));
@@ -185,7 +197,7 @@ TEST(Concurrent, AJobThatDoesNotFitNowIsQueuedWithItsReasonAndRunsOnceAgentsAreF
   json s;
   ASSERT_TRUE(Eventually(
       [&] {
-        s = fleet.Status(c);
+        s = StatusOf(fleet, c);
         return s.is_object() && Contains(s.value("message", ""), "waiting for");
       },
       seconds(20)))
@@ -203,14 +215,14 @@ TEST(Concurrent, AJobThatDoesNotFitNowIsQueuedWithItsReasonAndRunsOnceAgentsAreF
   ASSERT_TRUE(Eventually([&] { return Ended(fleet, c); }, seconds(120))) << fleet.Logs();
   EXPECT_EQ(StateOf(fleet, c), "succeeded");
   // It started only once one of the others had ended.
-  const json sc = fleet.Status(c), sa = fleet.Status(a), sb = fleet.Status(b);
+  const json sc = StatusOf(fleet, c), sa = StatusOf(fleet, a), sb = StatusOf(fleet, b);
   EXPECT_GE(sc["started_unix_us"].get<int64_t>(),
             std::min(sa["ended_unix_us"].get<int64_t>(), sb["ended_unix_us"].get<int64_t>()));
 }
 
 TEST(Concurrent, NamedAgentsThatAreNotAttachedOrDisagreeWithAgentsAreRefusedNamingThem) {
   TempDir dir;
-  Fleet fleet(dir);
+  Fleet fleet(dir, {}, kClient);
   AddAgents(fleet, 1);
   WriteFile(dir.str() + "/job.yaml", EpochsJob(1, 8, 0.01, "data"));
   CommandResult r = fleet.Client({"submit", dir.str() + "/job.yaml", "--agent-names", "agent-0,agent-9"});
@@ -228,7 +240,7 @@ TEST(Concurrent, NamedAgentsThatAreNotAttachedOrDisagreeWithAgentsAreRefusedNami
 
 TEST(Concurrent, AnAgentKilledFailsOnlyTheJobItServed) {
   TempDir dir;
-  Fleet fleet(dir);
+  Fleet fleet(dir, {}, kClient);
   AddAgents(fleet, 2);
   WriteFile(dir.str() + "/victim.yaml", EpochsJob(3, 60, 0.05, "data-v"));
   WriteFile(dir.str() + "/other.yaml", EpochsJob(2, 40, 0.05, "data-o"));
@@ -236,7 +248,7 @@ TEST(Concurrent, AnAgentKilledFailsOnlyTheJobItServed) {
   const std::string other = Detach(fleet, dir.str() + "/other.yaml", {"--agent-names", "agent-0"});
   ASSERT_TRUE(Eventually(
       [&] {
-        const json v = fleet.Status(victim), o = fleet.Status(other);
+        const json v = StatusOf(fleet, victim), o = StatusOf(fleet, other);
         return v.is_object() && o.is_object() && v["state"] == "running" && o["state"] == "running" &&
                Contains(v.value("phase_id", ""), "train-epoch-");
       },
@@ -244,19 +256,19 @@ TEST(Concurrent, AnAgentKilledFailsOnlyTheJobItServed) {
       << fleet.Logs();
   fleet.agent(1).Signal(SIGKILL);
   ASSERT_TRUE(Eventually([&] { return Ended(fleet, victim); }, seconds(20))) << fleet.Logs();
-  const json v = fleet.Status(victim);
+  const json v = StatusOf(fleet, victim);
   EXPECT_EQ(v["state"], "failed") << v.dump(1);
   EXPECT_TRUE(Contains(v["message"].get<std::string>(), "agent 'agent-1'")) << v.dump(1);
   // The other job goes on to the end, on its own agent.
   ASSERT_TRUE(Eventually([&] { return Ended(fleet, other); }, seconds(120))) << fleet.Logs();
-  const json o = fleet.Status(other);
+  const json o = StatusOf(fleet, other);
   EXPECT_EQ(o["state"], "succeeded") << o.dump(1);
   EXPECT_EQ(LoadJson(dir.str() + "/coord-results/" + other + "/summary.json")["epochs"], 2);
 }
 
 TEST(Concurrent, RestartMarksEveryRunningJobInterruptedAndKeepsTheQueuedOneQueued) {
   TempDir dir;
-  Fleet fleet(dir, {"--store", dir.str() + "/jobs.db"});
+  Fleet fleet(dir, {"--store", dir.str() + "/jobs.db"}, kClient);
   AddAgents(fleet, 2, 30);
   WriteFile(dir.str() + "/long.yaml", EpochsJob(20, 40, 0.05, "data-long"));
   WriteFile(dir.str() + "/short.yaml", EpochsJob(1, 8, 0.01, "data-short"));
@@ -264,13 +276,13 @@ TEST(Concurrent, RestartMarksEveryRunningJobInterruptedAndKeepsTheQueuedOneQueue
   const std::string b = Detach(fleet, dir.str() + "/long.yaml", {"--agents", "1"});
   ASSERT_TRUE(Eventually(
       [&] {
-        const json sa = fleet.Status(a), sb = fleet.Status(b);
+        const json sa = StatusOf(fleet, a), sb = StatusOf(fleet, b);
         return sa.is_object() && sb.is_object() && sa["epochs_done"] >= 1 && sb["epochs_done"] >= 1;
       },
       seconds(90)))
       << fleet.Logs();
   const std::string c = Detach(fleet, dir.str() + "/short.yaml", {"--agents", "2"});
-  ASSERT_TRUE(Eventually([&] { return Contains(fleet.Status(c).value("message", ""), "waiting for"); }, seconds(20)));
+  ASSERT_TRUE(Eventually([&] { return Contains(StatusOf(fleet, c).value("message", ""), "waiting for"); }, seconds(20)));
   fleet.coordinator().Signal(SIGKILL);
   ASSERT_NE(fleet.coordinator().Wait(milliseconds(5000)), -1);
   fleet.StartCoordinator();
@@ -295,7 +307,7 @@ TEST(Concurrent, RestartMarksEveryRunningJobInterruptedAndKeepsTheQueuedOneQueue
   }
   // Once the agents are back, the queued job runs on both, after the restart ended the others.
   json s;
-  ASSERT_TRUE(Eventually([&] { return (s = fleet.Status(c)).is_object() && s["state"] == "succeeded"; },
+  ASSERT_TRUE(Eventually([&] { return (s = StatusOf(fleet, c)).is_object() && s["state"] == "succeeded"; },
                          seconds(90)))
       << s.dump(1) << fleet.Logs();
   EXPECT_EQ(s["agents"].size(), 2u);
