@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -91,13 +92,14 @@ std::string ConnectCause(std::string why, const Transport& t, const std::string&
 }  // namespace
 
 // The facade: the connection (channel, stream, reader loop, heartbeat thread, reconnects) and the phase host (a
-// thread per phase running PhaseRunner); the protocol itself is AgentSession's.
+// thread per phase running PhaseRunner, one runner per job, so jobs sharing this agent run side by side); the
+// protocol itself is AgentSession's.
 struct AgentServer::Impl : public PhaseHost {
   Options opt;
   std::shared_ptr<AgentMetrics> metrics;
   std::shared_ptr<HostSampler> sampler;  // host telemetry: /metrics, and each phase's series in its result
   std::unique_ptr<prometheus::Exposer> exposer;
-  std::unique_ptr<PhaseRunner> runner;
+  S3AgentDefaults s3_defaults;          // read once at start, handed to every job's runner
   std::unique_ptr<AgentSession> session;
   std::atomic<bool> shutdown{false};
   absl::Status refusal;
@@ -111,20 +113,36 @@ struct AgentServer::Impl : public PhaseHost {
   CondVar cv;              // wakes the heartbeat thread and the reconnect backoff at shutdown
   grpc::ClientContext* ctx ABSL_GUARDED_BY(mu) = nullptr;
   std::shared_ptr<StreamLink> link ABSL_GUARDED_BY(mu);
-  std::thread phase_thread;                // the running (or last) phase
+  // Per job: its PhaseRunner (what outlives a phase: loaders, trace buffers, S3 configuration) and the thread of its
+  // running (or last) phase. The runners of the newest kKeptJobs jobs are kept; an older idle one is dropped.
+  struct JobPhases {
+    std::unique_ptr<PhaseRunner> runner;
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> running = std::make_shared<std::atomic<bool>>(false);
+  };
+  static constexpr size_t kKeptJobs = 8;
+  mutable Mutex jobs_mu;
+  std::map<std::string, JobPhases> jobs ABSL_GUARDED_BY(jobs_mu);
+  std::atomic<bool> sampling{false};       // a phase records the host telemetry (one at a time: it is process-wide)
 
   // PhaseHost: the phase on a thread of its own, its barrier blocking in AgentSession::WaitRelease().
   void Start(PhaseCommand cmd) override;
-  const PhaseProgress& progress() const override { return runner->progress(); }
+  const PhaseProgress& progress(const std::string& job_id) const override;
+  // The job's runner, made at its first phase (idle runners of older jobs dropped beyond kKeptJobs).
+  JobPhases& PhasesOf(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu);
   void JoinPhase() {
-    if (phase_thread.joinable()) phase_thread.join();
+    MutexLock lk(&jobs_mu);
+    for (auto& [job, p] : jobs) {
+      if (p.thread.joinable()) p.thread.join();
+    }
   }
 
   // Before generating: the data folder inside the data root and the dataset within the free space; at the job's
   // first phase that writes, its checkpoints within the free space too; at the first epoch of a job that does not
   // generate, a dataset there to read (refused when there is none). An empty result vector on success (the
   // phase then runs). `*refused` tells a free-space refusal (the job ends refused) from a bad folder (it fails).
-  absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseCommand& cmd, bool* refused) const;
+  absl::StatusOr<std::vector<RankEpochResult>> Preflight(const PhaseRunner& runner, const PhaseCommand& cmd,
+                                                         bool* refused) const;
   AgentSession::Identity MakeIdentity(const std::string& instance) const;
   // Why `channel` is not connected after the wait: gRPC's reason for a channel in TRANSIENT_FAILURE (a call on it
   // fails at once with it: connection refused, the TLS handshake's error), as ConnectCause words it.
@@ -137,7 +155,8 @@ struct AgentServer::Impl : public PhaseHost {
                    const AgentSession::Timing& timing);
 };
 
-absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseCommand& cmd,
+absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const PhaseRunner& runner,
+                                                                          const PhaseCommand& cmd,
                                                                           bool* refused) const {
   *refused = false;
   const bool generate = cmd.kind == PhaseKind::kGenerate;
@@ -150,7 +169,7 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
   const std::string where = absl::StrCat("agent '", opt.name, "' (", ranks, ") job ", cmd.job_id, " phase ",
                                          cmd.phase_id);
   // The folder below the root, no link on the way (base/confined_dir.h); nothing is created before the check.
-  const auto& root = runner->root();
+  const auto& root = runner.root();
   if (root.ok() && ReadsExistingDataset(cmd, cmd.spec)) {  // no dataset to read and none generated: refused
     absl::StatusOr<std::string> rel = (*root)->Relative(cmd.spec.data_folder, "dataset.data_folder");
     absl::StatusOr<std::unique_ptr<Format>> format = MakeFormat(cmd.spec.format, FormatOptions{});
@@ -186,22 +205,56 @@ absl::StatusOr<std::vector<RankEpochResult>> AgentServer::Impl::Preflight(const 
   return std::vector<RankEpochResult>();
 }
 
+AgentServer::Impl::JobPhases& AgentServer::Impl::PhasesOf(const std::string& job_id) {
+  auto it = jobs.find(job_id);
+  if (it != jobs.end()) return it->second;
+  // Job ids sort by submission: the oldest idle jobs' runners go first.
+  for (auto old = jobs.begin(); old != jobs.end() && jobs.size() >= kKeptJobs;) {
+    if (*old->second.running) {
+      ++old;
+      continue;
+    }
+    if (old->second.thread.joinable()) old->second.thread.join();  // at its end: it has answered
+    old = jobs.erase(old);
+  }
+  JobPhases& p = jobs[job_id];
+  p.runner = std::make_unique<PhaseRunner>(opt.data_root, opt.name, metrics.get());
+  p.runner->set_s3_defaults(s3_defaults);
+  return p;
+}
+
+const PhaseProgress& AgentServer::Impl::progress(const std::string& job_id) const {
+  static const PhaseProgress kNone;
+  MutexLock lk(&jobs_mu);
+  auto it = jobs.find(job_id);
+  return it == jobs.end() ? kNone : it->second.runner->progress();
+}
+
 void AgentServer::Impl::Start(PhaseCommand cmd) {
-  JoinPhase();  // the previous phase has answered already; its thread is at its end
-  phase_thread = std::thread([this, cmd = std::move(cmd)] {
+  MutexLock lk(&jobs_mu);
+  JobPhases& p = PhasesOf(cmd.job_id);
+  if (p.thread.joinable()) p.thread.join();  // the job's previous phase has answered already; its thread is at its end
+  *p.running = true;
+  p.thread = std::thread([this, runner = p.runner.get(), running = p.running, cmd = std::move(cmd)] {
     auto barrier = [&](uint64_t step) -> absl::Status {
       if (!session->Arrive(cmd, step)) return absl::UnavailableError("connection to coordinator lost");
-      return session->WaitRelease(step);
+      return session->WaitRelease(cmd.job_id, step);
     };
     bool refused = false;
-    absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(cmd, &refused);
+    absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(*runner, cmd, &refused);
     if (r.ok()) {
-      sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
-      r = runner->Run(cmd, barrier, session->cancel_flag());
-      HostTelemetry host = sampler->EndPhase();
-      if (r.ok() && !r->empty()) (*r)[0].host = std::move(host);  // process-wide, as the S3 statistics
+      // Host telemetry is the process's: recorded by one phase at a time (a phase beside another goes without).
+      const bool sample = !sampling.exchange(true);
+      if (sample) sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
+      r = runner->Run(cmd, barrier, session->cancel_flag(cmd.job_id));
+      if (sample) {
+        HostTelemetry host = sampler->EndPhase();
+        sampling = false;
+        if (r.ok() && !r->empty()) (*r)[0].host = std::move(host);  // process-wide, as the S3 statistics
+      }
     }
     session->Finish(cmd, std::move(r), refused);
+    *running = false;  // only now may PhasesOf() drop the runner (heartbeats read its progress until the answer)
   });
 }
 
@@ -393,12 +446,11 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
     impl->exposer->RegisterCollectable(impl->metrics);
     impl->exposer->RegisterCollectable(impl->sampler);
   }
-  impl->runner = std::make_unique<PhaseRunner>(impl->opt.data_root, impl->opt.name, impl->metrics.get());
   impl->session = std::make_unique<AgentSession>(impl->MakeIdentity(instance), impl.get(), impl->metrics.get());
   // Read once at start: a bad file fails the agent at once, naming the file and line (never a value).
   absl::StatusOr<S3AgentDefaults> s3 = LoadS3Defaults(impl->opt.s3_credentials_file, impl->opt.s3_allow_endpoints);
   if (!s3.ok()) return s3.status();
-  impl->runner->set_s3_defaults(std::move(*s3));
+  impl->s3_defaults = std::move(*s3);
   return std::unique_ptr<AgentServer>(new AgentServer(std::move(impl)));
 }
 

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/text.h"
 #include "dlio/v1/convert.h"
 #include "spdlog/spdlog.h"
@@ -132,11 +133,13 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
       {
         MutexLock lk(&mu_);
         // Once the phase has finished (or failed) the board still names it: a late release of it is stale too.
-        ours = !running_phase_.empty() && releases_.Release(r.job_id(), r.phase_id(), r.step());
+        auto it = slots_.find(r.job_id());
+        ours = it != slots_.end() && !it->second.phase.empty() &&
+               it->second.releases.Release(r.job_id(), r.phase_id(), r.step());
         if (ours) cv_.notify_all();
       }
       if (ours) {
-        host_->Released(r.step());
+        host_->Released(r.job_id(), r.step());
       } else {  // a late release of an earlier phase or job: dropped, and counted
         if (metrics_ != nullptr) metrics_->CountStaleRelease();
         spdlog::debug("agent '{}': dropped a stale barrier release (job {} phase {} step {})", id_.name,
@@ -149,11 +152,12 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
       bool ours;
       {
         MutexLock lk(&mu_);
-        ours = !running_job_.empty() && running_job_ == in.cancel().job_id();
-        if (ours) cancel_ = true;
+        auto it = slots_.find(in.cancel().job_id());
+        ours = it != slots_.end() && !it->second.phase.empty();
+        if (ours) *it->second.cancel = true;
         cv_.notify_all();
       }
-      if (ours) host_->Stop();
+      if (ours) host_->Stop(in.cancel().job_id());
       break;
     }
     case v1::CoordinatorMessage::kError:
@@ -164,19 +168,66 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
   }
 }
 
+std::optional<v1::AgentMessage> AgentSession::BusyRefusal(const v1::RunPhase& rp) const {
+  std::vector<std::string> running;
+  int used = 0;
+  bool exclusive = !rp.share_agent();
+  for (const auto& [job, slot] : slots_) {
+    if (slot.phase.empty()) continue;
+    running.push_back(absl::StrCat("job ", job, " phase ", slot.phase));
+    used += slot.local_ranks;
+    exclusive = exclusive || !slot.shared || job == rp.job_id();
+  }
+  if (running.empty()) return std::nullopt;
+  const int64_t want = static_cast<int64_t>(rp.local_ranks());
+  if (!exclusive && used + want <= id_.accelerators) return std::nullopt;
+  const std::string room =
+      exclusive ? std::string()
+                : absl::StrCat(" on ", used, " of its ", id_.accelerators, " accelerator(s), ", want, " more asked");
+  return ErrorMessage(v1::ERROR_CODE_BUSY,
+                      absl::StrCat("agent '", id_.name, "' is still running ", absl::StrJoin(running, ", "), room,
+                                   "; refused job ", rp.job_id(), " phase ", rp.phase_id()),
+                      rp.job_id(), rp.phase_id());
+}
+
+std::optional<v1::AgentMessage> AgentSession::CheckOrder(
+    const v1::RunPhase& rp, const absl::StatusOr<std::shared_ptr<const WorkloadSpec>>& spec) const {
+  const std::string where = absl::StrCat("agent '", id_.name, "' job ", rp.job_id(), " phase ", rp.phase_id());
+  // The order must fit this agent: the ranks it offered, inside the job's world, a thread count it can run.
+  const uint64_t first = rp.first_rank(), local = rp.local_ranks(), world = rp.world_size();
+  absl::Status threads = spec.ok() ? CheckAgentThreads(**spec, static_cast<int64_t>(local)) : absl::OkStatus();
+  if (!spec.ok()) {
+    return ErrorMessage(v1::ERROR_CODE_BAD_WORKLOAD, absl::StrCat(where, ": ", spec.status().message()), rp.job_id(),
+                        rp.phase_id());
+  }
+  if (local < 1) {  // (first + local - 1 below would wrap)
+    return ErrorMessage(v1::ERROR_CODE_BAD_ORDER, absl::StrCat(where, ": the order gives this agent no local ranks"),
+                        rp.job_id(), rp.phase_id());
+  }
+  if (local > static_cast<uint64_t>(id_.accelerators) || first + local > world) {
+    return ErrorMessage(v1::ERROR_CODE_BAD_ORDER,
+                        absl::StrCat(where, ": ranks ", first, "-", first + local - 1, " of ", world,
+                                     " do not fit this agent's ", id_.accelerators, " accelerator(s)"),
+                        rp.job_id(), rp.phase_id());
+  }
+  if (!threads.ok()) {
+    return ErrorMessage(v1::ERROR_CODE_BAD_WORKLOAD, absl::StrCat(where, ": ", threads.message()), rp.job_id(),
+                        rp.phase_id());
+  }
+  return std::nullopt;
+}
+
 void AgentSession::StartPhase(const v1::RunPhase& rp) {
   std::optional<v1::AgentMessage> reply;
-  const std::string where = absl::StrCat("agent '", id_.name, "' job ", rp.job_id(), " phase ", rp.phase_id());
   {
     MutexLock lk(&mu_);
-    if (running_job_ == rp.job_id() && running_phase_ == rp.phase_id()) return;  // repeat of a running phase
-    if (done_job_ == rp.job_id() && done_phase_ == rp.phase_id()) {              // repeat of a finished phase
-      reply = done_msg_;
-    } else if (!running_phase_.empty()) {
-      reply = ErrorMessage(v1::ERROR_CODE_BUSY, absl::StrCat("agent '", id_.name, "' is still running job ", running_job_,
-                                                " phase ", running_phase_, "; refused job ", rp.job_id(), " phase ",
-                                                rp.phase_id()),
-                           rp.job_id(), rp.phase_id());
+    auto slot = slots_.find(rp.job_id());
+    auto answer = answers_.find(rp.job_id());
+    if (slot != slots_.end() && slot->second.phase == rp.phase_id()) return;  // repeat of a running phase
+    if (answer != answers_.end() && answer->second.phase == rp.phase_id()) {  // repeat of a finished phase
+      reply = answer->second.msg;
+    } else {
+      reply = BusyRefusal(rp);
     }
   }
   if (reply) {
@@ -184,25 +235,8 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
     return;
   }
   absl::StatusOr<std::shared_ptr<const WorkloadSpec>> spec = workloads_->Get(rp.workload_yaml(), rp.job_id());
-  // The order must fit this agent: the ranks it offered, inside the job's world, a thread count it can run.
-  const uint64_t first = rp.first_rank(), local = rp.local_ranks(), world = rp.world_size();
-  absl::Status threads = spec.ok() ? CheckAgentThreads(**spec, static_cast<int64_t>(local)) : absl::OkStatus();
-  if (!spec.ok()) {
-    reply = ErrorMessage(v1::ERROR_CODE_BAD_WORKLOAD, absl::StrCat(where, ": ", spec.status().message()), rp.job_id(),
-                         rp.phase_id());
-  } else if (local < 1) {  // (first + local - 1 below would wrap)
-    reply = ErrorMessage(v1::ERROR_CODE_BAD_ORDER, absl::StrCat(where, ": the order gives this agent no local ranks"),
-                         rp.job_id(), rp.phase_id());
-  } else if (local > static_cast<uint64_t>(id_.accelerators) || first + local > world) {
-    reply = ErrorMessage(v1::ERROR_CODE_BAD_ORDER,
-                         absl::StrCat(where, ": ranks ", first, "-", first + local - 1, " of ", world,
-                                      " do not fit this agent's ", id_.accelerators, " accelerator(s)"),
-                         rp.job_id(), rp.phase_id());
-  } else if (!threads.ok()) {
-    reply = ErrorMessage(v1::ERROR_CODE_BAD_WORKLOAD, absl::StrCat(where, ": ", threads.message()), rp.job_id(), rp.phase_id());
-  }
-  if (reply) {
-    Send(*reply);
+  if (std::optional<v1::AgentMessage> refusal = CheckOrder(rp, spec)) {
+    Send(*refusal);
     return;
   }
   PhaseCommand cmd{FromProto(rp), **spec};
@@ -210,14 +244,37 @@ void AgentSession::StartPhase(const v1::RunPhase& rp) {
   cmd.spec.s3_secret_access_key = cmd.s3_secret_access_key;
   {
     MutexLock lk(&mu_);
-    running_job_ = cmd.job_id;
-    running_phase_ = cmd.phase_id;
-    releases_.Start(cmd.job_id, cmd.phase_id);
-    cancel_ = !session_alive_;
+    // A finished phase's board is kept only until the next start: a late release of it is then stale all the same.
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      it = it->second.phase.empty() ? slots_.erase(it) : std::next(it);
+    }
+    Slot& slot = slots_[cmd.job_id];
+    slot.phase = cmd.phase_id;
+    slot.local_ranks = cmd.local_ranks;
+    slot.shared = rp.share_agent();
+    slot.releases.Start(cmd.job_id, cmd.phase_id);
+    *slot.cancel = !session_alive_;
+    last_job_ = cmd.job_id;
   }
   spdlog::info("agent '{}': job {} phase {} (ranks {}..{} of {})", id_.name, cmd.job_id, cmd.phase_id,
                cmd.first_rank, cmd.first_rank + cmd.local_ranks - 1, cmd.world);
   host_->Start(std::move(cmd));
+}
+
+const std::atomic<bool>* AgentSession::cancel_flag(const std::string& job_id) const {
+  static const std::atomic<bool> kNoPhase{false};  // idle: nothing to stop
+  MutexLock lk(&mu_);
+  auto it = slots_.find(job_id);
+  return it == slots_.end() ? &kNoPhase : it->second.cancel.get();
+}
+
+const std::atomic<bool>* AgentSession::cancel_flag() const {
+  std::string job;
+  {
+    MutexLock lk(&mu_);
+    job = last_job_;
+  }
+  return cancel_flag(job);
 }
 
 bool AgentSession::Arrive(const PhaseOrder& order, uint64_t step) {
@@ -229,12 +286,29 @@ bool AgentSession::Arrive(const PhaseOrder& order, uint64_t step) {
   return Send(m);
 }
 
-absl::Status AgentSession::WaitRelease(uint64_t step) {
+absl::Status AgentSession::WaitRelease(const std::string& job_id, uint64_t step) {
   MutexLock lk(&mu_);
-  cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !session_alive_ || cancel_ || releases_.Released(step); });
-  if (releases_.Released(step)) return absl::OkStatus();
+  auto released = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = slots_.find(job_id);
+    return it != slots_.end() && it->second.releases.Released(step);
+  };
+  auto cancelled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = slots_.find(job_id);
+    return it == slots_.end() || *it->second.cancel;
+  };
+  cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !session_alive_ || cancelled() || released(); });
+  if (released()) return absl::OkStatus();
   return absl::CancelledError(absl::StrCat("barrier at step ", step, " abandoned: ",
                                            session_alive_ ? "phase cancelled" : "connection to coordinator lost"));
+}
+
+absl::Status AgentSession::WaitRelease(uint64_t step) {
+  std::string job;
+  {
+    MutexLock lk(&mu_);
+    job = last_job_;
+  }
+  return WaitRelease(job, step);
 }
 
 void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<RankEpochResult>> r, bool refused) {
@@ -250,7 +324,7 @@ void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<Ra
                                : refused ? v1::ERROR_CODE_REFUSED
                                          : v1::ERROR_CODE_PHASE_FAILED;
     m = ErrorMessage(code, std::string(r.status().message()), order.job_id, order.phase_id);
-    if (cancelled && cancel_) {
+    if (cancelled && *cancel_flag(order.job_id)) {
       // A stop we were asked for (or a lost session): expected, not an error of this agent.
       spdlog::info("agent '{}': job {} phase {} stopped: {}", id_.name, order.job_id, order.phase_id,
                    std::string(r.status().message()));
@@ -263,12 +337,11 @@ void AgentSession::Finish(const PhaseOrder& order, absl::StatusOr<std::vector<Ra
   }
   {
     MutexLock lk(&mu_);
-    running_job_.clear();
-    running_phase_.clear();
+    auto slot = slots_.find(order.job_id);
+    if (slot != slots_.end() && slot->second.phase == order.phase_id) slot->second.phase.clear();
     if (r.ok()) {
-      done_job_ = order.job_id;
-      done_phase_ = order.phase_id;
-      done_msg_ = m;
+      answers_[order.job_id] = Answer{order.phase_id, m};
+      if (answers_.size() > kKeptAnswers) answers_.erase(answers_.begin());  // the oldest job's
     }
   }
   SendAnswer(m);
@@ -281,18 +354,22 @@ bool AgentSession::LeaseExpired(Clock::time_point now, const Timing& timing, Clo
 }
 
 void AgentSession::SendHeartbeat() {
-  std::string job, phase;
+  std::vector<std::pair<std::string, std::string>> running;  // job, phase
   {
     MutexLock lk(&mu_);
     if (!session_alive_) return;
-    job = running_job_;
-    phase = running_phase_;
+    for (const auto& [job, slot] : slots_) {
+      if (!slot.phase.empty()) running.emplace_back(job, slot.phase);
+    }
   }
   v1::AgentMessage hb;
   hb.mutable_heartbeat()->set_agent_time_ns(Ns(Clock::now()));
   Send(hb);
-  if (phase.empty()) return;
-  const PhaseProgress& progress = host_->progress();
+  for (const auto& [job, phase] : running) SendProgress(job, phase);
+}
+
+void AgentSession::SendProgress(const std::string& job, const std::string& phase) {
+  const PhaseProgress& progress = host_->progress(job);
   v1::AgentMessage pm;
   v1::Progress* p = pm.mutable_progress();
   p->set_job_id(job);
@@ -307,29 +384,36 @@ void AgentSession::SendHeartbeat() {
 }
 
 void AgentSession::End() {
-  bool running;
+  std::vector<std::string> running;
   {
     MutexLock lk(&mu_);
     session_alive_ = false;
     link_.reset();
-    running = !running_phase_.empty();
-    cancel_ = true;
+    for (auto& [job, slot] : slots_) {
+      *slot.cancel = true;
+      if (!slot.phase.empty()) running.push_back(job);
+    }
     cv_.notify_all();
   }
-  if (running) host_->Stop();
+  for (const std::string& job : running) host_->Stop(job);
 }
 
 bool AgentSession::SendShutdownNotice() {
-  v1::AgentMessage m;
+  std::vector<v1::AgentMessage> notices;
   {
     MutexLock lk(&mu_);
-    if (!session_alive_ || running_phase_.empty()) return false;
-    m = ErrorMessage(v1::ERROR_CODE_SHUTDOWN,
-                     absl::StrCat("agent '", id_.name, "' was told to shut down (signal) during job ", running_job_,
-                                  " phase ", running_phase_),
-                     running_job_, running_phase_);
+    if (!session_alive_) return false;
+    for (const auto& [job, slot] : slots_) {
+      if (slot.phase.empty()) continue;
+      notices.push_back(ErrorMessage(v1::ERROR_CODE_SHUTDOWN,
+                                     absl::StrCat("agent '", id_.name, "' was told to shut down (signal) during job ",
+                                                  job, " phase ", slot.phase),
+                                     job, slot.phase));
+    }
   }
-  return Send(m);
+  bool sent = !notices.empty();
+  for (const v1::AgentMessage& m : notices) sent = Send(m) && sent;
+  return sent;
 }
 
 }  // namespace dlio

@@ -8,13 +8,15 @@
 // error naming the cause), then calls Begin(link); every later message goes to OnMessage(); once per heartbeat
 // interval the transport checks LeaseExpired() and calls SendHeartbeat() (the heartbeat, and the running phase's
 // progress); End() when the stream is gone (a running phase is told to stop).
-// Phases: OnMessage(RunPhase) checks the order and hands a PhaseCommand to the PhaseHost. Repeats are idempotent: a
-// repeat of the running phase is ignored, a repeat of the finished one re-sends its answer; a busy agent, a workload
-// that does not load and an order that does not fit this agent are refused with an Error naming agent, job and phase.
-// The host runs the phase and calls Finish() exactly once. Step barrier: the host calls Arrive(step), then either
-// blocks in WaitRelease(step) (a thread per phase, as PhaseRunner does) or waits for PhaseHost::Released(step)
-// (event-driven hosts); a release of another job or phase, or one that comes when no phase runs, is dropped and
-// counted (AgentMetrics, when given).
+// Phases: OnMessage(RunPhase) checks the order and hands a PhaseCommand to the PhaseHost. One phase runs per job,
+// keyed by job id: a phase of another job runs beside it only when both were ordered with share_agent (their jobs
+// share this agent, --share-agents) and their local ranks fit the agent's accelerators together. Repeats are
+// idempotent: a repeat of the running phase is ignored, a repeat of a job's last finished one re-sends its answer; a
+// busy agent, a workload that does not load and an order that does not fit this agent are refused with an Error
+// naming agent, job and phase. The host runs the phase and calls Finish() exactly once. Step barrier: the host calls
+// Arrive(step), then either blocks in WaitRelease(job, step) (a thread per phase, as PhaseRunner does) or waits for
+// PhaseHost::Released(job, step) (event-driven hosts); a release of another phase, or of a job that runs none, is
+// dropped and counted (AgentMetrics, when given). Cancel stops the named job's phase only.
 // Errors carry a v1::ErrorCode (a stop confirmation is ERROR_CODE_CANCELLED, which the coordinator does not count
 // as a failure).
 // Time: the steady clock, passed in by the caller (`now`), for the lease.
@@ -26,7 +28,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,14 +59,14 @@ class PhaseHost {
  public:
   virtual ~PhaseHost() = default;
   // Runs `cmd` (the core has recorded it as running); the host calls AgentSession::Finish() exactly once when it ends,
-  // from any thread. AgentSession::cancel_flag() turns true when the phase must stop.
+  // from any thread. AgentSession::cancel_flag(cmd.job_id) turns true when the phase must stop.
   virtual void Start(PhaseCommand cmd) = 0;
-  // The running phase's barrier `step` was released (hosts that do not block in WaitRelease()).
-  virtual void Released(uint64_t step) {}
-  // The running phase was told to stop (a cancel, or the session ended); cancel_flag() is already true.
-  virtual void Stop() {}
-  // Progress of the running phase, for the Progress messages.
-  virtual const PhaseProgress& progress() const = 0;
+  // The barrier `step` of job `job_id`'s running phase was released (hosts that do not block in WaitRelease()).
+  virtual void Released(const std::string& job_id, uint64_t step) {}
+  // Job `job_id`'s running phase was told to stop (a cancel, or the session ended); its cancel flag is already true.
+  virtual void Stop(const std::string& job_id) {}
+  // Progress of job `job_id`'s running phase, for the Progress messages.
+  virtual const PhaseProgress& progress(const std::string& job_id) const = 0;
 };
 
 // The last workload text parsed and its spec: every phase of a job carries the same text, and yaml-cpp takes ~0.6 ms
@@ -113,20 +117,25 @@ class AgentSession {
   void OnMessage(const v1::CoordinatorMessage& m, Clock::time_point now);
   // True once the coordinator has been silent for longer than the lease (*silent says how long).
   bool LeaseExpired(Clock::time_point now, const Timing& timing, Clock::duration* silent) const;
-  // The heartbeat, and the running phase's progress.
+  // The heartbeat, and the progress of every running phase.
   void SendHeartbeat();
   // The stream is gone: a running phase is told to stop, WaitRelease() returns. Idempotent.
   void End();
   bool session_alive() const;
-  // Shutdown: tells the coordinator that the running phase ends because this agent was told to stop (a job then
-  // fails naming the cause rather than a broken connection). False when no phase runs.
+  // Shutdown: tells the coordinator that the running phases end because this agent was told to stop (their jobs then
+  // fail naming the cause rather than a broken connection). False when no phase runs.
   bool SendShutdownNotice();
 
   // --- the phase host's side ---
-  const std::atomic<bool>* cancel_flag() const { return &cancel_; }
+  // True once job `job_id`'s running phase must stop (valid until its Finish(); a job with no phase: false).
+  const std::atomic<bool>* cancel_flag(const std::string& job_id) const;
+  // The same for the phase started last (hosts and tests that run one phase at a time).
+  const std::atomic<bool>* cancel_flag() const;
   // Sends the BarrierArrive of `step` of the running phase; false when the session is gone.
   bool Arrive(const PhaseOrder& order, uint64_t step);
-  // Blocks until `step` of the running phase is released (OK), or the phase is cancelled or the session ends.
+  // Blocks until `step` of job `job_id`'s phase is released (OK), or the phase is cancelled or the session ends.
+  absl::Status WaitRelease(const std::string& job_id, uint64_t step);
+  // The same for the phase started last.
   absl::Status WaitRelease(uint64_t step);
   // The phase's answer: PhaseDone with one result per local rank, or an Error (CANCELLED for a stop, REFUSED when
   // `refused`: the phase was refused before it touched anything, else PHASE_FAILED) carrying the status's message,
@@ -135,9 +144,17 @@ class AgentSession {
 
  private:
   void StartPhase(const v1::RunPhase& rp);
+  // The order checked against this agent (workload, ranks, threads): the refusal to send, or nullopt.
+  std::optional<v1::AgentMessage> CheckOrder(const v1::RunPhase& rp,
+                                             const absl::StatusOr<std::shared_ptr<const WorkloadSpec>>& spec) const;
+  // BUSY when the order cannot run beside the phases running now (a phase of its own job, an exclusive job, or
+  // too few accelerators left); nullopt when it can.
+  std::optional<v1::AgentMessage> BusyRefusal(const v1::RunPhase& rp) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::AgentMessage ErrorMessage(v1::ErrorCode code, const std::string& message, const std::string& job_id,
                                 const std::string& phase_id) const;
   bool Send(const v1::AgentMessage& m);
+  // The Progress message of job `job`'s running phase `phase`.
+  void SendProgress(const std::string& job, const std::string& phase);
   // A phase's answer; a PhaseDone larger than one message may carry goes in parts (convert.h SplitPhaseDone).
   bool SendAnswer(const v1::AgentMessage& m);
 
@@ -147,17 +164,31 @@ class AgentSession {
   const std::shared_ptr<WorkloadCache> workloads_;
   // Steady-clock time (ns since the clock's epoch) of the last message from the coordinator, for the lease.
   std::atomic<int64_t> last_heard_ns_{0};
-  std::atomic<bool> cancel_{false};  // the running phase must stop
+  // One job's phase on this agent: running (`phase` set) until its Finish(), then kept (phase empty) until the job's
+  // next phase or another job's start, so a late release of it is recognised as stale.
+  struct Slot {
+    std::string phase;                // empty once finished
+    ReleaseBoard releases;            // its barrier releases
+    int local_ranks = 0;
+    bool shared = false;              // ordered with share_agent
+    // The phase must stop; shared with the host, which reads it until the phase's Finish().
+    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  };
+  // The last finished phase of a job and its answer, re-sent when the coordinator repeats the RunPhase.
+  struct Answer {
+    std::string phase;
+    v1::AgentMessage msg;
+  };
+  // Answers kept: those of the newest jobs (ids sort by submission), bounded for a long-lived agent.
+  static constexpr size_t kKeptAnswers = 16;
 
   mutable Mutex mu_;
   CondVar cv_;      // WaitRelease()
   std::shared_ptr<CoordinatorLink> link_ ABSL_GUARDED_BY(mu_);
   bool session_alive_ ABSL_GUARDED_BY(mu_) = false;
-  std::string running_job_ ABSL_GUARDED_BY(mu_), running_phase_ ABSL_GUARDED_BY(mu_);  // empty when idle
-  ReleaseBoard releases_ ABSL_GUARDED_BY(mu_);  // the running phase's barrier releases
-  // The last finished phase and its answer, re-sent when the coordinator repeats the RunPhase.
-  std::string done_job_ ABSL_GUARDED_BY(mu_), done_phase_ ABSL_GUARDED_BY(mu_);
-  v1::AgentMessage done_msg_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);  // by job id
+  std::string last_job_ ABSL_GUARDED_BY(mu_);             // the job of the phase started last
+  std::map<std::string, Answer> answers_ ABSL_GUARDED_BY(mu_);  // by job id
 };
 
 }  // namespace dlio

@@ -54,15 +54,15 @@ class FakeHost : public PhaseHost {
     std::lock_guard<std::mutex> lk(mu_);
     started_.push_back(std::move(cmd));
   }
-  void Released(uint64_t step) override {
+  void Released(const std::string& job_id, uint64_t step) override {
     std::lock_guard<std::mutex> lk(mu_);
     released_.push_back(step);
   }
-  void Stop() override {
+  void Stop(const std::string& job_id) override {
     std::lock_guard<std::mutex> lk(mu_);
     ++stops_;
   }
-  const PhaseProgress& progress() const override { return progress_; }
+  const PhaseProgress& progress(const std::string& job_id) const override { return progress_; }
 
   std::vector<PhaseCommand> Started() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -369,6 +369,38 @@ TEST(AgentSession, ASecondOrderWhileBusyIsRefused) {
   const v1::AgentMessage m = f.One();
   // Names the refused order, and the one that runs.
   ExpectError(m, v1::ERROR_CODE_BUSY, "job-2", "train-epoch-1", "still running job job-1");
+}
+
+// Issue 30: jobs ordered with share_agent run side by side, each with its own barrier and cancel; an exclusive job's
+// phase, or more ranks than the accelerators left, is still refused BUSY naming what runs.
+TEST(AgentSession, PhasesOfJobsSharingTheAgentRunSideBySideEachWithItsOwnBarrierAndCancel) {
+  Fixture f;  // 4 accelerators; every order asks for 2
+  v1::RunPhase a = Order("job-1", "train-epoch-1"), b = Order("job-2", "train-epoch-1");
+  a.set_share_agent(true);
+  b.set_share_agent(true);
+  f.session.OnMessage(RunMsg(a), kT0);
+  f.session.OnMessage(RunMsg(b), kT0);
+  ASSERT_EQ(f.host.Started().size(), 2u);
+  EXPECT_TRUE(f.link->Sent().empty()) << "neither is refused";
+  // A third sharing job finds no accelerator left; an exclusive one may not join at all.
+  v1::RunPhase c = Order("job-3", "train-epoch-1");
+  c.set_share_agent(true);
+  f.session.OnMessage(RunMsg(c), kT0);
+  ExpectError(f.One(), v1::ERROR_CODE_BUSY, "job-3", "train-epoch-1", "on 4 of its 4 accelerator(s), 2 more asked");
+  f.session.OnMessage(RunMsg(Order("job-4", "train-epoch-1")), kT0);
+  ExpectError(f.One(), v1::ERROR_CODE_BUSY, "job-4", "train-epoch-1", "still running job job-1 phase train-epoch-1");
+  EXPECT_EQ(f.host.Started().size(), 2u);
+  // Releases reach the job they name only.
+  f.session.OnMessage(Release("job-2", "train-epoch-1", 0), kT0);
+  EXPECT_TRUE(f.session.WaitRelease("job-2", 0).ok());
+  std::future<absl::Status> waiting = std::async(std::launch::async, [&] { return f.session.WaitRelease("job-1", 0); });
+  EXPECT_EQ(waiting.wait_for(milliseconds(50)), std::future_status::timeout) << "job-1's barrier is not released";
+  // A cancel stops its own job only.
+  f.session.OnMessage(CancelOf("job-1"), kT0);
+  EXPECT_TRUE(f.session.cancel_flag("job-1")->load());
+  EXPECT_FALSE(f.session.cancel_flag("job-2")->load());
+  EXPECT_FALSE(waiting.get().ok());
+  EXPECT_EQ(f.host.Stops(), 1);
 }
 
 // --- idempotency ---

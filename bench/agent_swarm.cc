@@ -12,10 +12,12 @@
 //
 // The tool starts the coordinator (`serve --listen 127.0.0.1:0 --port-file ...`), attaches the sessions (at most
 // --attach-batch connecting at once, as a real fleet's start-up is staggered too), submits a one-epoch training
-// job with `dlio-coordinator submit`, and reports:
+// job with `dlio-coordinator submit` (with --jobs J: J such jobs at once, each on agents/J sessions of its own, to
+// see whether the coordinator's cost per agent-step grows with the number of concurrent jobs), and reports:
 //   - attach time of the whole swarm, and the coordinator's CPU for it;
 //   - release latency: per step, from the last session's BarrierArrive (sent) to each session's BarrierRelease
-//     (received), p50/p99/max over sessions and steps (the barrier's fan-in and fan-out, without the ranks' skew);
+//     (received), p50/p99/max over sessions and steps (the barrier's fan-in and fan-out, without the ranks' skew;
+//     with --jobs J the last arrival is that of any job's step, so the figure is only meaningful for one job);
 //   - coordinator CPU (utime + stime of /proc/PID/stat) per agent per step: over the job (submit to results), and in
 //     the steady window between 10 % and 90 % of the steps (heartbeats and progress included, start-up left out);
 //   - coordinator threads (peak during the job, /proc/PID/status) and RSS (VmRSS at the end, VmHWM);
@@ -23,8 +25,8 @@
 // A benchmark, not a timed test: its exit status only says whether every session attached, the job succeeded and
 // every session saw every release of the epoch (1 otherwise); CTest runs it small (bench.SwarmSmoke).
 //
-// Usage: dlio-bench-swarm [--agents N] [--steps S] [--compute SECONDS] [--accelerators K] [--attach-batch B]
-//                         [--barrier-timeout SECONDS] [--bin-dir DIR] [--work DIR] [--json FILE] [--keep]
+// Usage: dlio-bench-swarm [--agents N] [--jobs J] [--steps S] [--compute SECONDS] [--accelerators K]
+//                         [--attach-batch B] [--barrier-timeout SECONDS] [--bin-dir DIR] [--work DIR] [--json FILE] [--keep]
 // The coordinator needs one file descriptor per agent: the tool raises its soft RLIMIT_NOFILE to the hard limit,
 // and the coordinator it starts inherits it.
 #include <signal.h>
@@ -302,9 +304,10 @@ class SwarmAgent final : public PhaseHost,
 
   // --- PhaseHost: the emulated ranks ---
   void Start(PhaseCommand cmd) override;
-  void Released(uint64_t step) override;
-  void Stop() override;
-  const PhaseProgress& progress() const override { return progress_; }
+  // One phase at a time (the swarm's jobs hold their agents alone): the job id only has to match the running one.
+  void Released(const std::string& job_id, uint64_t step) override;
+  void Stop(const std::string& job_id) override;
+  const PhaseProgress& progress(const std::string& job_id) const override { return progress_; }
 
  private:
   // Far above what a session queues (a heartbeat, a progress report and one arrival in flight).
@@ -509,12 +512,12 @@ void SwarmAgent::ComputeDone(uint64_t gen) {
   Do(std::move(after));
 }
 
-void SwarmAgent::Released(uint64_t step) {
+void SwarmAgent::Released(const std::string& job_id, uint64_t step) {
   const Clock::time_point now = Clock::now();
   After after;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (!running_ || !waiting_ || step != static_cast<uint64_t>(step_)) return;
+    if (!running_ || !waiting_ || step != static_cast<uint64_t>(step_) || job_id != cmd_.job_id) return;
     waiting_ = false;
     if (measured_ && step_ < static_cast<int64_t>(release_ns_.size())) {
       release_ns_[static_cast<size_t>(step_)] = Ns(now);
@@ -548,12 +551,12 @@ void SwarmAgent::Do(After after) {
   if (after.end) session_.Finish(after.ids, std::move(after.results));
 }
 
-void SwarmAgent::Stop() {
+void SwarmAgent::Stop(const std::string& job_id) {
   std::string where;
   PhaseOrder ids;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (!running_) return;
+    if (!running_ || job_id != cmd_.job_id) return;
     running_ = false;
     ++gen_;
     where = absl::StrCat("agent '", session_.identity().name, "' (rank ", cmd_.first_rank, ") job ", cmd_.job_id,
@@ -570,6 +573,7 @@ void SwarmAgent::Stop() {
 
 struct Config {
   int agents = 256;
+  int jobs = 1;                   // concurrent jobs, each on agents / jobs sessions
   int64_t steps = 200;
   double compute = 0.05;
   int accelerators = 1;
@@ -593,7 +597,7 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 std::string JobYaml(const Config& c) {
-  const int64_t world = static_cast<int64_t>(c.agents) * c.accelerators;
+  const int64_t world = static_cast<int64_t>(c.agents / c.jobs) * c.accelerators;  // of one job
   // One sample per file, batch 1: `steps` samples per rank and epoch. The synthetic format reads nothing; the job
   // measures the coordinator, not storage. No AU target: the figure is reported, not judged.
   return absl::StrCat("model:\n  name: swarm-bench\nframework: pytorch\nworkflow:\n  generate_data: false\n  train: true\n",
@@ -714,14 +718,19 @@ bool Run::AttachAll() {
 int Run::SubmitAndMonitor() {
   const std::string job = c_.work + "/job.yaml";
   std::ofstream(job) << JobYaml(c_);
-  fs::remove_all(c_.work + "/out");
   const ProcSample p0 = ReadProc(coord_);
   const Clock::time_point t0 = Clock::now();
-  const pid_t submit = Spawn({c_.bin_dir + "/dlio-coordinator", "submit", job, "--coordinator", addr_, "--agents",
-                              std::to_string(c_.agents), "--wait-for-agents", "60", "--barrier-timeout",
-                              absl::StrFormat("%g", c_.barrier_timeout),
-                              "--output", c_.work + "/out", "--json"},
-                             c_.work + "/submit.json", c_.work + "/submit.err");
+  // --jobs J: J submits at once, each for agents/J agents (the coordinator places them on disjoint agents).
+  std::vector<pid_t> submits;
+  for (int j = 0; j < c_.jobs; ++j) {
+    const std::string out = j == 0 ? c_.work + "/out" : absl::StrCat(c_.work, "/out-", j);
+    fs::remove_all(out);
+    const std::string name = j == 0 ? "submit" : absl::StrCat("submit-", j);
+    submits.push_back(Spawn({c_.bin_dir + "/dlio-coordinator", "submit", job, "--coordinator", addr_, "--agents",
+                             std::to_string(c_.agents / c_.jobs), "--wait-for-agents", "60", "--barrier-timeout",
+                             absl::StrFormat("%g", c_.barrier_timeout), "--output", out, "--json"},
+                            c_.work + "/" + name + ".json", c_.work + "/" + name + ".err"));
+  }
   // The steady window: from 10 % of the steps released everywhere to 90 %.
   const uint64_t n = static_cast<uint64_t>(c_.agents);
   const uint64_t w1 = n * static_cast<uint64_t>(std::max<int64_t>(1, c_.steps / 10));
@@ -729,8 +738,18 @@ int Run::SubmitAndMonitor() {
   bool in_window = false, window_done = false;
   ProcSample a, self_a;
   uint64_t ra = 0;
-  int status = 0;
-  while (waitpid(submit, &status, WNOHANG) == 0) {
+  int status = 0, worst = 0;  // the first failed submit's status, else the last one's
+  auto all_done = [&] {
+    for (pid_t& pid : submits) {
+      if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (worst == 0 || worst == 5 || worst == 6) worst = rc;
+      }
+    }
+    return std::all_of(submits.begin(), submits.end(), [](pid_t p) { return p < 0; });
+  };
+  while (!all_done()) {
     const uint64_t r = stats_.releases.load();
     if (!in_window && !window_done && r >= w1) {
       a = ReadProc(coord_), self_a = ReadProc(getpid()), ra = r, in_window = true;
@@ -748,7 +767,7 @@ int Run::SubmitAndMonitor() {
   job_s_ = Secs(Clock::now() - t0);
   end_ = ReadProc(coord_);
   job_cpu_s_ = end_.cpu_s - p0.cpu_s;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return worst;
 }
 
 int Run::Report(int submit_rc) {
@@ -770,6 +789,7 @@ int Run::Report(int submit_rc) {
   const double agent_steps = static_cast<double>(c_.agents) * static_cast<double>(c_.steps);
   nlohmann::json j = {
       {"agents", c_.agents},
+      {"jobs", c_.jobs},
       {"accelerators_per_agent", c_.accelerators},
       {"steps", c_.steps},
       {"computation_time_s", c_.compute},
@@ -867,6 +887,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dlio-bench-swarm: N agent sessions in one process against a real dlio-coordinator (issue 14)",
                "dlio-bench-swarm"};
   app.add_option("--agents", c.agents, "Agent sessions")->check(CLI::Range(1, 65536));
+  app.add_option("--jobs", c.jobs, "Concurrent jobs, each on agents/jobs sessions of its own")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--steps", c.steps, "Steps of the one training epoch")->check(CLI::Range(3, 1000000));
   app.add_option("--compute", c.compute, "computation_time per step, seconds")->check(CLI::Range(0.0, 60.0));
   app.add_option("--accelerators", c.accelerators, "Ranks per session")->check(CLI::Range(1, 4096));
@@ -884,6 +906,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", c.log_level, "The sessions' log level (the agent's levels)");
   app.add_flag("--keep", c.keep, "Keep the work folder");
   CLI11_PARSE(app, argc, argv);
+  if (c.agents % c.jobs != 0) {
+    std::cerr << "dlio-bench-swarm: --agents " << c.agents << " must be a multiple of --jobs " << c.jobs
+              << " (each job gets agents/jobs sessions)\n";
+    return 2;
+  }
   spdlog::set_level(spdlog::level::from_str(c.log_level));
   if (c.bin_dir.empty()) c.bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path().string();
   if (c.work.empty()) {

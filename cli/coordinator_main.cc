@@ -396,6 +396,12 @@ class SubmitVerb : public JobVerb {
                        "This job's barrier timeout in seconds (0 = the coordinator's --barrier-timeout)")
         ->default_val(0)
         ->check(CLI::Range(0.0, 604800.0));
+    submit->add_option("--agent-names", opt_.agent_names,
+                       "Run on exactly these agents, in rank order (comma-separated names; default: any free ones)")
+        ->delimiter(',');
+    submit->add_flag("--share-agents", opt_.share_agents,
+                     "Run beside other --share-agents jobs on the same agents, on disjoint accelerators (default: "
+                     "the job's agents run no other job)");
     submit->add_option("--output", opt_.output_dir,
                        "Write the result files received from the coordinator into DIR (default: the job's "
                        "output.folder; if neither is set they stay in the coordinator's results folder)");
@@ -691,7 +697,7 @@ std::unique_ptr<Verb> Make(CLI::App* sub) {
 // Every verb, in the order of `--help` and docs/cli.md.
 const VerbRow kVerbs[] = {
     {"serve", "run the coordinator service that agents attach to",
-     "Run the coordinator service; agents attach, jobs run one at a time", Make<ServeVerb>},
+     "Run the coordinator service; agents attach, jobs run side by side when the fleet has room", Make<ServeVerb>},
     {"submit", "submit a DLIO workload file to a coordinator, follow it, print and fetch the results",
      "Submit a DLIO workload file, follow it, print the results", Make<SubmitVerb>},
     {"status", "show one job", "Show one job: state, agents, phase progress, epochs, results",

@@ -81,12 +81,14 @@ absl::StatusOr<LoadedJob> LoadSubmission(const SubmitOptions& opt, bool plan_onl
       !s.ok()) {
     return absl::InvalidArgumentError(s.message());
   }
+  if (absl::Status s = CheckAgentNames(opt.agent_names, opt.agents); !s.ok()) return s;
   if (absl::Status s = CheckJobFileIsSpared(opt, *job); !s.ok()) return s;
   return job;
 }
 
 JobPlacement PlacementOf(const SubmitOptions& opt) {
-  return JobPlacement{opt.agents, opt.accelerators_per_agent, opt.wait_for_agents_s, opt.barrier_timeout_s};
+  return JobPlacement{opt.agents,       opt.accelerators_per_agent, opt.wait_for_agents_s, opt.barrier_timeout_s,
+                      opt.agent_names, opt.share_agents};
 }
 
 namespace {

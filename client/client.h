@@ -38,6 +38,8 @@ struct SubmitOptions {
   int accelerators_per_agent = 0;      // 0 = what the agents offer (all equal)
   int wait_for_agents_s = 0;           // --wait-for-agents
   double barrier_timeout_s = 0;        // 0 = the coordinator's default
+  std::vector<std::string> agent_names;  // --agent-names a,b: exactly these agents, in rank order
+  bool share_agents = false;           // --share-agents: beside other sharing jobs, on disjoint accelerators
   std::string output_dir;              // --output; empty = the job's output.folder, else none
   std::string where_results_live;      // printed when nothing is fetched (the coordinator's result folder)
   bool detach = false;                 // print the job id and return at once

@@ -148,6 +148,8 @@ JobRequest SubmissionOf(const LoadedJob& job, const JobPlacement& placement, boo
   r.source_name = job.path();
   r.wait_for_agents_s = std::max(0, placement.wait_for_agents_s);
   r.barrier_timeout_s = std::max(0.0, placement.barrier_timeout_s);
+  r.agent_names = placement.agent_names;
+  r.share_agents = placement.share_agents;
   return r;
 }
 
@@ -266,6 +268,8 @@ absl::StatusOr<std::string> CoordinatorClient::Submit(const JobRequest& request)
   req.set_source_name(request.source_name);
   req.set_wait_for_agents_s(static_cast<uint32_t>(request.wait_for_agents_s));
   req.set_barrier_timeout_s(request.barrier_timeout_s);
+  for (const std::string& n : request.agent_names) req.add_agent_names(n);
+  req.set_share_agents(request.share_agents);
   v1::SubmitResponse resp;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);

@@ -54,6 +54,8 @@ struct JobPlacement {
   int accelerators_per_agent = 0;  // 0 = what the agents offer (all equal)
   int wait_for_agents_s = 0;       // --wait-for-agents
   double barrier_timeout_s = 0;    // 0 = the coordinator's default
+  std::vector<std::string> agent_names;  // --agent-names: exactly these agents, in rank order (empty: any)
+  bool share_agents = false;       // --share-agents: may share agents with other jobs, on disjoint accelerators
 };
 
 // An attached agent, as `list` shows it.

@@ -161,7 +161,11 @@ absl::Status Coordinator::RestoreJob(JobRecord record) {
 }
 
 void Coordinator::MarkInterrupted(JobRecord& rec) {
-  restart_agents_ = rec.agent_names;
+  for (const std::string& a : rec.agent_names) {  // the restart grace waits for the agents of every such job
+    if (std::find(restart_agents_.begin(), restart_agents_.end(), a) == restart_agents_.end()) {
+      restart_agents_.push_back(a);
+    }
+  }
   rec.state = JobState::kInterrupted;
   rec.ended_unix_us = NowUnixUs();
   const std::string dir = absl::StrCat(options_.results_dir, "/", rec.id);
@@ -251,13 +255,19 @@ void Coordinator::RemoveAgent(const std::string& name, const AgentLink* link, co
 }
 
 void Coordinator::LoseAgentLocked(const std::string& name, const std::string& why) {
-  if (running_ == nullptr) return;
-  Job& job = *running_;
-  if (job.agent_index.count(name) == 0) return;
-  spdlog::warn("agent '{}' lost during job {}: {}", name, job.rec.id, why);
-  if (!driver_.active()) return;  // before its first phase: RunPhase finds it missing
-  driver_.Lost(name, why);
-  cv_.notify_all();
+  for (const auto& [id, running] : running_) {  // only the jobs it served
+    Job& job = *running;
+    if (job.agent_index.count(name) == 0) continue;
+    spdlog::warn("agent '{}' lost during job {}: {}", name, job.rec.id, why);
+    if (!job.driver.active()) continue;  // before its first phase: RunPhase finds it missing
+    job.driver.Lost(name, why);
+    cv_.notify_all();
+  }
+}
+
+Coordinator::Job* Coordinator::RunningJob(const std::string& job_id) const {
+  auto it = running_.find(job_id);
+  return it == running_.end() ? nullptr : it->second;
 }
 
 size_t Coordinator::AttachedAgents() const {
@@ -325,7 +335,12 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
   // An arrival counts only for the running phase's barrier, from one of its agents; anything else (a late arrival of
   // an earlier job or phase, a repeat of a released step) is dropped and counted.
   PhaseDriver::Clock::duration wait{};
-  switch (driver_.Arrive(agent, job_id, phase_id, step, options_.now(), &wait)) {
+  Job* job = RunningJob(job_id);
+  if (job == nullptr) {
+    ++stale_arrivals_;
+    return;
+  }
+  switch (job->driver.Arrive(agent, job_id, phase_id, step, options_.now(), &wait)) {
     case PhaseDriver::Arrival::kStale:
       ++stale_arrivals_;
       return;
@@ -343,14 +358,15 @@ void Coordinator::OnProgress(const std::string& agent, const std::string& job_id
                              const AgentProgress& progress) {
   MutexLock lk(&mu_);
   Touch(agent);
-  driver_.Report(agent, job_id, phase_id, progress);
+  if (Job* job = RunningJob(job_id)) job->driver.Report(agent, job_id, phase_id, progress);
 }
 
 void Coordinator::OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                               std::vector<RankEpochResult> ranks) {
   MutexLock lk(&mu_);
   Touch(agent);
-  if (driver_.Done(agent, job_id, phase_id, std::move(ranks))) cv_.notify_all();
+  Job* job = RunningJob(job_id);
+  if (job != nullptr && job->driver.Done(agent, job_id, phase_id, std::move(ranks))) cv_.notify_all();
 }
 
 void Coordinator::OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
@@ -359,16 +375,18 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
   const std::string message = EscapeText(raw_message, 4096);
   MutexLock lk(&mu_);
   Touch(agent);
-  if (running_ == nullptr || running_->rec.id != job_id || !driver_.active()) {
+  Job* running = RunningJob(job_id);
+  if (running == nullptr || !running->driver.active()) {
     spdlog::warn("agent '{}' job {} phase {}: {}", agent, EscapeText(job_id, 128), EscapeText(phase_id, 128), message);
     return;
   }
-  Job& job = *running_;
-  if (phase_id != driver_.id()) return;
-  driver_.Settle(agent);
+  Job& job = *running;
+  PhaseDriver& driver = job.driver;
+  if (phase_id != driver.id()) return;
+  driver.Settle(agent);
   // A cancelled phase confirms a stop we asked for; anything else is the job's failure (the first one wins).
   const bool stop_confirmation =
-      kind == AgentErrorKind::kCancelled && (job.cancel_requested || stopping_ || !driver_.error().empty());
+      kind == AgentErrorKind::kCancelled && (job.cancel_requested || stopping_ || !driver.error().empty());
   // A refusal (agent/preflight.h) is the job's answer, said once by its final event: logged at info, so `run` with
   // four agents does not print it four times more.
   if (kind == AgentErrorKind::kRefused) {
@@ -376,31 +394,13 @@ void Coordinator::OnAgentError(const std::string& agent, const std::string& job_
   } else if (!stop_confirmation) {
     spdlog::error("agent '{}' job {} phase {}: {}", agent, job_id, phase_id, message);
   }
-  if (!job.cancel_requested && !stopping_) driver_.Fail(message, kind == AgentErrorKind::kRefused);
+  if (!job.cancel_requested && !stopping_) driver.Fail(message, kind == AgentErrorKind::kRefused);
   cv_.notify_all();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Client verbs
 // ---------------------------------------------------------------------------------------------------------------
-
-absl::Status CheckPlacementOptions(int64_t agents, int64_t accelerators_per_agent, int64_t wait_for_agents_s,
-                                   double barrier_timeout_s) {
-  auto range = [](const char* flag, int64_t v, int64_t max) {
-    if (v >= 0 && v <= max) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(flag, ": must be an integer in [0, ", max, "], got ", v));
-  };
-  if (absl::Status s = range("--agents", agents, 65536); !s.ok()) return s;
-  if (absl::Status s = range("--accelerators-per-agent", accelerators_per_agent, kMaxAcceleratorsPerAgent); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = range("--wait-for-agents", wait_for_agents_s, 86400); !s.ok()) return s;
-  if (!(barrier_timeout_s >= 0 && barrier_timeout_s <= 604800)) {  // NaN fails both comparisons
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--barrier-timeout: must be a number of seconds in [0, 604800], got %g", barrier_timeout_s));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   std::vector<std::string> warnings;  // keys where DLIO behaves differently: logged once the job has its id
@@ -416,6 +416,7 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = CheckAgentNames(request.agent_names, request.agents); !s.ok()) return s;
   MutexLock lk(&mu_);
   if (stopping_) return absl::UnavailableError("the coordinator is shutting down; submit again after its restart");
   if (absl::Status s = CheckFleetCanPlace(request); !s.ok()) return s;
@@ -437,9 +438,11 @@ absl::StatusOr<std::string> Coordinator::Submit(const JobRequest& request) {
   rec.accelerators_per_agent = request.accelerators_per_agent;
   rec.wait_for_agents_s = request.wait_for_agents_s;
   rec.barrier_timeout_s = request.barrier_timeout_s;
+  rec.requested_agents = request.agent_names;
+  rec.share_agents = request.share_agents;
   rec.submitted_unix_us = NowUnixUs();
   rec.epochs_total = spec->train ? static_cast<int>(spec->epochs) : 0;
-  rec.message = absl::StrCat("job ", rec.id, " queued (", queue_.size() + (running_ != nullptr ? 1 : 0), " ahead)");
+  rec.message = absl::StrCat("job ", rec.id, " queued (", queue_.size() + running_.size(), " ahead)");
   if (store_) {
     // A job the store cannot hold is refused rather than run without a trace. Written here, off the lock: the job
     // is not visible before it is in the store, so no later record of it can overtake this one.
@@ -467,9 +470,12 @@ absl::StatusOr<bool> Coordinator::Cancel(const std::string& job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, ": no such job"));
   Job& job = *it->second;
-  if (job.rec.state == JobState::kQueued && running_ != &job) {
+  if (job.rec.state == JobState::kQueued && running_.count(job_id) == 0) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
-    EndJob(job, JobState::kCancelled, absl::StrCat("job ", job_id, " cancelled before it started"), false);
+    EndJob(job, JobState::kCancelled,
+           absl::StrCat("job ", job_id, job.wait_deadline ? " cancelled while waiting for agents"
+                                                          : " cancelled before it started"),
+           false);
     return true;
   }
   if (!IsFinal(job.rec.state)) {
@@ -529,7 +535,7 @@ JobInfoData Coordinator::InfoLocked(const Job& job) const {
   d.done = job.done;
   d.total = job.total;
   const auto q = std::find(queue_.begin(), queue_.end(), job.rec.id);
-  if (q != queue_.end()) d.queue_position = static_cast<int>(q - queue_.begin()) + (running_ != nullptr ? 1 : 0);
+  if (q != queue_.end()) d.queue_position = static_cast<int>(q - queue_.begin() + running_.size());
   d.result_dir = absl::StrCat(options_.results_dir, "/", job.rec.id);
   if (job.rec.state == JobState::kRunning) {
     d.completed_au_percent = job.completed_au_percent;
@@ -600,10 +606,11 @@ std::vector<AgentStatusData> Coordinator::ListAgents() const {
     d.info = a.info;
     d.attached_s = Secs(now - a.attached);
     d.last_heard_s = Secs(now - a.last_heard);
-    if (running_ != nullptr) {
-      const auto& names = running_->rec.agent_names;
-      if (std::find(names.begin(), names.end(), name) != names.end()) d.job_id = running_->rec.id;
+    std::vector<std::string> serving;  // the running jobs it serves (more than one when they share it)
+    for (const auto& [id, running] : running_) {
+      if (running->agent_index.count(name) != 0) serving.push_back(id);
     }
+    d.job_id = absl::StrJoin(serving, ",");
     out.push_back(std::move(d));
   }
   return out;
@@ -764,7 +771,7 @@ void Coordinator::DropOldFinished() {
     finished_.pop_front();
     auto it = jobs_.find(id);
     if (it == jobs_.end() || !IsFinal(it->second->rec.state)) continue;
-    if (it->second.get() == running_) {  // ended, its runner not yet let go of it: dropped at a later end
+    if (running_.count(id) != 0) {  // ended, its thread not yet let go of it: dropped at a later end
       held.push_back(std::move(id));
       continue;
     }

@@ -3,21 +3,27 @@
 // It holds three parts, each in its own file:
 // - the agent registry (coordinator.cc): attached agents, the link to each (AgentLink, agent_link.h), their leases,
 //   and the agents' events, which it hands to the running phase;
-// - the job queue (coordinator.cc): jobs run one at a time, in submission order, on a runner thread; every job is
-//   also a row of the JobStore, so the queue survives a restart (RestoreFromStore), and the client verbs (Submit,
-//   Cancel, Watch, status, list);
-// - the phase driver: the job runner (job_runner.cc: placement, the phases of a job in order, the waits for each,
-//   stop and result collection, progress events, the result files) over a PhaseDriver (phase_driver.h: the
-//   running phase's orders, step barrier, PhaseProgress, results and first failure). Results go through the one
-//   Aggregator path into the result files under `results_dir/<job-id>/` (rewritten after every completed epoch, so
-//   a crash keeps the completed epochs), written through the job folder's descriptor (OpenResultDir).
+// - the job queue (coordinator.cc): jobs start in submission order, several at once when the fleet has room; every
+//   job is also a row of the JobStore, so the queue survives a restart (RestoreFromStore), and the client verbs
+//   (Submit, Cancel, Watch, status, list);
+// - the phase drivers: the dispatcher (job_runner.cc, the runner thread) places the queue's first job when its
+//   agents are free (placement.cc) and starts a thread for it; each running job has its own PhaseDriver
+//   (phase_driver.h: its running phase's orders, step barrier, PhaseProgress, results and first failure), keyed by
+//   job id, so the agents' events reach the job they name. The job's thread runs its phases in order, the waits for
+//   each, stop and result collection, progress events and the result files. Results go through the one Aggregator
+//   path into the result files under `results_dir/<job-id>/` (rewritten after every completed epoch, so a crash
+//   keeps the completed epochs), written through the job folder's descriptor (OpenResultDir).
+// Placement (docs/concurrency.md): a job takes --agents agents (0: every eligible attached agent), or exactly its
+// --agent-names; by default agents no other job holds; with --share-agents, agents no exclusive job holds that still
+// have --accelerators-per-agent accelerators free. The queue is first come, first served: while its first job does
+// not fit, it waits (its message says for what and which jobs hold the agents) and the jobs behind it wait too.
 //
 // Registry and leases: an agent must send something (a heartbeat at least) every heartbeat interval; one not heard
 // from for `lease` is dropped (its link is told to close the session). A second agent with an attached name is
 // refused naming both, unless it carries the same instance id (the same process reconnecting): then the old
 // session is replaced.
-// Failure handling: an agent error, an agent lost mid-job (stream closed, lease expired, replaced), a barrier
-// timeout, a cancel or a shutdown stops the job: the other agents get a cancel and `stop_grace` to confirm it, the
+// Failure handling: an agent error, an agent lost mid-job (stream closed, lease expired, replaced: every running job
+// it served), a barrier timeout, a cancel or a shutdown (every running job) stops the job: the other agents get a cancel and `stop_grace` to confirm it, the
 // job ends FAILED / CANCELLED / INTERRUPTED with one line naming agent, ranks, job, phase and progress, and the
 // epochs already completed are written.
 // Time: durations, leases and timeouts use Options::now (steady clock, injectable for tests); wall-clock time only
@@ -31,8 +37,8 @@
 // Listing: ListJobsPage() answers a page at a time, newest first, bounded in jobs and bytes (kMaxJobsPageSize,
 // kJobsPageBytes); its tokens name the submission number to continue below, so they stay valid while jobs are
 // added and across a restart with the same store.
-// Thread-safety: every public method may be called from any thread (gRPC handlers, the runner, the watchdog).
-// mu_ guards all state, the PhaseDriver included (ABSL_GUARDED_BY, checked by clang's -Wthread-safety build);
+// Thread-safety: every public method may be called from any thread (gRPC handlers, the runner, the jobs' threads,
+// the watchdog). mu_ guards all state, the PhaseDrivers included (ABSL_GUARDED_BY, checked by clang's -Wthread-safety build);
 // AgentLink calls and event sinks (Watch) are made with mu_ held, so they must not block or call back into the
 // Coordinator (the facade's links and watch streams queue their messages).
 #pragma once
@@ -96,7 +102,13 @@ struct JobRequest {
   std::string source_name = "job";
   int wait_for_agents_s = 0;         // wait this long for enough agents before failing
   double barrier_timeout_s = 0;      // 0 = Options::barrier_timeout
+  std::vector<std::string> agent_names;  // --agent-names: exactly these agents, in rank order (empty: any)
+  bool share_agents = false;         // --share-agents: may run beside other sharing jobs on disjoint accelerators
 };
+
+// The agent names of --agent-names: each a valid, distinct name, and as many as a non-zero --agents; InvalidArgument
+// naming the flag otherwise.
+absl::Status CheckAgentNames(const std::vector<std::string>& names, int64_t agents);
 
 // A job as `status` and `list` show it.
 struct JobInfoData {
@@ -128,7 +140,7 @@ struct AgentStatusData {
   AgentInfo info;
   double attached_s = 0;
   double last_heard_s = 0;
-  std::string job_id;                // empty when idle
+  std::string job_id;                // empty when idle; the running jobs it serves, comma-separated, when shared
 };
 
 class Coordinator {
@@ -164,7 +176,7 @@ class Coordinator {
     std::function<Clock::time_point()> now = [] { return Clock::now(); };
   };
 
-  // Reads the store (may be null: nothing persisted), requeues its queued jobs and marks a job that was running
+  // Reads the store (may be null: nothing persisted), requeues its queued jobs and marks every job that was running
   // as interrupted, then starts the runner and the lease watchdog. With restored jobs, placement first waits up to
   // Options::restart_grace for the agents to reattach.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(Options options, std::unique_ptr<JobStore> store);
@@ -228,7 +240,7 @@ class Coordinator {
   // ever written through the link. A running job holds its folder from its first file to its end.
   absl::StatusOr<std::shared_ptr<const ConfinedDir>> OpenResultDir(const std::string& job_id, bool create) const;
 
-  // Stops taking work: a running job ends INTERRUPTED (agents told to stop, completed epochs written), queued jobs
+  // Stops taking work: every running job ends INTERRUPTED (agents told to stop, completed epochs written), queued jobs
   // stay queued in the store. Idempotent; the destructor calls it.
   void Stop();
 
@@ -257,7 +269,7 @@ class Coordinator {
 
   explicit Coordinator(Options options, std::unique_ptr<JobStore> store);
   // Called by Create() before any thread starts: takes the store's jobs back after a restart (queued ones
-  // requeued, the one that was running marked interrupted, its result folder saying so too) and, with jobs
+  // requeued, the ones that were running marked interrupted, its result folder saying so too) and, with jobs
   // requeued, starts the restart grace.
   absl::Status RestoreFromStore();
   // One record of the store as RestoreFromStore() takes it back (a record whose state changed is written back).
@@ -269,28 +281,48 @@ class Coordinator {
   void DropOldFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WatchdogLoop();
 
-  // --- The job runner (job_runner.cc) ---
+  // --- The dispatcher and the job runner (job_runner.cc) ---
+  // The runner thread: places the queue's first job once it fits and starts its thread (DispatchHead), joins the
+  // threads of ended jobs; at Stop() it waits for every job's thread.
   void RunnerLoop();
-  // A job from its start to its end, in three steps: StartJob (placement, the pre-run refusals, the running
-  // record), RunPhases (generate, epochs with their evaluations and checkpoints, checkpoint-only phases) and
-  // FinishJob (trace, result files, the end state).
+  // Tries the queue's first job: placed and started (or ended: never placeable, cancelled) -> true; it waits (the
+  // reason in its message) -> false, and *until says till when at most (its --wait-for-agents deadline).
+  bool DispatchHead(Job& job, MutexLock& lk, std::optional<Clock::time_point>* until)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's queued message changed to `why` (waiting for agents): recorded, saved and said once.
+  void SetWaiting(Job& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A placed job on its own thread, from its start to its end, in three steps: StartJob (the pre-run refusals, the
+  // running record), RunPhases (generate, epochs with their evaluations and checkpoints, checkpoint-only phases) and
+  // FinishJob (trace, result files, the end state); then it leaves running_.
   void RunJob(Job& job);
   bool StartJob(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool RunPhases(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishJob(Job& job, MutexLock& lk, bool ok) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Place(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Just restarted: waits (once, up to restart_grace) for the previous session's agents to reattach.
   void WaitForRestartedAgents(Job& job, MutexLock& lk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends a job too few agents (`eligible` of them) could take, saying what it needs and what is attached.
-  void FailUnplaced(Job& job, size_t eligible) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- Placement (placement.cc) ---
+  struct Fit;  // placement.cc
+  // Where the job would run now: placed (its agents chosen), busy (it fits the attached fleet once running jobs
+  // end: why, naming them), never (the attached fleet cannot take it: why), or failed (a placement error).
+  Fit TryPlace(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The chosen agents (rank order) with their ranks: --accelerators-per-agent each, or (0) what they offer, which
+  // must then be the same on all (MLPerf): kFailed naming the numbers otherwise.
+  static Fit AssignRanks(const JobRecord& rec, std::vector<AgentInfo> chosen);
+  // Ends a job the attached fleet cannot take, saying what it needs and what is attached.
+  void FailUnplaced(Job& job, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The attached agents that can take `want_accel` accelerators (0: any), and why `want_agents` (0: at least one) of
   // them are not there: "needs 3 agent(s); 2 attached (accelerators: a: 1, b: 1)".
   size_t EligibleAgents(int want_accel) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string UnplacedReason(size_t want_agents, int want_accel, size_t eligible) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The named agents (--agent-names) that are not attached or offer fewer than `want_accel` accelerators, as a
+  // reason ("agent-3 not attached; agent-1 offers 1 accelerator(s)"); empty when all can take the job.
+  std::string MissingNamedAgents(const std::vector<std::string>& names, int want_accel) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Submit's refusal of a placement the attached fleet cannot satisfy (see Submit).
   absl::Status CheckFleetCanPlace(const JobRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One phase on every agent of the job, on driver_: the orders out (SendPhaseOrders), the wait for every
+  // One phase on every agent of the job, on its driver: the orders out (SendPhaseOrders), the wait for every
   // PhaseDone (WaitForPhase: barrier timeout, progress), then StopPhase (failure, cancel or shutdown: false) or
   // CollectPhaseResults. `ckpt` carries the checkpoint fields of the order (kCheckpoint, and the first save index of
   // kTrainEpoch).
@@ -313,7 +345,7 @@ class Coordinator {
   void WarnUnmeasured(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After training epoch `epoch` completed: one event with its AU against the target.
   void EmitEpochLine(Job& job, int epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Progress of the running phase over the fleet (driver_'s PhaseProgress), about once a second, when it changed.
+  // Progress of the running phase over the fleet (the job driver's PhaseProgress), about once a second, when it changed.
   void EmitProgress(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // --- The queue and the store (coordinator.cc) ---
@@ -327,9 +359,12 @@ class Coordinator {
   JobInfoData InfoLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // --- The registry (coordinator.cc) ---
-  // The agent is gone (closed, expired, replaced): a running phase that uses it fails with a message naming it.
+  // The agent is gone (closed, expired, replaced): the running phase of every job that uses it fails with a message
+  // naming it; jobs on other agents go on.
   void LoseAgentLocked(const std::string& name, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(const std::string& agent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The running job `job_id` (its PhaseDriver takes the agents' events about it), or null.
+  Job* RunningJob(const std::string& job_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   const std::unique_ptr<JobStore> store_;   // null = nothing persisted
@@ -340,9 +375,12 @@ class Coordinator {
   std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
   // The finished jobs of jobs_, in the order they ended (restored ones by end time, then submission), oldest first.
   std::deque<std::string> finished_ ABSL_GUARDED_BY(mu_);
-  Job* running_ ABSL_GUARDED_BY(mu_) = nullptr;
-  // The running job's running phase (after it, until the job ends, its last phase).
-  PhaseDriver driver_ ABSL_GUARDED_BY(mu_);
+  // The running jobs (placed, until their thread let go of them), by id: each has its own PhaseDriver (Job::driver),
+  // and the agents' events reach the one they name.
+  std::map<std::string, Job*> running_ ABSL_GUARDED_BY(mu_);
+  // The running jobs' threads (RunJob), by job id, and the ids of those that ended, for the runner to join.
+  std::map<std::string, std::thread> job_threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> ended_threads_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t job_counter_ ABSL_GUARDED_BY(mu_) = 0;
   // Keyed by job id (ids sort by submission time); only the newest kBarrierWaitJobs are kept, so the coordinator's
@@ -353,7 +391,7 @@ class Coordinator {
   uint64_t stale_arrivals_ ABSL_GUARDED_BY(mu_) = 0;
   std::string limit_job_id_ ABSL_GUARDED_BY(mu_), limit_class_ ABSL_GUARDED_BY(mu_);  // Counts::limit_*
   // Restart grace (Options::restart_grace): until when placement waits, and the agents it waits for (those of the
-  // job the restart interrupted; empty = wait out the grace).
+  // jobs the restart interrupted; empty = wait out the grace).
   Clock::time_point restart_grace_until_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> restart_agents_ ABSL_GUARDED_BY(mu_);
   uint64_t watch_counter_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,8 +1,9 @@
 // Coordinator::Job: one job as the coordinator keeps it from Submit() (or its restore from the store) to its end:
-// its record, its workload, its events and watchers, and, once placed and running, where it runs and what its
-// phases returned. Private to the coordinator's files (coordinator.cc, job_runner.cc).
+// its record, its workload, its events and watchers, and, once placed and running, where it runs, its PhaseDriver
+// and what its phases returned; Coordinator::Fit, what placement found for it. Private to the coordinator's files
+// (coordinator.cc, job_runner.cc, placement.cc).
 // Thread-safety: guarded by the coordinator's mutex (reached only through its guarded jobs_ and running_); the
-// fields only the runner thread changes (result, trace, folder) are read by it without the lock while it writes
+// fields only the job's own thread changes (result, trace, folder) are read by it without the lock while it writes
 // files.
 #pragma once
 
@@ -48,6 +49,18 @@ struct Coordinator::Job {
   std::shared_ptr<const ConfinedDir> folder;
   bool refused = false;              // refused at placement (plan/preflight.h) or by an agent's preflight
                                      // (agent/preflight.h): its final event says so
+  PhaseDriver driver;                // its running phase (after it, until the job ends, its last phase)
+  // Queued: why it waits (the message `list` and `status` show), and the end of its --wait-for-agents wait once the
+  // attached fleet could not take it (unset before; the real steady clock, as the client means its seconds).
+  std::string waiting;
+  std::optional<Clock::time_point> wait_deadline;
+};
+
+struct Coordinator::Fit {
+  enum class Kind { kPlaced, kBusy, kNever, kFailed } kind = Kind::kNever;
+  std::string why;                   // kBusy, kNever, kFailed: one line
+  std::vector<AgentInfo> agents;     // kPlaced: the chosen agents, in rank order
+  int per_agent = 0;                 // kPlaced: accelerators each runs
 };
 
 }  // namespace dlio

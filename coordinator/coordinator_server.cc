@@ -309,6 +309,8 @@ class Service final : public ServiceBase {
     r.source_name = req->source_name().empty() ? "job" : req->source_name();
     r.wait_for_agents_s = as_int(req->wait_for_agents_s());
     r.barrier_timeout_s = req->barrier_timeout_s();
+    r.agent_names.assign(req->agent_names().begin(), req->agent_names().end());
+    r.share_agents = req->share_agents();
     absl::StatusOr<std::string> id = core_->Submit(r);
     if (!id.ok()) return ToGrpc(id.status());
     resp->set_job_id(*id);

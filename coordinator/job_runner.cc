@@ -1,12 +1,15 @@
-// The job runner of the Coordinator (coordinator.h): the runner thread takes the queue's jobs one at a time and
-// runs each from placement to its end state: StartJob (placement, the pre-run refusals), RunPhases (each phase on
-// the PhaseDriver: orders, the wait with its barrier timeout and progress events, stop or result collection) and
-// FinishJob (trace, result files, the end state). Every function here runs on the runner thread with mu_ held,
-// letting go of it only around file writes (of data only the runner thread changes).
+// The dispatcher and the job runner of the Coordinator (coordinator.h): the runner thread places the queue's first
+// job as soon as it fits (placement.cc) and starts a thread for it, so several jobs run at once; each job's thread
+// runs it from its start to its end state: StartJob (the pre-run refusals), RunPhases (each phase on the job's own
+// PhaseDriver: orders, the wait with its barrier timeout and progress events, stop or result collection) and
+// FinishJob (trace, result files, the end state). Every function here runs with mu_ held, letting go of it only
+// around waits and file writes (of data only the job's own thread changes).
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -58,17 +61,97 @@ void Coordinator::RecordCompletedEpoch(Job& job, MutexLock& lk) {
 
 void Coordinator::RunnerLoop() {
   MutexLock lk(&mu_);
-  while (true) {
-    cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); });
-    if (stopping_) break;
-    Job& job = *jobs_[queue_.front()];
-    queue_.pop_front();
-    running_ = &job;
+  auto join_ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::thread> ended;
+    for (const std::string& id : ended_threads_) {
+      auto it = job_threads_.find(id);
+      if (it == job_threads_.end()) continue;
+      ended.push_back(std::move(it->second));
+      job_threads_.erase(it);
+    }
+    ended_threads_.clear();
+    if (ended.empty()) return;
     lk.Unlock();
-    RunJob(job);
+    for (std::thread& t : ended) t.join();
     lk.Lock();
-    running_ = nullptr;
+  };
+  while (!stopping_) {
+    join_ended();
+    std::optional<Clock::time_point> until;
+    if (!queue_.empty() && DispatchHead(*jobs_.at(queue_.front()), lk, &until)) continue;
+    if (stopping_) break;
+    // Every change that may let the first job in (an agent attached or left, a job ended, a submit, a cancel)
+    // notifies cv_; the second is a safety net, the deadline a --wait-for-agents that runs out.
+    std::chrono::milliseconds wait(1000);
+    if (until) {
+      wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(*until - Clock::now()),
+                        std::chrono::milliseconds(1), wait);
+    }
+    cv_.WaitFor(&lk, wait);
   }
+  // Stopping: every running job ends INTERRUPTED on its own thread; the runner waits for them all.
+  while (!job_threads_.empty()) {
+    cv_.Wait(&lk, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ended_threads_.empty(); });
+    join_ended();
+  }
+}
+
+void Coordinator::SetWaiting(Job& job, const std::string& why) {
+  if (job.waiting == why) return;
+  job.waiting = why;
+  job.rec.message = why;
+  Save(job);
+  JobEventData e;
+  e.message = why;
+  Emit(job, std::move(e));
+}
+
+bool Coordinator::DispatchHead(Job& job, MutexLock& lk, std::optional<Clock::time_point>* until) {
+  const std::string id = job.rec.id;
+  WaitForRestartedAgents(job, lk);
+  // The wait lets go of the lock: the job may have been cancelled (Cancel ends a queued job itself) meanwhile.
+  if (stopping_ || queue_.empty() || queue_.front() != id) return true;
+  JobRecord& rec = job.rec;
+  Fit fit = TryPlace(job);
+  if (fit.kind == Fit::Kind::kBusy) {
+    job.wait_deadline.reset();  // the attached fleet can take it once the running jobs let go
+    SetWaiting(job, absl::StrCat("job ", id, " queued: ", fit.why));
+    return false;
+  }
+  if (fit.kind == Fit::Kind::kNever && rec.wait_for_agents_s > 0) {
+    // Real time, as the client's --wait-for-agents means it (not Options::now, which tests hold still).
+    const Clock::time_point now = Clock::now();
+    if (!job.wait_deadline) {
+      job.wait_deadline = now + std::chrono::seconds(rec.wait_for_agents_s);
+      const size_t want = rec.agents > 0 ? static_cast<size_t>(rec.agents)
+                                         : std::max<size_t>(1, rec.requested_agents.size());
+      SetWaiting(job, absl::StrCat("job ", id, " waits up to ", rec.wait_for_agents_s, " s for ", want,
+                                   " agent(s); ", agents_.size(), " attached"));
+    }
+    if (now < *job.wait_deadline) {
+      *until = *job.wait_deadline;
+      return false;
+    }
+  }
+  queue_.pop_front();
+  if (fit.kind == Fit::Kind::kNever) {
+    FailUnplaced(job, fit.why);
+    return true;
+  }
+  if (fit.kind == Fit::Kind::kFailed) {
+    EndJob(job, JobState::kFailed, fit.why, true);
+    return true;
+  }
+  for (AgentInfo& info : fit.agents) {
+    job.agent_index[info.name] = rec.agent_names.size();
+    rec.agent_names.push_back(info.name);
+    rec.world += info.ranks;
+    job.result.agents.push_back(std::move(info));
+  }
+  rec.ranks_per_agent = fit.per_agent;
+  running_[id] = &job;
+  job_threads_[id] = std::thread([this, &job] { RunJob(job); });
+  return true;
 }
 
 void Coordinator::WaitForRestartedAgents(Job& job, MutexLock& lk) {
@@ -94,132 +177,37 @@ void Coordinator::WaitForRestartedAgents(Job& job, MutexLock& lk) {
   }
 }
 
-size_t Coordinator::EligibleAgents(int want_accel) const {
-  size_t n = 0;
-  for (const auto& [name, a] : agents_) n += want_accel == 0 || a.info.ranks >= want_accel ? 1 : 0;
-  return n;
-}
-
-std::string Coordinator::UnplacedReason(size_t want_agents, int want_accel, size_t eligible) const {
-  std::vector<std::string> offered;
-  for (const auto& [name, a] : agents_) offered.push_back(absl::StrCat(name, ": ", a.info.ranks));
-  const std::string need =
-      want_agents > 0 ? absl::StrCat(want_agents, " agent(s)") : std::string("at least 1 agent");
-  const std::string accel = want_accel > 0 ? absl::StrCat(" with at least ", want_accel, " accelerator(s) each")
-                                           : std::string();
-  const std::string have =
-      agents_.empty() ? std::string("none attached")
-                      : absl::StrCat(agents_.size(), " attached (accelerators: ", NameList(offered), ")",
-                                     want_accel > 0 ? absl::StrCat(", ", eligible, " of them eligible") : "");
-  return absl::StrCat("needs ", need, accel, "; ", have);
-}
-
-absl::Status Coordinator::CheckFleetCanPlace(const JobRequest& request) const {
-  // A job that waits for agents, or one submitted while the previous session's agents reattach, may still find
-  // its fleet: it queues.
-  if (request.wait_for_agents_s > 0 || options_.now() < restart_grace_until_) return absl::OkStatus();
-  const size_t want_agents = request.agents > 0 ? static_cast<size_t>(request.agents) : 0;
-  const size_t eligible = EligibleAgents(request.accelerators_per_agent);
-  if (eligible >= std::max<size_t>(1, want_agents)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("job not queued: the attached fleet cannot place it: it ",
-                   UnplacedReason(want_agents, request.accelerators_per_agent, eligible),
-                   " (attach more agents, lower --agents or --accelerators-per-agent, or use --wait-for-agents "
-                   "SECONDS to wait for them)"));
-}
-
-void Coordinator::FailUnplaced(Job& job, size_t eligible) {
-  JobRecord& rec = job.rec;
-  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
-  EndJob(job, JobState::kFailed,
-         absl::StrCat("job ", rec.id, " ", UnplacedReason(want_agents, rec.accelerators_per_agent, eligible),
-                      rec.wait_for_agents_s > 0 ? absl::StrCat(" after waiting ", rec.wait_for_agents_s, " s")
-                                                : std::string(" (use --wait-for-agents SECONDS to wait for them)")),
-         true);
-}
-
-bool Coordinator::Place(Job& job, MutexLock& lk) {
-  JobRecord& rec = job.rec;
-  WaitForRestartedAgents(job, lk);
-  const size_t want_agents = rec.agents > 0 ? static_cast<size_t>(rec.agents) : 0;  // 0 = all eligible
-  const int want_accel = rec.accelerators_per_agent;
-  auto eligible = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::vector<const Agent*> v;
-    for (const auto& [name, a] : agents_) {
-      if (want_accel == 0 || a.info.ranks >= want_accel) v.push_back(&a);
-    }
-    return v;
-  };
-  auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return eligible().size() >= std::max<size_t>(1, want_agents); };
-  if (!enough() && rec.wait_for_agents_s > 0) {
-    JobEventData e;
-    e.message = absl::StrCat("job ", rec.id, " waits up to ", rec.wait_for_agents_s, " s for ",
-                             std::max<size_t>(1, want_agents), " agent(s); ", agents_.size(), " attached");
-    Emit(job, std::move(e));
-    cv_.WaitFor(&lk, std::chrono::seconds(rec.wait_for_agents_s),
-                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return enough() || job.cancel_requested || stopping_; });
-  }
-  if (job.cancel_requested) {
-    EndJob(job, JobState::kCancelled, absl::StrCat("job ", rec.id, " cancelled while waiting for agents"), false);
-    return false;
-  }
-  if (stopping_) {  // not started: it stays queued in the store and runs after the restart
-    queue_.push_front(rec.id);
-    return false;
-  }
-  const std::vector<const Agent*> ok = eligible();
-  if (!enough()) {
-    FailUnplaced(job, ok.size());
-    return false;
-  }
-  std::vector<const Agent*> chosen = ok;
-  if (want_agents > 0) chosen.resize(want_agents);
-  int per_agent = want_accel;
-  if (per_agent == 0) {
-    per_agent = chosen.front()->info.ranks;
-    bool same = true;
-    std::vector<std::string> offered;
-    for (const Agent* a : chosen) {
-      same = same && a->info.ranks == per_agent;
-      offered.push_back(absl::StrCat(a->info.name, ": ", a->info.ranks));
-    }
-    if (!same) {
-      EndJob(job, JobState::kFailed,
-             absl::StrCat("job ", rec.id, ": its agents offer different numbers of accelerators (", NameList(offered),
-                          "); every agent must run the same number (MLPerf): pass --accelerators-per-agent N"),
-             true);
-      return false;
-    }
-  }
-  int world = 0;
-  for (const Agent* a : chosen) {
-    AgentInfo info = a->info;
-    info.first_rank = world;
-    info.ranks = per_agent;
-    world += per_agent;
-    job.agent_index[info.name] = rec.agent_names.size();
-    rec.agent_names.push_back(info.name);
-    job.result.agents.push_back(info);
-  }
-  rec.world = world;
-  rec.ranks_per_agent = per_agent;
-  return true;
-}
-
 void Coordinator::RunJob(Job& job) {
   MutexLock lk(&mu_);
-  if (!StartJob(job, lk)) return;
-  const bool ok = RunPhases(job, lk);
-  FinishJob(job, lk, ok);
+  if (StartJob(job, lk)) {
+    const bool ok = RunPhases(job, lk);
+    FinishJob(job, lk, ok);
+  }
   job.folder.reset();  // a finished job holds no descriptor (jobs stay in jobs_ for status and results)
+  // The job lets go of its agents; the runner joins this thread and places the next job.
+  running_.erase(job.rec.id);
+  ended_threads_.push_back(job.rec.id);
+  cv_.notify_all();
 }
 
 bool Coordinator::StartJob(Job& job, MutexLock& lk) {
+  JobRecord& rec = job.rec;
   if (job.cancel_requested) {
-    EndJob(job, JobState::kCancelled, absl::StrCat("job ", job.rec.id, " cancelled before it started"), false);
+    EndJob(job, JobState::kCancelled, absl::StrCat("job ", rec.id, " cancelled before it started"), false);
     return false;
   }
-  if (!Place(job, lk)) return false;
+  if (stopping_) {  // not started: it stays queued in the store and runs after the restart, placed anew
+    rec.agent_names.clear();
+    rec.world = rec.ranks_per_agent = 0;
+    job.agent_index.clear();
+    job.result.agents.clear();
+    auto at = std::find_if(queue_.begin(), queue_.end(),
+                           [&](const std::string& q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                             return jobs_.at(q)->rec.seq > rec.seq;
+                           });
+    queue_.insert(at, rec.id);
+    return false;
+  }
   // What the job's own values make impossible on the fleet it got (plan/preflight.h) ends it here, before any
   // phase (the "warning:" events of WarnUnmeasured below are the harmless kind).
   const JobWorld placed{static_cast<int64_t>(job.rec.agent_names.size()), job.rec.ranks_per_agent};
@@ -234,7 +222,6 @@ bool Coordinator::StartJob(Job& job, MutexLock& lk) {
   if (job.spec.file_shuffle == ShuffleMode::kRandom || job.spec.sample_shuffle == ShuffleMode::kRandom) {
     job.spec.seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
   }
-  JobRecord& rec = job.rec;
   job.result.job_id = rec.id;
   job.result.spec = job.spec;
   job.result.world = rec.world;
@@ -296,7 +283,7 @@ bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
 
 void Coordinator::FinishJob(Job& job, MutexLock& lk, bool ok) {
   JobRecord& rec = job.rec;
-  driver_.End();
+  job.driver.End();
   if (job.completed_epoch > rec.epochs_done) {  // the last epoch: the final WriteResults below writes its files
     rec.epochs_done = job.completed_epoch;
     Save(job);
@@ -344,7 +331,7 @@ void Coordinator::FinishJob(Job& job, MutexLock& lk, bool ok) {
 
 bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseKind kind,
                            int epoch, const PhaseOrder& ckpt) {
-  driver_.Begin({job.rec.id, phase_id, kind, epoch, &job.result.agents, &job.agent_index}, options_.now());
+  job.driver.Begin({job.rec.id, phase_id, kind, epoch, &job.result.agents, &job.agent_index}, options_.now());
   job.rec.phase_id = phase_id;
   job.done = job.total = 0;
   if (job.spec_yaml.empty()) job.spec_yaml = ToYaml(job.spec);
@@ -360,7 +347,7 @@ bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id,
   // result files, then the store (which then names this phase, for a restart).
   RecordCompletedEpoch(job, lk);
   WaitForPhase(job, lk);
-  if (!driver_.error().empty() || job.cancel_requested || stopping_) {
+  if (!job.driver.error().empty() || job.cancel_requested || stopping_) {
     StopPhase(job, lk);
     return false;
   }
@@ -377,12 +364,12 @@ void Coordinator::SendPhaseOrders(Job& job, PhaseKind kind, int epoch, const Pha
   for (size_t i = 0; i < job.rec.agent_names.size(); ++i) {
     auto it = agents_.find(job.rec.agent_names[i]);
     if (it == agents_.end()) {
-      driver_.Detached(i);
+      job.driver.Detached(i);
       break;
     }
     PhaseOrder o;
     o.job_id = job.rec.id;
-    o.phase_id = driver_.id();
+    o.phase_id = job.driver.id();
     o.kind = kind;
     o.workload_yaml = job.spec_yaml;
     o.s3_secret_access_key = job.spec.s3_secret_access_key;
@@ -395,7 +382,8 @@ void Coordinator::SendPhaseOrders(Job& job, PhaseKind kind, int epoch, const Pha
     o.checkpoint_load = ckpt.checkpoint_load;
     o.checkpoint_index = ckpt.checkpoint_index;
     o.checkpoint_step = ckpt.checkpoint_step;
-    driver_.Order(i, it->second.link, o);
+    o.share_agent = job.rec.share_agents;
+    job.driver.Order(i, it->second.link, o);
   }
 }
 
@@ -405,11 +393,11 @@ void Coordinator::WaitForPhase(Job& job, MutexLock& lk) {
           ? std::chrono::milliseconds(static_cast<int64_t>(job.rec.barrier_timeout_s * 1000))
           : options_.barrier_timeout;
   Clock::time_point last_emit = options_.now();
-  while (driver_.error().empty() && !job.cancel_requested && !stopping_ && !driver_.settled()) {
+  while (job.driver.error().empty() && !job.cancel_requested && !stopping_ && !job.driver.settled()) {
     // 200 ms: how late a barrier timeout may be noticed; events themselves wake this loop at once.
     cv_.WaitFor(&lk, std::chrono::milliseconds(200));
     const Clock::time_point now = options_.now();
-    if (driver_.BarrierTimedOut(now, barrier_timeout)) break;
+    if (job.driver.BarrierTimedOut(now, barrier_timeout)) break;
     // Progress to watchers about once a second.
     if (now - last_emit < std::chrono::seconds(1)) continue;
     last_emit = now;
@@ -418,12 +406,12 @@ void Coordinator::WaitForPhase(Job& job, MutexLock& lk) {
 }
 
 void Coordinator::StopPhase(Job& job, MutexLock& lk) {
-  const std::string& phase_id = driver_.id();
-  const std::string where = driver_.generate() ? std::string() : absl::StrCat(" ", driver_.StepText());
-  if (!driver_.error().empty()) {
+  const std::string& phase_id = job.driver.id();
+  const std::string where = job.driver.generate() ? std::string() : absl::StrCat(" ", job.driver.StepText());
+  if (!job.driver.error().empty()) {
     job.end_state = JobState::kFailed;
-    job.end_message = driver_.error();
-    job.refused = driver_.refused();
+    job.end_message = job.driver.error();
+    job.refused = job.driver.refused();
   } else if (job.cancel_requested) {
     job.end_state = JobState::kCancelled;
     job.end_message = absl::StrCat("job ", job.rec.id, " cancelled during phase ", phase_id, where);
@@ -438,9 +426,9 @@ void Coordinator::StopPhase(Job& job, MutexLock& lk) {
     auto it = agents_.find(name);
     if (it != agents_.end()) it->second.link->Cancel(job.rec.id, job.end_message);
   }
-  cv_.WaitFor(&lk, options_.stop_grace, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return driver_.settled(); });
-  if (!driver_.settled()) {
-    job.end_message += absl::StrCat("; agent(s) ", NameList(driver_.Unsettled()), " did not confirm the stop within ",
+  cv_.WaitFor(&lk, options_.stop_grace, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return job.driver.settled(); });
+  if (!job.driver.settled()) {
+    job.end_message += absl::StrCat("; agent(s) ", NameList(job.driver.Unsettled()), " did not confirm the stop within ",
                                     SecsText(options_.stop_grace));
   } else if (job.end_state != JobState::kFailed) {
     job.end_message += absl::StrFormat("; every agent stopped within %.2f s",
@@ -449,10 +437,10 @@ void Coordinator::StopPhase(Job& job, MutexLock& lk) {
 }
 
 void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
-  const std::string phase_id = driver_.id();
-  const bool generate = driver_.generate();
+  const std::string phase_id = job.driver.id();
+  const bool generate = job.driver.generate();
   // Every PhaseDone is in (the phase settled): the results are ours, also while the lock is released for the trace.
-  std::vector<RankEpochResult> results = driver_.TakeResults();
+  std::vector<RankEpochResult> results = job.driver.TakeResults();
   if (job.spec.trace && !generate) {
     if (!job.trace) {
       absl::StatusOr<std::shared_ptr<const ConfinedDir>> dir = JobFolder(job);
@@ -497,22 +485,22 @@ void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
 }
 
 void Coordinator::EmitProgress(Job& job) {
-  PhaseProgress& progress = driver_.progress();
+  PhaseProgress& progress = job.driver.progress();
   const std::optional<AgentProgress> fleet = progress.Fleet();
   if (!fleet || !progress.Publish(*fleet)) return;
   job.done = fleet->done;
   job.total = fleet->total;
   JobEventData e;
-  e.phase_id = driver_.id();
+  e.phase_id = job.driver.id();
   e.done = fleet->done;
   e.total = fleet->total;
   e.samples = fleet->samples;
   e.bytes = fleet->bytes;
-  if (!driver_.generate() && job.spec.train) {
-    e.epoch = driver_.epoch();
+  if (!job.driver.generate() && job.spec.train) {
+    e.epoch = job.driver.epoch();
     e.epochs_total = static_cast<int>(job.spec.epochs);
   }
-  if (driver_.train()) e.live_au = progress.WindowedAuPercent(*fleet, options_.now());
+  if (job.driver.train()) e.live_au = progress.WindowedAuPercent(*fleet, options_.now());
   Emit(job, std::move(e));
 }
 

@@ -10,25 +10,30 @@ namespace dlio {
 namespace {
 
 // Version of the table layout, kept in the `meta` table; a store written by a newer layout is refused. Version 2
-// added the `verdict` column (an older store gets it, empty, when opened).
-constexpr int kSchemaVersion = 2;
+// added the `verdict` column, version 3 the `placement` column (JSON: the requested agent names and whether the job
+// shares agents); an older store gets them, empty, when opened.
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kColumns =
     "id, seq, state, source_name, workload_yaml, overrides, agents, accelerators_per_agent, wait_for_agents_s, "
     "barrier_timeout_s, submitted_unix_us, started_unix_us, ended_unix_us, agent_names, world, ranks_per_agent, "
-    "phase_id, epochs_done, epochs_total, message, has_results, verdict";
+    "phase_id, epochs_done, epochs_total, message, has_results, verdict, placement";
 
 std::string ToJsonArray(const std::vector<std::string>& v) { return nlohmann::json(v).dump(); }
 
-std::vector<std::string> FromJsonArray(const unsigned char* text) {
-  if (text == nullptr) return {};
-  nlohmann::json j = nlohmann::json::parse(reinterpret_cast<const char*>(text), nullptr, /*allow_exceptions=*/false);
+std::vector<std::string> FromJsonArray(const nlohmann::json& j) {
   std::vector<std::string> out;
   if (!j.is_array()) return out;
   for (const auto& e : j) {
     if (e.is_string()) out.push_back(e.get<std::string>());
   }
   return out;
+}
+
+std::vector<std::string> FromJsonArray(const unsigned char* text) {
+  if (text == nullptr) return {};
+  return FromJsonArray(
+      nlohmann::json::parse(reinterpret_cast<const char*>(text), nullptr, /*allow_exceptions=*/false));
 }
 
 std::string Text(sqlite3_stmt* st, int col) {
@@ -112,11 +117,14 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path
       "source_name TEXT, workload_yaml TEXT, overrides TEXT, agents INTEGER, accelerators_per_agent INTEGER, "
       "wait_for_agents_s INTEGER, barrier_timeout_s REAL, submitted_unix_us INTEGER, started_unix_us INTEGER, "
       "ended_unix_us INTEGER, agent_names TEXT, world INTEGER, ranks_per_agent INTEGER, phase_id TEXT, "
-      "epochs_done INTEGER, epochs_total INTEGER, message TEXT, has_results INTEGER, verdict TEXT);"
+      "epochs_done INTEGER, epochs_total INTEGER, message TEXT, has_results INTEGER, verdict TEXT, placement TEXT);"
       "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '",
       kSchemaVersion, "')");
   if (found_version == 1) {  // layout 1 had no verdict column
     if (absl::Status s = store->Exec("ALTER TABLE jobs ADD COLUMN verdict TEXT"); !s.ok()) return s;
+  }
+  if (found_version == 1 || found_version == 2) {  // layouts 1 and 2 had no placement column
+    if (absl::Status s = store->Exec("ALTER TABLE jobs ADD COLUMN placement TEXT"); !s.ok()) return s;
   }
   if (absl::Status s = store->Exec(schema.c_str()); !s.ok()) return s;
   return store;
@@ -142,7 +150,7 @@ absl::Status JobStore::Put(const JobRecord& r) {
   MutexLock lk(&mu_);
   Stmt st;
   const std::string sql = absl::StrCat("INSERT OR REPLACE INTO jobs(", kColumns,
-                                       ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                                       ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &st.st, nullptr) != SQLITE_OK) return Error("prepare");
   const std::string overrides = ToJsonArray(r.overrides), agents = ToJsonArray(r.agent_names);
   int i = 0;
@@ -172,6 +180,9 @@ absl::Status JobStore::Put(const JobRecord& r) {
   text(r.message);
   integer(r.has_results ? 1 : 0);
   text(r.verdict_json);
+  const std::string placement =
+      nlohmann::json{{"agent_names", r.requested_agents}, {"share_agents", r.share_agents}}.dump();
+  text(placement);
   if (sqlite3_step(st.st) != SQLITE_DONE) return Error(absl::StrCat("saving job ", r.id).c_str());
   return absl::OkStatus();
 }
@@ -247,6 +258,11 @@ absl::StatusOr<std::vector<JobRecord>> JobStore::LoadAll() const {
     r.message = Text(st.st, c++);
     r.has_results = sqlite3_column_int(st.st, c++) != 0;
     r.verdict_json = Text(st.st, c++);
+    const nlohmann::json placement = nlohmann::json::parse(Text(st.st, c++), nullptr, /*allow_exceptions=*/false);
+    if (placement.is_object()) {
+      r.requested_agents = FromJsonArray(placement.value("agent_names", nlohmann::json::array()));
+      r.share_agents = placement.value("share_agents", false);
+    }
     const std::optional<JobState> s = ParseJobState(state);
     if (!s) return absl::DataLossError(absl::StrCat("job store '", path_, "': job ", r.id, " has state '", state, "'"));
     r.state = *s;

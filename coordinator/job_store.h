@@ -48,6 +48,8 @@ struct JobRecord {
   int accelerators_per_agent = 0;        // 0 = what the agents offer (all equal)
   int wait_for_agents_s = 0;
   double barrier_timeout_s = 0;          // 0 = the coordinator's default
+  std::vector<std::string> requested_agents;  // --agent-names: exactly these agents, in rank order (empty = any)
+  bool share_agents = false;             // --share-agents: may share agents with other jobs (disjoint accelerators)
   // What happened. Times are wall-clock UNIX microseconds, 0 = not reached.
   int64_t submitted_unix_us = 0;
   int64_t started_unix_us = 0;

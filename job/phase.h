@@ -38,6 +38,7 @@ struct PhaseOrder {
   int checkpoint_index = 1;
   int64_t checkpoint_step = 0;
   std::string s3_secret_access_key;  // the job's S3 secret, beside the workload (never inside it)
+  bool share_agent = false;    // the job runs with --share-agents: other sharing jobs may run on this agent too
 };
 
 }  // namespace dlio

@@ -242,6 +242,7 @@ void ToProto(const PhaseOrder& o, v1::RunPhase* out) {
   out->set_checkpoint_load(o.checkpoint_load);
   out->set_checkpoint_index(static_cast<uint32_t>(o.checkpoint_index));
   out->set_checkpoint_step(static_cast<uint64_t>(o.checkpoint_step));
+  out->set_share_agent(o.share_agent);
 }
 
 PhaseOrder FromProto(const v1::RunPhase& r) {
@@ -260,6 +261,7 @@ PhaseOrder FromProto(const v1::RunPhase& r) {
   o.checkpoint_load = r.checkpoint_load();
   o.checkpoint_index = Saturated<int>(r.checkpoint_index());
   o.checkpoint_step = Saturated<int64_t>(r.checkpoint_step());
+  o.share_agent = r.share_agent();
   return o;
 }
 
