@@ -150,7 +150,7 @@ TEST(CheckPreRun, RefusalsThenTheFleetAsOneInvalidArgument) {
 TEST(SubmissionOf, TheJobAsLoadedWithTheTraceOverrideLast) {
   absl::StatusOr<LoadedJob> job = LoadedJob::FromText("dir/job.yaml", kJob, {"train.epochs=2"});
   ASSERT_TRUE(job.ok());
-  const JobRequest r = SubmissionOf(*job, JobPlacement{2, 4, -5, -1.0}, /*trace=*/true);
+  const JobRequest r = SubmissionOf(*job, JobPlacement{2, 4, -5, -1.0, {}, false}, /*trace=*/true);
   EXPECT_EQ(r.workload_yaml, kJob);
   EXPECT_THAT(r.overrides, ElementsAre("train.epochs=2", "dlio_ext.trace=true"));
   EXPECT_EQ(r.source_name, "dir/job.yaml");
