@@ -12,7 +12,9 @@ rounds, medians compared (ratio = median(agent) / median(reference)):
   get-100KiB-inflight, get-2MiB-inflight  (issue 27) --inflight-threads loader threads (1: the rate per loader
               thread) with --in-flight GETs in flight each, against the reference with as many client threads as
               the agent has GETs in flight (the same concurrency), and against the agent with 1 in flight (today's
-              path): two rows, "<case>" (vs the reference) and "<case>-vs-1" (vs one in flight)
+              path), and against the reference with as many threads as the agent, each keeping --in-flight GETs in
+              flight over a libcurl multi handle (the same concurrency from the same number of threads): three rows,
+              "<case>" (vs the threaded reference), "<case>-vs-multi" and "<case>-vs-1" (vs one in flight)
 Agent rate: bytes read over the wall time from the first epoch's start to the last epoch's end (0_per_epoch_stats),
 as bench.py measures its read cases; generation: the generate phase's bytes over its seconds (summary.json).
 Reference rate: bytes over the time from its first request to its last answer.
@@ -30,7 +32,8 @@ import time
 
 MIB = 1 << 20
 TARGETS = {"get-2MiB": 0.90, "get-100KiB": 0.80, "put-2MiB": 0.80, "get-100KiB-inflight": 0.90,
-           "get-100KiB-inflight-vs-1": 1.50, "get-2MiB-inflight": 0.95, "get-2MiB-inflight-vs-1": 0.0}
+           "get-100KiB-inflight-vs-1": 1.50, "get-2MiB-inflight": 0.95, "get-2MiB-inflight-vs-1": 0.0,
+           "get-100KiB-inflight-vs-multi": 0.90, "get-2MiB-inflight-vs-multi": 0.95}
 
 
 def log(msg):
@@ -156,18 +159,22 @@ class Bench:
         threads, window = self.args.inflight_threads, self.args.in_flight
         self.agent(f"{name}-gen", job_yaml("bench", prefix, files, record, 1, True, False, threads))
         keyfile = self.keys(prefix, files, record)
-        ours, one, theirs = [], [], []
+        ours, one, theirs, multi = [], [], [], []
         for r in range(self.args.rounds):
             a = self.agent(f"{name}-{r}", job_yaml("bench", prefix, files, record, epochs, False, True, threads, window))
             a1 = self.agent(f"{name}-1-{r}", job_yaml("bench", prefix, files, record, epochs, False, True, threads, 1))
             b, breq = self.ref("get", "bench", keyfile, str(threads * window), str(epochs))
+            bm, _ = self.ref("get", "bench", keyfile, str(threads), str(epochs), str(window))
             ours.append(a)
             one.append(a1)
             theirs.append(b)
+            multi.append(bm)
             log(f"  {name} round {r + 1}: agent {a / 1e6:.0f} MB/s ({window} in flight), {a1 / 1e6:.0f} MB/s (1), "
-                f"reference {b / 1e6:.0f} MB/s ({threads * window} threads)")
+                f"reference {b / 1e6:.0f} MB/s ({threads * window} threads), {bm / 1e6:.0f} MB/s ({threads} x "
+                f"{window} in flight)")
         what = f"{threads} loader thread(s) x {window} in flight, {files} objects of {record / 1024:.0f} KiB x {epochs} epochs"
         self.add(name, ours, theirs, f"{what}; reference {threads * window} threads")
+        self.add(f"{name}-vs-multi", ours, multi, f"{what}; reference {threads} thread(s) x {window} in flight")
         self.add(f"{name}-vs-1", ours, one, f"{what}; the 'reference' column is the agent with 1 in flight")
 
     def put_case(self, name, files, record):
