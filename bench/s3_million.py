@@ -120,7 +120,7 @@ class Million:
     def stop_gateway(self):
         subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "stop", self.gw])
 
-    def run(self, tag, text):
+    def run(self, tag, text, trace=True):
         d = os.path.join(self.work, "runs", tag)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
@@ -128,7 +128,7 @@ class Million:
             f.write(text)
         argv = [os.path.join(self.args.bin_dir, "dlio-coordinator"), "run", os.path.join(d, "job.yaml"),
                 "--local-agents", "1", "--data-root", d, "--results-dir", os.path.join(d, "results"), "--output",
-                os.path.join(d, "out"), "--trace", os.path.join(d, "trace.json")]
+                os.path.join(d, "out")] + (["--trace", os.path.join(d, "trace.json")] if trace else [])
         t0 = time.time()
         p = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         peak = {"kib": 0}
@@ -151,7 +151,7 @@ class Million:
 
     def generate(self):
         a = self.args
-        d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False))
+        d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False), False)
         log(f"generated {a.objects} objects in {secs:.0f} s ({a.objects / secs:.0f} PUTs/s)")
         self.gen_seconds = secs
 

@@ -109,10 +109,12 @@ size_t OnSlotWrite(char* data, size_t size, size_t n, void* user) {
 }  // namespace
 
 S3ReadAhead::S3ReadAhead(S3Client& client)
-    : client_(client), window_(static_cast<size_t>(std::max(1, client.config().requests_in_flight))) {
+    : client_(client),
+      in_flight_(static_cast<size_t>(std::max(1, client.config().requests_in_flight))),
+      window_(2 * in_flight_) {
   const S3Config& c = client.config();
   multi_ = curl_multi_init();
-  const long window = static_cast<long>(window_.capacity());
+  const long window = static_cast<long>(in_flight_);
   // One connection per slot, kept in the multi handle's cache between requests (HTTP/1.1: one request each).
   curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, window);
   curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, window);
@@ -180,30 +182,36 @@ void S3ReadAhead::Start(int slot, const std::string& key) {
     return;
   }
   s.active = true;
+  ++active_;
 }
 
 void S3ReadAhead::Drop(int slot) {
   Slot& s = *slots_[static_cast<size_t>(slot)];
   // A request that went out is counted, with the bytes it got so far, whether or not it had finished.
   stats_.Record(S3Op::kGet, s.got, (s.active ? internal::NowNs() : s.t1) - s.t0, s.status, false);
-  if (s.active) curl_multi_remove_handle(multi_, s.easy);  // abandons the transfer (its connection may close)
+  if (s.active) {
+    curl_multi_remove_handle(multi_, s.easy);  // abandons the transfer (its connection may close)
+    --active_;
+  }
   s.active = false;
 }
 
 void S3ReadAhead::Refill(S3KeySource& source) {
   if (source_done_) return;
-  const size_t limit = ReadAheadLimit(window_.capacity(), largest_);
-  while (window_.size() < limit) {
+  // At most in_flight_ transfers, and at most twice that many answers held (finished ones wait for their turn
+  // without holding back the next transfers), all within the byte budget.
+  const size_t held = ReadAheadLimit(window_.capacity(), largest_);
+  while (active_ < in_flight_ && window_.size() < held) {
     const std::string* key = source.Next();
     if (key == nullptr) {
       source_done_ = true;
       return;
     }
-    Start(window_.Push(key, limit), *key);
+    Start(window_.Push(key, held), *key);
   }
 }
 
-void S3ReadAhead::WaitFront() {
+void S3ReadAhead::WaitFront(S3KeySource& source) {
   const int front = window_.front();
   while (!window_.done(front)) {
     int running = 0;
@@ -217,9 +225,11 @@ void S3ReadAhead::WaitFront() {
       s->t1 = internal::NowNs();
       curl_multi_remove_handle(multi_, s->easy);
       s->active = false;
+      --active_;
       window_.MarkDone(s->index);
     }
     if (window_.done(front)) break;
+    Refill(source);  // a finished transfer's place goes to the next key at once
     // 100 ms: a bound on one wait only (any socket event ends it at once); the transfers' own limits are the
     // connect and stall timeouts of S3Config.
     curl_multi_poll(multi_, nullptr, 0, 100, nullptr);
@@ -238,7 +248,7 @@ absl::StatusOr<uint64_t> S3ReadAhead::Get(const std::string& key, S3KeySource& s
   }
   for (; pos > 0; --pos) Drop(window_.PopFront());  // keys the reader did not ask for after all
   Refill(source);
-  WaitFront();
+  WaitFront(source);
   Slot& s = *slots_[static_cast<size_t>(window_.front())];
   const bool ok = s.rc == CURLE_OK && s.status >= 200 && s.status < 300;
   const uint64_t bytes = s.got, ns = s.t1 - s.t0;

@@ -10,8 +10,10 @@
 //  - ReadAheadWindow (pure logic, no I/O): up to `limit` keys in flight in a ring of slots, consumed in the order
 //    they were issued whatever the order they complete in: what keeps the prefetch queue's order (samples are
 //    delivered in the plan's order).
-//  - ReadAheadLimit(): how many of the window's slots may be in flight given the largest object seen, so that a
-//    thread holds at most kReadAheadBytes of answers (a 140 MB unet3d object reads one at a time, as before).
+//  - S3ReadAhead keeps up to `requests_in_flight` transfers going and holds up to twice that many answers (a
+//    finished answer waiting for its turn does not hold back the next transfer: the window has 2 x that many slots).
+//  - ReadAheadLimit(): how many of the window's slots may be used given the largest object seen, so that a thread
+//    holds at most kReadAheadBytes of answers (a 140 MB unet3d object reads one at a time, as before).
 //  - S3ReadAhead::Get(key): the next whole object, from the window when `key` is its front (the GETs before it that
 //    the reader no longer asks for are dropped, and counted as requests with the bytes they got), else by the
 //    client's one-request path. Only answers 2xx in one
@@ -112,11 +114,13 @@ class S3ReadAhead {
  private:
   void Refill(S3KeySource& source);
   void Start(int slot, const std::string& key);
-  // Runs the transfers until the front is done (polling the sockets), refilling as slots finish.
-  void WaitFront();
+  // Runs the transfers until the front is done (polling the sockets), refilling as transfers finish.
+  void WaitFront(S3KeySource& source);
   void Drop(int slot);
 
   S3Client& client_;
+  const size_t in_flight_;  // S3Config::requests_in_flight: transfers at once
+  size_t active_ = 0;       // transfers added to multi_ and not finished
   CURLM* multi_ = nullptr;
   curl_slist* headers_ = nullptr;  // x-amz-content-sha256, built once for every slot
   ReadAheadWindow window_;
