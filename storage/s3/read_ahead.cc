@@ -197,16 +197,12 @@ void S3ReadAhead::Drop(int slot) {
 }
 
 void S3ReadAhead::Refill(S3KeySource& source) {
-  if (source_done_) return;
   // At most in_flight_ transfers, and at most twice that many answers held (finished ones wait for their turn
   // without holding back the next transfers), all within the byte budget.
   const size_t held = ReadAheadLimit(window_.capacity(), largest_);
   while (active_ < in_flight_ && window_.size() < held) {
     const std::string* key = source.Next();
-    if (key == nullptr) {
-      source_done_ = true;
-      return;
-    }
+    if (key == nullptr) return;  // none now (asked again at the next refill)
     Start(window_.Push(key, held), *key);
   }
 }

@@ -48,7 +48,8 @@ namespace dlio {
 class S3KeySource {
  public:
   virtual ~S3KeySource() = default;
-  // The next key, or null when there is none.
+  // The next key, or null when there is none now (the read-ahead asks again later: a source may hold its keys
+  // back, as the loader's does beyond its prefetch bound).
   virtual const std::string* Next() = 0;
 };
 
@@ -126,7 +127,6 @@ class S3ReadAhead {
   ReadAheadWindow window_;
   std::vector<std::unique_ptr<Slot>> slots_;
   uint64_t largest_ = 0;  // the largest object taken so far (ReadAheadLimit)
-  bool source_done_ = false;
   S3Stats stats_;
 };
 
