@@ -1,12 +1,83 @@
 #include "agent/loader.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "base/scheduling.h"
 #include "base/sleep.h"
+#include "job/format_traits.h"
+#include "storage/s3/read_ahead.h"
 
 namespace dlio {
+namespace {
+
+// The keys an index-mode loader thread reads, in its order (storage/s3/read_ahead.h): the files of its batches'
+// samples, walked through the plan a slice at a time as the thread itself does, a file read again right after itself
+// named once when the reader keeps the file read last (reader.read_type: memory, readers/whole_file.h).
+// The prefetch bound holds for the GETs too: the keys of the thread's next batch are given only while it reads the
+// batch before it and its queue has room for that one (`room`); null until then (the read-ahead asks again).
+class IndexKeySource final : public S3KeySource {
+ public:
+  IndexKeySource(const EpochPlan& plan, const std::vector<std::string>& files, int64_t rank, int64_t first_batch,
+                 int64_t stride, int64_t steps, int64_t batch, bool keep_last, const int64_t* reading,
+                 std::function<bool()> room)
+      : plan_(plan), files_(files), rank_(rank), k_(first_batch), stride_(stride), steps_(steps), batch_(batch),
+        keep_last_(keep_last), reading_(reading), room_(std::move(room)),
+        slice_(static_cast<size_t>(std::min<int64_t>(batch, kSlice))) {
+    next_ = k_ * batch_;
+  }
+
+  const std::string* Next() override {
+    while (k_ < steps_) {
+      if (j_ == count_) {  // the next slice of this batch, or the thread's next batch
+        if (next_ == (k_ + 1) * batch_) {
+          if (k_ + stride_ > *reading_ && (k_ > *reading_ || !room_())) return nullptr;
+          k_ += stride_;
+          next_ = k_ * batch_;
+          continue;
+        }
+        count_ = std::min(kSlice, (k_ + 1) * batch_ - next_);
+        plan_.RankSlice(rank_, next_, count_, slice_.data());
+        next_ += count_;
+        j_ = 0;
+      }
+      const std::string* key = &files_[slice_[static_cast<size_t>(j_++)].file];
+      if (keep_last_ && key == last_) continue;
+      last_ = key;
+      return key;
+    }
+    return nullptr;
+  }
+
+  static constexpr int64_t kSlice = 1024;  // samples per RankSlice call, as IndexThread
+
+ private:
+  const EpochPlan& plan_;
+  const std::vector<std::string>& files_;
+  const int64_t rank_;
+  int64_t k_;              // the batch being walked
+  const int64_t stride_, steps_, batch_;
+  const bool keep_last_;
+  const int64_t* reading_;             // the batch the thread reads now (its own variable: same thread)
+  std::function<bool()> room_;         // the thread's queue can take a batch without waiting
+  std::vector<SampleRef> slice_;
+  int64_t next_ = 0;       // the batch's next sample to slice
+  int64_t count_ = 0;      // samples in slice_
+  int64_t j_ = 0;          // next of them
+  const std::string* last_ = nullptr;
+};
+
+// Whole-object GETs of s3 with more than one in flight (dlio_ext.s3_requests_in_flight): the formats read through
+// ReadFile(), one GET per file (format_traits.h).
+bool ReadsAhead(const Format& f) {
+  const FormatOptions& o = f.options();
+  if (o.io_engine != IoEngine::kS3 || o.s3 == nullptr || o.s3->requests_in_flight <= 1) return false;
+  const FormatTraits& tr = FormatTraitsOf(f.name());
+  return tr.reads_objects && !tr.ranged_gets && !tr.streams;
+}
+
+}  // namespace
 
 Loader::Loader(const LoaderConfig& cfg, int64_t steps, const std::atomic<bool>* cancel)
     : cfg_(cfg), steps_(steps), external_cancel_(cancel) {
@@ -128,7 +199,20 @@ void Loader::IndexThread(int t) {
   std::vector<SampleRef> slice(static_cast<size_t>(std::min(b, kSlice)));
   Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
   uint64_t charged = stats.bytes();
+  // s3 read-ahead: the thread's keys in its order, for the s3 engine to ask for ahead (null: one GET at a time).
+  int64_t reading = t;
+  std::unique_ptr<IndexKeySource> keys;
+  if (ReadsAhead(*cfg_.format)) {
+    auto room = [&q] {  // once per batch boundary of the key source, not per sample
+      MutexLock lk(&q.mu);
+      return q.ready < q.capacity;
+    };
+    keys = std::make_unique<IndexKeySource>(*index_plan_, cfg_.files, index_rank_, t, cfg_.threads, steps_, b,
+                                            cfg_.format->options().read_in_memory, &reading, room);
+  }
+  S3KeySourceScope scope(keys.get());
   for (int64_t k = t; k < steps_; k += cfg_.threads) {
+    reading = k;
     for (int64_t first = k * b; first < (k + 1) * b; first += kSlice) {
       const int64_t count = std::min(kSlice, (k + 1) * b - first);
       index_plan_->RankSlice(index_rank_, first, count, slice.data());

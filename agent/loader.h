@@ -14,6 +14,10 @@
 // Threads: the caller's WorkerPool (persistent across epochs, as torch's persistent_workers) or the Loader's own.
 // Hot path: each thread owns its reader (reusable buffers) and its IoStats; the only synchronisation is one
 // mutex/condvar hand-off per *batch* on a per-thread (index) or per-rank (stream) queue, never per I/O.
+// S3 read-ahead (dlio_ext.s3_requests_in_flight > 1, formats with one whole-object GET per file): an index-mode
+// thread installs its key source (storage/s3/read_ahead.h) so the s3 engine keeps that many GETs of its next samples
+// in flight; samples are still taken in the plan's order, and the next batch's keys are given only while the thread
+// reads the batch before it and its queue has room for that one (one look at the queue's mutex per batch).
 // Cancellation: Cancel() (or the shared flag) stops the threads between samples; Next() then returns Cancelled.
 // Thread-safety: Next() is called by the rank's step thread only; Snapshot() from any thread.
 #pragma once

@@ -186,6 +186,7 @@ absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& 
                                  (spec.s3_secret_access_key.empty() && !c->secret_access_key.empty());
   c->force_path_style = spec.s3_force_path_style;
   c->max_attempts = static_cast<int>(spec.s3_max_attempts);
+  c->requests_in_flight = static_cast<int>(spec.s3_requests_in_flight);
   if (c->endpoint.empty()) {
     return absl::FailedPreconditionError(
         "storage.storage_options.endpoint_url: no S3 endpoint (set it in the job, in the agent's --s3-credentials "

@@ -5,9 +5,16 @@ libcurl with the same SigV4 signing), on a one-node Ceph RADOS Gateway that this
 
 Cases, each with the same objects and the same concurrency on both sides, the sides alternating for --rounds
 rounds, medians compared (ratio = median(agent) / median(reference)):
-  get-2MiB    unet3d-like: npz objects of ~2 MiB, whole-object GETs, 4 loader threads vs 4 client threads
+  get-2MiB    unet3d-like: npz objects of ~2 MiB, whole-object GETs, 4 loader threads vs 4 client threads, one GET
+              in flight per loader thread (dlio_ext.s3_requests_in_flight: 1)
   get-100KiB  resnet-like: npz objects of ~100 KiB, the same
   put-2MiB    generation by PUT: the agent's generate phase (its generation workers) vs as many PUT threads
+  get-100KiB-inflight, get-2MiB-inflight  (issue 27) --inflight-threads loader threads (1: the rate per loader
+              thread) with --in-flight GETs in flight each, against the reference with as many client threads as
+              the agent has GETs in flight (the same concurrency), and against the agent with 1 in flight (today's
+              path), and against the reference with as many threads as the agent, each keeping --in-flight GETs in
+              flight over a libcurl multi handle (the same concurrency from the same number of threads): three rows,
+              "<case>" (vs the threaded reference), "<case>-vs-multi" and "<case>-vs-1" (vs one in flight)
 Agent rate: bytes read over the wall time from the first epoch's start to the last epoch's end (0_per_epoch_stats),
 as bench.py measures its read cases; generation: the generate phase's bytes over its seconds (summary.json).
 Reference rate: bytes over the time from its first request to its last answer.
@@ -24,7 +31,9 @@ import sys
 import time
 
 MIB = 1 << 20
-TARGETS = {"get-2MiB": 0.90, "get-100KiB": 0.80, "put-2MiB": 0.80}
+TARGETS = {"get-2MiB": 0.90, "get-100KiB": 0.80, "put-2MiB": 0.80, "get-100KiB-inflight": 0.90,
+           "get-100KiB-inflight-vs-1": 1.50, "get-2MiB-inflight": 0.95, "get-2MiB-inflight-vs-1": 0.0,
+           "get-100KiB-inflight-vs-multi": 0.90, "get-2MiB-inflight-vs-multi": 0.95}
 
 
 def log(msg):
@@ -38,7 +47,7 @@ def run(argv, env, timeout=600):
     return p.stdout
 
 
-def job_yaml(bucket, prefix, files, record, epochs, generate, train, threads):
+def job_yaml(bucket, prefix, files, record, epochs, generate, train, threads, in_flight=1):
     return f"""model:
   name: s3bench
 framework: pytorch
@@ -65,6 +74,8 @@ train:
 output:
   metric:
     exclude_start_steps: 0
+dlio_ext:
+  s3_requests_in_flight: {in_flight}
 """
 
 
@@ -143,6 +154,29 @@ class Bench:
         self.add(name, ours, theirs, f"{threads} threads, {files} objects of {obj / 1024:.0f} KiB x {epochs} epochs; "
                  f"GETs/s {statistics.median(ours_req):.0f} vs {statistics.median(theirs_req):.0f}")
 
+    def inflight_case(self, name, files, record, epochs):
+        prefix = f"get-{record}"
+        threads, window = self.args.inflight_threads, self.args.in_flight
+        self.agent(f"{name}-gen", job_yaml("bench", prefix, files, record, 1, True, False, threads))
+        keyfile = self.keys(prefix, files, record)
+        ours, one, theirs, multi = [], [], [], []
+        for r in range(self.args.rounds):
+            a = self.agent(f"{name}-{r}", job_yaml("bench", prefix, files, record, epochs, False, True, threads, window))
+            a1 = self.agent(f"{name}-1-{r}", job_yaml("bench", prefix, files, record, epochs, False, True, threads, 1))
+            b, breq = self.ref("get", "bench", keyfile, str(threads * window), str(epochs))
+            bm, _ = self.ref("get", "bench", keyfile, str(threads), str(epochs), str(window))
+            ours.append(a)
+            one.append(a1)
+            theirs.append(b)
+            multi.append(bm)
+            log(f"  {name} round {r + 1}: agent {a / 1e6:.0f} MB/s ({window} in flight), {a1 / 1e6:.0f} MB/s (1), "
+                f"reference {b / 1e6:.0f} MB/s ({threads * window} threads), {bm / 1e6:.0f} MB/s ({threads} x "
+                f"{window} in flight)")
+        what = f"{threads} loader thread(s) x {window} in flight, {files} objects of {record / 1024:.0f} KiB x {epochs} epochs"
+        self.add(name, ours, theirs, f"{what}; reference {threads * window} threads")
+        self.add(f"{name}-vs-multi", ours, multi, f"{what}; reference {threads} thread(s) x {window} in flight")
+        self.add(f"{name}-vs-1", ours, one, f"{what}; the 'reference' column is the agent with 1 in flight")
+
     def put_case(self, name, files, record):
         threads = self.args.threads
         # The agent generates with min(8, cores / ranks) workers per rank (agent/generate_phase.cc GenerationWorkers); the
@@ -186,6 +220,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=4, help="loader threads = reference client threads")
+    ap.add_argument("--in-flight", type=int, default=8, help="the inflight cases' dlio_ext.s3_requests_in_flight")
+    ap.add_argument("--inflight-threads", type=int, default=1, help="the inflight cases' loader threads")
     ap.add_argument("--smoke", action="store_true", help="tiny, 1 round: checks the harness, measures nothing")
     ap.add_argument("--cases", default="get-2MiB,get-100KiB,put-2MiB")
     ap.add_argument("--results")
@@ -204,6 +240,10 @@ def main():
                 b.get_case(case, 16 if small else 128, 2 * MIB, 1 if small else 4)
             elif case == "get-100KiB":
                 b.get_case(case, 32 if small else 2000, 100 * 1024, 1 if small else 2)
+            elif case == "get-100KiB-inflight":
+                b.inflight_case(case, 32 if small else 2000, 100 * 1024, 1 if small else 2)
+            elif case == "get-2MiB-inflight":
+                b.inflight_case(case, 16 if small else 128, 2 * MIB, 1 if small else 2)
             elif case == "put-2MiB":
                 b.put_case(case, 16 if small else 128, 2 * MIB)
             else:

@@ -3,8 +3,13 @@
  * connection is kept alive, path-style URLs, no retries, no parsing: the fastest the same requests can go.
  *
  *   dlio-bench-s3-ref mkbucket BUCKET
- *   dlio-bench-s3-ref get BUCKET KEYFILE THREADS PASSES   GETs every key of KEYFILE (one per line) PASSES times;
- *                                                         thread t takes keys t, t+THREADS, ... into its own buffer
+ *   dlio-bench-s3-ref get BUCKET KEYFILE THREADS PASSES [INFLIGHT]
+ *                                                         GETs every key of KEYFILE (one per line) PASSES times;
+ *                                                         thread t takes keys t, t+THREADS, ... into its own buffer;
+ *                                                         with INFLIGHT > 1 each thread keeps that many GETs in
+ *                                                         flight over one libcurl multi handle (one easy handle,
+ *                                                         connection and buffer per slot; the agent's
+ *                                                         dlio_ext.s3_requests_in_flight from one thread)
  *   dlio-bench-s3-ref put BUCKET PREFIX COUNT SIZE THREADS PUTs COUNT objects PREFIX/obj-<i> of SIZE random bytes
  *
  * Endpoint and credentials: AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION (us-east-1).
@@ -24,7 +29,7 @@ static char g_sigv4[128];
 static const char* g_bucket;
 
 typedef struct {
-  int id, threads, passes;
+  int id, threads, passes, inflight;
   char** keys;
   size_t nkeys;
   const char* prefix;
@@ -106,6 +111,70 @@ static void* get_worker(void* arg) {
   return NULL;
 }
 
+/* INFLIGHT > 1: slot j of the thread's multi handle reads into w[j] (its own buffer); a finished slot takes the
+ * thread's next key at once. */
+static void* get_multi_worker(void* arg) {
+  Worker* w = (Worker*)arg;
+  const int n = w->inflight;
+  struct curl_slist* headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  CURLM* m = curl_multi_init();
+  curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)n);
+  CURL** h = calloc((size_t)n, sizeof *h);
+  Worker* slot = calloc((size_t)n, sizeof *slot);
+  char (*url)[2048] = calloc((size_t)n, sizeof *url);
+  size_t next = (size_t)w->id, total = w->nkeys * (size_t)w->passes;
+  int active = 0;
+  for (int j = 0; j < n; ++j) {
+    h[j] = new_handle(headers);
+    curl_easy_setopt(h[j], CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(h[j], CURLOPT_WRITEDATA, &slot[j]);
+    curl_easy_setopt(h[j], CURLOPT_PRIVATE, (char*)(intptr_t)j);
+  }
+  for (int j = 0; j < n && next < total; ++j, next += (size_t)w->threads) {
+    snprintf(url[j], sizeof url[j], "%s/%s/%s", g_endpoint, g_bucket, w->keys[next % w->nkeys]);
+    curl_easy_setopt(h[j], CURLOPT_URL, url[j]);
+    curl_multi_add_handle(m, h[j]);
+    ++active;
+  }
+  while (active > 0 && !w->failed) {
+    int running = 0, left = 0;
+    curl_multi_perform(m, &running);
+    CURLMsg* msg;
+    while ((msg = curl_multi_info_read(m, &left)) != NULL) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      char* p = NULL;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &p);
+      const int j = (int)(intptr_t)p;
+      const CURLcode rc = msg->data.result;
+      curl_multi_remove_handle(m, h[j]);
+      --active;
+      w->failed |= check(h[j], rc, url[j]);
+      w->bytes += slot[j].got;
+      ++w->requests;
+      slot[j].got = 0;
+      if (next < total && !w->failed) {
+        snprintf(url[j], sizeof url[j], "%s/%s/%s", g_endpoint, g_bucket, w->keys[next % w->nkeys]);
+        next += (size_t)w->threads;
+        curl_easy_setopt(h[j], CURLOPT_URL, url[j]);
+        curl_multi_add_handle(m, h[j]);
+        ++active;
+      }
+    }
+    if (active > 0) curl_multi_poll(m, NULL, 0, 100, NULL);
+  }
+  for (int j = 0; j < n; ++j) {
+    curl_multi_remove_handle(m, h[j]);
+    curl_easy_cleanup(h[j]);
+    free(slot[j].buf);
+  }
+  curl_multi_cleanup(m);
+  curl_slist_free_all(headers);
+  free(h);
+  free(slot);
+  free(url);
+  return NULL;
+}
+
 static void* put_worker(void* arg) {
   Worker* w = (Worker*)arg;
   struct curl_slist* headers = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
@@ -130,7 +199,7 @@ static void* put_worker(void* arg) {
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: dlio-bench-s3-ref mkbucket BUCKET | get BUCKET KEYFILE THREADS PASSES | "
+          "usage: dlio-bench-s3-ref mkbucket BUCKET | get BUCKET KEYFILE THREADS PASSES [INFLIGHT] | "
           "put BUCKET PREFIX COUNT SIZE THREADS\n");
   return 2;
 }
@@ -173,7 +242,9 @@ int main(int argc, char** argv) {
   }
   int get = strcmp(argv[1], "get") == 0;
   if (!get && strcmp(argv[1], "put") != 0) return usage();
-  if ((get && argc != 6) || (!get && argc != 7)) return usage();
+  if ((get && argc != 6 && argc != 7) || (!get && argc != 7)) return usage();
+  const int inflight = get && argc == 7 ? atoi(argv[6]) : 1;
+  if (inflight < 1) return usage();
   int threads = atoi(get ? argv[4] : argv[6]);
   if (threads < 1) return usage();
   char** keys = NULL;
@@ -199,6 +270,7 @@ int main(int argc, char** argv) {
       w[t].keys = keys;
       w[t].nkeys = nkeys;
       w[t].passes = atoi(argv[5]);
+      w[t].inflight = inflight;
     } else {
       w[t].prefix = argv[3];
       w[t].count = (size_t)strtoull(argv[4], NULL, 10);
@@ -208,7 +280,7 @@ int main(int argc, char** argv) {
     }
   }
   double t0 = now();
-  for (int t = 0; t < threads; ++t) pthread_create(&tid[t], NULL, get ? get_worker : put_worker, &w[t]);
+  for (int t = 0; t < threads; ++t) pthread_create(&tid[t], NULL, !get ? put_worker : inflight > 1 ? get_multi_worker : get_worker, &w[t]);
   uint64_t bytes = 0, requests = 0;
   int failed = 0;
   for (int t = 0; t < threads; ++t) {

@@ -82,6 +82,11 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
                      "seconds between the lines of each agent's host telemetry series (<agent>_host.jsonl in the "
                      "results: CPU, memory, disks, network; 10 as MLPerf Storage v3 records them); the agents "
                      "sample every second for /metrics whatever it is"));
+  v.push_back(IntKey("dlio_ext.s3_requests_in_flight", &WorkloadSpec::s3_requests_in_flight, 1, 64,
+                     "whole-object GETs each loader thread keeps in flight over s3 (npz, npy, csv, jpeg, png: the "
+                     "objects its next samples read, asked for ahead over one libcurl multi handle with kept-alive "
+                     "connections; delivered in the plan's order); 1 = one GET at a time. 8 reached the reference "
+                     "client's rate for 100 KiB objects on the suite's RGW (docs/object-storage.md#concurrency)"));
 }
 
 }  // namespace dlio::workload_internal

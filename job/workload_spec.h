@@ -204,6 +204,7 @@ struct WorkloadSpec {
   std::string evict_cache = "none";          // dlio_ext.evict_cache: none | before_training | every_epoch
   std::string read_type = "on_demand";       // reader.read_type: on_demand | memory
   int64_t telemetry_interval = 10;           // dlio_ext.telemetry_interval: seconds between <agent>_host.jsonl lines
+  int64_t s3_requests_in_flight = 8;         // dlio_ext.s3_requests_in_flight: whole-object GETs per loader thread
 
   // Derived helpers.
   bool IsS3() const { return storage_type == "s3"; }

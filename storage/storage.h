@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -95,6 +96,12 @@ class AlignedBuffer {
   size_t capacity() const { return cap_; }
   // Ensures capacity() >= n (rounded up to kDirectAlign), keeping the first `keep` bytes.
   void Reserve(size_t n, size_t keep = 0);
+  // Exchanges the two buffers' memory (no copy, no allocation): the s3 read-ahead hands a finished GET's buffer to
+  // the reader this way (storage/s3/read_ahead.h).
+  void Swap(AlignedBuffer& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(cap_, o.cap_);
+  }
 
  private:
   uint8_t* data_ = nullptr;

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -825,6 +826,82 @@ TEST_F(S3, MlcommonsObjectStorageWorkloadsRunWithEndpointOverride) {
     EXPECT_GT(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["bytes"].get<double>(), 0);
     EXPECT_EQ(List(bucket, "test-run/unet3d/train/").size(), 8u);
   }
+}
+
+// Issue 27 item 4: a loader thread keeps dlio_ext.s3_requests_in_flight whole-object GETs in flight. Read with 1 and
+// with 8 in flight, the same objects (sizes drawn per file, so each object's size tells it apart, shuffled by seed)
+// give the same samples and bytes, one GET per sample, and every loader thread takes its objects in the same order
+// (its read events ordered by when they were taken: ts + dur); with 8 in flight a thread's GETs overlap (their
+// latencies add up to more than the thread's span), with 1 never.
+TEST_F(S3, ReadAheadGetsTheSameSamplesAndBytesInPlanOrderAsOneGetAtATime) {
+  TempDir dir;
+  const std::string bucket = NewBucket("inflight");
+  std::string job = Workload("npz", 48, 1, 32768, 4, 0, 1, true, Storage(bucket));
+  job = std::regex_replace(job, std::regex("data_folder: data"), "data_folder: s3://" + bucket + "/ds");
+  job = std::regex_replace(job, std::regex("record_length_bytes: 32768"),
+                           "record_length_bytes: 32768\n  record_length_bytes_stdev: 16384");
+  WriteFile(dir.str() + "/gen.yaml", std::regex_replace(job, std::regex("train: true"), "train: false"));
+  CommandResult gen = RunJob(dir, dir.str() + "/gen.yaml", {}, 1);
+  ASSERT_PRED1(JobRan, gen.exit_code) << gen.out << gen.err;
+  WriteFile(dir.str() + "/read.yaml", std::regex_replace(job, std::regex("generate_data: true"),
+                                                         "generate_data: false"));
+  struct Run {
+    json summary;
+    std::map<std::pair<int, int>, std::vector<uint64_t>> order;  // (pid, tid): bytes of each read, as taken
+    std::map<std::pair<int, int>, double> busy, span;             // sum of read durations; first start to last end
+  };
+  auto read = [&](int in_flight) {
+    Run run;
+    const std::string tag = std::to_string(in_flight);
+    CommandResult r = RunCommand({Bin("dlio-coordinator"), "run", dir.str() + "/read.yaml", "--local-agents", "1",
+                                  "--data-root", dir.str(), "--results-dir", dir.str() + "/results-" + tag,
+                                  "--output", dir.str() + "/out-" + tag, "--trace", dir.str() + "/trace-" + tag,
+                                  "dlio_ext.s3_requests_in_flight=" + tag, "reader.file_shuffle=seed",
+                                  "reader.sample_shuffle=seed", "train.seed=7"},
+                                 seconds(240));
+    EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+    if (r.exit_code != 0) return run;
+    run.summary = LoadJson(dir.str() + "/out-" + tag + "/summary.json");
+    std::map<std::pair<int, int>, std::vector<std::pair<double, uint64_t>>> reads;
+    std::map<std::pair<int, int>, double> first, last;
+    const json trace = LoadJson(dir.str() + "/trace-" + tag);
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] != "X" || e["name"] != "read") continue;
+      const auto key = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
+      const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
+      reads[key].emplace_back(end, e["args"]["bytes"].get<uint64_t>());
+      run.busy[key] += e["dur"].get<double>();
+      first[key] = first.count(key) ? std::min(first[key], ts) : ts;
+      last[key] = std::max(last[key], end);
+    }
+    for (auto& [key, v] : reads) {
+      std::sort(v.begin(), v.end());
+      for (const auto& [end, bytes] : v) run.order[key].push_back(bytes);
+      run.span[key] = last[key] - first[key];
+    }
+    return run;
+  };
+  const Run one = read(1), eight = read(8);
+  ASSERT_FALSE(one.summary.is_null());
+  ASSERT_FALSE(eight.summary.is_null());
+  for (const Run* run : {&one, &eight}) {
+    SCOPED_TRACE(run == &one ? "1 in flight" : "8 in flight");
+    const json& s3 = run->summary["dlio_ext"]["s3"];
+    EXPECT_EQ(run->summary["dlio_ext"]["train_io"]["samples"].get<int64_t>(), 48);
+    EXPECT_EQ(s3["get"]["requests"].get<int64_t>(), 48) << s3.dump();  // nothing asked twice, nothing dropped
+    EXPECT_EQ(run->summary["metric"]["train_read_bytes"].get<uint64_t>(), s3["get"]["bytes"].get<uint64_t>());
+  }
+  EXPECT_EQ(eight.summary["metric"]["train_read_bytes"], one.summary["metric"]["train_read_bytes"]);
+  // The sizes differ from object to object (else the order check below would see nothing).
+  std::set<uint64_t> sizes;
+  for (const auto& [key, v] : one.order) sizes.insert(v.begin(), v.end());
+  EXPECT_GT(sizes.size(), 10u);
+  ASSERT_EQ(one.order.size(), 2u) << "two loader threads";
+  EXPECT_EQ(eight.order, one.order);
+  bool overlapped = false;
+  for (const auto& [key, busy] : eight.busy) overlapped |= busy > 1.5 * eight.span.at(key);
+  EXPECT_TRUE(overlapped) << "8 in flight: no loader thread had GETs overlapping";
+  for (const auto& [key, busy] : one.busy) EXPECT_LE(busy, one.span.at(key) + 1.0) << "1 in flight overlapped";
 }
 
 }  // namespace

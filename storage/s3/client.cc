@@ -296,6 +296,12 @@ void S3Client::BuildUrl(absl::string_view key, absl::string_view query) {
   }
 }
 
+void S3Client::ObjectUrl(absl::string_view key, std::string* out) const {
+  out->assign(base_);
+  out->push_back('/');
+  Encode(key, true, out);
+}
+
 absl::Status S3Client::HttpError(const Request& req, int status, absl::string_view curl_error, int attempts) const {
   const S3Config& c = *config_;
   std::string code, message;

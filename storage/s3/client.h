@@ -83,6 +83,9 @@ struct S3Config {
   // Per-request limits: connecting, and a transfer making no progress (below 1 byte/s) for this long.
   int connect_timeout_ms = 5000;
   int stall_timeout_s = 30;
+  // dlio_ext.s3_requests_in_flight: whole-object GETs a loader thread keeps in flight (storage/s3/read_ahead.h);
+  // 1 = one request at a time.
+  int requests_in_flight = 1;
   // Redirects (see the contract): OK when a redirect may go to `origin` ("http://host:port", as the Location names
   // it); unset = redirects are not followed. Called on the client's thread; must be thread-safe when the config is
   // shared.
@@ -158,6 +161,9 @@ class S3Client {
 
   const S3Config& config() const { return *config_; }
   const S3Stats& stats() const { return stats_; }
+  // The URL of object `key` (the addressing style applied, the key encoded as requests send it) into `out`
+  // (assigned: its capacity is reused). For the read-ahead's own handles (read_ahead.h).
+  void ObjectUrl(absl::string_view key, std::string* out) const;
 
   // GET of the whole object into `buf` (grown to fit the Content-Length, never shrunk); returns its size.
   absl::StatusOr<uint64_t> Get(absl::string_view key, AlignedBuffer& buf);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/io_util.h"
+#include "storage/s3/read_ahead.h"
 
 namespace dlio {
 namespace {
@@ -38,6 +39,16 @@ class S3StorageReader final : public StorageReader {
 
   absl::StatusOr<uint64_t> ReadFile(const std::string& path, AlignedBuffer& buf, size_t, IoStats& stats) override {
     stats.AddFile();
+    S3KeySource* source = CurrentS3KeySource();
+    if (source != nullptr && client_.config().requests_in_flight > 1) {  // read-ahead (read_ahead.h)
+      if (!ahead_) ahead_ = std::make_unique<S3ReadAhead>(client_);
+      uint64_t ns = 0;
+      absl::StatusOr<uint64_t> n = ahead_->Get(path, *source, buf, &ns);
+      if (!n.ok()) return n.status();
+      stats.AddOp(*n, ns);
+      if (buf.capacity() == 0) buf.Reserve(1);
+      return *n;
+    }
     const uint64_t t0 = internal::NowNs();
     absl::StatusOr<uint64_t> n = client_.Get(path, buf);
     if (!n.ok()) return n.status();
@@ -64,6 +75,7 @@ class S3StorageReader final : public StorageReader {
 
  private:
   S3Client client_;
+  std::unique_ptr<S3ReadAhead> ahead_;  // made on the first ReadFile() with a key source (after client_: uses it)
   std::string head_key_;  // the key of the last HEAD, and its size
   uint64_t head_size_ = 0;
   bool head_valid_ = false;

@@ -7,6 +7,9 @@
 //    row costs one HEAD); each read request is one ranged GET; ReadFile() is one whole-object GET, the object's size
 //    coming with the answer. Every GET is one IoStats op (its bytes and its latency, retries included); every Open()
 //    and ReadFile() counts one file.
+//  - Read-ahead: when the thread has a key source (S3KeySourceScope, read_ahead.h: the loader installs it) and
+//    S3Config::requests_in_flight > 1, ReadFile() takes the object from the reader's S3ReadAhead, which keeps up to
+//    that many GETs of the source's next keys in flight; the op's latency is then the GET's own, issue to answer.
 // S3ObjectWriter: the WriteSink of an object (storage/write_sink.h: FileWriter writes through it when the target is
 //  s3; NewWriteSink() of storage/open.h makes it). Writes one object from appended bytes with at most one part of
 //  memory: an object of up to `part_bytes` goes in one PUT at Finish(); a larger one as a multipart upload, a part

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""The million-object S3 bench (issue 27 item 6): generate --objects small objects (default 1,000,000 of 4 KiB) on a
+one-node Ceph RGW this script starts (scripts/ceph-rgw.sh; memstore sized to the data, or CEPH_RGW_OBJECTSTORE=
+bluestore for a file-backed OSD) with the agent's own generation (DLIO's names, npz), then read them for one epoch
+with one agent twice: listing (dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not
+(dataset.skip_listing: true, names derived, a HEAD of every listing_validation_interval-th). For each read it reports
+
+  listing    seconds spent in LIST requests (summary.json dlio_ext.s3.list: count x mean latency), their count
+  first      time to first batch: from the job's start (trace start_unix_us) to the end of the step thread's first
+             wait for a batch (--trace), listing and planning included
+  rss        the agent's peak RSS (VmHWM of the dlio-agent process, polled while it runs)
+  GETs/s     GET requests of the epoch over the epoch's wall time (0_per_epoch_stats.json)
+
+Only the standard library. Exit status: 0 ran, 2 error.
+
+  python3 bench/s3_million.py --bin-dir build/bin --work /tmp/million [--objects 100000] [--results FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def job_yaml(objects, record, threads, in_flight, generate, skip_listing):
+    return f"""model:
+  name: million
+framework: pytorch
+workflow:
+  generate_data: {str(generate).lower()}
+  train: {str(not generate).lower()}
+storage:
+  storage_type: s3
+  storage_root: million
+dataset:
+  data_folder: m
+  format: npz
+  num_files_train: {objects}
+  num_samples_per_file: 1
+  record_length_bytes: {record}
+  skip_listing: {str(skip_listing).lower()}
+reader:
+  data_loader: pytorch
+  batch_size: 64
+  read_threads: {threads}
+  prefetch_size: 8
+train:
+  epochs: 1
+  computation_time: 0
+output:
+  metric:
+    exclude_start_steps: 0
+dlio_ext:
+  s3_requests_in_flight: {in_flight}
+"""
+
+
+def agent_pids(parent):
+    """dlio-agent processes below `parent` (the `run` verb's local agents)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{d}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and comm.startswith("dlio-agent"):
+            out.append(int(d))
+    return out
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Million:
+    def __init__(self, args):
+        self.args = args
+        self.work = os.path.abspath(args.work)
+        self.src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.env = dict(os.environ)
+        self.rows = []
+
+    def start_gateway(self):
+        self.gw = os.path.join(self.work, "gateway")
+        subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "stop", self.gw])
+        shutil.rmtree(self.gw, ignore_errors=True)
+        # memstore keeps the objects in the OSD's memory: room for the data, its replicas of metadata and the index.
+        self.env.setdefault("CEPH_RGW_MEMSTORE_BYTES", str(max(4 << 30, self.args.objects * self.args.record * 3)))
+        p = subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "start", self.gw], env=self.env,
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"ceph-rgw.sh start: {p.stderr[-2000:]}")
+        for line in p.stdout.splitlines():
+            k, _, v = line.partition("=")
+            if k.startswith("AWS_"):
+                self.env[k] = v
+        subprocess.run([os.path.join(self.args.bin_dir, "dlio-bench-s3-ref"), "mkbucket", "million"], env=self.env,
+                       check=True, capture_output=True)
+
+    def stop_gateway(self):
+        subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "stop", self.gw])
+
+    def run(self, tag, text, trace=True):
+        d = os.path.join(self.work, "runs", tag)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        with open(os.path.join(d, "job.yaml"), "w") as f:
+            f.write(text)
+        argv = [os.path.join(self.args.bin_dir, "dlio-coordinator"), "run", os.path.join(d, "job.yaml"),
+                "--local-agents", "1", "--data-root", d, "--results-dir", os.path.join(d, "results"), "--output",
+                os.path.join(d, "out")] + (["--trace", os.path.join(d, "trace.json")] if trace else [])
+        t0 = time.time()
+        p = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        peak = {"kib": 0}
+        done = threading.Event()
+
+        def poll():  # 0.2 s: the agent lives for seconds to minutes; VmHWM is a high-water mark anyway
+            while not done.is_set():
+                for pid in agent_pids(p.pid):
+                    peak["kib"] = max(peak["kib"], vm_hwm_kib(pid))
+                time.sleep(0.2)
+
+        th = threading.Thread(target=poll)
+        th.start()
+        out, err = p.communicate(timeout=4 * 3600)
+        done.set()
+        th.join()
+        if p.returncode != 0:
+            raise RuntimeError(f"{tag}: exit {p.returncode}: {err[-2000:]}")
+        return d, time.time() - t0, peak["kib"]
+
+    def generate(self):
+        a = self.args
+        d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False), False)
+        log(f"generated {a.objects} objects in {secs:.0f} s ({a.objects / secs:.0f} PUTs/s)")
+        self.gen_seconds = secs
+
+    def read(self, name, skip_listing):
+        a = self.args
+        d, secs, rss_kib = self.run(name, job_yaml(a.objects, a.record, a.threads, a.in_flight, False, skip_listing))
+        with open(os.path.join(d, "out", "summary.json")) as f:
+            s3 = json.load(f)["dlio_ext"]["s3"]
+        lst = s3.get("list", {})
+        list_req = lst.get("requests", 0)
+        lat = lst.get("latency_seconds", {})
+        list_s = lat.get("count", 0) * lat.get("mean", 0.0)  # the sum of the LIST requests' latencies
+        with open(os.path.join(d, "trace.json")) as f:
+            trace = json.load(f)
+        waits = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == "wait"]
+        first = min(e["ts"] + e["dur"] for e in waits) / 1e6 if waits else float("nan")
+        with open(os.path.join(d, "out", "0_per_epoch_stats.json")) as f:
+            marks = [v for k, v in json.load(f).items() if k.isdigit()]
+        ts = lambda x: datetime.datetime.fromisoformat(x).timestamp()
+        epoch = max(ts(m["end"]) for m in marks) - min(ts(m["start"]) for m in marks)
+        gets = s3["get"]["requests"]
+        row = (name, list_req, list_s, first, rss_kib / 1024, gets / epoch, secs)
+        log(f"  {name}: LIST {list_req} in {list_s:.2f} s, first batch {first:.2f} s, agent RSS {rss_kib / 1024:.0f} "
+            f"MiB, {gets / epoch:.0f} GETs/s, run {secs:.0f} s")
+        self.rows.append(row)
+
+    def report(self):
+        a = self.args
+        lines = [f"{a.objects} objects of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
+                 f"flight; generation {a.objects / self.gen_seconds:.0f} PUTs/s", "",
+                 "| read | LIST requests | listing s | first batch s | agent peak RSS MiB | GETs/s | run s |",
+                 "|---|---|---|---|---|---|---|"]
+        for name, lr, ls, first, rss, rate, secs in self.rows:
+            lines.append(f"| {name} | {lr} | {ls:.2f} | {first:.2f} | {rss:.0f} | {rate:.0f} | {secs:.0f} |")
+        text = "\n".join(lines)
+        print(text)
+        if a.results:
+            with open(a.results, "w") as f:
+                f.write(text + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--objects", type=int, default=1_000_000)
+    ap.add_argument("--record", type=int, default=4096, help="record_length_bytes (4096: 64x64 uint8 samples)")
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--in-flight", type=int, default=8)
+    ap.add_argument("--keep-gateway", action="store_true", help="leave the gateway running (its folder: WORK/gateway)")
+    ap.add_argument("--results")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    m = Million(args)
+    m.start_gateway()
+    try:
+        m.generate()
+        m.read("listing", False)
+        m.read("skip_listing", True)
+        m.report()
+    finally:
+        if not args.keep_gateway:
+            m.stop_gateway()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (RuntimeError, subprocess.SubprocessError, OSError, KeyError, ValueError) as e:
+        log(f"s3_million: {e}")
+        sys.exit(2)
