@@ -50,7 +50,7 @@ struct S3EndpointSnapshot {
 
 struct S3Snapshot {
   std::array<S3OpSnapshot, kS3OpCount> ops;
-  std::vector<S3EndpointSnapshot> endpoints;  // in the order first seen; names unique
+  std::vector<S3EndpointSnapshot> endpoints;  // in the order first seen; names unique once merged (+=)
   // The entry of `endpoint`, added (zero) when missing.
   S3EndpointSnapshot& Endpoint(const std::string& endpoint);
   uint64_t total_failovers() const;

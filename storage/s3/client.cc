@@ -117,8 +117,8 @@ std::vector<std::string> S3Config::EndpointList() const {
 
 void S3Stats::SetEndpoints(const std::vector<std::string>& endpoints) {
   Lock();
-  data_.endpoints.clear();
-  for (const std::string& e : endpoints) data_.Endpoint(e);
+  data_.endpoints.assign(endpoints.size(), S3EndpointSnapshot());  // one slot per index (a name given twice too)
+  for (size_t i = 0; i < endpoints.size(); ++i) data_.endpoints[i].endpoint = endpoints[i];
   Unlock();
   failovers_ = std::vector<std::atomic<uint64_t>>(std::max<size_t>(1, endpoints.size()));
 }

@@ -45,7 +45,8 @@ size_t FirstS3Endpoint(S3EndpointPolicy policy, size_t n, int64_t rank, int64_t 
   if (n <= 1) return 0;
   if (policy == S3EndpointPolicy::kPerAgent) return static_cast<size_t>(agent_index < 0 ? 0 : agent_index) % n;
   if (rank >= 0) return static_cast<size_t>(rank) % n;
-  return static_cast<size_t>(turn % n);
+  // Offset by the agent: the first unranked client of every agent (its listing, say) does not land on endpoint 0.
+  return static_cast<size_t>((turn + static_cast<uint64_t>(agent_index < 0 ? 0 : agent_index)) % n);
 }
 
 uint64_t NextUnrankedS3Client() {

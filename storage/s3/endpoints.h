@@ -5,8 +5,8 @@
 //    agent's S3_ENDPOINT_URIS; agent/object_store.h says which wins). All of them serve the same buckets.
 //  - The policy (dlio_ext.s3_endpoint_policy) picks a client's first endpoint:
 //      round_robin (the MLCommons fork's default): by rank, endpoint rank % n. A client made where no rank is known
-//                   (generation, checkpoints, listing, the preflight) takes the next endpoint of a process-wide
-//                   turn, so such clients spread evenly too;
+//                   (generation, checkpoints, listing, the preflight) takes endpoint (turn + agent_index) % n, turn
+//                   counting such clients in the process, so they spread evenly too;
 //      per_agent:   every client of an agent on endpoint agent_index % n;
 //      per_request: each request of a client goes to the endpoint after the one its previous request went to
 //                   (clients start staggered as round_robin starts them).

@@ -49,6 +49,7 @@ TEST(S3Endpoints, RoundRobinIsPerRankAndEvenly) {
   EXPECT_EQ(per_endpoint, (std::map<size_t, int>{{0, 4}, {1, 4}, {2, 4}}));
   // No rank known: the client's turn spreads them.
   EXPECT_EQ(FirstS3Endpoint(S3EndpointPolicy::kRoundRobin, 3, -1, 0, 7), 1u);
+  EXPECT_EQ(FirstS3Endpoint(S3EndpointPolicy::kRoundRobin, 3, -1, 1, 7), 2u);  // offset by the agent
   EXPECT_EQ(FirstS3Endpoint(S3EndpointPolicy::kRoundRobin, 1, 5, 0, 7), 0u);
   EXPECT_EQ(FirstS3Endpoint(S3EndpointPolicy::kRoundRobin, 0, 5, 0, 7), 0u);
 }
