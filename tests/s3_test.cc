@@ -955,7 +955,9 @@ TEST_F(S3, MlcommonsMultiEndpointAndS3dlioWorkloadsRunWithEndpointOverride) {
     EXPECT_GT(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["bytes"].get<double>(), 0);
     const json e = EndpointFigures(dir);
     EXPECT_GT(e[first]["requests"].get<double>(), 0) << e.dump();
-    if (c.multi) EXPECT_GT(e[second.endpoint()]["requests"].get<double>(), 0) << e.dump();
+    if (c.multi) {
+      EXPECT_GT(e[second.endpoint()]["requests"].get<double>(), 0) << e.dump();
+    }
   }
 }
 
