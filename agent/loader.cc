@@ -7,6 +7,7 @@
 #include "base/scheduling.h"
 #include "base/sleep.h"
 #include "job/format_traits.h"
+#include "storage/s3/endpoints.h"
 #include "storage/s3/read_ahead.h"
 
 namespace dlio {
@@ -192,6 +193,7 @@ void Loader::IndexThread(int t) {
   RequestBulkSlices();
   Queue& q = *queues_[t];
   IoStats& stats = *stats_[t];
+  const ScopedS3Rank s3_rank(cfg_.rank);  // the reader's S3 client picks its endpoint by the rank
   std::unique_ptr<SampleReader> reader = cfg_.format->NewSampleReader();
   const int64_t b = cfg_.batch;
   // The batch's samples come from the plan a slice at a time: one buffer per thread, allocated once.
@@ -247,6 +249,7 @@ void Loader::StreamThread(int t) {
   IoStats& stats = *stats_[t];
   const StreamAssignment& plan = stream_plan_;
   const ThreadStream& mine = plan.threads[static_cast<size_t>(t)];
+  const ScopedS3Rank s3_rank(cfg_.rank);  // the reader's S3 client picks its endpoint by the rank
   std::unique_ptr<StreamReader> reader = cfg_.format->NewStreamReader();
   Xoshiro256 rng(cfg_.seed ^ (static_cast<uint64_t>(t + 1) * 0x9E3779B97F4A7C15ull));
   if (!reader) return Fail(q, absl::UnimplementedError(absl::StrCat(cfg_.format->name(), ": no stream reader")));

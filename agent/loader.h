@@ -62,6 +62,9 @@ struct LoaderConfig {
   // The phase's cancel flag (the agent was told to stop); null = none. Next() then returns Cancelled within 50 ms
   // and the reader threads stop, their preprocess and bandwidth-cap sleeps cut short (base/sleep.h).
   const std::atomic<bool>* cancel = nullptr;
+  // The global rank the loader reads for: S3 clients its threads make pick their endpoint by it
+  // (storage/s3/endpoints.h); -1 = none.
+  int64_t rank = -1;
 };
 
 class Loader {

@@ -275,6 +275,42 @@ void AppendS3Families(const std::string& agent, const S3Snapshot& s3, std::vecto
   out->push_back(std::move(redirects));
   out->push_back(std::move(errors));
   out->push_back(std::move(latency));
+  AppendS3EndpointFamilies(agent, s3, out);
+}
+
+void AppendS3EndpointFamilies(const std::string& agent, const S3Snapshot& s3,
+                              std::vector<prometheus::MetricFamily>* out) {
+  using prometheus::MetricType;
+  if (s3.endpoints.empty()) return;
+  // HELP texts are copied verbatim into docs/metrics.md (a test compares them).
+  auto requests = MetricFamily("dlio_s3_endpoint_requests_total",
+                               "S3 requests sent to each endpoint of the store, retries included (label endpoint).",
+                               MetricType::Counter);
+  auto bytes = MetricFamily("dlio_s3_endpoint_bytes_total",
+                            "Payload bytes of the successful S3 requests of each endpoint (label endpoint).",
+                            MetricType::Counter);
+  auto errors = MetricFamily("dlio_s3_endpoint_errors_total",
+                             "Failed S3 requests of each endpoint, any status or none (label endpoint).",
+                             MetricType::Counter);
+  auto failovers = MetricFamily(
+      "dlio_s3_endpoint_failovers_total",
+      "S3 requests moved to the next endpoint after this one failed with attempts left (label endpoint).",
+      MetricType::Counter);
+  auto latency = MetricFamily("dlio_s3_endpoint_request_duration_seconds",
+                              "Duration of one S3 request to each endpoint (label endpoint).", MetricType::Histogram);
+  for (const S3EndpointSnapshot& e : s3.endpoints) {
+    const MetricLabels l = {{"agent", agent}, {"endpoint", e.endpoint}};
+    AddSample(requests, l, static_cast<double>(e.requests));
+    AddSample(bytes, l, static_cast<double>(e.bytes));
+    AddSample(errors, l, static_cast<double>(e.errors));
+    AddSample(failovers, l, static_cast<double>(e.failovers));
+    AddHistogram(latency, l, e.latency);
+  }
+  out->push_back(std::move(requests));
+  out->push_back(std::move(bytes));
+  out->push_back(std::move(errors));
+  out->push_back(std::move(failovers));
+  out->push_back(std::move(latency));
 }
 
 }  // namespace dlio

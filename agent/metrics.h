@@ -113,6 +113,9 @@ class AgentMetrics : public prometheus::Collectable {
 
 // The S3 families of `s3` (nothing when it counts no request), appended to `out`.
 void AppendS3Families(const std::string& agent, const S3Snapshot& s3, std::vector<prometheus::MetricFamily>* out);
+// The per-endpoint S3 series (label endpoint; storage/s3/endpoints.h), appended by AppendS3Families.
+void AppendS3EndpointFamilies(const std::string& agent, const S3Snapshot& s3,
+                              std::vector<prometheus::MetricFamily>* out);
 
 // The host:port an agent advertises for its /metrics endpoint: the host of --metrics-listen with the port actually
 // bound. A wildcard or empty host (0.0.0.0, ::, "") is passed on as is; the coordinator replaces it by the address

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "spdlog/spdlog.h"
 
 namespace dlio {
 namespace {
@@ -41,11 +42,12 @@ absl::Status ReadCredentialsFile(const std::string& file, S3AgentDefaults* d) {
     if (key == "AWS_ACCESS_KEY_ID") d->access_key_id = value;
     else if (key == "AWS_SECRET_ACCESS_KEY") d->secret_access_key = S3Secret(value);
     else if (key == "AWS_ENDPOINT_URL") d->endpoint = value;
+    else if (key == "S3_ENDPOINT_URIS") d->endpoints = SplitS3Endpoints(value);
     else if (key == "AWS_REGION" || key == "AWS_DEFAULT_REGION") d->region = value;
     else {
       return absl::InvalidArgumentError(absl::StrCat(
           "--s3-credentials: ", file, ":", n, ": unknown key '", key,
-          "' (allowed: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION)"));
+          "' (allowed: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, S3_ENDPOINT_URIS, AWS_REGION)"));
     }
   }
   return absl::OkStatus();
@@ -57,11 +59,21 @@ bool IsPathChar(char ch) {
   return absl::ascii_isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '/';
 }
 
-// The agent's own endpoint, normalised; "" when it has none (or one that does not parse: then nothing matches it).
-std::string OwnEndpoint(const S3AgentDefaults& agent) {
-  if (agent.endpoint.empty()) return "";
-  absl::StatusOr<std::string> own = NormalizeS3Endpoint(agent.endpoint);
-  return own.ok() ? *own : "";
+// The agent's own endpoints (AWS_ENDPOINT_URL and S3_ENDPOINT_URIS), normalised; one that does not parse is left
+// out (nothing matches it).
+std::vector<std::string> OwnEndpoints(const S3AgentDefaults& agent) {
+  std::vector<std::string> own;
+  std::vector<std::string> all = agent.endpoints;
+  if (!agent.endpoint.empty()) all.insert(all.begin(), agent.endpoint);
+  for (const std::string& e : all) {
+    absl::StatusOr<std::string> n = NormalizeS3Endpoint(e);
+    if (n.ok()) own.push_back(*n);
+  }
+  return own;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
 }
 
 }  // namespace
@@ -74,6 +86,7 @@ absl::StatusOr<S3AgentDefaults> LoadS3Defaults(const std::string& file, const st
   if (d.access_key_id.empty()) d.access_key_id = Env("AWS_ACCESS_KEY_ID");
   if (d.secret_access_key.empty()) d.secret_access_key = S3Secret(Env("AWS_SECRET_ACCESS_KEY"));
   if (d.endpoint.empty()) d.endpoint = Env("AWS_ENDPOINT_URL");
+  if (d.endpoints.empty()) d.endpoints = SplitS3Endpoints(Env("S3_ENDPOINT_URIS"));
   if (d.region.empty()) d.region = Env("AWS_REGION");
   if (d.region.empty()) d.region = Env("AWS_DEFAULT_REGION");
   for (const std::string& a : allow) {
@@ -138,15 +151,17 @@ absl::StatusOr<std::string> NormalizeS3Endpoint(absl::string_view url) {
 }
 
 absl::Status CheckS3Endpoints(const std::vector<S3EndpointUse>& uses, const S3AgentDefaults& agent) {
-  const std::string own = OwnEndpoint(agent);
-  const std::string own_text = agent.endpoint.empty() ? "this agent has no AWS_ENDPOINT_URL"
-                               : own.empty() ? absl::StrCat("AWS_ENDPOINT_URL '", agent.endpoint, "' does not parse")
-                                             : absl::StrCat("AWS_ENDPOINT_URL ", own);
+  const std::vector<std::string> own = OwnEndpoints(agent);
+  const absl::StatusOr<std::string> own_url = NormalizeS3Endpoint(agent.endpoint);
+  std::string own_text = agent.endpoint.empty() ? "this agent has no AWS_ENDPOINT_URL"
+                         : !own_url.ok()        ? absl::StrCat("AWS_ENDPOINT_URL '", agent.endpoint, "' does not parse")
+                                                : absl::StrCat("AWS_ENDPOINT_URL ", *own_url);
+  if (!agent.endpoints.empty()) absl::StrAppend(&own_text, "; S3_ENDPOINT_URIS ", absl::StrJoin(agent.endpoints, ","));
   const std::vector<std::string>& allowed = agent.allowed_endpoints;
   for (const S3EndpointUse& use : uses) {
     absl::StatusOr<std::string> e = NormalizeS3Endpoint(use.endpoint);
     if (!e.ok()) return e.status();
-    if (*e == own || std::find(allowed.begin(), allowed.end(), *e) != allowed.end()) continue;
+    if (Contains(own, *e) || Contains(allowed, *e)) continue;
     if (!allowed.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "s3 endpoint ", *e, " is neither this agent's own (", own_text, ") nor in its --s3-allow-endpoint list (",
@@ -163,11 +178,47 @@ absl::Status CheckS3Endpoints(const std::vector<S3EndpointUse>& uses, const S3Ag
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& spec, const S3AgentDefaults& d) {
+namespace {
+
+// The endpoints of `c` (see the header: the agent's S3_ENDPOINT_URIS, else the job's endpoint_url, else the agent's
+// AWS_ENDPOINT_URL), the policy, and the endpoint rule over every one of them.
+absl::Status SetEndpoints(const WorkloadSpec& spec, const S3AgentDefaults& d, bool agent_credentials, S3Config* c) {
+  c->endpoints = !d.endpoints.empty()             ? d.endpoints
+                 : !spec.s3_endpoint_url.empty() ? SplitS3Endpoints(spec.s3_endpoint_url)
+                                                 : SplitS3Endpoints(d.endpoint);
+  if (c->endpoints.empty()) {
+    return absl::FailedPreconditionError(
+        "storage.storage_options.endpoint_url: no S3 endpoint (set it in the job, in the agent's --s3-credentials "
+        "file as AWS_ENDPOINT_URL or S3_ENDPOINT_URIS, or in the agent's environment as AWS_ENDPOINT_URL or "
+        "S3_ENDPOINT_URIS)");
+  }
+  if (!d.endpoints.empty() && !spec.s3_endpoint_url.empty() && SplitS3Endpoints(spec.s3_endpoint_url) != d.endpoints) {
+    spdlog::info("s3: this agent's S3_ENDPOINT_URIS ({}) is used instead of the job's "
+                 "storage.storage_options.endpoint_url ({}), as the MLCommons fork does",
+                 absl::StrJoin(d.endpoints, ","), spec.s3_endpoint_url);
+  }
+  c->endpoint = c->endpoints[0];
+  absl::StatusOr<S3EndpointPolicy> policy =
+      ParseS3EndpointPolicy(spec.s3_endpoint_policy, "dlio_ext.s3_endpoint_policy");
+  if (!policy.ok()) return policy.status();
+  c->endpoint_policy = *policy;
+  std::vector<S3EndpointUse> uses;
+  for (const std::string& e : c->endpoints) {
+    if (!absl::StartsWith(e, "http://") && !absl::StartsWith(e, "https://")) {
+      return absl::InvalidArgumentError(absl::StrCat("s3 endpoint '", e, "' must start with http:// or https://"));
+    }
+    uses.push_back({e, agent_credentials});
+  }
+  return CheckS3Endpoints(uses, d);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& spec, const S3AgentDefaults& d,
+                                                            int64_t agent_index) {
   auto c = std::make_shared<S3Config>();
   c->bucket = spec.storage_root;
-  c->endpoint = !spec.s3_endpoint_url.empty() ? spec.s3_endpoint_url : d.endpoint;
-  while (!c->endpoint.empty() && c->endpoint.back() == '/') c->endpoint.pop_back();
+  c->agent_index = agent_index;
   c->region = !spec.s3_region.empty() ? spec.s3_region : !d.region.empty() ? d.region : "us-east-1";
   // The key id and its secret come as a pair from one place: a job that names its key id uses its own secret (or,
   // without one, the agent's secret only if the agent's key id is the same).
@@ -187,20 +238,12 @@ absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& 
   c->force_path_style = spec.s3_force_path_style;
   c->max_attempts = static_cast<int>(spec.s3_max_attempts);
   c->requests_in_flight = static_cast<int>(spec.s3_requests_in_flight);
-  if (c->endpoint.empty()) {
-    return absl::FailedPreconditionError(
-        "storage.storage_options.endpoint_url: no S3 endpoint (set it in the job, in the agent's --s3-credentials "
-        "file as AWS_ENDPOINT_URL, or in the agent's environment as AWS_ENDPOINT_URL)");
-  }
-  if (!absl::StartsWith(c->endpoint, "http://") && !absl::StartsWith(c->endpoint, "https://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("s3 endpoint '", c->endpoint, "' must start with http:// or https://"));
-  }
-  if (absl::Status s = CheckS3Endpoints({{c->endpoint, agent_credentials}}, d); !s.ok()) return s;
+  if (absl::Status s = SetEndpoints(spec, d, agent_credentials, c.get()); !s.ok()) return s;
   // A redirect's target passes the same rule (the client asks before each hop). The rule needs the endpoints only:
   // no copy of the secret is kept in it.
   S3AgentDefaults rule;
   rule.endpoint = d.endpoint;
+  rule.endpoints = d.endpoints;
   rule.allowed_endpoints = d.allowed_endpoints;
   c->redirect_check = [rule = std::move(rule), agent_credentials](const std::string& origin) {
     return CheckS3Endpoints({{origin, agent_credentials}}, rule);
@@ -215,6 +258,15 @@ absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& 
 }
 
 absl::Status S3Preflight(const std::shared_ptr<const S3Config>& config, const std::string& first_object) {
+  if (config->endpoints.size() > 1) {  // every endpoint answers, each asked on its own (an error names it)
+    for (const std::string& e : config->endpoints) {
+      auto one = std::make_shared<S3Config>(*config);
+      one->endpoints = {e};
+      one->endpoint = e;
+      if (absl::Status s = S3Preflight(one, first_object); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
   S3Client client(config);
   const std::string who = absl::StrCat("s3 preflight (", config->Describe(), ", access key id '",
                                        config->access_key_id, "')");

@@ -4,8 +4,13 @@
 //
 // Credentials and endpoint, first found wins, per setting: the job's storage.storage_options; the file named by
 // `dlio-agent --s3-credentials FILE` (KEY=VALUE lines: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL,
-// AWS_REGION; '#' comments; the file scripts/ceph-rgw.sh writes is one); the agent's environment (the same names).
-// The region defaults to us-east-1. The secret stays in S3Secret (storage/s3/client.h): never logged, never in a message.
+// AWS_REGION, S3_ENDPOINT_URIS; '#' comments; the file scripts/ceph-rgw.sh writes is one); the agent's environment
+// (the same names). The region defaults to us-east-1.
+// Many endpoints (storage/s3/endpoints.h): the agent's S3_ENDPOINT_URIS (comma-separated, as the MLCommons fork reads
+// it) wins over the job's storage.storage_options.endpoint_url (a list, or comma-separated), which wins over the
+// agent's AWS_ENDPOINT_URL: the fork lets S3_ENDPOINT_URIS replace the YAML's endpoint, and NVIDIA's v3.0 runs set
+// it beside files naming one endpoint (the agent logs it when it replaces the job's). The agent's own endpoints
+// (where its own credentials may go) are its AWS_ENDPOINT_URL and every S3_ENDPOINT_URIS entry. The secret stays in S3Secret (storage/s3/client.h): never logged, never in a message.
 // The endpoint rule (CheckS3Endpoints), endpoints compared normalised (NormalizeS3Endpoint):
 //  - the agent's own credentials (its key id or its secret) go only to its own endpoint (its AWS_ENDPOINT_URL) or to
 //    one listed by `dlio-agent --s3-allow-endpoint`; a job naming any other endpoint brings its own access key id
@@ -34,6 +39,7 @@ namespace dlio {
 
 struct S3AgentDefaults {
   std::string endpoint;
+  std::vector<std::string> endpoints;  // S3_ENDPOINT_URIS, split (storage/s3/endpoints.h); empty = none
   std::string region;
   std::string access_key_id;
   S3Secret secret_access_key;
@@ -62,12 +68,15 @@ struct S3EndpointUse {
 // breaks it (FailedPrecondition; InvalidArgument for an endpoint that does not parse).
 absl::Status CheckS3Endpoints(const std::vector<S3EndpointUse>& uses, const S3AgentDefaults& agent);
 
-// The bucket configuration of an s3 job: the job's storage options over the agent's defaults. An error (naming
+// The bucket configuration of an s3 job: the job's storage options over the agent's defaults, its endpoints and
+// dlio_ext.s3_endpoint_policy (`agent_index`: this agent's index among the job's, for per_agent). An error (naming
 // the missing setting and where it can come from) when the endpoint or the credentials are nowhere, or the endpoint
-// rule's refusal (CheckS3Endpoints).
-absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& spec, const S3AgentDefaults& d);
+// rule's refusal (CheckS3Endpoints) of the first endpoint that breaks it.
+absl::StatusOr<std::shared_ptr<const S3Config>> S3ConfigFor(const WorkloadSpec& spec, const S3AgentDefaults& d,
+                                                            int64_t agent_index = 0);
 
-// The preflight (see above). `first_object`: a key to HEAD ("" = none, e.g. before generation).
+// The preflight (see above), on every endpoint of the config. `first_object`: a key to HEAD ("" = none, e.g.
+// before generation).
 absl::Status S3Preflight(const std::shared_ptr<const S3Config>& config, const std::string& first_object);
 
 }  // namespace dlio

@@ -58,14 +58,16 @@ TEST(S3Credentials, BadFilesNameTheLineNotTheValue) {
   absl::StatusOr<S3AgentDefaults> d = LoadS3Defaults(path);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), "--s3-credentials: " + path + ":2: unknown key 'AWS_SECRET' (allowed: "
-                                  "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION)");
+                                  "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, S3_ENDPOINT_URIS, "
+                                  "AWS_REGION)");
   EXPECT_EQ(LoadS3Defaults("/nonexistent/creds").status().message(), "--s3-credentials: cannot read '/nonexistent/creds'");
   WorkloadSpec spec;
   spec.storage_type = "s3";
   spec.storage_root = "bkt";
   EXPECT_EQ(S3ConfigFor(spec, S3AgentDefaults{}).status().message(),
             "storage.storage_options.endpoint_url: no S3 endpoint (set it in the job, in the agent's --s3-credentials "
-            "file as AWS_ENDPOINT_URL, or in the agent's environment as AWS_ENDPOINT_URL)");
+            "file as AWS_ENDPOINT_URL or S3_ENDPOINT_URIS, or in the agent's environment as AWS_ENDPOINT_URL or "
+            "S3_ENDPOINT_URIS)");
 }
 
 // Endpoints are compared in one form: scheme and host lower case, the default port explicit, no trailing '/'.
@@ -227,6 +229,73 @@ TEST(S3Endpoints, AllowListIsReadAtStartNamingTheFlag) {
   EXPECT_EQ(LoadS3Defaults("", {"http://ok", "rgw:8080"}).status().message(),
             "--s3-allow-endpoint: s3 endpoint 'rgw:8080': not http:// or https:// (expected "
             "http(s)://host[:port][/path])");
+}
+
+// Issue 27 item 1: the job's list of endpoints, the agent's S3_ENDPOINT_URIS (which wins, as in the MLCommons fork),
+// AWS_ENDPOINT_URL last; the policy and the agent's index reach the config; every endpoint passes the endpoint rule,
+// the agent's S3_ENDPOINT_URIS entries being its own.
+TEST(S3ManyEndpoints, TheAgentsListWinsOverTheJobsWhichWinsOverItsEndpoint) {
+  S3AgentDefaults d;
+  d.endpoint = "http://own:1";
+  d.access_key_id = "K";
+  d.secret_access_key = S3Secret("s");
+  WorkloadSpec spec;
+  spec.storage_type = "s3";
+  spec.storage_root = "bkt";
+  absl::StatusOr<std::shared_ptr<const S3Config>> c = S3ConfigFor(spec, d);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT((*c)->endpoints, ::testing::ElementsAre("http://own:1"));
+
+  d.allowed_endpoints = {"http://a:1", "http://b:2"};
+  spec.s3_endpoint_url = "http://a:1,http://b:2/";
+  spec.s3_endpoint_policy = "per_agent";
+  c = S3ConfigFor(spec, d, 3);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT((*c)->endpoints, ::testing::ElementsAre("http://a:1", "http://b:2"));
+  EXPECT_EQ((*c)->endpoint, "http://a:1");
+  EXPECT_EQ((*c)->endpoint_policy, S3EndpointPolicy::kPerAgent);
+  EXPECT_EQ((*c)->agent_index, 3);
+  EXPECT_EQ((*c)->Describe(), "endpoints http://a:1, http://b:2 bucket 'bkt'");
+
+  ::setenv("S3_ENDPOINT_URIS", "http://u1:7, http://u2:8", 1);
+  absl::StatusOr<S3AgentDefaults> env = LoadS3Defaults("");
+  ::unsetenv("S3_ENDPOINT_URIS");
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_THAT(env->endpoints, ::testing::ElementsAre("http://u1:7", "http://u2:8"));
+  env->access_key_id = "K";
+  env->secret_access_key = S3Secret("s");
+  spec.s3_endpoint_policy = "round_robin";
+  c = S3ConfigFor(spec, *env);  // the job names a:1 and b:2; the agent's list wins
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT((*c)->endpoints, ::testing::ElementsAre("http://u1:7", "http://u2:8"));
+}
+
+TEST(S3ManyEndpoints, EveryEndpointPassesTheRuleAndABadOneIsNamed) {
+  S3AgentDefaults d;
+  d.endpoint = "http://own:1";
+  d.endpoints = {"http://own2:2"};
+  d.access_key_id = "K";
+  d.secret_access_key = S3Secret("s");
+  WorkloadSpec spec;
+  spec.storage_type = "s3";
+  spec.storage_root = "bkt";
+  spec.s3_endpoint_url = "http://own:1,http://own2:2";
+  d.endpoints.clear();
+  // own2 is not the agent's own without its S3_ENDPOINT_URIS: the agent's credentials may not go there.
+  absl::StatusOr<std::shared_ptr<const S3Config>> c = S3ConfigFor(spec, d);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()),
+              ::testing::StartsWith("s3 endpoint http://own2:2 is not this agent's own (AWS_ENDPOINT_URL "
+                                    "http://own:1): "));
+  d.endpoints = {"http://own:1", "http://own2:2"};
+  EXPECT_TRUE(S3ConfigFor(spec, d).ok());
+  spec.s3_endpoint_policy = "random";
+  EXPECT_EQ(S3ConfigFor(spec, d).status().message(),
+            "dlio_ext.s3_endpoint_policy: unknown endpoint policy 'random' (allowed: round_robin, per_agent, "
+            "per_request)");
+  d.endpoints = {"ftp://x:1"};
+  spec.s3_endpoint_policy = "round_robin";
+  EXPECT_EQ(S3ConfigFor(spec, d).status().message(), "s3 endpoint 'ftp://x:1' must start with http:// or https://");
 }
 
 }  // namespace

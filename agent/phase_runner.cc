@@ -15,7 +15,7 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
   const PhaseCommand& cmd = ctx.cmd;
   if (!cmd.spec.IsS3()) return std::shared_ptr<const S3Config>();
   if (s3_config_ && s3_job_ == cmd.job_id) return s3_config_;
-  absl::StatusOr<std::shared_ptr<const S3Config>> c = S3ConfigFor(cmd.spec, s3_defaults_);
+  absl::StatusOr<std::shared_ptr<const S3Config>> c = S3ConfigFor(cmd.spec, s3_defaults_, cmd.agent_index);
   if (!c.ok()) return Annotate(c.status(), ctx.Where(cmd.first_rank));
   // The job's first phase here: the bucket and credentials, and (when the data should be there) the first object.
   std::string first;

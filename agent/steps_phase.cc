@@ -292,6 +292,7 @@ class RankSteps {
     r_.dropped_samples = rank_ == 0 && !setup_.eval ? static_cast<uint64_t>(setup_.plan.DroppedSamples()) : 0;
     LoaderConfig cfg = setup_.cfg;
     cfg.pool = threads_.pool(local_);
+    cfg.rank = rank_;
     if (spec_.trace) {
       const std::vector<std::unique_ptr<TraceBuffer>>& trace = threads_.trace(local_);
       step_trace_ = trace[0].get();

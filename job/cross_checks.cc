@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/sleep.h"
 #include "fmt/format.h"
 #include "job/format_traits.h"
@@ -66,10 +67,11 @@ absl::Status CheckStorage(WorkloadSpec& s) {
         "storage_type s3, storage_root names the bucket)",
         b));
   }
-  if (!s.s3_endpoint_url.empty() && !absl::StartsWith(s.s3_endpoint_url, "http://") &&
-      !absl::StartsWith(s.s3_endpoint_url, "https://")) {
-    return absl::InvalidArgumentError(fmt::format(
-        "storage.storage_options.endpoint_url: '{}' must start with http:// or https://", s.s3_endpoint_url));
+  for (absl::string_view e : absl::StrSplit(s.s3_endpoint_url, ',', absl::SkipEmpty())) {
+    if (!absl::StartsWith(e, "http://") && !absl::StartsWith(e, "https://")) {
+      return absl::InvalidArgumentError(
+          fmt::format("storage.storage_options.endpoint_url: '{}' must start with http:// or https://", std::string(e)));
+    }
   }
   if (absl::Status f = CheckFormatReadsObjects(s.format); !f.ok()) return f;
   if (s.io_engine != "posix") {

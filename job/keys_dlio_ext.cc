@@ -78,6 +78,18 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
   AddParquetExtKeys(v);
+  v.push_back(Custom(
+      "dlio_ext.s3_endpoint_policy", KeyStatus::kImplemented,
+      "s3 with several endpoints (storage.storage_options.endpoint_url as a list, or the agents' S3_ENDPOINT_URIS): "
+      "round_robin puts rank r on endpoint r % n (the MLCommons fork's default); per_agent puts every rank of agent "
+      "a on endpoint a % n; per_request sends each request of a client to the next endpoint. Whatever the policy, "
+      "an attempt that fails with attempts left goes to the next endpoint (a failover, counted; "
+      "docs/object-storage.md)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"round_robin", "per_agent", "per_request"}, {}, "endpoint policy",
+                           &s.s3_endpoint_policy);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.s3_endpoint_policy); }));
   v.push_back(IntKey("dlio_ext.telemetry_interval", &WorkloadSpec::telemetry_interval, 1, 3600,
                      "seconds between the lines of each agent's host telemetry series (<agent>_host.jsonl in the "
                      "results: CPU, memory, disks, network; 10 as MLPerf Storage v3 records them); the agents "

@@ -1,4 +1,8 @@
 // The rows of the key table (key_table.h) for the storage section (object storage: docs/object-storage.md).
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/text.h"
 #include "job/format_traits.h"
 #include "job/key_table.h"
@@ -9,6 +13,54 @@ namespace dlio::workload_internal {
 // --data-root; s3 is a bucket (storage_root) reached through storage_options (docs/object-storage.md). Kept apart
 // from the other sections: object storage bypasses the POSIX path confinement (agent/paths.h) altogether.
 void AddForkStorageKeys(std::vector<KeyInfo>& v);
+
+namespace {
+
+// storage.storage_options.endpoint_url: one endpoint, a list of them, or a comma-separated string of them (the
+// MLCommons fork's CSV); stored comma-separated, written back as a list when there are several.
+KeyInfo EndpointUrlKey() {
+  return Custom(
+      "storage.storage_options.endpoint_url", KeyStatus::kImplemented,
+      "s3: http(s)://host[:port] of the S3 service, or a list of endpoints of one store (or them comma-separated, "
+      "as the MLCommons fork takes them), used as dlio_ext.s3_endpoint_policy says; empty = the agent's "
+      "S3_ENDPOINT_URIS or AWS_ENDPOINT_URL (S3_ENDPOINT_URIS wins over this key, as in the fork; "
+      "docs/object-storage.md)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        if (n.IsNull()) {
+          s.s3_endpoint_url.clear();
+          return absl::OkStatus();
+        }
+        std::vector<std::string> parts;
+        if (n.IsScalar()) {
+          parts.push_back(n.Scalar());
+        } else if (n.IsSequence()) {
+          for (const YAML::Node& e : n) {
+            if (!e.IsScalar() || e.Scalar().empty()) return MustBe(p, "a list of http(s):// endpoints", n);
+            parts.push_back(e.Scalar());
+          }
+        } else {
+          return MustBe(p, "an http(s):// endpoint or a list of them", n);
+        }
+        std::string joined;
+        for (const std::string& part : parts) {
+          if (absl::Status t = CheckKeyText(part, p, kMaxPathBytes); !t.ok()) return t;
+          for (absl::string_view e : absl::StrSplit(part, ',', absl::SkipWhitespace())) {
+            e = absl::StripAsciiWhitespace(e);
+            absl::StrAppend(&joined, joined.empty() ? "" : ",", e);
+          }
+        }
+        s.s3_endpoint_url = joined;
+        return absl::OkStatus();
+      },
+      [](const WorkloadSpec& s) {
+        if (s.s3_endpoint_url.find(',') == std::string::npos) return Quote(s.s3_endpoint_url);
+        std::vector<std::string> quoted;
+        for (absl::string_view e : absl::StrSplit(s.s3_endpoint_url, ',')) quoted.push_back(Quote(std::string(e)));
+        return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
+      });
+}
+
+}  // namespace
 
 // Data table: the storage section.
 void AddStorageKeys(std::vector<KeyInfo>& v) {
@@ -51,8 +103,7 @@ void AddStorageKeys(std::vector<KeyInfo>& v) {
         return absl::OkStatus();
       },
       [](const WorkloadSpec& s) { return Quote(s.storage_root); }));
-  v.push_back(StringKey("storage.storage_options.endpoint_url", &WorkloadSpec::s3_endpoint_url, true,
-                        "s3: http(s)://host[:port] of the S3 service; empty = the agent's AWS_ENDPOINT_URL"));
+  v.push_back(EndpointUrlKey());
   v.push_back(StringKey("storage.storage_options.region", &WorkloadSpec::s3_region, true,
                         "s3: the SigV4 signing region; empty = the agent's AWS_REGION, else us-east-1"));
   v.push_back(StringKey("storage.storage_options.access_key_id", &WorkloadSpec::s3_access_key_id, true,

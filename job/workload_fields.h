@@ -20,7 +20,7 @@
   X(generate_data) X(train) X(evaluation) X(checkpoint)                                                            \
   /* storage (not the secret) */                                                                                    \
   X(storage_type) X(storage_root) X(s3_endpoint_url) X(s3_region) X(s3_access_key_id) X(s3_force_path_style)        \
-  X(s3_max_attempts) X(storage_library) X(s3_uri_scheme) X(post_generation_settle_seconds)                          \
+  X(s3_max_attempts) X(s3_endpoint_policy) X(storage_library) X(s3_uri_scheme) X(post_generation_settle_seconds)                          \
   /* dataset */                                                                                                     \
   X(data_folder) X(format) X(num_files_train) X(num_samples_per_file) X(record_length_bytes)                        \
   X(record_length_bytes_stdev) X(num_files_eval) X(num_subfolders_train) X(num_subfolders_eval) X(file_prefix)      \

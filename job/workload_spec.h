@@ -103,7 +103,10 @@ struct WorkloadSpec {
   // storage (storage.*; object storage: docs/object-storage.md)
   std::string storage_type = "local_fs";     // local_fs | parallel_fs | s3
   std::string storage_root = "./";           // s3: the bucket
-  std::string s3_endpoint_url;               // storage_options.endpoint_url; "" = the agent's AWS_ENDPOINT_URL
+  // storage_options.endpoint_url: one endpoint, or several comma-separated (a YAML list is stored so); "" = the
+  // agent's S3_ENDPOINT_URIS or AWS_ENDPOINT_URL (agent/object_store.h)
+  std::string s3_endpoint_url;
+  std::string s3_endpoint_policy = "round_robin";  // dlio_ext.s3_endpoint_policy (storage/s3/endpoints.h)
   std::string s3_region;                     // storage_options.region; "" = the agent's AWS_REGION, else us-east-1
   std::string s3_access_key_id;              // storage_options.access_key_id; "" = the agent's credentials
   // storage_options.secret_access_key: a secret. Never written by ToYaml() nor compared by operator==; it travels

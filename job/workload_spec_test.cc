@@ -1002,6 +1002,34 @@ TEST(WorkloadSpecStorage, TheForksObjectStorageKeysLoadAndBadValuesNameTheKey) {
               HasSubstr("dataset.listing_validation_interval: must be an integer in [0, "));
 }
 
+// Issue 27 item 1: endpoint_url takes a list of endpoints (or the fork's comma-separated string); several are
+// written back as a list; dlio_ext.s3_endpoint_policy takes round_robin (the default), per_agent, per_request; bad
+// values name the key and what is allowed.
+TEST(WorkloadSpecStorage, EndpointListsAndThePolicyLoadAndBadValuesNameTheKey) {
+  const std::string base = "storage:\n  storage_type: s3\n  storage_root: my-bucket\n";
+  WorkloadSpec s = Load(base + "  storage_options:\n    endpoint_url:\n      - http://a:1\n      - http://b:2\n"
+                               "dlio_ext:\n  s3_endpoint_policy: per_request\n");
+  EXPECT_EQ(s.s3_endpoint_url, "http://a:1,http://b:2");
+  EXPECT_EQ(s.s3_endpoint_policy, "per_request");
+  const std::string yaml = ToYaml(s);
+  EXPECT_NE(yaml.find("endpoint_url: [\"http://a:1\", \"http://b:2\"]"), std::string::npos) << yaml;
+  absl::StatusOr<WorkloadSpec> again = LoadWorkload(yaml, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(*again == s);
+  EXPECT_EQ(Load(base + "  storage_options:\n    endpoint_url: 'http://a:1, http://b:2'\n").s3_endpoint_url,
+            "http://a:1,http://b:2");
+  EXPECT_EQ(Load(base).s3_endpoint_policy, "round_robin");
+  EXPECT_EQ(Load(base + "  storage_options:\n    endpoint_url: http://a:1\n").s3_endpoint_url, "http://a:1");
+  EXPECT_EQ(Error(base + "  storage_options:\n    endpoint_url: [http://a:1, ftp://b]\n"),
+            "storage.storage_options.endpoint_url: 'ftp://b' must start with http:// or https://");
+  EXPECT_THAT(Error(base + "  storage_options:\n    endpoint_url: {a: 1}\n"),
+              HasSubstr("storage.storage_options.endpoint_url: must be an http(s):// endpoint or a list of them"));
+  EXPECT_THAT(Error(base + "dlio_ext:\n  s3_endpoint_policy: random\n"),
+              HasSubstr("dlio_ext.s3_endpoint_policy: "));
+  EXPECT_THAT(Error(base + "dlio_ext:\n  s3_endpoint_policy: random\n"),
+              HasSubstr("round_robin, per_agent, per_request"));
+}
+
 // Object storage keys (docs/object-storage.md): the bucket, an s3:// data folder, the secret kept out of ToYaml and
 // shown as *** by the key list, and each bad value refused naming its key.
 TEST(WorkloadSpecStorage, S3KeysLoadValidateAndKeepTheSecretOut) {

@@ -216,6 +216,28 @@ nlohmann::json S3Json(const S3Snapshot& snapshot) {
   return s3;
 }
 
+// summary.json's dlio_ext.s3_endpoints: per endpoint, every operation and phase of the job (docs/object-storage.md).
+nlohmann::json S3EndpointsJson(const S3Snapshot& snapshot) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const S3EndpointSnapshot& e : snapshot.endpoints) {
+    out[e.endpoint] = {{"requests", e.requests},
+                       {"bytes", e.bytes},
+                       {"errors", e.errors},
+                       {"failovers", e.failovers},
+                       {"latency_seconds", LatencyJson(e.latency)}};
+  }
+  return out;
+}
+
+// dlio_ext.s3 (per operation), and with any per-endpoint figure dlio_ext.s3_endpoints and s3_failovers.
+void AddS3Summary(const S3Snapshot& s3, nlohmann::json* ext) {
+  if (s3.total_requests() > 0) (*ext)["s3"] = S3Json(s3);
+  if (!s3.endpoints.empty()) {
+    (*ext)["s3_endpoints"] = S3EndpointsJson(s3);
+    (*ext)["s3_failovers"] = s3.total_failovers();
+  }
+}
+
 // dlio_ext.evict_cache in summary.json's train_epochs: per epoch how the agents cleared the page cache ("drop_caches",
 // "fadvise", "mixed" when they differ; absent when none did) and the bytes the data roots' devices delivered during
 // the epoch (each host counted once: its agents share its devices; null when some host measured nothing).
@@ -369,7 +391,7 @@ nlohmann::json Aggregator::SummaryJson() const {
                        {"MB_per_second", secs > 0 ? static_cast<double>(g.bytes) / secs / 1e6 : 0.0},
                        {"write_latency_seconds", LatencyJson(g.latency)}};
   }
-  if (job_.s3.total_requests() > 0) ext["s3"] = S3Json(job_.s3);
+  AddS3Summary(job_.s3, &ext);
   if (job_.spec.train) AddTrainSummary(job_, c, &j, &metric, &ext);
   AddHostAndEpochLimits(job_, &ext);
   if (!s.eval.empty()) AddEvalSummary(s, &metric, &ext);

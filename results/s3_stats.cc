@@ -33,8 +33,33 @@ S3OpSnapshot& S3OpSnapshot::operator+=(const S3OpSnapshot& o) {
   return *this;
 }
 
+S3EndpointSnapshot& S3EndpointSnapshot::operator+=(const S3EndpointSnapshot& o) {
+  requests += o.requests;
+  bytes += o.bytes;
+  errors += o.errors;
+  failovers += o.failovers;
+  latency += o.latency;
+  return *this;
+}
+
+S3EndpointSnapshot& S3Snapshot::Endpoint(const std::string& endpoint) {
+  for (S3EndpointSnapshot& e : endpoints) {
+    if (e.endpoint == endpoint) return e;
+  }
+  endpoints.emplace_back();
+  endpoints.back().endpoint = endpoint;
+  return endpoints.back();
+}
+
+uint64_t S3Snapshot::total_failovers() const {
+  uint64_t n = 0;
+  for (const S3EndpointSnapshot& e : endpoints) n += e.failovers;
+  return n;
+}
+
 S3Snapshot& S3Snapshot::operator+=(const S3Snapshot& o) {
   for (int i = 0; i < kS3OpCount; ++i) ops[i] += o.ops[i];
+  for (const S3EndpointSnapshot& e : o.endpoints) Endpoint(e.endpoint) += e;
   return *this;
 }
 
@@ -55,6 +80,19 @@ S3Snapshot S3Difference(const S3Snapshot& a, const S3Snapshot& b) {
     o.retries = x.retries - y.retries;
     o.redirects = x.redirects - y.redirects;
     for (int k = 0; k < kS3StatusSlots; ++k) o.errors[k] = x.errors[k] - y.errors[k];
+    for (int k = 0; k < LatencyHistogram::kNumBuckets; ++k) o.latency.set_bucket(k, x.latency.bucket(k) - y.latency.bucket(k));
+    o.latency.set_totals(x.latency.sum_ns() - y.latency.sum_ns(), x.latency.count() - y.latency.count());
+  }
+  for (const S3EndpointSnapshot& x : a.endpoints) {
+    S3EndpointSnapshot y;
+    for (const S3EndpointSnapshot& e : b.endpoints) {
+      if (e.endpoint == x.endpoint) y = e;
+    }
+    S3EndpointSnapshot& o = d.Endpoint(x.endpoint);
+    o.requests = x.requests - y.requests;
+    o.bytes = x.bytes - y.bytes;
+    o.errors = x.errors - y.errors;
+    o.failovers = x.failovers - y.failovers;
     for (int k = 0; k < LatencyHistogram::kNumBuckets; ++k) o.latency.set_bucket(k, x.latency.bucket(k) - y.latency.bucket(k));
     o.latency.set_totals(x.latency.sum_ns() - y.latency.sum_ns(), x.latency.count() - y.latency.count());
   }

@@ -1,12 +1,16 @@
 // S3 request statistics as plain data (storage/s3/client.h counts them; the agent exports them on /metrics and ships a
 // phase's worth in its results; the coordinator sums them into summary.json's dlio_ext.s3). Per operation: requests
 // (attempts), payload bytes, retries, redirects followed, failed attempts by HTTP status slot, and a latency
-// histogram (nanoseconds, results/latency_histogram.h's layout, so merging is a sum).
+// histogram (nanoseconds, results/latency_histogram.h's layout, so merging is a sum). Per endpoint (issue 27 item 1,
+// storage/s3/endpoints.h): requests, bytes, failed attempts, failovers away from it and latency, every operation
+// together; merged by endpoint name.
 // Thread-safety: plain value types.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "results/latency_histogram.h"
 
@@ -33,8 +37,23 @@ struct S3OpSnapshot {
   LatencyHistogram latency;
   S3OpSnapshot& operator+=(const S3OpSnapshot& o);
 };
+// One endpoint's share of the requests (every operation).
+struct S3EndpointSnapshot {
+  std::string endpoint;    // as the job names it (scheme://host[:port], no trailing '/')
+  uint64_t requests = 0;   // attempts sent to it
+  uint64_t bytes = 0;      // payload bytes of its successful attempts
+  uint64_t errors = 0;     // its failed attempts (any status, or none)
+  uint64_t failovers = 0;  // attempts moved from it to the next endpoint after it failed
+  LatencyHistogram latency;
+  S3EndpointSnapshot& operator+=(const S3EndpointSnapshot& o);
+};
+
 struct S3Snapshot {
   std::array<S3OpSnapshot, kS3OpCount> ops;
+  std::vector<S3EndpointSnapshot> endpoints;  // in the order first seen; names unique once merged (+=)
+  // The entry of `endpoint`, added (zero) when missing.
+  S3EndpointSnapshot& Endpoint(const std::string& endpoint);
+  uint64_t total_failovers() const;
   S3Snapshot& operator+=(const S3Snapshot& o);
   uint64_t total_requests() const;
 };

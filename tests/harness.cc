@@ -217,6 +217,25 @@ std::string Workload(const std::string& format, int files, int samples_per_file,
 }
 
 
+ExtraGateway::ExtraGateway(const std::string& s3_dir) {
+  CommandResult r = RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "extra-rgw", s3_dir},
+                               std::chrono::seconds(90));
+  std::istringstream in(r.out);
+  in >> pid_ >> endpoint_;
+  if (r.exit_code != 0 || pid_ <= 0 || endpoint_.empty()) {
+    pid_ = 0;
+    error_ = "ceph-rgw.sh extra-rgw " + s3_dir + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err;
+  }
+}
+
+ExtraGateway::~ExtraGateway() { Stop(); }
+
+void ExtraGateway::Stop() {
+  if (pid_ <= 0 || stopped_) return;
+  stopped_ = true;
+  ::kill(pid_, SIGTERM);  // exactly the daemon extra-rgw started (its PID, recorded in the cluster's pids file too)
+}
+
 uint64_t DataBytes(const fs::path& dir, const std::string& ext) {
   uint64_t total = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {

@@ -113,6 +113,28 @@ class Fleet {
   std::vector<std::unique_ptr<Process>> agents_;
 };
 
+// A second radosgw daemon of the running test cluster in `s3_dir` (scripts/ceph-rgw.sh extra-rgw: another endpoint
+// of the same store, same buckets and users), for the tests of many endpoints and failover; the other tests keep the
+// one gateway. ok() false (and error() saying why) when it did not start. Stop() ends it with SIGTERM (it refuses
+// new connections at once); the destructor stops it if still running. Exactly the daemon it started is signalled.
+class ExtraGateway {
+ public:
+  explicit ExtraGateway(const std::string& s3_dir);
+  ~ExtraGateway();
+  ExtraGateway(const ExtraGateway&) = delete;
+  ExtraGateway& operator=(const ExtraGateway&) = delete;
+  bool ok() const { return pid_ > 0; }
+  const std::string& error() const { return error_; }
+  const std::string& endpoint() const { return endpoint_; }  // http://127.0.0.1:PORT
+  pid_t pid() const { return pid_; }
+  void Stop();
+
+ private:
+  pid_t pid_ = 0;
+  bool stopped_ = false;
+  std::string endpoint_, error_;
+};
+
 // `submit JOB --agents N --output OUT --wait-for-agents 30` to the fleet.
 CommandResult Submit(const Fleet& fleet, const std::string& job, const std::string& output, int agents,
                      std::chrono::seconds timeout = std::chrono::seconds(240));

@@ -904,5 +904,139 @@ TEST_F(S3, ReadAheadGetsTheSameSamplesAndBytesInPlanOrderAsOneGetAtATime) {
   for (const auto& [key, busy] : one.busy) EXPECT_LE(busy, one.span.at(key) + 1.0) << "1 in flight overlapped";
 }
 
+// Issue 27 item 1 (and item 6's two gateways): two radosgw daemons of one cluster are two endpoints of one store.
+// The per-endpoint figures of summary.json (dlio_ext.s3_endpoints, the same counts as the dlio_s3_endpoint_* series).
+json EndpointFigures(const TempDir& dir) {
+  return LoadJson(dir.str() + "/out/summary.json")["dlio_ext"].value("s3_endpoints", json::object());
+}
+
+// Round robin (per rank, the default): 2 agents of 1 rank read through 2 gateways; the requests split within 10 %
+// of even, none failed over.
+TEST_F(S3, TwoGatewaysRoundRobinSplitsRequestsEvenly) {
+  TempDir dir;
+  const std::string bucket = NewBucket("two");
+  ExtraGateway second(S3Dir());
+  ASSERT_TRUE(second.ok()) << second.error();
+  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 64, 1, 16384, 2, 0, 2, true, Storage(bucket)));
+  ASSERT_PRED1(JobRan, RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1"}, 1).exit_code);
+  // The second gateway is not the agents' own endpoint: the job brings its own keys (docs/object-storage.md).
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
+                           {"workflow.generate_data=false",
+                            "storage.storage_options.endpoint_url=['" + first + "', '" + second.endpoint() + "']",
+                            JobKeyId(), JobSecret()},
+                           2);
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+  const json e = EndpointFigures(dir);
+  ASSERT_TRUE(e.contains(first) && e.contains(second.endpoint())) << e.dump();
+  const double a = e[first]["requests"].get<double>(), b = e[second.endpoint()]["requests"].get<double>();
+  EXPECT_GE(a + b, 128) << e.dump();  // 64 objects x 2 epochs, and the preflight and listing
+  EXPECT_LE(std::abs(a - b), 0.1 * (a + b) / 2) << e.dump();
+  EXPECT_GT(e[second.endpoint()]["bytes"].get<double>(), 64 * 16384) << e.dump();
+  EXPECT_EQ(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["s3_failovers"].get<int>(), 0);
+}
+
+// One of two gateways is killed in the middle of the epoch: with attempts left the requests of the rank on it go to
+// the other and the job completes, the failovers counted (summary.json, per endpoint and in all).
+TEST_F(S3, OneOfTwoGatewaysKilledMidEpochFailsOverWithRetriesLeft) {
+  TempDir dir;
+  const std::string bucket = NewBucket("failover");
+  ExtraGateway second(S3Dir());
+  ASSERT_TRUE(second.ok()) << second.error();
+  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 32, 1, 65536, 1, 0.25, 2, true, Storage(bucket)));
+  ASSERT_PRED1(JobRan, RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1", "train.computation_time=0"}, 1).exit_code);
+  // 64 steps of 0.25 s: the gateway dies 4 s in, after the start-up and the preflight of both endpoints.
+  std::thread killer([&second] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    second.Stop();
+  });
+  // Rank 0 (of 1) starts on the first endpoint of the list: the gateway that dies. The fork's comma-separated form.
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
+                           {"workflow.generate_data=false",
+                            "storage.storage_options.endpoint_url=" + second.endpoint() + "," + first,
+                            "storage.storage_options.s3_max_attempts=3", JobKeyId(), JobSecret()},
+                           1);
+  killer.join();
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+  const json s = LoadJson(dir.str() + "/out/summary.json");
+  EXPECT_EQ(s["dlio_ext"]["train_io"]["samples"].get<int>(), 64) << s.dump();
+  const json e = EndpointFigures(dir);
+  EXPECT_GE(e[second.endpoint()]["failovers"].get<int>(), 1) << e.dump();
+  EXPECT_GE(e[second.endpoint()]["errors"].get<int>(), 1) << e.dump();
+  EXPECT_GT(e[first]["requests"].get<int>(), 0) << e.dump();
+  EXPECT_EQ(s["dlio_ext"]["s3_failovers"].get<int>(), e[second.endpoint()]["failovers"].get<int>() +
+                                                      e[first]["failovers"].get<int>());
+}
+
+// The same without retries (s3_max_attempts 1): the job fails with one line naming the endpoint that died.
+TEST_F(S3, OneOfTwoGatewaysKilledMidEpochWithoutRetriesFailsNamingIt) {
+  TempDir dir;
+  const std::string bucket = NewBucket("noretry");
+  ExtraGateway second(S3Dir());
+  ASSERT_TRUE(second.ok()) << second.error();
+  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 32, 1, 65536, 1, 0.25, 2, true, Storage(bucket)));
+  ASSERT_PRED1(JobRan, RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1", "train.computation_time=0"}, 1).exit_code);
+  std::thread killer([&second] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    second.Stop();
+  });
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
+                           {"workflow.generate_data=false",
+                            "storage.storage_options.endpoint_url=" + second.endpoint() + "," + first,
+                            "storage.storage_options.s3_max_attempts=1", JobKeyId(), JobSecret()},
+                           1);
+  killer.join();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::regex line("s3 (GET|HEAD) endpoint " + second.endpoint() + " bucket '" + bucket +
+                        "' object 'data/train/img_[0-9]+_of_32\\.npz': no HTTP status \\(");
+  EXPECT_TRUE(std::regex_search(r.err, line)) << r.err;
+}
+
+// Issue 27 items 1 and 5: the MLCommons multi-endpoint and pytorch_s3dlio workload files we ship (their s3dlio keys
+// spelled as ours, see each file's header) load with --explain and run scaled down with an endpoint override: the
+// multi-endpoint ones through the two gateways, requests on both.
+TEST_F(S3, MlcommonsMultiEndpointAndS3dlioWorkloadsRunWithEndpointOverride) {
+  ExtraGateway second(S3Dir());
+  ASSERT_TRUE(second.ok()) << second.error();
+  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
+  struct Case {
+    const char* name;
+    const char* bucket;
+    bool multi;
+  };
+  for (const Case& c : {Case{"multi_endpoint_roundrobin", "training-bucket", true},
+                        Case{"multi_endpoint_mpi", "training-bucket", true}, Case{"pytorch_s3dlio", "my-bucket", false},
+                        Case{"pytorch_s3dlio_multiendpoint", "my-bucket", true},
+                        Case{"pytorch_s3dlio_local_test", "benchmark", false}}) {
+    SCOPED_TRACE(c.name);
+    const std::string file = SourceDir() + "/configs/workloads/" + c.name + ".yaml";
+    ASSERT_EQ(Tool({"mkbucket", c.bucket}).exit_code, 0);
+    CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", file, "--explain"});
+    ASSERT_EQ(explain.exit_code, 0) << explain.out << explain.err;
+    EXPECT_THAT(explain.out, HasSubstr("client: the agents' own S3 client (libcurl, SigV4); storage.storage_library '"));
+    TempDir dir;
+    std::vector<std::string> over = {"++workload.workflow.generate_data=True", "++workload.workflow.checkpoint=False",
+                                     "++workload.dataset.num_files_train=16", "++workload.dataset.record_length_bytes=16384",
+                                     "++workload.train.epochs=1", "++workload.train.computation_time=0.01"};
+    if (c.multi) {
+      over.push_back("++workload.storage.storage_options.endpoint_url=['" + first + "', '" + second.endpoint() + "']");
+      over.push_back(JobKeyId());  // the second gateway is not the agents' own: the job brings its keys
+      over.push_back(JobSecret());
+    } else {
+      over.push_back("++workload.storage.storage_options.endpoint_url=" + first);
+    }
+    CommandResult r = RunJob(dir, file, over, 2);
+    ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+    EXPECT_GT(LoadJson(dir.str() + "/out/summary.json")["dlio_ext"]["train_io"]["bytes"].get<double>(), 0);
+    const json e = EndpointFigures(dir);
+    EXPECT_GT(e[first]["requests"].get<double>(), 0) << e.dump();
+    if (c.multi) {
+      EXPECT_GT(e[second.endpoint()]["requests"].get<double>(), 0) << e.dump();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dlio::testing

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "pugixml.hpp"
 #include "storage/io_util.h"
 #include "storage/storage.h"
@@ -47,6 +48,19 @@ bool HostTakesBucketSubdomain(absl::string_view host) {
   bool digits_and_dots = true;
   for (char c : host) digits_and_dots &= absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.';
   return !digits_and_dots;
+}
+
+// Addressing: virtual-hosted (bucket.host) unless forced to path style or the host cannot take a subdomain.
+std::string BaseUrl(const S3Config& c, const std::string& endpoint) {
+  const size_t scheme_end = endpoint.find("://");
+  const size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  absl::string_view host(endpoint);
+  host = host.substr(host_start);
+  host = host.substr(0, std::min(host.find(':'), host.find('/')));
+  if (!c.force_path_style && HostTakesBucketSubdomain(host)) {
+    return absl::StrCat(endpoint.substr(0, host_start), c.bucket, ".", endpoint.substr(host_start));
+  }
+  return absl::StrCat(endpoint, "/", c.bucket);
 }
 
 int StatusSlot(int status) {
@@ -92,15 +106,37 @@ void ParseErrorXml(const std::string& body, std::string* code, std::string* mess
 
 }  // namespace
 
-std::string S3Config::Describe() const { return absl::StrCat("endpoint ", endpoint, " bucket '", bucket, "'"); }
+std::string S3Config::Describe() const {
+  if (endpoints.size() > 1) return absl::StrCat("endpoints ", absl::StrJoin(endpoints, ", "), " bucket '", bucket, "'");
+  return absl::StrCat("endpoint ", endpoint, " bucket '", bucket, "'");
+}
 
-void S3Stats::Record(S3Op op, uint64_t bytes, uint64_t ns, int http_status, bool failed) {
+std::vector<std::string> S3Config::EndpointList() const {
+  return endpoints.empty() ? std::vector<std::string>{endpoint} : endpoints;
+}
+
+void S3Stats::SetEndpoints(const std::vector<std::string>& endpoints) {
+  Lock();
+  data_.endpoints.assign(endpoints.size(), S3EndpointSnapshot());  // one slot per index (a name given twice too)
+  for (size_t i = 0; i < endpoints.size(); ++i) data_.endpoints[i].endpoint = endpoints[i];
+  Unlock();
+  failovers_ = std::vector<std::atomic<uint64_t>>(std::max<size_t>(1, endpoints.size()));
+}
+
+void S3Stats::Record(S3Op op, uint64_t bytes, uint64_t ns, int http_status, bool failed, size_t endpoint) {
   Lock();
   S3OpSnapshot& o = data_.ops[static_cast<int>(op)];
   ++o.requests;
   o.bytes += bytes;
   if (failed) ++o.errors[StatusSlot(http_status)];
   o.latency.Record(ns);
+  if (endpoint < data_.endpoints.size()) {
+    S3EndpointSnapshot& e = data_.endpoints[endpoint];
+    ++e.requests;
+    e.bytes += bytes;
+    e.errors += failed ? 1 : 0;
+    e.latency.Record(ns);
+  }
   Unlock();
 }
 
@@ -111,6 +147,9 @@ S3Snapshot S3Stats::Snapshot() const {
   for (int i = 0; i < kS3OpCount; ++i) {
     s.ops[i].retries = retries_[i].load(std::memory_order_relaxed);
     s.ops[i].redirects = redirects_[i].load(std::memory_order_relaxed);
+  }
+  for (size_t i = 0; i < s.endpoints.size() && i < failovers_.size(); ++i) {
+    s.endpoints[i].failovers = failovers_[i].load(std::memory_order_relaxed);
   }
   return s;
 }
@@ -242,20 +281,17 @@ S3Client::S3Client(std::shared_ptr<const S3Config> config) : config_(std::move(c
   curl_ = curl_easy_init();
   headers_ = curl_slist_append(nullptr, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
   const S3Config& c = *config_;
-  // Addressing: virtual-hosted (bucket.host) unless forced to path style or the host cannot take a subdomain.
-  const size_t scheme_end = c.endpoint.find("://");
-  const size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  absl::string_view host(c.endpoint);
-  host = host.substr(host_start);
-  host = host.substr(0, std::min(host.find(':'), host.find('/')));
-  if (!c.force_path_style && HostTakesBucketSubdomain(host)) {
-    base_ = absl::StrCat(c.endpoint.substr(0, host_start), c.bucket, ".", c.endpoint.substr(host_start));
-  } else {
-    base_ = absl::StrCat(c.endpoint, "/", c.bucket);
-  }
+  endpoints_ = c.EndpointList();
+  for (const std::string& endpoint : endpoints_) bases_.push_back(BaseUrl(c, endpoint));
+  const int64_t rank = ScopedS3Rank::Current();
+  current_ = FirstS3Endpoint(c.endpoint_policy, endpoints_.size(), rank, c.agent_index,
+                             rank < 0 && c.endpoint_policy != S3EndpointPolicy::kPerAgent ? NextUnrankedS3Client() : 0);
+  // per_request moves on before each request: start one before the first endpoint so the first request goes there.
+  if (c.endpoint_policy == S3EndpointPolicy::kPerRequest) current_ = (current_ + endpoints_.size() - 1) % endpoints_.size();
   userpwd_ = absl::StrCat(c.access_key_id, ":", c.secret_access_key.reveal());
   sigv4_ = absl::StrCat("aws:amz:", c.region, ":s3");
-  url_.reserve(base_.size() + 1024);
+  url_.reserve(bases_[0].size() + 1024);
+  path_.reserve(1024);
   body_.reserve(4096);
   jitter_state_ = reinterpret_cast<uintptr_t>(this) ^ internal::NowNs();
   if (curl_ != nullptr) {
@@ -275,6 +311,7 @@ S3Client::S3Client(std::shared_ptr<const S3Config> config) : config_(std::move(c
     curl_easy_setopt(curl_, CURLOPT_FOLLOWLOCATION, 0L);
     // RGW answers a 100-continue at once; without the header curl would wait for it anyway on large bodies.
   }
+  stats_.SetEndpoints(endpoints_);
   S3Metrics::Global().Register(&stats_);
 }
 
@@ -287,26 +324,31 @@ S3Client::~S3Client() {
 }
 
 void S3Client::BuildUrl(absl::string_view key, absl::string_view query) {
-  url_.assign(base_);
-  url_.push_back('/');
-  Encode(key, true, &url_);
+  path_.assign("/");
+  Encode(key, true, &path_);
   if (!query.empty()) {
-    url_.push_back('?');
-    url_.append(query.data(), query.size());
+    path_.push_back('?');
+    path_.append(query.data(), query.size());
   }
 }
 
-void S3Client::ObjectUrl(absl::string_view key, std::string* out) const {
-  out->assign(base_);
+size_t S3Client::ObjectUrl(absl::string_view key, std::string* out) {
+  current_ = NextS3EndpointForRequest(config_->endpoint_policy, current_, endpoints_.size());  // as Perform does
+  out->assign(bases_[current_]);
   out->push_back('/');
   Encode(key, true, out);
+  return current_;
+}
+
+std::string S3Client::Describe() const {
+  return absl::StrCat("endpoint ", endpoints_[current_], " bucket '", config_->bucket, "'");
 }
 
 absl::Status S3Client::HttpError(const Request& req, int status, absl::string_view curl_error, int attempts) const {
   const S3Config& c = *config_;
   std::string code, message;
   if (req.body != nullptr) ParseErrorXml(*req.body, &code, &message);
-  std::string where = absl::StrCat("s3 ", req.method, " ", c.Describe());
+  std::string where = absl::StrCat("s3 ", req.method, " ", Describe());
   if (!req.key.empty()) absl::StrAppend(&where, " object '", req.key, "'");
   const std::string tries = attempts > 1 ? absl::StrCat(" after ", attempts, " attempts") : "";
   if (status == 0) {
@@ -389,7 +431,7 @@ absl::string_view OriginOf(absl::string_view url) {
 
 absl::Status S3Client::NextHop(const Request& req, const std::vector<std::string>& visited, int hops,
                                std::string* next) {
-  std::string where = absl::StrCat("s3 ", req.method, " ", config_->Describe());
+  std::string where = absl::StrCat("s3 ", req.method, " ", Describe());
   if (!req.key.empty()) absl::StrAppend(&where, " object '", req.key, "'");
   absl::StrAppend(&where, ": HTTP ", req.status);
   if (location_.empty()) return absl::InternalError(absl::StrCat(where, ": a redirect without a Location header"));
@@ -416,6 +458,8 @@ absl::Status S3Client::NextHop(const Request& req, const std::vector<std::string
 absl::Status S3Client::PerformOnce(Request& req, int* http_status, bool* retryable) {
   const absl::string_view m(req.method);
   *retryable = false;
+  url_.assign(bases_[current_]);
+  url_.append(path_);
   const uint64_t t0 = internal::NowNs();
   CURLcode rc = static_cast<CURLcode>(PerformHop(req, url_.c_str()));
   absl::Status refused;
@@ -433,12 +477,12 @@ absl::Status S3Client::PerformOnce(Request& req, int* http_status, bool* retryab
   const uint64_t ns = internal::NowNs() - t0;  // the hops included
   const bool ok2xx = rc == CURLE_OK && req.status >= 200 && req.status < 300;
   const uint64_t bytes = m == "PUT" || m == "POST" ? req.sent : req.got;
-  stats_.Record(req.op, ok2xx ? bytes : 0, ns, rc == CURLE_OK ? req.status : 0, !ok2xx);
+  stats_.Record(req.op, ok2xx ? bytes : 0, ns, rc == CURLE_OK ? req.status : 0, !ok2xx, current_);
   *http_status = rc == CURLE_OK ? req.status : 0;
   if (!refused.ok()) return refused;
   if (rc != CURLE_OK) {
     if (req.overflow) {
-      return absl::DataLossError(absl::StrCat("s3 GET ", config_->Describe(), " object '", req.key,
+      return absl::DataLossError(absl::StrCat("s3 GET ", Describe(), " object '", req.key,
                                               "': the answer is longer than the ", req.fixed_cap,
                                               " bytes asked for"));
     }
@@ -458,6 +502,7 @@ absl::Status S3Client::PerformOnce(Request& req, int* http_status, bool* retryab
 absl::Status S3Client::Perform(Request& req) {
   if (curl_ == nullptr) return absl::InternalError("s3: curl_easy_init failed");
   const int attempts = std::max(1, config_->max_attempts);
+  current_ = NextS3EndpointForRequest(config_->endpoint_policy, current_, endpoints_.size());
   absl::Status last;
   for (int a = 1; a <= attempts; ++a) {
     int status = 0;
@@ -466,6 +511,10 @@ absl::Status S3Client::Perform(Request& req) {
     if (last.ok() || !retryable) return last;
     if (a == attempts) return HttpError(req, status, req.curl_error, attempts);  // says how many attempts
     stats_.AddRetry(req.op);
+    if (endpoints_.size() > 1) {  // the next attempt goes to the next endpoint, and the client stays there
+      stats_.AddFailover(current_);
+      current_ = S3FailoverEndpoint(current_, endpoints_.size());
+    }
     // Exponential backoff with +-25 % jitter (xorshift; no shared state).
     jitter_state_ ^= jitter_state_ << 13;
     jitter_state_ ^= jitter_state_ >> 7;
@@ -517,15 +566,14 @@ absl::StatusOr<uint64_t> S3Client::Head(absl::string_view key) {
   r.key = key;
   if (absl::Status s = Perform(r); !s.ok()) return s;
   if (r.content_length < 0) {
-    return absl::InternalError(absl::StrCat("s3 HEAD ", config_->Describe(), " object '", key,
+    return absl::InternalError(absl::StrCat("s3 HEAD ", Describe(), " object '", key,
                                             "': no Content-Length in the answer"));
   }
   return static_cast<uint64_t>(r.content_length);
 }
 
 absl::Status S3Client::HeadBucket() {
-  url_.assign(base_);
-  url_.push_back('/');
+  path_.assign("/");
   Request r;
   r.op = S3Op::kHead;
   r.method = "HEAD";
@@ -533,8 +581,7 @@ absl::Status S3Client::HeadBucket() {
 }
 
 absl::Status S3Client::CreateBucket() {
-  url_.assign(base_);
-  url_.push_back('/');
+  path_.assign("/");
   Request r;
   r.op = S3Op::kPut;
   r.method = "PUT";
@@ -565,7 +612,7 @@ absl::StatusOr<std::string> S3Client::CreateMultipart(absl::string_view key) {
   std::string id;
   if (doc.load_buffer(body_.data(), body_.size())) id = doc.child("InitiateMultipartUploadResult").child_value("UploadId");
   if (id.empty()) {
-    return absl::InternalError(absl::StrCat("s3 POST ", config_->Describe(), " object '", key,
+    return absl::InternalError(absl::StrCat("s3 POST ", Describe(), " object '", key,
                                             "': no UploadId in the CreateMultipartUpload answer"));
   }
   return id;
@@ -584,7 +631,7 @@ absl::StatusOr<std::string> S3Client::UploadPart(absl::string_view key, const st
   r.upload_len = len;
   if (absl::Status s = Perform(r); !s.ok()) return s;
   if (r.etag[0] == '\0') {
-    return absl::InternalError(absl::StrCat("s3 PUT ", config_->Describe(), " object '", key, "': part ", part,
+    return absl::InternalError(absl::StrCat("s3 PUT ", Describe(), " object '", key, "': part ", part,
                                             " answered without an ETag"));
   }
   return std::string(r.etag);
@@ -611,7 +658,7 @@ absl::Status S3Client::CompleteMultipart(absl::string_view key, const std::strin
   std::string code, message;
   ParseErrorXml(body_, &code, &message);
   if (!code.empty()) {
-    return absl::InternalError(absl::StrCat("s3 POST ", config_->Describe(), " object '", key,
+    return absl::InternalError(absl::StrCat("s3 POST ", Describe(), " object '", key,
                                             "': CompleteMultipartUpload failed: ", code, " (", message, ")"));
   }
   return absl::OkStatus();
@@ -633,16 +680,15 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> S3Client::ListM
   std::string q = "prefix=";
   Encode(prefix, false, &q);
   q += "&uploads=";
-  url_.assign(base_);
-  url_ += "/?";
-  url_ += q;
+  path_.assign("/?");
+  path_ += q;
   Request r;
   r.op = S3Op::kList;
   if (absl::Status s = Perform(r); !s.ok()) return s;
   pugi::xml_document doc;
   std::vector<std::pair<std::string, std::string>> out;
   if (!doc.load_buffer(body_.data(), body_.size())) {
-    return absl::InternalError(absl::StrCat("s3 GET ", config_->Describe(), " multipart uploads under '", prefix,
+    return absl::InternalError(absl::StrCat("s3 GET ", Describe(), " multipart uploads under '", prefix,
                                             "': the answer is not XML"));
   }
   pugi::xml_node root = doc.child("ListMultipartUploadsResult");
@@ -671,9 +717,8 @@ absl::StatusOr<S3ListPage> S3Client::ListPage(absl::string_view prefix, const st
   }
   q += "list-type=2&max-keys=1000&prefix=";
   Encode(prefix, false, &q);
-  url_.assign(base_);
-  url_ += "/?";
-  url_ += q;
+  path_.assign("/?");
+  path_ += q;
   Request r;
   r.op = S3Op::kList;
   r.key = "";
@@ -682,7 +727,7 @@ absl::StatusOr<S3ListPage> S3Client::ListPage(absl::string_view prefix, const st
   const pugi::xml_parse_result parsed = doc.load_buffer(body_.data(), body_.size());
   pugi::xml_node root = doc.child("ListBucketResult");
   if (!parsed || !root) {
-    return absl::InternalError(absl::StrCat("s3 GET ", config_->Describe(), " list of prefix '", prefix,
+    return absl::InternalError(absl::StrCat("s3 GET ", Describe(), " list of prefix '", prefix,
                                             "': the answer is not a ListBucketResult (", parsed.description(), ")"));
   }
   S3ListPage page;

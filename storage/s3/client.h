@@ -23,8 +23,12 @@
 //    retried with exponential backoff (kRetryBaseMs doubling, at most kRetryMaxMs, with jitter) up to
 //    S3Config::max_attempts attempts in all (DLIO's s3_max_attempts, default 5); each retry is counted. Other 4xx
 //    fail at once.
+//  - Endpoints (storage/s3/endpoints.h): S3Config::endpoints names every endpoint of the store (empty = `endpoint`
+//    alone); the client starts on the one its policy picks, moves on per request under per_request, and fails over
+//    to the next one when an attempt fails with attempts left (counted, per endpoint). Every error names the
+//    endpoint the failed attempt went to.
 //  - Metrics: every attempt is counted in the client's S3Stats per operation (requests, bytes, latency histogram,
-//    retries, errors by HTTP status); S3Metrics::Global() merges the live clients' stats (and those of clients
+//    retries, errors by HTTP status) and per endpoint (requests, bytes, errors, failovers, latency); S3Metrics::Global() merges the live clients' stats (and those of clients
 //    gone) at scrape time. No lock of ours is shared between threads per request: a client's stats take only its
 //    own uncontended spinlock (as IoStats does).
 //  - Allocation: a warmed-up client does no heap allocation of ours per GET or ranged GET (reused URL string, a
@@ -33,6 +37,7 @@
 // Thread-safety: S3Client none (one per thread); S3Config is immutable once shared; S3Metrics is thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -51,6 +56,7 @@
 #include "base/mutex.h"
 #include "job/s3_limits.h"
 #include "results/s3_stats.h"
+#include "storage/s3/endpoints.h"
 
 typedef void CURL;
 struct curl_slist;
@@ -73,7 +79,11 @@ class S3Secret {
 };
 
 struct S3Config {
-  std::string endpoint;            // scheme://host[:port], no trailing '/'
+  std::string endpoint;            // scheme://host[:port], no trailing '/' (the first of `endpoints` when several)
+  // Every endpoint of the store, in the job's order (storage/s3/endpoints.h); empty = `endpoint` alone.
+  std::vector<std::string> endpoints;
+  S3EndpointPolicy endpoint_policy = S3EndpointPolicy::kRoundRobin;  // dlio_ext.s3_endpoint_policy
+  int64_t agent_index = 0;         // the agent's index among the job's agents (per_agent)
   std::string region = "us-east-1";
   std::string bucket;
   std::string access_key_id;
@@ -91,14 +101,21 @@ struct S3Config {
   // shared.
   std::function<absl::Status(const std::string& origin)> redirect_check;
 
-  // "endpoint http://h:p bucket 'b'": how every error names the target.
+  // "endpoint http://h:p bucket 'b'" ("endpoints http://a, http://b bucket 'b'" when several): how errors name the
+  // target (a client's errors name the one endpoint its failed attempt went to).
   std::string Describe() const;
+  // `endpoints`, or {endpoint} when it is empty.
+  std::vector<std::string> EndpointList() const;
 };
 
 // Per-client counters (see the contract).
 class S3Stats {
  public:
-  void Record(S3Op op, uint64_t bytes, uint64_t ns, int http_status, bool failed);
+  // The endpoints counted apart (before the stats are shared: the client's constructor calls it).
+  void SetEndpoints(const std::vector<std::string>& endpoints);
+  // One attempt; `endpoint`: its index in SetEndpoints' list (not counted per endpoint without a list).
+  void Record(S3Op op, uint64_t bytes, uint64_t ns, int http_status, bool failed, size_t endpoint = 0);
+  void AddFailover(size_t endpoint) { failovers_[std::min(endpoint, failovers_.size() - 1)].fetch_add(1, std::memory_order_relaxed); }
   void AddRetry(S3Op op) { retries_[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed); }
   void AddRedirect(S3Op op) { redirects_[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed); }
   S3Snapshot Snapshot() const;
@@ -110,8 +127,10 @@ class S3Stats {
   }
   void Unlock() const { lock_.store(false, std::memory_order_release); }
   mutable std::atomic<bool> lock_{false};
-  S3Snapshot data_;  // guarded by lock_ (except retries and redirects)
+  S3Snapshot data_;  // guarded by lock_ (except retries, redirects and failovers); endpoints sized once
   std::array<std::atomic<uint64_t>, kS3OpCount> retries_{};
+  // Per endpoint of data_.endpoints (the last slot also takes any index beyond; one slot without a list).
+  std::vector<std::atomic<uint64_t>> failovers_ = std::vector<std::atomic<uint64_t>>(1);
   std::array<std::atomic<uint64_t>, kS3OpCount> redirects_{};
 };
 
@@ -160,10 +179,14 @@ class S3Client {
   S3Client& operator=(const S3Client&) = delete;
 
   const S3Config& config() const { return *config_; }
+  // The endpoint the client's next request goes to (storage/s3/endpoints.h).
+  const std::string& endpoint() const { return endpoints_[current_]; }
   const S3Stats& stats() const { return stats_; }
   // The URL of object `key` (the addressing style applied, the key encoded as requests send it) into `out`
-  // (assigned: its capacity is reused). For the read-ahead's own handles (read_ahead.h).
-  void ObjectUrl(absl::string_view key, std::string* out) const;
+  // (assigned: its capacity is reused), on the endpoint a request would go to now (the policy applied as for any
+  // request); returns that endpoint's index in endpoints(). For the read-ahead's own handles (read_ahead.h).
+  size_t ObjectUrl(absl::string_view key, std::string* out);
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
 
   // GET of the whole object into `buf` (grown to fit the Content-Length, never shrunk); returns its size.
   absl::StatusOr<uint64_t> Get(absl::string_view key, AlignedBuffer& buf);
@@ -203,14 +226,20 @@ class S3Client {
   // req answered 3xx: the next URL into `next` (OK), or the one-line refusal (see the contract). `visited`: the URLs
   // this attempt went to.
   absl::Status NextHop(const Request& req, const std::vector<std::string>& visited, int hops, std::string* next);
+  // The request's path after the endpoint's base ("/key[?query]") into path_; Perform makes the URL per attempt.
   void BuildUrl(absl::string_view key, absl::string_view query);
+  // "endpoint E bucket 'b'" of the endpoint the current attempt goes to.
+  std::string Describe() const;
   absl::Status HttpError(const Request& req, int status, absl::string_view curl_error, int attempts) const;
 
   std::shared_ptr<const S3Config> config_;
   CURL* curl_ = nullptr;
   curl_slist* headers_ = nullptr;        // x-amz-content-sha256, built once
-  std::string base_;                     // scheme://host[:port][/bucket] per the addressing style
-  std::string url_;                      // the current request's URL (reused: grows only)
+  std::vector<std::string> endpoints_;   // every endpoint (S3Config::EndpointList)
+  std::vector<std::string> bases_;       // per endpoint: scheme://host[:port][/bucket] per the addressing style
+  size_t current_ = 0;                   // the endpoint of the next attempt
+  std::string path_;                     // the current request's "/key[?query]" (reused: grows only)
+  std::string url_;                      // the current attempt's URL (reused: grows only)
   std::string body_;                     // XML bodies and error bodies (reused)
   std::string location_;                 // the Location header of the current answer
   std::string userpwd_;

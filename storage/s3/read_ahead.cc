@@ -67,6 +67,7 @@ struct S3ReadAhead::Slot {
   uint64_t got = 0;             // body bytes stored (2xx)
   uint64_t t0 = 0, t1 = 0;      // issue and completion (steady clock, ns)
   int rc = 0;                   // libcurl's result (CURLcode)
+  size_t endpoint = 0;          // index of the endpoint asked (S3Client::endpoints())
   bool active = false;          // added to the multi handle and not yet removed
 };
 
@@ -148,6 +149,7 @@ S3ReadAhead::S3ReadAhead(S3Client& client)
     slots_.push_back(std::move(s));
   }
   std::fill(userpwd.begin(), userpwd.end(), '\0');
+  stats_.SetEndpoints(client_.endpoints());  // counted per endpoint as the client's own requests are
   S3Metrics::Global().Register(&stats_);
 }
 
@@ -174,7 +176,7 @@ void S3ReadAhead::Start(int slot, const std::string& key) {
     window_.MarkDone(slot);
     return;
   }
-  client_.ObjectUrl(key, &s.url);
+  s.endpoint = client_.ObjectUrl(key, &s.url);
   curl_easy_setopt(s.easy, CURLOPT_URL, s.url.c_str());
   if (curl_multi_add_handle(multi_, s.easy) != CURLM_OK) {
     s.rc = CURLE_FAILED_INIT;
@@ -188,7 +190,7 @@ void S3ReadAhead::Start(int slot, const std::string& key) {
 void S3ReadAhead::Drop(int slot) {
   Slot& s = *slots_[static_cast<size_t>(slot)];
   // A request that went out is counted, with the bytes it got so far, whether or not it had finished.
-  stats_.Record(S3Op::kGet, s.got, (s.active ? internal::NowNs() : s.t1) - s.t0, s.status, false);
+  stats_.Record(S3Op::kGet, s.got, (s.active ? internal::NowNs() : s.t1) - s.t0, s.status, false, s.endpoint);
   if (s.active) {
     curl_multi_remove_handle(multi_, s.easy);  // abandons the transfer (its connection may close)
     --active_;
@@ -249,7 +251,7 @@ absl::StatusOr<uint64_t> S3ReadAhead::Get(const std::string& key, S3KeySource& s
   const bool ok = s.rc == CURLE_OK && s.status >= 200 && s.status < 300;
   const uint64_t bytes = s.got, ns = s.t1 - s.t0;
   if (ok) {
-    stats_.Record(S3Op::kGet, bytes, ns, s.status, false);
+    stats_.Record(S3Op::kGet, bytes, ns, s.status, false, s.endpoint);
     buf.Swap(s.buf);
     largest_ = std::max(largest_, bytes);
   }

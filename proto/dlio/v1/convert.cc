@@ -69,6 +69,16 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
     for (uint64_t e : o.errors) p->add_errors(e);
     ToProto(o.latency, p->mutable_latency());
   }
+  for (const S3EndpointSnapshot& e : r.s3.endpoints) {
+    if (e.requests == 0) continue;
+    v1::S3EndpointResult* p = out->add_s3_endpoints();
+    p->set_endpoint(e.endpoint);
+    p->set_requests(e.requests);
+    p->set_bytes(e.bytes);
+    p->set_errors(e.errors);
+    p->set_failovers(e.failovers);
+    ToProto(e.latency, p->mutable_latency());
+  }
   if (!r.host.empty()) out->set_host_telemetry(HostTelemetryText(r.host));
 }
 
@@ -122,6 +132,14 @@ RankEpochResult FromProto(const v1::RankResult& r) {
       for (int k = 0; k < kS3StatusSlots && k < p.errors_size(); ++k) o.errors[static_cast<size_t>(k)] = p.errors(k);
       o.latency = FromProto(p.latency());
     }
+  }
+  for (const v1::S3EndpointResult& p : r.s3_endpoints()) {
+    S3EndpointSnapshot& e = out.s3.Endpoint(p.endpoint());
+    e.requests = p.requests();
+    e.bytes = p.bytes();
+    e.errors = p.errors();
+    e.failovers = p.failovers();
+    e.latency = FromProto(p.latency());
   }
   // Malformed telemetry (a newer or broken agent) is left out: the phase's results stand without it.
   if (absl::StatusOr<HostTelemetry> host = ParseHostTelemetry(r.host_telemetry()); host.ok()) out.host = *std::move(host);
