@@ -118,8 +118,8 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
                 "memory) into the dataset, recorded under <mlperf-results-dir>/training/<model>/datagen/; --mlperf "
                 "then reads that count");
   sub->add_option("--mlperf-references", f->run.references_dir,
-                  "Judge runs against the reference workloads in DIR (named as the shipped ones, e.g. "
-                  "unet3d_h100.yaml, llama3_8b.yaml) instead of the shipped MLPerf v2.0 set: scaled-down rehearsals");
+                  "Judge runs against the reference workloads in DIR (named as the shipped ones of --mlperf-version, "
+                  "e.g. unet3d_b200.yaml, llama3_8b.yaml) instead of the shipped set: scaled-down rehearsals");
   sub->add_option("--accelerator-type", f->run.accelerator_type,
                   "The accelerator a checkpointing --mlperf set emulates (b200, mi355, a100, h100): its memory x the "
                   "ranks must hold the checkpoint (Rules.md 4.3.4)")

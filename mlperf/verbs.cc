@@ -631,7 +631,9 @@ int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const Mlpe
   const bool text = !base.client.json;
   if (text) PrintDatagenPlan(g, out);
   const fs::path parent = fs::path(opt.results_dir) / kMlperfTraining / g.model / "datagen";
-  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  absl::StatusOr<MlperfVersion> version = ParseMlperfVersion(opt.mlperf_version);
+  absl::StatusOr<MlperfReferenceSet> refs =
+      version.ok() ? MlperfReferenceSet::Load(opt.references_dir, *version) : version.status();
   if (!refs.ok()) {
     err << refs.status().message() << "\n";
     return kExitBadInput;
@@ -644,7 +646,7 @@ int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const Mlpe
   meta.set = meta.datetime;
   meta.role = "datagen";
   meta.seed = spec.seed;
-  if (absl::StatusOr<MlperfVersion> v = ParseMlperfVersion(opt.mlperf_version); v.ok()) meta.version = *v;
+  meta.version = *version;
   const FolderRun f = RunIntoFolder(base, job, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
   if (f.rc != 0) return f.rc;
   PrintDatagenDone(g, f.outcome, parent / meta.datetime, text, out);
