@@ -67,7 +67,7 @@ void AppendClient(const json& a, int64_t quantity, std::string* y) {
                   "        cpu_model: ", Q(a.value("cpu_model", "")), "\n",
                   "        cpu_qty: ", FillIn("sockets per client"), "\n",
                   "        cpu_cores: ", a.value("cpu_count", 0), "  # CPUs online, as the agent saw them\n",
-                  "        memory_capacity: ", Q(absl::StrFormat("%.0f GB", gb)), "  # ",
+                  "        memory_capacity: ", Q(absl::StrFormat("%.4g GB", gb)), "  # ",
                   a.value("memory_source", "/proc/meminfo"), "\n",
                   "      networking:\n");
   const json nics = a.value("nics", json::array());
