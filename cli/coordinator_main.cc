@@ -118,12 +118,15 @@ void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
                 "memory) into the dataset, recorded under <mlperf-results-dir>/training/<model>/datagen/; --mlperf "
                 "then reads that count");
   sub->add_option("--mlperf-references", f->run.references_dir,
-                  "Judge runs against the reference workloads in DIR (named as the shipped ones, e.g. "
-                  "unet3d_h100.yaml, llama3_8b.yaml) instead of the shipped MLPerf v2.0 set: scaled-down rehearsals");
+                  "Judge runs against the reference workloads in DIR (named as the shipped ones of --mlperf-version, "
+                  "e.g. unet3d_b200.yaml, llama3_8b.yaml) instead of the shipped set: scaled-down rehearsals");
   sub->add_option("--accelerator-type", f->run.accelerator_type,
                   "The accelerator a checkpointing --mlperf set emulates (b200, mi355, a100, h100): its memory x the "
                   "ranks must hold the checkpoint (Rules.md 4.3.4)")
       ->check(CLI::IsMember({"b200", "mi355", "a100", "h100"}));
+  sub->add_option("--mlperf-version", f->run.mlperf_version, "The round --mlperf and --mlperf-datagen classify the "
+                  "runs by (its references and classes), recorded in every run folder: v3.0 or v2.0")
+      ->default_val("v3.0")->check(CLI::IsMember({"v3.0", "v2.0"}));
   sub->add_flag("--find-max-accelerators", f->find_max,
                 "Search (real runs, exponential then binary) for the largest accelerators per agent that keeps AU at "
                 "or above the workload's threshold; prints every trial and the maximum");
@@ -665,12 +668,20 @@ class ClassifyVerb : public Verb {
 class SubmissionVerb : public Verb {
  public:
   using Act = int (*)(const dlio::SubmissionOptions&, std::ostream&, std::ostream&);
-  SubmissionVerb(CLI::App* sub, Act act) : act_(act) {
+  SubmissionVerb(CLI::App* sub, Act act, bool report = false) : act_(act) {
     sub->add_option("results", o_.root, "The results tree (--mlperf-results-dir of run/submit --mlperf)")
         ->required();
     sub->add_option("--mlperf-references", o_.references_dir,
                     "Judge against the reference workloads in DIR instead of the shipped ones");
     sub->add_flag("--json", o_.json, "Print one JSON document on stdout");
+    if (report) {  // the v3.0 submission tree (docs/mlperf.md)
+      sub->add_option("--mlperf-version", o_.mlperf_version, "v3.0: also write the v3.0 submission tree and "
+                      "systems/<system>.yaml into --submission-dir; v2.0: the v2.0 files only")
+          ->default_val("v3.0")->check(CLI::IsMember({"v3.0", "v2.0"}));
+      sub->add_option("--submission-dir", o_.submission_dir, "Where the v3.0 tree goes (default <results>/submission)");
+      sub->add_option("--org", o_.org, "The submitting organisation: the tree's <org> folder")->default_val("my-org");
+      sub->add_option("--system", o_.system, "The system name: the tree's <system> (default: the runs' first host)");
+    }
   }
   int Run() override { return act_(o_, std::cout, std::cerr); }
 
@@ -741,8 +752,11 @@ const VerbRow kVerbs[] = {
      Make<ClassifyVerb>},
     {"mlperf report", "",
      "Turn a results tree into a submission: results.csv, one score per workload (the 5-run mean and the "
-     "replication check) in mlperf_storage_report.json, and a pre-filled system_description.yaml",
-     [](CLI::App* sub) -> std::unique_ptr<Verb> { return std::make_unique<SubmissionVerb>(sub, dlio::MlperfReport); }},
+     "replication check) in mlperf_storage_report.json, a pre-filled system description, and (v3.0) the tree "
+     "<closed|open>/<org>/results/<system>/... with systems/<system>.yaml",
+     [](CLI::App* sub) -> std::unique_ptr<Verb> {
+       return std::make_unique<SubmissionVerb>(sub, dlio::MlperfReport, true);
+     }},
     {"mlperf check", "",
      "Validate a results tree before submission: required files, the class of every run, the 5-run, datasize, AU, "
      "checkpoint and cache rules, the system description; one line per failure naming the file and the rule (exit 5 "

@@ -19,8 +19,8 @@
 #include "mlperf/checkpoint_v3.h"
 #include "mlperf/packaging.h"
 #include "mlperf/submission_tree.h"
+#include "mlperf/submission_v3.h"
 #include "results/results.h"
-#include "yaml-cpp/yaml.h"
 
 namespace dlio {
 namespace {
@@ -49,30 +49,21 @@ std::string ConfigBody(const std::string& text) {
   return out;
 }
 
-// Paths ("System.name") of every scalar still starting with "FILL IN".
-void UnfilledFields(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
-  if (n.IsMap()) {
-    for (const auto& kv : n) {
-      UnfilledFields(kv.second, path.empty() ? kv.first.as<std::string>() : path + "." + kv.first.as<std::string>(),
-                     out);
-    }
-  } else if (n.IsSequence()) {
-    for (size_t i = 0; i < n.size(); ++i) UnfilledFields(n[i], absl::StrCat(path, "[", i, "]"), out);
-  } else if (n.IsScalar() && absl::StartsWith(n.Scalar(), kFillIn)) {
-    out->push_back(path);
-  }
-}
-
 // ---- the checks ---------------------------------------------------------------------------------------------------
 
 class Checker {
  public:
-  Checker(const Tree& t, const std::vector<MlperfReference>* refs) : t_(t), refs_(refs) {}
+  // `refs_label`: what the check judges against ("shipped" or the --mlperf-references folder).
+  Checker(const Tree& t, const std::vector<MlperfReference>* refs, std::string refs_label)
+      : t_(t), refs_(refs), refs_label_(std::move(refs_label)), v3_(IsV3Tree(t.root)) {}
 
   std::vector<Finding> All() {
     for (const Finding& f : t_.load_problems) findings_.push_back(f);
     for (const Run& r : t_.runs) CheckRunFiles(r);
     for (const Workload& w : Group(t_)) CheckWorkload(w);
+    if (v3_) {
+      for (Finding& f : CheckV3Tree(t_, refs_)) findings_.push_back(std::move(f));
+    }
     CheckRootFiles();
     return findings_;
   }
@@ -113,7 +104,7 @@ class Checker {
     }
     const fs::path expect = r.type == kMlperfCheckpointing ? fs::path(r.type) / r.model / r.datetime
                                                            : fs::path(r.type) / r.model / r.command / r.datetime;
-    if (r.dir != expect) {
+    if (!v3_ && r.dir != expect) {
       Fail(r.dir, "layout", absl::StrCat("its metadata places it at ", expect.string(), " (<type>/<model>/",
                                          r.type == kMlperfCheckpointing ? "" : "<command>/", "<datetime>)"));
     }
@@ -179,9 +170,17 @@ class Checker {
       }
       const json recorded = r->meta.value("verification", json(nullptr));
       if (recorded.is_string() && absl::AsciiStrToUpper(recorded.get<std::string>()) != c.cls) {
-        Fail(cfg, "class", absl::StrCat(c.cls, ", but ", r->meta_file.string(), " records ",
-                                        absl::AsciiStrToUpper(recorded.get<std::string>()),
-                                        " from when it ran: edited after the run"));
+        const std::string was = absl::AsciiStrToUpper(recorded.get<std::string>());
+        // A rehearsal classified against other references than this check's: not an edit.
+        const bool other_refs = !r->references.empty() && r->references != refs_label_;
+        Fail(cfg, "class",
+             other_refs ? absl::StrCat(c.cls, " against the ", refs_label_ == "shipped" ? "shipped references" : refs_label_,
+                                       ", but ", r->meta_file.string(), " records ", was, " against the references ",
+                                       r->references == "shipped" ? "shipped" : absl::StrCat("in ", r->references),
+                                       " it was classified by when it ran: a rehearsal tree; check it with "
+                                       "--mlperf-references ", r->references)
+                        : absl::StrCat(c.cls, ", but ", r->meta_file.string(), " records ", was,
+                                       " from when it ran: edited after the run"));
       }
       if (r->role == "warmup") continue;
       if (first_cls.empty()) {
@@ -230,7 +229,7 @@ class Checker {
     if (!missing.empty()) {
       Fail(runs_dir, "5-run rule",
            absl::StrCat("set ", s.set, ": ", kMlperfRuns - static_cast<int>(missing.size()), " timed runs, ",
-                        kMlperfRuns, " required (missing run ", absl::StrJoin(missing, ", "), ")"));
+                        kMlperfRuns, " required (missing run ", absl::StrJoin(missing, ", "), ")", FoldersOf(s)));
     }
     const ReplicationVerdict v = JudgeReplication(tp);
     if (missing.empty() && v.max_deviation && !v.replicates) {
@@ -256,6 +255,28 @@ class Checker {
     }
   }
 
+  // Rules.md 4.6.2, 4.3.4, 4.3.5 and 4.3.1 (mlperf/checkpoint_v3.h) on what the write job ran: its ranks and hosts
+  // (summary.json), the accelerator it emulated (the metadata's, from --accelerator-type), its smallest host's RAM,
+  // and whether the read job flushed the cache. v3.0 runs only (a v2.0 tree is judged by v2.0's rules).
+  void CheckCheckpointV3(const Run& w, const Run& r) {
+    if (w.version != MlperfVersion::kV3_0 || !w.spec || !w.summary.is_object()) return;
+    ExplainFleet fleet;
+    const RunShape sh = ShapeOf(w.summary);
+    fleet.agents = 1;
+    fleet.accelerators_per_agent = sh.world;
+    double min_gib = 0;
+    for (const json& m : w.summary.value("host_memory_GB", json::array())) {
+      if (m.is_number() && (min_gib == 0 || m.get<double>() < min_gib)) min_gib = m.get<double>();
+    }
+    for (const std::string& h : HostsOf(w.summary)) {
+      fleet.nodes.push_back({h, static_cast<uint64_t>(min_gib * 1024 * 1024 * 1024), 1, 0});
+    }
+    const json acc = w.meta.value("accelerator", json(nullptr));
+    const CheckpointV3Input in = CheckpointV3InputFor(*w.spec, fleet, acc.is_string() ? acc.get<std::string>() : "",
+                                                      r.spec && r.spec->checkpoint_evict_cache);
+    for (const std::string& p : CheckpointV3Problems(in)) Fail(w.dir / "summary.json", "checkpoint rule", p);
+  }
+
   // v3.0: the page cache dropped before every training epoch (the v3 DLIO fork does; --mlperf sets it), so no
   // epoch is served from memory (storage #464).
   void CheckCacheDrop(const Run& r) {
@@ -266,8 +287,15 @@ class Checker {
     }
   }
 
+  // "; the partial set's folders: a, b, c": what to remove or complete.
+  static std::string FoldersOf(const Set& s) {
+    std::vector<std::string> dirs;
+    for (const Run* r : s.runs) dirs.push_back(r->dir.string());
+    return absl::StrCat("; the partial set's folders: ", absl::StrJoin(dirs, ", "));
+  }
+
   void CheckAu(const Run& r) {
-    const MlperfWorkload* w = FindMlperfWorkload(r.model);
+    const MlperfWorkload* w = FindAnyMlperfWorkload(r.model, r.version);
     if (w == nullptr) return;
     if (!r.fig.au_percent) {
       Fail(r.dir / "summary.json", "AU rule", "metric.train_au_mean_percentage not measured");
@@ -280,12 +308,12 @@ class Checker {
   void CheckDatasize(const Run& r) {
     if (!r.spec || !r.summary.is_object()) return;
     const int64_t used = r.summary.value("num_files_train", int64_t{0});
-    const int64_t required = RequiredFiles(*r.spec, r.summary);
+    const int64_t required = RequiredFiles(*r.spec, r.summary, r.version);
     if (required > 0 && used < required) {
       const RunShape sh = ShapeOf(r.summary);
       Fail(r.dir / "summary.json", "datasize rule",
            absl::StrFormat("num_files_train %d is below the %d files datasize requires for %d host(s) of %.2f GiB "
-                           "and %d accelerators (5x the hosts' RAM, 500 steps per epoch)",
+                           "and %d accelerators (5x the hosts' RAM, 500 steps per epoch; Rules.md 3.3.1)",
                            used, required, sh.hosts, sh.memory_gib_per_host, sh.world));
     }
   }
@@ -340,6 +368,7 @@ class Checker {
       }
       if (r->datetime <= w->datetime) Fail(r->dir, "checkpoint rule", "the read job must follow its write job");
       CheckPause(*w, *r);
+      CheckCheckpointV3(*w, *r);
       if (w->spec && !w->spec->checkpoint_fsync) {
         Fail(w->dir / "dlio_config/config.yaml", "checkpoint rule", "checkpoint.fsync is off (§2.2.2: required)");
       }
@@ -355,7 +384,7 @@ class Checker {
       Fail(wdir, "5-run rule",
            absl::StrCat("set ", s.set, ": ", kMlperfRuns - static_cast<int>(missing.size()), " complete runs (a write "
                         "job and a read job each), ", kMlperfRuns, " required (missing run ",
-                        absl::StrJoin(missing, ", "), ")"));
+                        absl::StrJoin(missing, ", "), ")", FoldersOf(s)));
       return;
     }
     for (const auto& [name, v] : {std::make_pair("write", JudgeReplication(wr)), std::make_pair("read", JudgeReplication(rd))}) {
@@ -392,17 +421,16 @@ class Checker {
       if (!fs::exists(t_.root / f, ec)) Fail(f, "required files", "missing: run `dlio-coordinator mlperf report`");
     }
     const fs::path sd = t_.root / "system_description.yaml";
-    if (!fs::exists(sd, ec)) {
+    if (v3_) {
+      // v3.0: systems/<system>.yaml per system (CheckV3Tree, Rules.md 2.1.7).
+    } else if (!fs::exists(sd, ec)) {
       Fail("system_description.yaml", "system description", "missing: run `dlio-coordinator mlperf report`");
     } else {
-      try {
-        std::vector<std::string> unfilled;
-        UnfilledFields(YAML::LoadFile(sd.string()), "", &unfilled);
-        for (const std::string& u : unfilled) Fail("system_description.yaml", "system description",
-                                                   absl::StrCat(u, " is not filled in"));
-      } catch (const std::exception& e) {
-        Fail("system_description.yaml", "system description", absl::StrCat("not valid YAML: ", e.what()));
+      std::string error;
+      for (const std::string& u : UnfilledFieldsOf(sd, &error)) {
+        Fail("system_description.yaml", "system description", absl::StrCat(u, " is not filled in"));
       }
+      if (!error.empty()) Fail("system_description.yaml", "system description", "not valid YAML: " + error);
     }
     // The report's scores are the runs' (nothing edited between report and submission).
     absl::StatusOr<json> saved = ReadJsonFile(t_.root / "mlperf_storage_report.json");
@@ -424,6 +452,8 @@ class Checker {
 
   const Tree& t_;
   const std::vector<MlperfReference>* refs_;
+  const std::string refs_label_;
+  const bool v3_;  // a v3.0 submission tree (submission_v3.h): its layout rules instead of the rehearsal's
   std::vector<Finding> findings_;
 };
 
@@ -436,13 +466,14 @@ using submission::OpenTree;
 using submission::Tree;
 
 int MlperfCheck(const SubmissionOptions& opt, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
-  absl::StatusOr<Tree> t = refs.ok() ? OpenTree(opt) : absl::StatusOr<Tree>(refs.status());
-  if (!t.ok()) {
-    err << "mlperf check: " << t.status().message() << "\n";
+  absl::StatusOr<Tree> t = OpenTree(opt);
+  absl::StatusOr<MlperfReferenceSet> refs =
+      t.ok() ? MlperfReferenceSet::Load(opt.references_dir, t->version()) : absl::StatusOr<MlperfReferenceSet>(t.status());
+  if (!refs.ok()) {
+    err << "mlperf check: " << refs.status().message() << "\n";
     return kExitBadInput;
   }
-  Checker checker(*t, refs->get());
+  Checker checker(*t, refs->get(), refs->label);
   const std::vector<Finding> findings = checker.All();
   const int rc = findings.empty() ? kExitOk : kExitBelowTarget;
   if (opt.json) {
@@ -456,7 +487,8 @@ int MlperfCheck(const SubmissionOptions& opt, std::ostream& out, std::ostream& e
   for (const Finding& x : findings) out << x.file << ": " << x.rule << ": " << x.message << "\n";
   if (refs->use_custom) {
     out << "note: judged against the references in " << refs->label
-        << ", not the shipped MLPerf Storage v2.0 ones: a rehearsal, not a submission\n";
+        << ", not the shipped MLPerf Storage " << MlperfVersionName(t->version())
+        << " ones: a rehearsal, not a submission\n";
   }
   out << "check: " << (findings.empty() ? "ACCEPTED" : absl::StrCat("REFUSED (", findings.size(), " problem(s))"))
       << " - " << t->runs.size() << " run folder(s) under " << opt.root << "\n";

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "base/host_facts.h"
 #include "client/client.h"
+#include "mlperf/submission_v3.h"
 #include "results/results.h"
 
 namespace dlio {
@@ -175,7 +176,8 @@ json ScoreSet(const fs::path& root, const Set& s, const std::vector<MlperfRefere
     const Run* r = FindRole(s, "run", k);
     figs.push_back(r ? RunFigures{r->fig.au_percent, r->fig.samples_per_second} : RunFigures{});
   }
-  const MlperfWorkload* w = FindMlperfWorkload(s.model);
+  const MlperfWorkload* w =
+      FindAnyMlperfWorkload(s.model, s.runs.empty() ? MlperfVersion::kV2_0 : s.runs.front()->version);
   double threshold = w != nullptr ? w->au_threshold : 0;
   if (w == nullptr && !s.runs.empty() && s.runs.front()->spec) threshold = s.runs.front()->spec->au_threshold;
   const RunsVerdict v = JudgeRuns(figs, threshold);
@@ -370,36 +372,42 @@ absl::StatusOr<json> ScoreMlperfSet(const std::string& root, const std::string& 
   return absl::NotFoundError(absl::StrCat("no run of set ", set, " of ", model, " under ", root));
 }
 
-int MlperfReport(const SubmissionOptions& opt, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
-  absl::StatusOr<Tree> t = refs.ok() ? OpenTree(opt) : absl::StatusOr<Tree>(refs.status());
-  if (!t.ok()) {
-    err << "mlperf report: " << t.status().message() << "\n";
-    return kExitBadInput;
+namespace {
+
+// --mlperf-version v3.0: the submission tree beside the rehearsal's (submission_v3.h), with our results.csv and
+// mlperf_storage_report.json at its root; prints what it placed. 0, or the exit status.
+int WriteSubmissionTree(const SubmissionOptions& opt, const Tree& t, const json& report, const std::string& csv,
+                        std::ostream& out, std::ostream& err) {
+  submission::V3TreeOptions o;
+  o.out = opt.submission_dir.empty() ? fs::path(opt.root) / "submission" : fs::path(opt.submission_dir);
+  o.org = opt.org;
+  o.system = opt.system.empty() ? submission::DefaultSystemName(t) : opt.system;
+  absl::StatusOr<submission::V3TreeWritten> w = submission::WriteV3Tree(t, report, o);
+  if (!w.ok()) {
+    err << "mlperf report: " << w.status().message() << "\n";
+    return w.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadInput : kExitJobNotSucceeded;
   }
-  const json report = BuildReport(*t, refs->get(), refs->label);
-  const fs::path root(opt.root);
-  for (const auto& [file, text] :
-       {std::make_pair("results.csv", ResultsCsv(*t, refs->get())),
-        std::make_pair("mlperf_storage_report.json", report.dump(2) + "\n")}) {
-    if (absl::Status s = WriteFileAtomic((root / file).string(), text); !s.ok()) {
+  for (const auto& [file, text] : {std::make_pair("results.csv", csv),
+                                   std::make_pair("mlperf_storage_report.json", report.dump(2) + "\n")}) {
+    if (absl::Status s = WriteFileAtomic((o.out / file).string(), text); !s.ok()) {
       err << "mlperf report: " << s.message() << "\n";
       return kExitJobNotSucceeded;
     }
   }
-  std::error_code ec;
-  const bool kept = fs::exists(root / "system_description.yaml", ec);
-  if (!kept) {
-    if (absl::Status s = WriteFileAtomic((root / "system_description.yaml").string(), SystemDescription(*t, report));
-        !s.ok()) {
-      err << "mlperf report: " << s.message() << "\n";
-      return kExitJobNotSucceeded;
-    }
+  if (opt.json) return kExitOk;
+  out << "v3.0 submission tree " << o.out.string() << " (org " << o.org << ", system " << o.system << "):\n";
+  for (const std::string& x : w->workloads) out << "  placed " << x << "\n";
+  for (const std::string& x : w->skipped) out << "  left out " << x << "\n";
+  for (const std::string& x : w->systems) {
+    out << "  system description " << x
+        << (absl::EndsWith(x, "(kept: the submitter's edits)") ? "" : " (pre-filled: fill in every FILL IN, add the PDF)")
+        << "\n";
   }
-  if (opt.json) {
-    out << report.dump(2) << "\n";
-    return kExitOk;
-  }
+  return kExitOk;
+}
+
+// One line per workload: its set, division, mean and verdicts.
+void PrintScores(const json& report, std::ostream& out) {
   for (const json& w : report["workloads"]) {
     const json sc = w.value("score", json::object());
     const json div = w.value("division", json(nullptr));
@@ -423,12 +431,55 @@ int MlperfReport(const SubmissionOptions& opt, std::ostream& out, std::ostream& 
     }
     out << "; replication: " << absl::StrJoin(rep, ", ") << "\n";
   }
+}
+
+}  // namespace
+
+int MlperfReport(const SubmissionOptions& opt, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<MlperfVersion> version = ParseMlperfVersion(opt.mlperf_version);
+  if (!version.ok()) {
+    err << "mlperf report: --mlperf-version: " << version.status().message() << "\n";
+    return kExitBadInput;
+  }
+  absl::StatusOr<Tree> t = OpenTree(opt);
+  absl::StatusOr<MlperfReferenceSet> refs =
+      t.ok() ? MlperfReferenceSet::Load(opt.references_dir, t->version()) : absl::StatusOr<MlperfReferenceSet>(t.status());
+  if (!refs.ok()) {
+    err << "mlperf report: " << refs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  const json report = BuildReport(*t, refs->get(), refs->label);
+  const fs::path root(opt.root);
+  for (const auto& [file, text] :
+       {std::make_pair("results.csv", ResultsCsv(*t, refs->get())),
+        std::make_pair("mlperf_storage_report.json", report.dump(2) + "\n")}) {
+    if (absl::Status s = WriteFileAtomic((root / file).string(), text); !s.ok()) {
+      err << "mlperf report: " << s.message() << "\n";
+      return kExitJobNotSucceeded;
+    }
+  }
+  std::error_code ec;
+  const bool kept = fs::exists(root / "system_description.yaml", ec);
+  if (!kept) {
+    if (absl::Status s = WriteFileAtomic((root / "system_description.yaml").string(), SystemDescription(*t, report));
+        !s.ok()) {
+      err << "mlperf report: " << s.message() << "\n";
+      return kExitJobNotSucceeded;
+    }
+  }
+  const bool v3 = *version == MlperfVersion::kV3_0;
+  if (opt.json) {
+    const int rc = v3 ? WriteSubmissionTree(opt, *t, report, ResultsCsv(*t, refs->get()), out, err) : kExitOk;
+    if (rc == kExitOk) out << report.dump(2) << "\n";
+    return rc;
+  }
+  PrintScores(report, out);
   out << "wrote " << (root / "results.csv").string() << ", " << (root / "mlperf_storage_report.json").string()
       << "\n";
   out << (kept ? "kept " : "wrote ") << (root / "system_description.yaml").string()
       << (kept ? " (exists: the submitter's edits are kept)" : " (pre-filled: fill in every field marked FILL IN)")
       << "\n";
-  return kExitOk;
+  return v3 ? WriteSubmissionTree(opt, *t, report, ResultsCsv(*t, refs->get()), out, err) : kExitOk;
 }
 
 }  // namespace dlio

@@ -92,8 +92,13 @@ std::string BenchmarkTypeOf(const WorkloadSpec& spec) {
 
 std::string MlperfModelName(const WorkloadSpec& spec) {
   if (const MlperfCheckpointWorkload* c = FindMlperfCheckpointWorkload(spec.model_name)) return c->name;
-  if (const MlperfWorkload* w = FindMlperfWorkload(spec.model_name)) return w->name;
+  if (const MlperfWorkload* w = FindAnyMlperfWorkload(spec.model_name, kDefaultMlperfVersion)) return w->name;
   return spec.model_name;
+}
+
+const MlperfWorkload* FindAnyMlperfWorkload(std::string_view name, MlperfVersion version) {
+  if (const MlperfWorkload* w = FindMlperfWorkload(name, version)) return w;
+  return FindMlperfWorkload(name, version == MlperfVersion::kV3_0 ? MlperfVersion::kV2_0 : MlperfVersion::kV3_0);
 }
 
 absl::Status WriteRunFolderFiles(const fs::path& dir, const WorkloadSpec& spec, const RunFolderMeta& m,
@@ -141,6 +146,7 @@ absl::Status WriteRunFolderFiles(const fs::path& dir, const WorkloadSpec& spec, 
       {"override_parameters", params_dict},
       {"params_dict", params_dict},
       {"verification", cls.empty() ? json(nullptr) : json(absl::AsciiStrToLower(cls))},
+      {"mlperf_version", MlperfVersionName(m.version)},
       {"args",
        {{"model", m.model},
         {"command", m.command},
@@ -197,16 +203,19 @@ json ClassificationJson(const WorkloadClassification& wc) {
 }
 
 absl::StatusOr<json> ClassifyRun(const WorkloadSpec& spec, const json& summary, const std::string& accelerator,
-                                 const std::vector<MlperfReference>* refs) {
+                                 const std::vector<MlperfReference>* refs, MlperfVersion version) {
   if (const MlperfCheckpointWorkload* c = FindMlperfCheckpointWorkload(spec.model_name)) {
     const RunShape sh = ShapeOf(summary);
-    absl::StatusOr<WorkloadClassification> wc = ClassifyCheckpointWorkload(*c, spec, sh.world, sh.hosts, refs);
+    absl::StatusOr<WorkloadClassification> wc =
+        ClassifyCheckpointWorkload(*c, spec, sh.world, sh.hosts, refs, version);
     if (!wc.ok()) return wc.status();
     return ClassificationJson(*wc);
   }
-  if (const MlperfWorkload* w = FindMlperfWorkload(spec.model_name)) {
-    const int64_t required = RequiredFiles(spec, summary);
-    absl::StatusOr<WorkloadClassification> wc = ClassifyWorkload(*w, spec, accelerator, "", required, refs);
+  if (const MlperfWorkload* w = FindMlperfWorkload(spec.model_name, version)) {
+    const int64_t required = RequiredFiles(spec, summary, version);
+    MlperfV3Options v3;
+    v3.accelerator = accelerator;
+    absl::StatusOr<WorkloadClassification> wc = ClassifyWorkload(*w, spec, accelerator, "", required, refs, version, v3);
     if (!wc.ok()) return wc.status();
     json j = ClassificationJson(*wc);
     j["accelerator"] = wc->reference != nullptr ? wc->reference->accelerator : "";

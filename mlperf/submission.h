@@ -56,6 +56,7 @@ struct RunFolderMeta {
   std::vector<std::string> overrides;  // as given, any accepted form
   nlohmann::json classification;       // ClassifyRun() of the run, null when not an MLPerf workload
   std::string references;              // "shipped" or the --mlperf-references folder
+  MlperfVersion version = kDefaultMlperfVersion;  // the round it was classified by (metadata "mlperf_version")
 };
 // Writes dlio_config/config.yaml, dlio_config/overrides.yaml and <model>_<datetime>_metadata.json into `dir`
 // (created), each under a temporary name then renamed. `summary` (the job's, may be null) supplies the hosts.
@@ -77,9 +78,11 @@ MlperfFigures FiguresOfSummary(const nlohmann::json& summary);
 // its summary.json: training workloads through ClassifyWorkload (datasize for those hosts), checkpointing ones
 // through ClassifyCheckpointWorkload (process counts). JSON: {class, reference, differences[], problems[]}; null
 // when the job is no MLPerf workload; an error when its reference is missing.
+// `version`: the round whose references and classes apply (v3.0: CLOSED, OPEN, WHATIF).
 absl::StatusOr<nlohmann::json> ClassifyRun(const WorkloadSpec& spec, const nlohmann::json& summary,
                                            const std::string& accelerator,
-                                           const std::vector<MlperfReference>* refs);
+                                           const std::vector<MlperfReference>* refs,
+                                           MlperfVersion version = MlperfVersion::kV2_0);
 
 // A classification as JSON: {class, reference (its file), differences[{key, value, class, reason}], problems[]}.
 nlohmann::json ClassificationJson(const WorkloadClassification& wc);
@@ -88,6 +91,8 @@ nlohmann::json ClassificationJson(const WorkloadClassification& wc);
 std::string BenchmarkTypeOf(const WorkloadSpec& spec);
 // The tree's <model> name: the MLPerf workload's ("unet3d", "llama3-8b"), else the job's model.name.
 std::string MlperfModelName(const WorkloadSpec& spec);
+// A training workload of either round (v3.0 first: retinanet is v3.0's only); null when neither knows it.
+const MlperfWorkload* FindAnyMlperfWorkload(std::string_view name, MlperfVersion version);
 
 // The reference set runs are judged against: the shipped one, or the folder of --mlperf-references.
 struct MlperfReferenceSet {
@@ -111,6 +116,12 @@ struct SubmissionOptions {
   std::string root;                       // the results tree
   std::string references_dir;             // --mlperf-references; empty = the shipped set
   bool json = false;
+  // `mlperf report` only. --mlperf-version: v3.0 also writes the v3.0 submission tree (mlperf/submission_v3.h)
+  // into submission_dir (empty: <root>/submission) for `org` and `system`; v2.0 writes the v2.0 files only.
+  std::string mlperf_version = "v3.0";
+  std::string submission_dir;
+  std::string org = "my-org";
+  std::string system;                     // empty: the hosts' name ("<first host>" or "<first host>-and-N-more")
 };
 // `mlperf report ROOT`: walks the run folders, prints one line per workload and writes results.csv (one row per
 // run), mlperf_storage_report.json (per workload: the 5-run mean, the replication check, the division, per-host and

@@ -59,8 +59,8 @@ RunShape ShapeOf(const json& summary) {
 }
 
 // datasize's count for the hosts a training run ran on; 0 when unknown.
-int64_t RequiredFiles(const WorkloadSpec& spec, const json& summary) {
-  const MlperfWorkload* base = FindMlperfWorkload(spec.model_name);
+int64_t RequiredFiles(const WorkloadSpec& spec, const json& summary, MlperfVersion version) {
+  const MlperfWorkload* base = FindAnyMlperfWorkload(spec.model_name, version);
   const RunShape sh = ShapeOf(summary);
   if (base == nullptr || sh.hosts < 1 || sh.world < 1 || !(sh.memory_gib_per_host > 0)) return 0;
   MlperfWorkload w = *base;
@@ -79,6 +79,10 @@ Tree LoadTree(const fs::path& root) {
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    if (it.depth() == 0 && name == "submission" && it->is_directory()) {
+      it.disable_recursion_pending();
+      continue;
+    }
     if (it->is_regular_file() && absl::EndsWith(name, "_metadata.json")) metas.push_back(it->path());
   }
   std::sort(metas.begin(), metas.end());
@@ -101,6 +105,9 @@ Tree LoadTree(const fs::path& root) {
     r.set = ours.value("set", "");
     r.role = ours.value("role", "");
     r.index = ours.value("run", 0);
+    r.references = ours.value("references", "");
+    absl::StatusOr<MlperfVersion> v = ParseMlperfVersion(r.meta.value("mlperf_version", "v2.0"));
+    r.version = v.ok() ? *v : MlperfVersion::kV2_0;
     if (absl::StatusOr<json> s = ReadJsonFile(mp.parent_path() / "summary.json"); s.ok()) r.summary = *s;
     const fs::path cfg = mp.parent_path() / "dlio_config" / "config.yaml";
     if (fs::exists(cfg, ec)) {
@@ -111,6 +118,14 @@ Tree LoadTree(const fs::path& root) {
     t.runs.push_back(std::move(r));
   }
   return t;
+}
+
+MlperfVersion Tree::version() const {
+  const Run* newest = nullptr;
+  for (const Run& r : runs) {
+    if (newest == nullptr || r.datetime > newest->datetime) newest = &r;
+  }
+  return newest != nullptr ? newest->version : MlperfVersion::kV2_0;
 }
 
 std::vector<Workload> Group(const Tree& t) {
@@ -157,7 +172,8 @@ Classified ClassifyOne(const Run& r, const std::vector<MlperfReference>* refs) {
     return c;
   }
   const json acc = r.meta.value("accelerator", json(nullptr));
-  absl::StatusOr<json> j = ClassifyRun(*r.spec, r.summary, acc.is_string() ? acc.get<std::string>() : "", refs);
+  absl::StatusOr<json> j =
+      ClassifyRun(*r.spec, r.summary, acc.is_string() ? acc.get<std::string>() : "", refs, r.version);
   if (!j.ok()) {
     c.error = std::string(j.status().message());
     return c;
@@ -168,7 +184,9 @@ Classified ClassifyOne(const Run& r, const std::vector<MlperfReference>* refs) {
 }
 
 std::string Worst(const std::string& a, const std::string& b) {
-  auto rank = [](const std::string& x) { return x == "INVALID" ? 2 : x == "OPEN" ? 1 : x == "CLOSED" ? 0 : 3; };
+  auto rank = [](const std::string& x) {
+    return x == "INVALID" ? 3 : x == "WHATIF" ? 2 : x == "OPEN" ? 1 : x == "CLOSED" ? 0 : 4;
+  };
   return rank(a) >= rank(b) ? a : b;
 }
 

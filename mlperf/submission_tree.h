@@ -43,7 +43,8 @@ struct RunShape {
 RunShape ShapeOf(const nlohmann::json& summary);
 
 // datasize's count for the hosts a training run ran on; 0 when unknown.
-int64_t RequiredFiles(const WorkloadSpec& spec, const nlohmann::json& summary);
+int64_t RequiredFiles(const WorkloadSpec& spec, const nlohmann::json& summary,
+                      MlperfVersion version = MlperfVersion::kV2_0);
 
 // One line of `mlperf check`: the file (relative to the root), the rule, what is wrong.
 struct Finding {
@@ -58,6 +59,8 @@ struct Run {
   nlohmann::json meta, summary;     // summary: null when missing or unreadable
   std::string type, model, command, datetime, set, role;
   int index = 0;
+  MlperfVersion version = MlperfVersion::kV2_0;  // metadata "mlperf_version" (absent: a v2.0-era tree)
+  std::string references;                        // metadata dlio_cpp.references: what it was classified against
   std::optional<WorkloadSpec> spec;  // dlio_config/config.yaml, when it loads
   MlperfFigures fig;
 };
@@ -66,10 +69,13 @@ struct Tree {
   std::filesystem::path root;
   std::vector<Run> runs;
   std::vector<Finding> load_problems;
+  // The round of the newest run (what the references of `mlperf report`/`check` are loaded for).
+  MlperfVersion version() const;
 };
 
 // Every folder holding a *_metadata.json (reportgen's criterion), in path order; a metadata file that does not read
-// as a JSON object is a load problem ("required files"), not a run.
+// as a JSON object is a load problem ("required files"), not a run. `<root>/submission` (the v3.0 tree `mlperf
+// report` writes from the runs) is not walked: its folders are copies.
 Tree LoadTree(const std::filesystem::path& root);
 // LoadTree of opt.root; InvalidArgument naming the root when it is no directory or holds no run folder.
 absl::StatusOr<Tree> OpenTree(const SubmissionOptions& opt);
@@ -103,7 +109,7 @@ struct Classified {
 };
 Classified ClassifyOne(const Run& r, const std::vector<MlperfReference>* refs);
 
-// The worse of two classes: INVALID, then OPEN, then CLOSED; anything else (empty) counts worst of all.
+// The worse of two classes: INVALID, then WHATIF, then OPEN, then CLOSED; anything else (empty) counts worst of all.
 std::string Worst(const std::string& a, const std::string& b);
 
 }  // namespace dlio::submission

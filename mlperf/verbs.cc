@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/sleep.h"
 #include "mlperf/checkpoint_v3.h"
 #include "mlperf/fs_separation.h"
 #include "mlperf/rules.h"
@@ -76,28 +77,46 @@ struct FolderRun {
   json classification;
   int rc = 0;  // non-zero: stop with this status
 };
+// The job of one run; when the coordinator could not be reached (a transient connection error between runs), once
+// more after kMlperfRetryPauseSeconds.
+RunOutcome SubmitWithOneRetry(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
+                              const fs::path& dir, const std::string& label, std::ostream& err,
+                              const std::atomic<bool>* cancel) {
+  RunOutcome r = SubmitOne(base, job, extra, 0, dir.string(), err, cancel);
+  if (r.ok || r.rc != kExitUnreachable || (cancel != nullptr && *cancel)) return r;
+  err << "MLPerf mode: " << label << ": the coordinator was unreachable; retrying once in " << kMlperfRetryPauseSeconds
+      << " s\n";
+  if (!SleepFor(kMlperfRetryPauseSeconds, cancel)) return r;
+  r = SubmitOne(base, job, extra, 0, dir.string(), err, cancel);
+  if (!r.ok && r.rc == kExitUnreachable) {
+    err << "MLPerf mode: " << label << ": the coordinator is still unreachable after one retry\n";
+  }
+  return r;
+}
+
 FolderRun RunIntoFolder(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
                         const fs::path& dir, RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
                         const std::atomic<bool>* cancel) {
   FolderRun f;
-  f.outcome = SubmitOne(base, job, extra, 0, dir.string(), err, cancel);
+  const std::string label = absl::StrCat(meta.role, meta.index > 0 ? absl::StrCat(" ", meta.index) : "");
+  f.outcome = SubmitWithOneRetry(base, job, extra, dir, label, err, cancel);
   RunOutcome& r = f.outcome;
   if (!r.ok) {
-    err << "MLPerf mode: " << meta.role << (meta.index > 0 ? absl::StrCat(" ", meta.index) : "") << " did not succeed"
-        << (r.job_id.empty() ? "" : " (job " + r.job_id + ")") << "; stopping\n";
+    err << "MLPerf mode: " << label << " did not succeed" << (r.job_id.empty() ? "" : " (job " + r.job_id + ")")
+        << "; stopping\n";
     f.rc = r.rc != 0 ? r.rc : 1;
     return f;
   }
   const WorkloadSpec& spec = r.job->spec();
   if (meta.command != "datagen") {
-    absl::StatusOr<json> c = ClassifyRun(spec, r.summary, "", refs.get());
+    absl::StatusOr<json> c = ClassifyRun(spec, r.summary, "", refs.get(), meta.version);
     if (!c.ok()) {
       err << "MLPerf mode: " << c.status().message() << "\n";
       f.rc = kExitBadInput;
       return f;
     }
     f.classification = *c;
-    if (c->is_object()) meta.accelerator = c->value("accelerator", "");
+    if (c->is_object() && !c->value("accelerator", "").empty()) meta.accelerator = c->value("accelerator", "");
   }
   meta.job_id = r.job_id;
   meta.overrides = r.job->overrides();
@@ -308,6 +327,8 @@ std::vector<PlannedRun> PlanRuns(bool checkpointing, const MlperfRunOptions& opt
 struct SetContext {
   WorkloadSpec spec;
   MlperfReferenceSet refs;
+  MlperfVersion version = kDefaultMlperfVersion;
+  std::string accelerator;  // --accelerator-type (checkpointing: recorded for Rules.md 4.3.4 in mlperf check)
   std::string type, model;
   bool ckpt = false;
   const MlperfWorkload* workload = nullptr;  // null: not an MLPerf training workload (the threshold is metric.au)
@@ -319,7 +340,14 @@ struct SetContext {
 
 // Loads the references and names the set's folders: 0, or the exit status of bad input.
 int ResolveSet(const LoadedJob& job, const MlperfRunOptions& opt, SetContext* s, std::ostream& err) {
-  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  absl::StatusOr<MlperfVersion> version = ParseMlperfVersion(opt.mlperf_version);
+  if (!version.ok()) {
+    err << version.status().message() << "\n";
+    return kExitBadInput;
+  }
+  s->version = *version;
+  s->accelerator = opt.accelerator_type;
+  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir, s->version);
   if (!refs.ok()) {
     err << refs.status().message() << "\n";
     return kExitBadInput;
@@ -329,7 +357,7 @@ int ResolveSet(const LoadedJob& job, const MlperfRunOptions& opt, SetContext* s,
   s->type = BenchmarkTypeOf(s->spec);
   s->ckpt = s->type == kMlperfCheckpointing;
   s->model = MlperfModelName(s->spec);
-  s->workload = FindMlperfWorkload(s->spec.model_name);
+  s->workload = FindAnyMlperfWorkload(s->spec.model_name, s->version);
   s->threshold = s->workload != nullptr ? s->workload->au_threshold : s->spec.au_threshold;
   s->root = fs::path(opt.results_dir);
   s->model_dir = s->root / s->type / s->model;
@@ -383,6 +411,8 @@ RunFolderMeta RunMeta(const SetContext& s, const PlannedRun& p, const std::strin
   meta.role = p.role;
   meta.index = p.index;
   meta.seed = s.ckpt ? s.spec.seed : seed;
+  meta.version = s.version;
+  if (s.ckpt) meta.accelerator = s.accelerator;
   return meta;
 }
 
@@ -401,16 +431,39 @@ int CheckCheckpointSet(const SetContext& s, const SubmitOptions& base, const Mlp
   return kExitBelowTarget;
 }
 
-// fs_separation.json in the run's folder (the data's and the results' file systems, mlperf/fs_separation.h), and
-// the gate: a CLOSED run whose data and results share a file system stops the set (exit 5) naming the rule. 0 to go
-// on. Without a local data root (submit) nothing is probed.
+// The data's (checkpoints') and the results' file systems of the set (mlperf/fs_separation.h).
+FsSeparation ProbeSetSeparation(const SetContext& s, const MlperfRunOptions& opt) {
+  const std::string folder = s.ckpt ? s.spec.checkpoint_folder : s.spec.data_folder;
+  return ProbeSeparation((fs::path(opt.data_root) / folder).lexically_normal().string(), opt.results_dir,
+                         s.spec.storage_type);
+}
+
+void PrintFsRefusal(const SetContext& s, const FsSeparation& sep, const std::string& outcome, std::ostream& err) {
+  err << "MLPerf mode: " << FsSeparationRule(s.ckpt) << ": the " << (s.ckpt ? "checkpoints" : "data") << " ("
+      << sep.data.path << ", device " << sep.data.device << ", " << sep.data.fs_type << ") and the results ("
+      << sep.results.path << ", device " << sep.results.device << ", " << sep.results.fs_type
+      << ") are on one file system; a CLOSED result needs them on different file systems; " << outcome << "\n";
+}
+
+// The gate before the first job: a set whose job (as given, classified now against the set's references) is CLOSED
+// and whose data and results share a file system is refused (5) before anything runs. 0 to go on; without a local
+// data root (submit: the agents' data roots are on their hosts) nothing is probed.
+int GateFsSeparation(const SetContext& s, const MlperfRunOptions& opt, std::ostream& err) {
+  if (opt.data_root.empty()) return 0;
+  const FsSeparation sep = ProbeSetSeparation(s, opt);
+  if (sep.separate) return 0;
+  absl::StatusOr<json> c = ClassifyRun(s.spec, json(), "", s.refs.get(), s.version);
+  if (!c.ok() || !c->is_object() || c->value("class", "") != "CLOSED") return 0;
+  PrintFsRefusal(s, sep, "refused before any job", err);
+  return kExitBelowTarget;
+}
+
+// fs_separation.json in the run's folder, and the gate again on the run's own class: a CLOSED run whose data and
+// results share a file system stops the set (exit 5) naming the rule. 0 to go on.
 int RecordFsSeparation(const SetContext& s, const MlperfRunOptions& opt, const FolderRun& f, const fs::path& dir,
                        std::ostream& err) {
   if (opt.data_root.empty()) return 0;
-  const std::string folder = s.ckpt ? s.spec.checkpoint_folder : s.spec.data_folder;
-  const FsSeparation sep =
-      ProbeSeparation((fs::path(opt.data_root) / folder).lexically_normal().string(), opt.results_dir,
-                      s.spec.storage_type);
+  const FsSeparation sep = ProbeSetSeparation(s, opt);
   if (absl::Status w = WriteFileAtomic((dir / "fs_separation.json").string(),
                                        FsSeparationJson(sep, s.ckpt).dump(2) + "\n");
       !w.ok()) {
@@ -419,12 +472,17 @@ int RecordFsSeparation(const SetContext& s, const MlperfRunOptions& opt, const F
   }
   const bool closed = f.classification.is_object() && f.classification.value("class", "") == "CLOSED";
   if (sep.separate || !closed) return 0;
-  err << "MLPerf mode: " << FsSeparationRule(s.ckpt) << ": the " << (s.ckpt ? "checkpoints" : "data") << " ("
-      << sep.data.path << ", device " << sep.data.device << ", " << sep.data.fs_type << ") and the results ("
-      << sep.results.path << ", device " << sep.results.device << ", " << sep.results.fs_type
-      << ") are on one file system; a CLOSED result needs them on different file systems (see "
-      << (dir / "fs_separation.json").string() << "); stopping\n";
+  PrintFsRefusal(s, sep, absl::StrCat("stopping (see ", (dir / "fs_separation.json").string(), ")"), err);
   return kExitBelowTarget;
+}
+
+// The run folders a set wrote before it stopped, for its last message.
+void PrintPartialSet(const SetContext& s, const std::vector<std::string>& stamps, std::ostream& err) {
+  if (stamps.empty()) return;
+  std::vector<std::string> dirs;
+  for (const std::string& st : stamps) dirs.push_back((s.parent / st).string());
+  err << "MLPerf mode: the set is partial (" << stamps.size() << " folder(s): " << absl::StrJoin(dirs, ", ")
+      << "); `mlperf check` refuses it: remove them or run the set again\n";
 }
 
 }  // namespace
@@ -437,8 +495,10 @@ int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOp
   if (s.ckpt) {
     if (const int rc = CheckCheckpointSet(s, base, opt, err); rc != 0) return rc;
   }
+  if (const int rc = GateFsSeparation(s, opt, err); rc != 0) return rc;
   if (text) PrintSetPlan(s, base, opt, out);
   std::string set;
+  std::vector<std::string> written;
   const std::vector<PlannedRun> plan = PlanRuns(s.ckpt, opt);
   for (size_t i = 0; i < plan.size(); ++i) {
     if (cancel != nullptr && *cancel) return 130;
@@ -453,7 +513,11 @@ int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOp
     if (set.empty()) set = stamp;
     const FolderRun f =
         RunIntoFolder(base, job, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
-    if (f.rc != 0) return f.rc;
+    if (f.rc != 0) {
+      PrintPartialSet(s, written, err);
+      return f.rc;
+    }
+    written.push_back(stamp);
     if (const int rc = RecordFsSeparation(s, opt, f, s.parent / stamp, err); rc != 0) return rc;
     if (text) PrintRunLine(s, p, seed, f.outcome, out);
   }
@@ -567,7 +631,9 @@ int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const Mlpe
   const bool text = !base.client.json;
   if (text) PrintDatagenPlan(g, out);
   const fs::path parent = fs::path(opt.results_dir) / kMlperfTraining / g.model / "datagen";
-  absl::StatusOr<MlperfReferenceSet> refs = MlperfReferenceSet::Load(opt.references_dir);
+  absl::StatusOr<MlperfVersion> version = ParseMlperfVersion(opt.mlperf_version);
+  absl::StatusOr<MlperfReferenceSet> refs =
+      version.ok() ? MlperfReferenceSet::Load(opt.references_dir, *version) : version.status();
   if (!refs.ok()) {
     err << refs.status().message() << "\n";
     return kExitBadInput;
@@ -580,6 +646,7 @@ int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const Mlpe
   meta.set = meta.datetime;
   meta.role = "datagen";
   meta.seed = spec.seed;
+  meta.version = *version;
   const FolderRun f = RunIntoFolder(base, job, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
   if (f.rc != 0) return f.rc;
   PrintDatagenDone(g, f.outcome, parent / meta.datetime, text, out);

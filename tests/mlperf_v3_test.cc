@@ -3,7 +3,9 @@
 //    the device again in every epoch, the summary's per-epoch device bytes checked against /proc/diskstats;
 //  - the fs-separation probe and gate (Rules.md 3.4.2): fs_separation.json in every run folder, a CLOSED set whose
 //    data and results share a file system stopped naming the rule;
-//  - the capacity gate (CAP-01) before the data generation.
+//  - the capacity gate (CAP-01) before the data generation;
+//  - (issue 25 item 4) a scaled-down CLOSED v3.0 rehearsal of unet3d_b200 and retinanet_b200 (datagen, warm-up + 5
+//    runs, `mlperf report` into the v3.0 tree, `mlperf check` of that tree) accepted, and each broken rule named.
 // Timed and host-wide (drop_caches): RUN_SERIAL in tests/CMakeLists.txt.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -12,8 +14,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
+#include <regex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "tests/harness.h"
 
@@ -41,6 +47,15 @@ std::optional<uint64_t> DiskstatsReadBytes(const fs::path& path) {
     }
   }
   return std::nullopt;
+}
+
+// The *_metadata.json of a run folder.
+fs::path MetadataOf(const fs::path& run) {
+  for (const auto& f : fs::directory_iterator(run)) {
+    const std::string name = f.path().filename().string();
+    if (name.size() >= 14 && name.substr(name.size() - 14) == "_metadata.json") return f.path();
+  }
+  return run / "no_metadata.json";
 }
 
 bool SharedMemoryUsable() {
@@ -88,17 +103,18 @@ TEST(MlperfRunV3, EveryEpochCacheDropMakesAWarmDatasetReadTheDeviceAgain) {
   EXPECT_GE(after - before, recorded);
 }
 
-// A rehearsal of the scaled unet3d reference (tests/fixtures/mlperf-scaled): data generated, then --mlperf with one
-// timed run. Data and results on one file system: the set stops after its warm-up, naming Rules.md 3.4.2, and the
-// run folder's fs_separation.json says why. Data on tmpfs: the same set goes on, fs_separation.json says separate.
+// A rehearsal of the scaled unet3d_b200 reference (tests/fixtures/mlperf-scaled-v3): data generated, then --mlperf
+// with one timed run. Data and results on one file system: the set is refused before its first job (the job is
+// CLOSED), naming Rules.md 3.4.2, and no run folder is written. Data on tmpfs: the same set goes on, and every run
+// folder's fs_separation.json says separate.
 TEST(MlperfRunV3, ClosedSetWithDataAndResultsOnOneFileSystemIsRefusedNamingTheRule) {
   if (!SharedMemoryUsable()) GTEST_SKIP() << "no /dev/shm for a second file system";
   TempDir dir;
   TempDir shm(fs::path("/dev/shm"));
-  const std::string refs = SourceDir() + "/tests/fixtures/mlperf-scaled";
+  const std::string refs = SourceDir() + "/tests/fixtures/mlperf-scaled-v3";
   auto run = [&](const std::string& root, const std::string& tree, const std::string& mode) {
     fs::create_directories(root);
-    return RunCommand({Bin("dlio-coordinator"), "run", refs + "/unet3d_h100.yaml", mode, "--mlperf-runs", "1",
+    return RunCommand({Bin("dlio-coordinator"), "run", refs + "/unet3d_b200.yaml", mode, "--mlperf-runs", "1",
                        "--local-agents", "1", "--accelerators", "2", "--host-memory", "512kB", "--data-root", root,
                        "--results-dir", dir.str() + "/results", "--mlperf-results-dir", tree, "--mlperf-references",
                        refs},
@@ -112,23 +128,28 @@ TEST(MlperfRunV3, ClosedSetWithDataAndResultsOnOneFileSystemIsRefusedNamingTheRu
     r = run(root, tree, "--mlperf");
     const fs::path runs = fs::path(tree) / "training" / "unet3d" / "run";
     std::vector<fs::path> folders;
-    for (const auto& e : fs::directory_iterator(runs)) folders.push_back(e.path());
-    ASSERT_FALSE(folders.empty()) << r.out << r.err;
-    const nlohmann::json sep = LoadJson((folders.front() / "fs_separation.json").string());
-    EXPECT_EQ(sep["rule"], "Rules.md 3.4.2") << sep.dump();
-    EXPECT_EQ(sep["separate"], !same) << sep.dump();
-    EXPECT_EQ(sep["data"]["fs_type"], same ? sep["results"]["fs_type"] : nlohmann::json("tmpfs")) << sep.dump();
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(runs, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      folders.push_back(it->path());
+    }
     if (same) {
       EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
       EXPECT_NE(r.err.find("Rules.md 3.4.2: the data ("), std::string::npos) << r.err;
-      EXPECT_NE(r.err.find("are on one file system; a CLOSED result needs them on different file systems"),
+      EXPECT_NE(r.err.find("are on one file system; a CLOSED result needs them on different file systems; refused "
+                           "before any job"),
                 std::string::npos)
           << r.err;
-      EXPECT_EQ(folders.size(), 1u) << "the set stops after the run that showed it";
-    } else {
-      EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 5) << r.out << r.err;  // 5: a loaded machine's AU
-      EXPECT_EQ(r.err.find("Rules.md 3.4.2"), std::string::npos) << r.err;
-      EXPECT_EQ(folders.size(), 2u) << r.out;  // the warm-up and the timed run
+      EXPECT_TRUE(folders.empty()) << "the set is refused before its first job: " << folders.front();
+      continue;
+    }
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 5) << r.out << r.err;  // 5: a loaded machine's AU
+    EXPECT_EQ(r.err.find("Rules.md 3.4.2"), std::string::npos) << r.err;
+    ASSERT_EQ(folders.size(), 2u) << r.out << r.err;  // the warm-up and the timed run
+    for (const fs::path& f : folders) {
+      const nlohmann::json sep = LoadJson((f / "fs_separation.json").string());
+      EXPECT_EQ(sep["rule"], "Rules.md 3.4.2") << sep.dump();
+      EXPECT_EQ(sep["separate"], true) << sep.dump();
+      EXPECT_EQ(sep["data"]["fs_type"], "tmpfs") << sep.dump();
     }
   }
 }
@@ -191,6 +212,224 @@ TEST(MlperfRunV3, CheckpointingRulesAreCheckedBeforeAnyJobNamingTheRule) {
         << c.name << "\n" << r.err;
     EXPECT_FALSE(fs::exists(fs::path(tree) / "checkpointing")) << c.name << ": a job ran";
   }
+}
+
+
+// Issue 25 item 4: a transient connection error between runs. `submit --mlperf` to an address where nothing listens:
+// the warm-up's job cannot be submitted, the driver retries once after 5 s, and when still nothing listens it stops,
+// naming the run (exit 3, no folder). Then the same set with a coordinator and an agent started on that address
+// during the pause: the retry reaches them and the set completes.
+TEST(MlperfRunV3, ASetRetriesAnUnreachableCoordinatorOnceThenStopsNamingTheRun) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", 16, 1, 4096, 2, 0.001, 1, true));
+  const int port = FreePort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  auto submit = [&](const std::string& tree) {
+    return std::vector<std::string>{Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--mlperf",
+                                    "--mlperf-runs", "1", "--coordinator", address, "--wait-for-agents", "30",
+                                    "--mlperf-results-dir", dir.str() + "/" + tree};
+  };
+  CommandResult r = RunCommand(submit("tree-down"), seconds(60), dir.str());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("MLPerf mode: warmup: the coordinator was unreachable; retrying once in 5 s"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("MLPerf mode: warmup: the coordinator is still unreachable after one retry"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("MLPerf mode: warmup did not succeed; stopping"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "tree-down" / "training")) << "no run folder";
+
+  Process client(submit("tree-up"), dir.str() + "/client.log", dir.str());
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  while (ReadFile(dir.str() + "/client.log").find("retrying once in 5 s") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(ReadFile(dir.str() + "/client.log").find("retrying once in 5 s"), std::string::npos)
+      << ReadFile(dir.str() + "/client.log");
+  Process coordinator({Bin("dlio-coordinator"), "serve", "--listen", address, "--results-dir",
+                       dir.str() + "/coord-results"},
+                      dir.str() + "/coordinator.log");
+  ASSERT_TRUE(WaitForListening(port)) << coordinator.Log();
+  Process agent({Bin("dlio-agent"), "--coordinator", address, "--data-root", dir.str() + "/root", "--name", "agent-0"},
+                dir.str() + "/agent.log");
+  const int rc = client.Wait(seconds(120));
+  const std::string log = ReadFile(dir.str() + "/client.log");
+  EXPECT_TRUE(rc == 0 || rc == 5) << rc << "\n" << log;  // 5: the AU of 1 ms steps on a loaded machine
+  EXPECT_EQ(log.find("still unreachable"), std::string::npos) << log;
+  EXPECT_NE(log.find("run-1    seed 124: AU"), std::string::npos) << log;
+  size_t folders = 0;
+  for (const auto& e : fs::directory_iterator(dir.path() / "tree-up" / "training" / "test" / "run")) {
+    folders += e.is_directory();
+  }
+  EXPECT_EQ(folders, 2u) << log;  // the warm-up (retried) and the timed run
+}
+
+// The folder of the run with this role and index in `parent` (its *_metadata.json's dlio_cpp).
+fs::path RunFolderOf(const fs::path& parent, const std::string& role, int index) {
+  for (const auto& e : fs::directory_iterator(parent)) {
+    for (const auto& f : fs::directory_iterator(e.path())) {
+      const std::string name = f.path().filename().string();
+      if (name.size() < 14 || name.substr(name.size() - 14) != "_metadata.json") continue;
+      const nlohmann::json j = LoadJson(f.path().string())["dlio_cpp"];
+      if (j["role"] == role && j["run"] == index) return e.path();
+    }
+  }
+  return {};
+}
+
+// The 5-run mode, again when the machine's load failed a measured verdict (AU or replication), at most 3 times,
+// the failed set's folders removed (as tests/mlperf_test.cc RunMlperfSet: a submitter discards such a set).
+CommandResult RunV3Set(const std::function<CommandResult()>& run, const fs::path& run_dir) {
+  CommandResult r;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::set<fs::path> before;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(run_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      before.insert(it->path());
+    }
+    r = run();
+    if (r.exit_code != 5 || !std::regex_search(r.out, std::regex("verdict: MLPerf [^\n]*FAIL[^\n]*, CLOSED\n"))) {
+      return r;
+    }
+    std::cout << r.out << "attempt " << attempt << " of 3 failed a measured verdict; the set is discarded\n";
+    for (auto it = fs::directory_iterator(run_dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      if (before.count(it->path()) == 0) fs::remove_all(it->path());
+    }
+  }
+  return r;
+}
+
+// Issue 25 item 4: a scaled-down CLOSED v3.0 rehearsal (tests/fixtures/mlperf-scaled-v3) of unet3d_b200 and
+// retinanet_b200: datagen, a warm-up and 5 runs each, `mlperf report` writing the v3.0 tree and its system
+// description, `mlperf check` of that tree ACCEPTED once the submitter's parts are filled in; then each broken rule
+// refused, naming the file and the rule id.
+TEST(MlperfWorkflowV3, ScaledDownClosedRehearsalIsAcceptedAndEachBrokenRuleIsNamed) {
+  if (!SharedMemoryUsable()) GTEST_SKIP() << "no /dev/shm to keep the data apart from the results (Rules.md 3.4.2)";
+  TempDir dir;
+  TempDir shm(fs::path("/dev/shm"));
+  fs::create_directories(shm.path() / "root");
+  const std::string refs = SourceDir() + "/tests/fixtures/mlperf-scaled-v3";
+  const fs::path tree = dir.path() / "mlperf";
+  auto run = [&](const std::string& workload, const std::string& mode) {
+    return RunCommand({Bin("dlio-coordinator"), "run", refs + "/" + workload, mode, "--local-agents", "1",
+                       "--accelerators", "2", "--host-memory", "512kB", "--data-root", shm.str() + "/root",
+                       "--results-dir", dir.str() + "/results", "--mlperf-results-dir", tree.string(),
+                       "--mlperf-references", refs},
+                      seconds(240), dir.str());
+  };
+  for (const std::string model : {"unet3d", "retinanet"}) {
+    CommandResult r = run(model + "_b200.yaml", "--mlperf-datagen");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("datasize: 1000 files (set by the 500-step rule"), std::string::npos) << r.out;
+    r = RunV3Set([&] { return run(model + "_b200.yaml", "--mlperf"); }, tree / "training" / model / "run");
+    std::cout << r.out;
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("verdict: MLPerf " + model + ": AU PASS, replication PASS, CLOSED\n"), std::string::npos)
+        << r.out;
+  }
+  CommandResult r = RunCommand({Bin("dlio-coordinator"), "mlperf", "report", tree.string(), "--mlperf-references",
+                                refs, "--org", "rehearsal-org", "--system", "sut"},
+                               seconds(60));
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path sub = tree / "submission";
+  const fs::path org = sub / "closed" / "rehearsal-org";
+  for (const std::string model : {"unet3d", "retinanet"}) {
+    const fs::path w = org / "results" / "sut" / "training" / model;
+    EXPECT_NE(r.out.find("placed closed/rehearsal-org/results/sut/training/" + model), std::string::npos) << r.out;
+    std::vector<std::string> runs, gens;
+    for (const auto& e : fs::directory_iterator(w / "run")) runs.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(w / "datagen")) gens.push_back(e.path().filename().string());
+    EXPECT_EQ(runs.size(), 6u) << w;  // Rules.md 2.1.17: the warm-up and 5 runs
+    EXPECT_EQ(gens.size(), 1u) << w;
+    for (const std::string& ts : runs) {
+      EXPECT_TRUE(std::regex_match(ts, std::regex("[0-9]{8}_[0-9]{6}"))) << ts;
+      for (const char* f : {"summary.json", "dlio_config/config.yaml", "dlio_config/overrides.yaml",
+                            "fs_separation.json"}) {
+        EXPECT_TRUE(fs::exists(w / "run" / ts / f)) << w / "run" / ts / f;
+      }
+      EXPECT_EQ(LoadJson(MetadataOf(w / "run" / ts).string())["mlperf_version"], "v3.0");
+    }
+  }
+  // systems/sut.yaml in the v3.0 schema: the hosts as the agents reported them, the submitter's parts marked.
+  const fs::path sd = org / "systems" / "sut.yaml";
+  const std::string yaml = ReadFile(sd.string());
+  for (const char* k : {"system_under_test:", "  clients:", "      quantity: 1", "        cpu_model: ",
+                        "      networking:", "      sysctl:", "      environment:", "      drives:",
+                        "      operating_system: {name: \"Linux\"", "solution:", "  capabilities:",
+                        "    remap_time_in_seconds: \"FILL IN", "deployment: \"FILL IN", "product_nodes:",
+                        "product_switches:"}) {
+    EXPECT_NE(yaml.find(k), std::string::npos) << k << "\n" << yaml;
+  }
+  r = RunCommand({Bin("dlio-coordinator"), "mlperf", "check", sub.string(), "--mlperf-references", refs},
+                 seconds(60));
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_NE(r.out.find("closed/rehearsal-org/systems/sut.yaml: Rules.md 2.1.7: deployment is not filled in"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("closed/rehearsal-org/systems/sut.pdf: Rules.md 2.1.7: missing"), std::string::npos) << r.out;
+  WriteFile(sd.string(), std::regex_replace(yaml, std::regex("\"FILL IN[^\"]*\""), "\"rehearsal\""));
+  WriteFile((org / "systems" / "sut.pdf").string(), "%PDF-1.4\n");
+  r = RunCommand({Bin("dlio-coordinator"), "mlperf", "check", sub.string(), "--mlperf-references", refs},
+                 seconds(60));
+  std::cout << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("check: ACCEPTED"), std::string::npos) << r.out;
+  // Without the references it was classified against, the rehearsal is named as one, not as an edit.
+  r = RunCommand({Bin("dlio-coordinator"), "mlperf", "check", sub.string()}, seconds(60));
+  EXPECT_EQ(r.exit_code, 5) << r.out;
+  EXPECT_NE(r.out.find(" it was classified by when it ran: a rehearsal tree; check it with --mlperf-references " +
+                       refs),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("edited after the run"), std::string::npos) << r.out;
+
+  // Each broken rule is refused, naming the file and the rule.
+  const fs::path unet_runs = fs::path("closed/rehearsal-org/results/sut/training/unet3d/run");
+  auto broken = [&](const std::string& name, const std::function<void(const fs::path&)>& edit) {
+    const fs::path copy = dir.path() / name;
+    fs::copy(sub, copy, fs::copy_options::recursive);
+    edit(copy);
+    CommandResult c = RunCommand({Bin("dlio-coordinator"), "mlperf", "check", copy.string(), "--mlperf-references",
+                                  refs},
+                                 seconds(60));
+    EXPECT_EQ(c.exit_code, 5) << name << "\n" << c.out << c.err;
+    return c.out;
+  };
+  std::string removed;
+  std::string out = broken("missing-timestamp-folder", [&](const fs::path& t) {
+    const fs::path f = RunFolderOf(t / unet_runs, "run", 3);
+    removed = f.filename().string();
+    fs::remove_all(f);
+  });
+  EXPECT_NE(out.find(unet_runs.string() + ": Rules.md 2.1.17: 5 timestamp folder(s) ("), std::string::npos) << out;
+  EXPECT_NE(out.find("6 required: the warm-up and the 5 timed runs"), std::string::npos) << out;
+  EXPECT_NE(out.find(": Rules.md 2.1.18: is run 4 of set "), std::string::npos) << out;
+  EXPECT_NE(out.find("(missing run 3); the partial set's folders: " + unet_runs.string() + "/"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find(removed + ","), std::string::npos) << out;
+  out = broken("cache-not-dropped", [&](const fs::path& t) {
+    const fs::path cfg = RunFolderOf(t / unet_runs, "run", 2) / "dlio_config" / "config.yaml";
+    WriteFile(cfg.string(), std::regex_replace(ReadFile(cfg.string()), std::regex("evict_cache: \"?every_epoch\"?"),
+                                               "evict_cache: \"none\""));
+  });
+  EXPECT_NE(out.find(": cache rule: the page cache was not dropped before every training epoch"), std::string::npos)
+      << out;
+  out = broken("one-file-system", [&](const fs::path& t) {
+    const fs::path f = RunFolderOf(t / unet_runs, "run", 4) / "fs_separation.json";
+    nlohmann::json j = LoadJson(f.string());
+    j["separate"] = false;
+    WriteFile(f.string(), j.dump(2));
+  });
+  EXPECT_NE(out.find("fs_separation.json: fs separation: Rules.md 3.4.2: the data ("), std::string::npos) << out;
+  out = broken("filed-under-open", [&](const fs::path& t) {
+    fs::create_directories(t / "open" / "rehearsal-org" / "results" / "sut" / "training");
+    fs::rename(t / "closed/rehearsal-org/results/sut/training/retinanet",
+               t / "open/rehearsal-org/results/sut/training/retinanet");
+  });
+  EXPECT_NE(out.find(": Rules.md 2.1.x: a CLOSED run filed under open/"), std::string::npos) << out;
 }
 
 }  // namespace
