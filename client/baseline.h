@@ -6,8 +6,9 @@
 //  - The plain reader is the job itself turned into a read-rate test the agents already know (BaselineOverrides):
 //    one training epoch of the dataset's files in order (no shuffle), one file per batch, `threads` loader threads
 //    on each agent's one rank, no compute, no evaluation, no checkpoint. Whole-file formats (npz, npy, csv, jpeg,
-//    png) read each file whole in 8 MiB pieces; on S3, one GET per object: the endpoint's plain GET rate. The
-//    agents still meet at the step barrier between batches, but with no compute it costs only its round trip.
+//    png) read each file whole in 8 MiB pieces; on S3, one GET per object: the endpoint's plain GET rate. The job's
+//    train.total_training_steps still bounds the read. The agents still meet at the step barrier between batches,
+//    but with no compute it costs only its round trip.
 //  - RunBaseline runs it (SubmitOne), its result files into <folder>/baseline/ and baseline.json (BaselineJson) into
 //    <folder>, where <folder> is --output, else the job's output.folder, else "baseline"; prints the table
 //    (BaselineText) or, with --json, baseline.json. Exit 0 once measured, else the job's status (client/render.h).
