@@ -81,6 +81,7 @@ TEST(NetworkLimit, AnS3EndpointBehindATbfLimitedVethIsNamedNetwork) {
   const std::map<std::string, std::string> gw = Gateway();
   ASSERT_FALSE(gw.empty()) << "no gateway: $DLIO_S3_DIR/env is missing (the s3_gateway fixture starts "
                               "scripts/ceph-rgw.sh)";
+  for (const auto& [k, v] : gw) ::setenv(k.c_str(), v.c_str(), 1);  // for s3_tool.py, the independent client
   ShapedLink link;
   if (!link.ok()) GTEST_SKIP() << "cannot make the namespace and its shaped veth pair here: " << Dump(link.setup());
   TempDir dir;
