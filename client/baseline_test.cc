@@ -34,7 +34,8 @@ TEST(Baseline, OverridesMakeAPlainReaderOfTheDataset) {
   const std::vector<std::string> o = BaselineOverrides(Spec(), 8);
   for (const char* want : {"train.computation_time=0", "train.epochs=1", "workflow.evaluation=False",
                            "workflow.checkpoint=False", "reader.file_shuffle=off", "reader.sample_shuffle=off",
-                           "reader.read_threads=8", "reader.prefetch_size=16", "dlio_ext.evict_cache=before_training"}) {
+                           "reader.read_threads=8", "reader.prefetch_size=16",
+                           "dlio_ext.evict_cache=before_training"}) {
     EXPECT_THAT(o, Contains(std::string(want)));
   }
   EXPECT_THAT(o, Contains(std::string("reader.batch_size=3")));  // one file per batch
