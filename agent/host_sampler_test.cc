@@ -85,9 +85,10 @@ TEST(HostSampler, AGivenLinkSpeedReplacesTheDriversForThatInterface) {
   o.link_speeds_mbps = {{"veth0", 40}};
   HostSampler s(o);
   for (int i = 0; i < 100 && !s.Latest().has_value(); ++i) std::this_thread::sleep_for(milliseconds(10));
-  ASSERT_TRUE(s.Latest().has_value());
+  const std::optional<HostSample> latest = s.Latest();  // held: a loop over a temporary's member would dangle
+  ASSERT_TRUE(latest.has_value());
   std::map<std::string, int64_t> speeds;
-  for (const NicRate& n : s.Latest()->nics) speeds[n.name] = n.speed_mbps;
+  for (const NicRate& n : latest->nics) speeds[n.name] = n.speed_mbps;
   EXPECT_EQ(speeds["veth0"], 40);
   EXPECT_EQ(speeds["eth0"], -1);  // none given, none reported
   std::filesystem::remove_all(net);
