@@ -435,6 +435,7 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
   HostSampler::Options so;
   so.agent = impl->opt.name;
   so.data_root = impl->opt.data_root;
+  so.link_speeds_mbps = impl->opt.link_speeds_mbps;
   impl->sampler = std::make_shared<HostSampler>(std::move(so));
   if (!impl->opt.metrics_listen.empty()) {
     try {

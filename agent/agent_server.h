@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,8 @@ class AgentServer {
     // --s3-allow-endpoint: the only endpoints (besides its own) the agent reaches (agent/object_store.h); empty = any.
     std::vector<std::string> s3_allow_endpoints;
     uint64_t host_memory_bytes = 0;          // --host-memory: DRAM of this host node; 0 = MemTotal or cgroup limit
+    // --link-speed IFACE=MBPS: link speeds for interfaces whose driver reports none (HostSampler::Options).
+    std::map<std::string, int64_t> link_speeds_mbps;
   };
 
   static absl::StatusOr<std::unique_ptr<AgentServer>> Start(Options options);

@@ -147,7 +147,13 @@ HostSampler::~HostSampler() {
   thread_.join();
 }
 
-HostCounters HostSampler::Read() const { return ReadHostCounters(opt_.sources, UnixMs(), SteadySeconds()); }
+HostCounters HostSampler::Read() const {
+  HostCounters c = ReadHostCounters(opt_.sources, UnixMs(), SteadySeconds());
+  for (NicCounters& n : c.nics) {
+    if (auto it = opt_.link_speeds_mbps.find(n.name); it != opt_.link_speeds_mbps.end()) n.speed_mbps = it->second;
+  }
+  return c;
+}
 
 void HostSampler::Loop() {
   auto next = std::chrono::steady_clock::now();

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -35,6 +36,10 @@ class HostSampler : public prometheus::Collectable {
     // a finer tick would cost CPU for nothing; a coarser one would blur the short phases of small jobs).
     std::chrono::milliseconds tick{1000};
     HostSources sources;                // where the files are (tests: a captured folder); devices filled in
+    // Link speeds in Mb/s given for interfaces whose driver reports none or not the real one (a veth pair, a link
+    // shaped by tc):
+    // dlio-agent --link-speed IFACE=MBPS. They replace what /sys/class/net says for those interfaces.
+    std::map<std::string, int64_t> link_speeds_mbps;
   };
   // Starts the thread (the first rates 0.1 s later, or after one tick if shorter; then every tick).
   explicit HostSampler(Options opt);

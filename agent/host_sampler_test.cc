@@ -1,6 +1,11 @@
 #include "agent/host_sampler.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -61,6 +66,32 @@ TEST(HostSampler, ExportsTheHostFamiliesAfterTheFirstTicks) {
                            "dlio_host_process_read_call_bytes_total", "dlio_host_sampler_cpu_seconds_total"}) {
     EXPECT_TRUE(names.count(want)) << want;
   }
+}
+
+// dlio-agent --link-speed IFACE=MBPS: the speed given replaces what the driver reports (a veth says 10000 Mb/s or
+// nothing, whatever a tc qdisc lets through); the other interfaces keep theirs.
+TEST(HostSampler, AGivenLinkSpeedReplacesTheDriversForThatInterface) {
+  const std::filesystem::path net =
+      std::filesystem::temp_directory_path() / ("dlio-sampler-net-" + std::to_string(::getpid()));
+  for (const auto& [nic, speed] : {std::pair{"veth0", "10000"}, std::pair{"eth0", "-1"}}) {
+    std::filesystem::create_directories(net / nic / "statistics");
+    for (const char* f : {"rx_bytes", "tx_bytes", "rx_packets", "tx_packets"}) {
+      std::ofstream(net / nic / "statistics" / f) << "0\n";
+    }
+    std::ofstream(net / nic / "speed") << speed << "\n";
+  }
+  HostSampler::Options o = Fast();
+  o.sources.net = net.string();
+  o.link_speeds_mbps = {{"veth0", 40}};
+  HostSampler s(o);
+  for (int i = 0; i < 100 && !s.Latest().has_value(); ++i) std::this_thread::sleep_for(milliseconds(10));
+  const std::optional<HostSample> latest = s.Latest();  // held: a loop over a temporary's member would dangle
+  ASSERT_TRUE(latest.has_value());
+  std::map<std::string, int64_t> speeds;
+  for (const NicRate& n : latest->nics) speeds[n.name] = n.speed_mbps;
+  EXPECT_EQ(speeds["veth0"], 40);
+  EXPECT_EQ(speeds["eth0"], -1);  // none given, none reported
+  std::filesystem::remove_all(net);
 }
 
 // The sampler's cost at its real 1 s tick is measured by the process test (docs/metrics.md); here: at a 10 ms

@@ -3,10 +3,14 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "cli/address.h"
 #include "cli/cli_parse.h"
 #include "agent/agent_server.h"
@@ -25,7 +29,31 @@ struct AgentFlags {
   std::string name, node_name;
   dlio::TransportFiles tls;
   std::string log_level = "info";
+  std::vector<std::string> link_speeds;  // --link-speed IFACE=MBPS, parsed by LinkSpeeds
 };
+
+// --link-speed IFACE=MBPS (repeatable): the interface must exist on this host (a typo would leave the network rule
+// without its speed, silently); one line naming the flag and the value otherwise.
+absl::StatusOr<std::map<std::string, int64_t>> LinkSpeeds(const std::vector<std::string>& values) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& v : values) {
+    const size_t eq = v.find('=');
+    int64_t mbps = 0;
+    if (eq == std::string::npos || eq == 0 || !absl::SimpleAtoi(v.substr(eq + 1), &mbps) || mbps < 1 ||
+        mbps > 100'000'000) {
+      return absl::InvalidArgumentError(absl::StrCat("--link-speed: '", v, "': expected IFACE=MBPS, an interface "
+                                                     "and its link speed in Mb/s (1..100000000), e.g. veth0=10000"));
+    }
+    const std::string iface = v.substr(0, eq);
+    std::error_code ec;
+    if (!std::filesystem::exists("/sys/class/net/" + iface, ec)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--link-speed: '", v, "': no interface '", iface, "' on this host (see /sys/class/net)"));
+    }
+    out[iface] = mbps;
+  }
+  return out;
+}
 
 void AddAgentOptions(CLI::App* app, AgentFlags* f) {
   app->add_option("--coordinator", f->opt.coordinator, "Coordinator address HOST:PORT")
@@ -70,6 +98,11 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
                   "scaled-down MLPerf rehearsals. MLPerf's datasize uses it; results record it as declared")
       ->transform(dlio::SizeInBytes(dlio::kMaxHostMemoryBytes, "1 PiB").description(""))
       ->type_name("BYTES");
+  app->add_option("--link-speed", f->link_speeds,
+                  "Link speed of a network interface whose driver reports none or not the real one (a veth pair, a "
+                  "virtual NIC, a link shaped by tc), IFACE=MBPS in Mb/s, e.g. veth0=10000 (repeatable): the "
+                  "limit's network rule and the NIC utilisation of host telemetry use it instead")
+      ->type_name("IFACE=MBPS");
   app->add_option("--protocol-version", f->opt.protocol_version,
                   "Protocol version to announce (testing only; default: this build's)")
       ->group("");  // hidden
@@ -83,6 +116,12 @@ int RunAgent(AgentFlags& f) {
     return 2;
   }
   spdlog::set_level(level);
+  absl::StatusOr<std::map<std::string, int64_t>> speeds = LinkSpeeds(f.link_speeds);
+  if (!speeds.ok()) {
+    std::cerr << speeds.status().message() << "\n";
+    return 2;
+  }
+  f.opt.link_speeds_mbps = *std::move(speeds);
   // A busy port said in one line (before any log line) rather than by CivetServer in its own words.
   if (absl::Status s = dlio::CheckCanListen("--metrics-listen", f.opt.metrics_listen); !s.ok()) {
     std::cerr << "dlio-agent: " << s.message() << "\n";

@@ -20,12 +20,14 @@
 #include "absl/strings/str_cat.h"
 #include "cli/address.h"
 #include "cli/cli_parse.h"
+#include "cli/job_flags.h"
 #include "results/results.h"
 #include "base/scheduling.h"
 #include "base/signals.h"
 #include "cli/transport_cli.h"
 #include "client/client.h"
 #include "coordinator/coordinator_server.h"
+#include "client/baseline.h"
 #include "client/local_fleet.h"
 #include "client/ramp.h"
 #include "mlperf/verbs.h"
@@ -34,6 +36,13 @@
 #include "spdlog/spdlog.h"
 
 namespace {
+
+using dlio::cli::AddClientOptions;
+using dlio::cli::AddOverrideOptions;
+using dlio::cli::DefaultCoordinator;
+using dlio::cli::kJobHelp;
+using dlio::cli::MergeOverrides;
+using dlio::cli::MlperfFlags;
 
 std::atomic<bool> g_cancel{false};
 std::atomic<dlio::LocalFleet*> g_fleet{nullptr};
@@ -49,125 +58,11 @@ const CLI::Validator kFinite(
     },
     "");
 
-// The job argument of submit and run (client/workload_lookup.h).
-constexpr const char* kJobHelp =
-    "DLIO workload YAML file, or a shipped workload by name as DLIO takes it: workload=NAME or NAME (e.g. "
-    "workload=unet3d_h100; from PREFIX/share/dlio/configs/workloads)";
-
-// Overrides come as trailing arguments in DLIO's form (++workload.dataset.num_files_train=8) or with --set.
-// --strict and --explain, the same on submit and run.
-void AddPlanOptions(CLI::App* sub, dlio::SubmitOptions* o) {
-  sub->add_flag("--strict", o->strict,
-                "Refuse keys where DLIO behaves differently (each 'warning:' line becomes an error, exit 2)");
-  sub->add_flag("--explain", o->explain,
-                "Print the derived plan (what this fleet would refuse first, then steps, bytes per rank, demand per "
-                "accelerator, dataset vs RAM, checkpoint bytes per rank, policy of every key set) and exit, 2 if a "
-                "run would be refused; runs and writes nothing (with --json: JSON)");
-}
-
-void AddOverrideOptions(CLI::App* sub, std::vector<std::string>* trailing, std::vector<std::string>* set) {
-  sub->add_option("overrides", *trailing,
-                  "Workload overrides in DLIO's form, e.g. ++workload.dataset.num_files_train=8");
-  sub->add_option("--set", *set, "Workload override in short form KEY=VALUE, e.g. --set dataset.num_files_train=8 "
-                                 "(repeatable)");
-}
-
-// How every client verb reaches the coordinator.
-void AddClientOptions(CLI::App* sub, dlio::ClientOptions* o) {
-  o->coordinator.clear();  // filled after parsing: --coordinator, else $DLIO_COORDINATOR, else the default
-  sub->add_option("--coordinator", o->coordinator,
-                  "Coordinator address HOST:PORT (default: $DLIO_COORDINATOR, else 127.0.0.1:7543)")
-      ->check(dlio::CoordinatorAddress());
-  dlio::AddClientTransportOptions(sub, &o->transport, "with every call");
-  sub->add_option("--connect-timeout", o->connect_timeout_s,
-                  "Seconds a connection to the coordinator may take to complete (an address that answers nothing)")
-      ->default_val(10)
-      ->check(CLI::Range(1, 3600));
-  sub->add_option("--wait-for-coordinator", o->wait_for_coordinator_s,
-                  "Seconds to keep retrying while nothing listens at --coordinator (connection refused), e.g. while "
-                  "it starts; 0 = fail at once")
-      ->default_val(0)
-      ->check(CLI::Range(0, 86400));
-  sub->add_flag("--json", o->json, "Print one JSON document on stdout (for scripts) instead of text");
-}
-
-// MLPerf mode options shared by submit and run (docs/mlperf.md).
-struct MlperfFlags {
-  bool mlperf = false;
-  bool datagen = false;
-  bool find_max = false;
-  std::string ramp_text;                 // --ramp AXIS=N1,N2,... (client/ramp.h), parsed by Prepare
-  std::optional<dlio::RampSpec> ramp;
-  dlio::MlperfRunOptions run;
-  dlio::FindMaxOptions find;
-};
-void AddMlperfOptions(CLI::App* sub, MlperfFlags* f) {
-  sub->add_flag("--mlperf", f->mlperf,
-                "MLPerf Storage mode: a warm-up run then --mlperf-runs runs with the seed changed per run; prints each "
-                "run's AU and throughput, their mean, the AU threshold and 5 % replication verdicts, and writes "
-                "MLPerf's results layout");
-  sub->add_option("--mlperf-runs", f->run.runs, "Timed runs of --mlperf after the warm-up")
-      ->default_val(5)
-      ->check(CLI::Range(1, 100).description(""));
-  sub->add_option("--mlperf-results-dir", f->run.results_dir,
-                  "Root of the MLPerf results tree of --mlperf and --mlperf-datagen (<dir>/training/<model>/run/"
-                  "<datetime>/, <dir>/checkpointing/<model>/<datetime>/; docs/mlperf.md)")
-      ->default_val("mlperf-results");
-  sub->add_flag("--mlperf-datagen", f->datagen,
-                "MLPerf's datagen step: generate datasize's count of files for the attached agents (their nodes and "
-                "memory) into the dataset, recorded under <mlperf-results-dir>/training/<model>/datagen/; --mlperf "
-                "then reads that count");
-  sub->add_option("--mlperf-references", f->run.references_dir,
-                  "Judge runs against the reference workloads in DIR (named as the shipped ones of --mlperf-version, "
-                  "e.g. unet3d_b200.yaml, llama3_8b.yaml) instead of the shipped set: scaled-down rehearsals");
-  sub->add_option("--accelerator-type", f->run.accelerator_type,
-                  "The accelerator a checkpointing --mlperf set emulates (b200, mi355, a100, h100): its memory x the "
-                  "ranks must hold the checkpoint (Rules.md 4.3.4)")
-      ->check(CLI::IsMember({"b200", "mi355", "a100", "h100"}));
-  sub->add_option("--mlperf-version", f->run.mlperf_version, "The round --mlperf and --mlperf-datagen classify the "
-                  "runs by (its references and classes), recorded in every run folder: v3.0 or v2.0")
-      ->default_val("v3.0")->check(CLI::IsMember({"v3.0", "v2.0"}));
-  sub->add_flag("--find-max-accelerators", f->find_max,
-                "Search (real runs, exponential then binary) for the largest accelerators per agent that keeps AU at "
-                "or above the workload's threshold; prints every trial and the maximum");
-  sub->add_option("--max-accelerators", f->find.max_accelerators,
-                  "Upper bound of --find-max-accelerators (per agent; submit: at most what the agents offer)")
-      ->default_val(16)
-      ->check(CLI::Range(1, 4096).description(""));
-  sub->get_option("--mlperf")->excludes(sub->get_option("--find-max-accelerators"));
-  sub->add_option("--ramp", f->ramp_text,
-                  "Run the job once per point (accelerators=1,2,4,8: accelerators per agent; agents=1,2,4: agents), "
-                  "on the same dataset, into <output>/<axis>-<n>/; prints the curve (AU, samples/s, MB/s, batch "
-                  "wait, limit, verdict) with the knee and writes ramp.json beside the points; not with --mlperf, "
-                  "--mlperf-datagen or --find-max-accelerators")
-      ->type_name("AXIS=N,...");
-}
-
 bool IsLoopback(const std::string& listen) {
   if (listen.rfind("unix:", 0) == 0) return true;
   std::string host = listen.substr(0, listen.rfind(':'));
   if (!host.empty() && host.front() == '[') host = host.substr(1, host.size() - 2);
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-// The address of every client verb when --coordinator is not given: $DLIO_COORDINATOR, else the default.
-// $DLIO_COORDINATOR is held to --coordinator's form: nullopt, or exit 2 after one line naming it.
-std::optional<int> DefaultCoordinator(dlio::ClientOptions* o) {
-  if (!o->coordinator.empty()) return std::nullopt;
-  const char* env = std::getenv("DLIO_COORDINATOR");
-  o->coordinator = env != nullptr && *env != '\0' ? env : "127.0.0.1:7543";
-  if (absl::Status s = dlio::CheckCoordinatorAddress("$DLIO_COORDINATOR", o->coordinator); !s.ok()) {
-    std::cerr << s.message() << "\n";
-    return 2;
-  }
-  return std::nullopt;
-}
-
-// Appends the trailing overrides and the --set ones, in that order.
-void MergeOverrides(std::vector<std::string>* out, const std::vector<std::string>& trailing,
-                    const std::vector<std::string>& set) {
-  out->insert(out->end(), trailing.begin(), trailing.end());
-  out->insert(out->end(), set.begin(), set.end());
 }
 
 // One verb of dlio-coordinator: its options live in it (bound to its CLI::App), Run() acts once they are parsed.
@@ -321,8 +216,9 @@ class JobVerb : public Verb {
  protected:
   // The options submit and run share; the trace option sits between MLPerf's and the overrides on run.
   void AddSharedOptions(CLI::App* sub) {
-    AddPlanOptions(sub, &opt_);
-    AddMlperfOptions(sub, &mlperf_);
+    dlio::cli::AddPlanOptions(sub, &opt_);
+    dlio::cli::AddMlperfOptions(sub, &mlperf_);
+    dlio::cli::AddBaselineOptions(sub, &mlperf_, &opt_, /*flag=*/true);
   }
 
   // Overrides merged, then --explain (exit), the job loaded (exit 2 on bad input) and the signal handler; nullopt
@@ -330,6 +226,11 @@ class JobVerb : public Verb {
   // the pre-run checks and the submission all see.
   std::optional<int> Prepare(const dlio::LocalFleetShape* local) {
     MergeOverrides(&opt_.overrides, trailing_, set_);
+    if (mlperf_.baseline && (mlperf_.mlperf || mlperf_.datagen || mlperf_.find_max || !mlperf_.ramp_text.empty())) {
+      std::cerr << "--baseline: cannot be combined with --mlperf, --mlperf-datagen, --find-max-accelerators or "
+                   "--ramp\n";
+      return 2;
+    }
     if (!mlperf_.ramp_text.empty()) {
       // Checked here rather than by CLI11's excludes, whose "Excludes: ..." in --help crowds the descriptions out.
       if (mlperf_.mlperf || mlperf_.datagen || mlperf_.find_max) {
@@ -370,6 +271,9 @@ class JobVerb : public Verb {
 
   // One job, the 5-run MLPerf mode, or the accelerator search, all of job_ (Prepare made it).
   int Drive(const dlio::SubmitOptions& o) {
+    if (mlperf_.baseline) {
+      return dlio::RunBaseline(o, *job_, mlperf_.baseline_threads, std::cout, std::cerr, &g_cancel);
+    }
     if (mlperf_.mlperf) return dlio::RunMlperf(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
     if (mlperf_.datagen) return dlio::RunMlperfDatagen(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
     if (mlperf_.find_max) return dlio::FindMaxAccelerators(o, *job_, mlperf_.find, std::cout, std::cerr, &g_cancel);
@@ -477,7 +381,7 @@ class RunVerb : public JobVerb {
     }
     // What the job's values make impossible on this fleet, before any agent starts (the accelerator search's
     // trials each have their own world: the coordinator checks every one when it places it).
-    if (!mlperf_.find_max && !mlperf_.ramp) {
+    if (!mlperf_.find_max && !mlperf_.ramp && !mlperf_.baseline) {
       if (absl::Status s = dlio::CheckPreRun(*job_, dlio::JobWorld{local_agents_, accelerators_}); !s.ok()) {
         return dlio::ReportFailure(s, std::cerr);
       }
@@ -528,6 +432,31 @@ class RunVerb : public JobVerb {
   int local_agents_ = 1, accelerators_ = 1, wait_s_ = 30;
   uint64_t host_memory_ = 0;
   std::string data_root_ = ".", results_dir_ = "results", metrics_listen_;
+};
+
+// baseline JOB: `submit JOB --baseline` (client/baseline.h) with only the options the plain reader uses.
+class BaselineVerb : public JobVerb {
+ public:
+  explicit BaselineVerb(CLI::App* sub) {
+    mlperf_.baseline = true;
+    sub->add_option("job", opt_.job_path, kJobHelp)->required();
+    sub->add_option("--agents", opt_.agents, "Number of agents to use (0 = every attached agent)")->default_val(0);
+    sub->add_option("--wait-for-agents", opt_.wait_for_agents_s,
+                    "Seconds to wait for enough agents to attach before the job fails (0 = fail at once)")
+        ->default_val(0)
+        ->check(CLI::Range(0, 86400));
+    sub->add_option("--output", opt_.output_dir,
+                    "Write baseline.json into DIR and the plain reader's result files into DIR/baseline/ (default: "
+                    "the job's output.folder, else ./baseline)");
+    dlio::cli::AddBaselineOptions(sub, &mlperf_, &opt_, /*flag=*/false);
+    AddClientOptions(sub, &opt_.client);
+    AddOverrideOptions(sub, &trailing_, &set_);
+  }
+  int Run() override {
+    if (std::optional<int> rc = DefaultCoordinator(&opt_.client)) return *rc;
+    if (std::optional<int> rc = Prepare(nullptr)) return *rc;
+    return Drive(opt_);
+  }
 };
 
 // --- status, list, cancel, results -------------------------------------------------------------------------------
@@ -738,6 +667,11 @@ const VerbRow kVerbs[] = {
      }},
     {"run", "the embedded default: a coordinator plus local agent processes on this machine",
      "Embedded default: coordinator + N local dlio-agent processes, one job", Make<RunVerb>},
+    {"baseline", "measure what the storage gives a plain reader of a job's dataset (baseline.json)",
+     "Measure on the attached agents what the storage gives a plain reader of the job's dataset (no DL semantics, "
+     "many threads per agent; S3: the plain GET rate) and write baseline.json, which later runs cite in their limit "
+     "line (run JOB --baseline does the same on the local fleet)",
+     Make<BaselineVerb>},
     {"report", "write a self-contained HTML report of a result folder (two: side by side)",
      "Write a self-contained HTML report of a result folder, or compare two", Make<ReportVerb>},
     {"mlperf",

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/text.h"
+#include "client/baseline.h"
 #include "client/workload_lookup.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -213,9 +214,14 @@ int SubmitAndWait(const SubmitOptions& opt, const LoadedJob& job, std::ostream& 
   run.trace_path = opt.trace_path;
   run.cancel = cancel;
   run.observer = &view;
-  const absl::StatusOr<JobOutcome> outcome = c->Run(job, PlacementOf(opt), run);
+  absl::StatusOr<JobOutcome> outcome = c->Run(job, PlacementOf(opt), run);
   view.Clear();
   if (!outcome.ok()) return ReportFailure(outcome.status(), err);
+  // The storage baseline of this dataset, when one exists, cited in the limit line (client/baseline.h).
+  const std::string fetched = opt.output_dir.empty() ? job.spec().output_folder : opt.output_dir;
+  if (std::optional<nlohmann::json> b = FindBaseline(opt.baseline_file, fetched, job.spec(), err); b) {
+    CiteBaseline(*b, job.spec(), outcome->files.count >= 0 ? fetched : "", &*outcome);
+  }
   return RenderOutcome(*outcome, opt.where_results_live, json_out, out, err);
 }
 

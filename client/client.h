@@ -46,6 +46,7 @@ struct SubmitOptions {
   bool strict = false;                 // --strict: a key where DLIO behaves differently is an error (exit 2)
   bool explain = false;                // --explain: print the derived plan, run nothing, write nothing
   std::string trace_path;              // --trace FILE: submit with dlio_ext.trace on, then fetch trace.json into FILE
+  std::string baseline_file;           // --baseline-file F: the baseline the limit line cites (client/baseline.h)
 };
 
 // The fleet `run --explain` would start: local agents on this machine, RAM from /proc/meminfo.

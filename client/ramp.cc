@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -132,6 +133,9 @@ json RampJson(const RampSpec& spec, double target_percent, const std::vector<Ram
                    {"samples_per_second", Num(r.samples_per_second)},
                    {"mb_per_second", Num(r.mb_per_second)},
                    {"batch_wait_share", wait},
+                   {"batch_wait_p99_seconds", ev.is_object() && ev.contains("batch_wait_p99_seconds")
+                                                  ? ev["batch_wait_p99_seconds"]
+                                                  : json(nullptr)},
                    {"limit", r.verdict.limit_class.empty() ? json(nullptr) : json(r.verdict.limit_class)},
                    {"verdict", VerdictStatusName(r.verdict.status)}});
   }
@@ -142,21 +146,42 @@ json RampJson(const RampSpec& spec, double target_percent, const std::vector<Ram
           {"points", arr}};
 }
 
+json FindMaxRampJson(double target_percent, const std::vector<RampPoint>& trials, int found) {
+  std::map<int, RampPoint> by_n;  // the last trial of each count
+  json probes = json::array();
+  for (const RampPoint& t : trials) {
+    by_n[t.n] = t;
+    probes.push_back(t.n);
+  }
+  std::vector<RampPoint> points;
+  RampSpec spec{"accelerators", {}};
+  for (auto& [n, p] : by_n) {
+    spec.points.push_back(n);
+    points.push_back(std::move(p));
+  }
+  json doc = RampJson(spec, target_percent, points);
+  doc["probes"] = probes;
+  doc["find_max"] = found;
+  return doc;
+}
+
 std::string RampTable(const json& ramp) {
   const auto cell = [](const json& v, int digits) {
     return v.is_number() ? absl::StrFormat("%.*f", digits, v.get<double>()) : std::string("n/m");
   };
   const std::string axis = ramp.value("axis", "");
-  std::string s = absl::StrFormat("%-14s %8s %12s %10s %10s %-12s %s\n", axis, "AU %", "samples/s", "MB/s",
-                                  "wait %", "limit", "verdict");
+  std::string s = absl::StrFormat("%-14s %8s %12s %10s %10s %12s %-12s %s\n", axis, "AU %", "samples/s", "MB/s",
+                                  "wait %", "wait p99 ms", "limit", "verdict");
   const json knee = ramp.value("knee", json(nullptr));
   for (const json& p : ramp["points"]) {
     const bool at_knee = knee.is_number() && knee.get<int>() == p["n"].get<int>();
     const json& w = p["batch_wait_share"];
-    s += absl::StrFormat("%-14s %8s %12s %10s %10s %-12s %s\n",
+    const json p99 = p.value("batch_wait_p99_seconds", json(nullptr));
+    s += absl::StrFormat("%-14s %8s %12s %10s %10s %12s %-12s %s\n",
                          absl::StrCat(p["n"].get<int>(), at_knee ? " <- knee" : ""), cell(p["au_percentage"], 1),
                          cell(p["samples_per_second"], 1), cell(p["mb_per_second"], 2),
                          w.is_number() ? absl::StrFormat("%.1f", 100 * w.get<double>()) : "n/m",
+                         p99.is_number() ? absl::StrFormat("%.1f", 1e3 * p99.get<double>()) : "n/m",
                          p["limit"].is_string() ? p["limit"].get<std::string>() : "-",
                          p["verdict"].get<std::string>());
   }

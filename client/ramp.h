@@ -66,11 +66,17 @@ struct RampPoint {
   RunOutcome outcome;
 };
 // ramp.json: {"axis", "au_target_percentage", "knee" (the point's n, or null), "points": [{"n", "job_id", "folder",
-// "au_percentage", "samples_per_second", "mb_per_second", "batch_wait_share", "limit", "verdict"}]}.
+// "au_percentage", "samples_per_second", "mb_per_second", "batch_wait_share", "batch_wait_p99_seconds", "limit",
+// "verdict"}]}.
 nlohmann::json RampJson(const RampSpec& spec, double target_percent, const std::vector<RampPoint>& points);
+// --find-max-accelerators's trials in ramp.json's form, so the report draws them on the ramp chart: the points
+// (each count tried, in increasing order, its last trial), "probes" (the counts in the order they were tried) and
+// "find_max" (the count found, 0 for none); the knee as RampJson has it.
+nlohmann::json FindMaxRampJson(double target_percent, const std::vector<RampPoint>& trials, int found);
 // The knee of ramp.json's points: the last one with AU >= the target; nullopt when none is.
 std::optional<int> RampKnee(const nlohmann::json& points, double target_percent);
-// The curve as a text table, the knee marked, then one line naming it.
+// The curve as a text table (AU, samples/s, MB/s, batch wait as a share of the step and its p99 in ms, limit,
+// verdict), the knee marked, then one line naming it.
 std::string RampTable(const nlohmann::json& ramp);
 
 int RunRamp(const SubmitOptions& base, const LoadedJob& job, const RampSpec& ramp, std::ostream& out,

@@ -37,7 +37,7 @@ RampPoint Point(int n, std::optional<double> au, const std::string& limit) {
   p.outcome.mb_per_second = 1.5 * n;
   p.outcome.verdict.status = au && *au >= 90 ? VerdictStatus::kPass : VerdictStatus::kFail;
   p.outcome.verdict.limit_class = limit;
-  p.outcome.verdict.limit_evidence = {{"batch_wait_share", 0.25}};
+  p.outcome.verdict.limit_evidence = {{"batch_wait_share", 0.25}, {"batch_wait_p99_seconds", 0.0123}};
   return p;
 }
 
@@ -67,6 +67,32 @@ TEST(Ramp, TableMarksTheKnee) {
   EXPECT_NE(t.find("storage"), std::string::npos);
   EXPECT_NE(t.find("knee: 2 accelerators (the last point with AU >= 90.0 %)"), std::string::npos) << t;
   EXPECT_NE(t.find("25.0"), std::string::npos);  // the batch-wait share in %
+}
+
+TEST(Ramp, TableHasTheBatchWaitP99Column) {
+  RampSpec spec{"accelerators", {1, 2}};
+  RampPoint unmeasured = Point(2, 95, "none");
+  unmeasured.outcome.verdict.limit_evidence = {{"batch_wait_share", 0.25}};
+  const nlohmann::json j = RampJson(spec, 90, {Point(1, 99, "none"), unmeasured});
+  EXPECT_DOUBLE_EQ(j["points"][0]["batch_wait_p99_seconds"].get<double>(), 0.0123);
+  EXPECT_TRUE(j["points"][1]["batch_wait_p99_seconds"].is_null());
+  const std::string t = RampTable(j);
+  EXPECT_NE(t.find("wait %  wait p99 ms"), std::string::npos) << t;
+  EXPECT_NE(t.find("25.0         12.3"), std::string::npos) << t;  // the p99 in ms beside the share
+  EXPECT_NE(t.find("25.0          n/m"), std::string::npos) << t;
+}
+
+TEST(Ramp, FindMaxProbesInRampJsonForm) {
+  // The search tried 1, 2, 4 (fail), 3 (pass): the points in increasing order, the probes in the order tried.
+  const nlohmann::json j = FindMaxRampJson(90, {Point(1, 99, "none"), Point(2, 95, "none"), Point(4, 60, "storage"),
+                                                Point(3, 91, "none")}, 3);
+  EXPECT_EQ(j["axis"], "accelerators");
+  EXPECT_EQ(j["probes"], nlohmann::json({1, 2, 4, 3}));
+  EXPECT_EQ(j["find_max"], 3);
+  ASSERT_EQ(j["points"].size(), 4u);
+  EXPECT_EQ(j["points"][2]["n"], 3);
+  EXPECT_EQ(j["points"][3]["n"], 4);
+  EXPECT_EQ(j["knee"], 3);
 }
 
 }  // namespace

@@ -675,6 +675,7 @@ class AcceleratorTrials {
       return -1;
     }
     generated_ = true;
+    points_.push_back({n, r.job_id, "", r});
     // A trial whose AU could not be measured does not pass: the search never claims what it did not see.
     const bool pass = r.au && *r.au >= threshold_ * 100;
     const int no = static_cast<int>(trials_.size()) + 1;
@@ -690,6 +691,7 @@ class AcceleratorTrials {
     return pass ? 1 : 0;
   }
   const json& trials() const { return trials_; }
+  const std::vector<RampPoint>& points() const { return points_; }
 
  private:
   const SubmitOptions& base_;
@@ -701,6 +703,7 @@ class AcceleratorTrials {
   const std::atomic<bool>* cancel_;
   bool generated_ = false;  // the first successful trial generated the data (when the job asks); later ones reuse it
   json trials_ = json::array();
+  std::vector<RampPoint> points_;  // the trials in the order tried, for the ramp chart (FindMaxRampJson)
 };
 
 // The largest count in [1, bound] whose trial passes (0: none), by doubling from 1 (the bound itself is tried when
@@ -760,12 +763,25 @@ int FindMaxAccelerators(const SubmitOptions& base, const LoadedJob& job, const F
   if (lo < 0) return rc;
   const bool at_bound = lo == opt.max_accelerators;
   const int status = lo > 0 ? kExitOk : kExitBelowTarget;
+  // The probes in ramp.json's form (client/ramp.h), so `report` draws them on the ramp chart.
+  const json ramp = FindMaxRampJson(threshold * 100, trials.points(), lo);
+  const std::string folder = !base.output_dir.empty() ? base.output_dir : spec.output_folder;
+  if (!folder.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (absl::Status s = WriteFileAtomic(folder + "/ramp.json", ramp.dump(2) + "\n"); !s.ok()) {
+      err << "--find-max-accelerators: " << s.message() << "\n";
+    } else if (text) {
+      out << "probes written to " << folder << "/ramp.json\n";
+    }
+  }
   if (!text) {
     out << json{{"au_threshold_percentage", threshold * 100},
                 {"trials", trials.trials()},
                 {"max_accelerators_per_agent", lo},
                 {"search_bound", opt.max_accelerators},
                 {"bound_reached", at_bound},
+                {"ramp", ramp},
                 {"exit_status", status}}
                .dump(2)
         << "\n";

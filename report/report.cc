@@ -309,11 +309,18 @@ constexpr const char* kPageScript = R"js(
                                 fmt(r.au_target_percentage, 1) + ' %)' : 'knee: none (no point kept AU >= ' +
                                 fmt(r.au_target_percentage, 1) + ' %)', isNum(knee) ? 'PASS' : 'FAIL'));
     const box = section('Points');
-    box.appendChild(table('ramp', [r.axis, 'job', 'AU (%)', 'samples/s', 'MB/s', 'batch wait (% of step)', 'limit',
-                                   'verdict'],
+    box.appendChild(table('ramp', [r.axis, 'job', 'AU (%)', 'samples/s', 'MB/s', 'batch wait (% of step)',
+                                   'batch wait p99 (ms)', 'limit', 'verdict'],
       pts.map(p => [p.n + (p.n === knee ? ' (knee)' : ''), p.job_id, fmt(p.au_percentage, 2),
                     fmt(p.samples_per_second, 2), fmt(p.mb_per_second, 2),
-                    fmt(isNum(p.batch_wait_share) ? 100 * p.batch_wait_share : null, 1), p.limit || '-', p.verdict])));
+                    fmt(isNum(p.batch_wait_share) ? 100 * p.batch_wait_share : null, 1),
+                    fmt(ms(p.batch_wait_p99_seconds), 1), p.limit || '-', p.verdict])));
+    // --find-max-accelerators's probes (client/ramp.h FindMaxRampJson): triangles on the AU curve, in trial order.
+    const probes = Array.isArray(r.probes) ? r.probes : [];
+    if (probes.length) {
+      box.appendChild(el('p', 'find-max-accelerators probes, in order: ' + probes.join(', ') + '; maximum: ' +
+                              r.find_max, 'probes'));
+    }
     const charts = el('div', undefined, 'charts'); main.appendChild(charts);
     const labels = pts.map(p => String(p.n));
     const radius = pts.map(p => p.n === knee ? 9 : 3);
@@ -325,13 +332,17 @@ constexpr const char* kPageScript = R"js(
         { label: 'target', data: pts.map(() => r.au_target_percentage), borderColor: colors[1], borderDash: [6, 4],
           pointRadius: 0, yAxisID: 'au' },
         { label: 'samples/s', data: pts.map(p => p.samples_per_second), borderColor: colors[2], yAxisID: 'sps',
-          pointRadius: radius }] },
+          pointRadius: radius }].concat(probes.length ? [
+        { label: 'find-max probes (max ' + r.find_max + ')', showLine: false, yAxisID: 'au', pointStyle: 'triangle',
+          pointRadius: 7, borderColor: colors[3], backgroundColor: colors[3],
+          data: probes.map(n => ({ x: String(n), y: (pts.find(p => p.n === n) || {}).au_percentage })) }] : []) },
       options: { plugins: { title: { display: true, text: 'Ramp over ' + r.axis + ': AU and samples/s' +
                                      (isNum(knee) ? ' (knee at ' + knee + ', starred)' : ' (no knee)') } },
                  scales: { x: { title: { display: true, text: r.axis } },
                            au: { position: 'left', beginAtZero: true, suggestedMax: 100 },
                            sps: { position: 'right', beginAtZero: true, grid: { drawOnChartArea: false } } } } });
     document.body.dataset.rampKnee = isNum(knee) ? String(knee) : '';
+    document.body.dataset.findMaxProbes = probes.join(',');
     if (jobs[0].job) environment(section('Environment (' + r.axis + ' ' + pts[0].n + ')'), [jobs[0].job]);
     document.body.dataset.chartsDrawn = String(Object.keys(Chart.instances).length);
     return;

@@ -1,6 +1,7 @@
 #include "results/limit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +72,7 @@ json Evidence(const LimitFigures& f) {
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   return {{"batch_wait_share", f.batch_wait_share},
           {"barrier_wait_share", f.barrier_share},
+          {"batch_wait_p99_seconds", opt(f.batch_wait_p99_s)},
           {"read_p99_seconds", opt(f.read_p99_s)},
           {"first_epoch_read_p99_seconds", opt(f.first_epoch_read_p99_s)},
           {"host_telemetry", f.host_known},
@@ -144,6 +146,7 @@ LimitFigures LimitFiguresOf(const JobResult& job, bool passed, int epoch) {
   LimitFigures f;
   f.passed = passed;
   double wait = 0, barrier = 0, step = 0;
+  std::vector<double> waits;                             // every timed step's batch wait
   std::map<int, LatencyHistogram> latency;               // per epoch, merged over ranks
   std::map<std::string, std::vector<HostSample>> hosts;  // per agent, the training epochs' whole-phase samples
   uint64_t s3_bytes = 0;
@@ -153,7 +156,9 @@ LimitFigures LimitFiguresOf(const JobResult& job, bool passed, int epoch) {
       // The block's first step left out (its loader warming up), as DLIO's AU leaves it out.
       for (size_t i = b.proc.size() > 1 ? 1 : 0; i < b.proc.size(); ++i) {
         const double br = i < b.barrier.size() ? b.barrier[i] : 0.0;
-        wait += i < b.load.size() ? b.load[i] : 0.0;
+        const double w = i < b.load.size() ? b.load[i] : 0.0;
+        wait += w;
+        waits.push_back(w);
         barrier += br;
         step += b.proc[i] + br;
       }
@@ -169,6 +174,12 @@ LimitFigures LimitFiguresOf(const JobResult& job, bool passed, int epoch) {
   if (f.timed) {
     f.batch_wait_share = wait / step;
     f.barrier_share = barrier / step;
+  }
+  if (!waits.empty()) {
+    // Nearest rank: the smallest wait with at least 99 % of the steps at or below it.
+    const size_t k = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(waits.size()))) - 1;
+    std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(k), waits.end());
+    f.batch_wait_p99_s = waits[k];
   }
   for (const auto& [epoch, h] : latency) {
     if (h.count() == 0) continue;

@@ -53,6 +53,9 @@ struct LimitFigures {
   // Sum of batch waits / sum of step times (load + compute + barrier), 0..1, each block's first step left out.
   double batch_wait_share = 0;
   double barrier_share = 0;        // sum of barrier waits / sum of step times
+  // The 99th percentile of the per-step batch waits (each block's first step left out), nearest rank; nullopt when
+  // no step was timed. The ramp's "wait p99" column (client/ramp.h).
+  std::optional<double> batch_wait_p99_s;
   std::optional<double> read_p99_s, first_epoch_read_p99_s;  // merged read latency: the worst epoch, the first
   // Host telemetry: true only when every agent of the job sent it.
   bool host_known = false;

@@ -181,6 +181,26 @@ TEST(Limit, FiguresFromAJob) {
   EXPECT_FALSE(LimitFiguresOf(partial, false).host_known);
 }
 
+TEST(Limit, BatchWaitP99IsTheNearestRankOfTheTimedStepsWaits) {
+  JobResult job = TwoAgentJob(false);
+  // 100 timed steps on rank 0: waits 0.01 .. 1.00 s; the first step (5 s) is left out as the AU leaves it out.
+  BlockTimings& b = job.train[0].blocks[0];
+  b.load = {5.0};
+  b.proc = {5.5};
+  b.barrier = {0.1};
+  for (int i = 1; i <= 100; ++i) {
+    b.load.push_back(i / 100.0);
+    b.proc.push_back(1.0 + i / 100.0);
+    b.barrier.push_back(0.0);
+  }
+  job.train[1].blocks.clear();
+  const LimitFigures f = LimitFiguresOf(job, false);
+  ASSERT_TRUE(f.batch_wait_p99_s.has_value());
+  EXPECT_DOUBLE_EQ(*f.batch_wait_p99_s, 0.99);
+  EXPECT_DOUBLE_EQ(ClassifyLimit(f).evidence["batch_wait_p99_seconds"].get<double>(), 0.99);
+  EXPECT_FALSE(LimitFiguresOf(JobResult{}, false).batch_wait_p99_s.has_value());
+}
+
 TEST(Limit, EpochsThatDifferGetTheirOwnLimit) {
   JobResult job = TwoAgentJob(true);
   json epochs = json::array({{{"epoch", 1}, {"au_percentage", 50.0}}});
