@@ -28,6 +28,7 @@
 #include "coordinator/coordinator_server.h"
 #include "client/local_fleet.h"
 #include "client/ramp.h"
+#include "client/scenario.h"
 #include "mlperf/verbs.h"
 #include "mlperf/submission.h"
 #include "report/report.h"
@@ -320,6 +321,7 @@ class JobVerb : public Verb {
   void AddSharedOptions(CLI::App* sub) {
     AddPlanOptions(sub, &opt_);
     AddMlperfOptions(sub, &mlperf_);
+    sub->add_flag("--baseline", baseline_, dlio::kScenarioBaselineHelp);
   }
 
   // Overrides merged, then --explain (exit), the job loaded (exit 2 on bad input) and the signal handler; nullopt
@@ -327,6 +329,10 @@ class JobVerb : public Verb {
   // the pre-run checks and the submission all see.
   std::optional<int> Prepare(const dlio::LocalFleetShape* local) {
     MergeOverrides(&opt_.overrides, trailing_, set_);
+    const bool one_job_mode = mlperf_.mlperf || mlperf_.datagen || mlperf_.find_max || !mlperf_.ramp_text.empty();
+    auto sc = dlio::LoadScenarioCommand(opt_, baseline_, one_job_mode);  // a scenario file: client/scenario.h
+    if (!sc.ok()) return dlio::ReportFailure(sc.status(), std::cerr);
+    if (scenario_ = *std::move(sc); scenario_) return OnSignalCancel(), std::nullopt;
     if (!mlperf_.ramp_text.empty()) {
       // Checked here rather than by CLI11's excludes, whose "Excludes: ..." in --help crowds the descriptions out.
       if (mlperf_.mlperf || mlperf_.datagen || mlperf_.find_max) {
@@ -351,13 +357,7 @@ class JobVerb : public Verb {
     if (!job.ok()) return dlio::ReportFailure(job.status(), std::cerr);
     dlio::RenderWarnings(*job, std::cerr);
     job_ = *std::move(job);
-    // First signal: cancel the job (and, for run, stop the local agents in order). Second: leave at once.
-    dlio::OnTerminationSignal([](int) {
-      if (!g_cancel.exchange(true)) return;
-      std::cerr << "\nsecond interrupt: exiting without waiting for the job to stop\n";
-      if (dlio::LocalFleet* f = g_fleet.load()) f->Kill();
-      std::_Exit(130);
-    });
+    OnSignalCancel();
     if (mlperf_.datagen && (mlperf_.mlperf || mlperf_.find_max)) {
       std::cerr << "--mlperf-datagen: runs alone (not with --mlperf or --find-max-accelerators)\n";
       return 2;
@@ -365,8 +365,19 @@ class JobVerb : public Verb {
     return std::nullopt;
   }
 
-  // One job, the 5-run MLPerf mode, or the accelerator search, all of job_ (Prepare made it).
+  // First signal: cancel the job (and, for run, stop the local agents in order). Second: leave at once.
+  static void OnSignalCancel() {
+    dlio::OnTerminationSignal([](int) {
+      if (!g_cancel.exchange(true)) return;
+      std::cerr << "\nsecond interrupt: exiting without waiting for the job to stop\n";
+      if (dlio::LocalFleet* f = g_fleet.load()) f->Kill();
+      std::_Exit(130);
+    });
+  }
+
+  // One job, the 5-run MLPerf mode, the accelerator search or a scenario, all of job_ (Prepare made it).
   int Drive(const dlio::SubmitOptions& o) {
+    if (scenario_) return dlio::RunScenario(o, *scenario_, baseline_, std::cout, std::cerr, &g_cancel);
     if (mlperf_.mlperf) return dlio::RunMlperf(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
     if (mlperf_.datagen) return dlio::RunMlperfDatagen(o, *job_, mlperf_.run, std::cout, std::cerr, &g_cancel);
     if (mlperf_.find_max) return dlio::FindMaxAccelerators(o, *job_, mlperf_.find, std::cout, std::cerr, &g_cancel);
@@ -376,6 +387,8 @@ class JobVerb : public Verb {
 
   dlio::SubmitOptions opt_;
   std::optional<dlio::LoadedJob> job_;  // the command's job, loaded once by Prepare()
+  std::optional<dlio::LoadedScenario> scenario_;  // or its scenario file's members
+  bool baseline_ = false;                         // --baseline (scenarios only)
   std::vector<std::string> trailing_, set_;
   MlperfFlags mlperf_;
 };
@@ -468,7 +481,7 @@ class RunVerb : public JobVerb {
     }
     // What the job's values make impossible on this fleet, before any agent starts (the accelerator search's
     // trials each have their own world: the coordinator checks every one when it places it).
-    if (!mlperf_.find_max && !mlperf_.ramp) {
+    if (!mlperf_.find_max && !mlperf_.ramp && !scenario_) {
       if (absl::Status s = dlio::CheckPreRun(*job_, dlio::JobWorld{local_agents_, accelerators_}); !s.ok()) {
         return dlio::ReportFailure(s, std::cerr);
       }
@@ -487,6 +500,7 @@ class RunVerb : public JobVerb {
     // The accelerator search submits each trial with --accelerators-per-agent N: the agents offer the bound.
     fo.accelerators = mlperf_.find_max ? std::max(accelerators_, mlperf_.find.max_accelerators) : accelerators_;
     if (mlperf_.ramp && !ramp_agents) fo.accelerators = std::max(accelerators_, mlperf_.ramp->max());
+    if (scenario_) scenario_->GrowLocalFleet(&fo.agents, &fo.accelerators);
     fo.data_root = data_root_;
     mlperf_.run.data_root = data_root_;  // the fs-separation probe of --mlperf looks for the data there
     fo.results_dir = results_dir_;
