@@ -52,8 +52,8 @@ const CLI::Validator kFinite(
 
 // The job argument of submit and run (client/workload_lookup.h).
 constexpr const char* kJobHelp =
-    "DLIO workload YAML file, or a shipped workload by name as DLIO takes it: workload=NAME or NAME (e.g. "
-    "workload=unet3d_h100; from PREFIX/share/dlio/configs/workloads)";
+    "DLIO workload YAML file, a shipped workload by name as DLIO takes it: workload=NAME or NAME (e.g. workload=unet3d_"
+    "h100; from PREFIX/share/dlio/configs/workloads), or a scenario file (top-level scenario:, docs/scenarios.md)";
 
 // Overrides come as trailing arguments in DLIO's form (++workload.dataset.num_files_train=8) or with --set.
 // --strict and --explain, the same on submit and run.

@@ -308,7 +308,8 @@ std::string InterferenceTable(const json& scenario) {
     for (size_t i = 0; i < ScenarioFigures().size(); ++i) {
       const FigureDef& f = ScenarioFigures()[i];
       if (!base) {
-        if (tf[f.key].is_number()) absl::StrAppend(&s, absl::StrFormat("  %-14s %12s\n", f.label, Cell(tf[f.key], f.table_scale)));
+        if (!tf[f.key].is_number()) continue;
+        absl::StrAppend(&s, absl::StrFormat("  %-14s %12s\n", f.label, Cell(tf[f.key], f.table_scale)));
         continue;
       }
       const json& row = m["interference"][i];

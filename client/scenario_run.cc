@@ -196,7 +196,8 @@ int ScenarioStatus(const std::vector<std::vector<MemberRun>>& sides, const std::
 
 int RunScenario(const SubmitOptions& base, const LoadedScenario& scenario, bool baseline, std::ostream& out,
                 std::ostream& err, const std::atomic<bool>* cancel) {
-  const fs::path root = base.output_dir.empty() ? fs::path("scenario-" + scenario.spec.name) : fs::path(base.output_dir);
+  const fs::path root =
+      base.output_dir.empty() ? fs::path("scenario-" + scenario.spec.name) : fs::path(base.output_dir);
   Together t{&base, &scenario, root, false, {}, cancel, {}, {}, &out, &err, !base.client.json};
   if (t.text) {
     out << "scenario " << scenario.spec.name << ": " << scenario.spec.members.size() << " members"

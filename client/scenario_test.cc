@@ -144,6 +144,23 @@ TEST_F(ScenarioLoad, AWorkloadIsNoScenarioAndBadMembersAreNamed) {
   EXPECT_THAT(std::string(LoadScenarioSubmission(opt).status().message()), HasSubstr("--detach: a scenario"));
 }
 
+// The shipped examples (configs/scenarios/) load: their members' shipped workloads resolve and their overrides are
+// keys the loader knows.
+TEST(ScenarioExamples, EveryShippedScenarioLoads) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(DLIO_SOURCE_DIR) / "configs/scenarios")) {
+    SubmitOptions opt;
+    opt.job_path = e.path().string();
+    absl::StatusOr<std::optional<LoadedScenario>> s = LoadScenarioSubmission(opt);
+    ASSERT_TRUE(s.ok()) << opt.job_path << ": " << s.status();
+    ASSERT_TRUE(s->has_value()) << opt.job_path;
+    EXPECT_EQ((*s)->spec.members.size(), 2u) << opt.job_path;
+    EXPECT_EQ((*s)->agents_needed, 2) << opt.job_path;  // one agent per member: --local-agents 2
+    ++n;
+  }
+  EXPECT_EQ(n, 3);
+}
+
 TEST(ScenarioTable, AloneTogetherDeltaDirectionAndVerdicts) {
   LoadedScenario s;
   absl::StatusOr<ScenarioSpec> spec = ParseScenario("scenario:\n  members:\n    - {name: t, workload: w}\n", "x");

@@ -132,7 +132,9 @@ absl::Status ParseMemberKey(const std::string& k, const At& v, ScenarioMember* m
     return s.status();
   }
   if (k == "inline") {
-    if (!v.node.IsMap() || v.node.size() == 0) return Bad(v, "is not a mapping", "a workload's keys (model, dataset, ...)");
+    if (!v.node.IsMap() || v.node.size() == 0) {
+      return Bad(v, "is not a mapping", "a workload's keys (model, dataset, ...)");
+    }
     YAML::Emitter e;
     e << v.node;
     m->inline_yaml = std::string(e.c_str()) + "\n";

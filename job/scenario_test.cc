@@ -90,12 +90,13 @@ TEST(Scenario, EveryBadKeyOrValueIsOneLineNamingItAndWhatIsAllowed) {
       {"scenario: {members: []}\n", "scenario.members: '[...]' has 0 members; expected a list of 1 to 64 members"},
       {"scenario: {name: 'a/b', members: [{name: a, workload: w}]}\n", "scenario.name: 'a/b' is not a name"},
       {head + "      stat: 3\n", "s.yaml:5: scenario.members[0].stat: unknown key; expected one of name, workload,"},
-      {head + "      start: -1\n", "scenario.members[0].start: '-1' is out of range; expected a number of seconds >= 0"},
+      {head + "      start: -1\n",
+       "scenario.members[0].start: '-1' is out of range; expected a number of seconds >= 0"},
       {head + "      start: soon\n", "scenario.members[0].start: 'soon' is not a number; expected a number of seconds"},
       {head + "      start: .nan\n", "scenario.members[0].start: '.nan' is not a number"},
       {head + "      start: 1e9\n", "scenario.members[0].start: '1e9' is out of range"},
-      {head + "      repeat_every: 0\n      times: 2\n", "scenario.members[0].repeat_every: '0' is out of range; expected "
-                                                          "a number of seconds > 0"},
+      {head + "      repeat_every: 0\n      times: 2\n",
+       "scenario.members[0].repeat_every: '0' is out of range; expected a number of seconds > 0"},
       {head + "      repeat_every: 5\n", "s.yaml:3: scenario.members[0]: repeat_every without until or times"},
       {head + "      times: 2\n", "scenario.members[0]: times without repeat_every"},
       {head + "      repeat_every: 5\n      times: 0\n", "scenario.members[0].times: '0' is out of range; expected an "
