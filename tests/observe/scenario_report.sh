@@ -3,7 +3,7 @@
 # docs/scenarios.md): a training member beside a checkpoint member that repeats -> the scenario page, loaded in
 # headless Chromium (tests/js/check_report.mjs): no console error, no network request, the timeline of the runs and
 # the host telemetry beside it drawn with data (3 charts), the interference table per member; the page's data carry
-# every run of scenario.json and each run's host series.
+# every run of scenario.json and the training runs' host series.
 # shellcheck source=tests/observe/lib.sh
 source "$(dirname "$0")/lib.sh"
 need chromium node
@@ -37,7 +37,8 @@ runs = lambda d: sum(len(m[s]["runs"]) for m in d["members"] for s in ("alone", 
 assert runs(data) == runs(doc) == 5, (runs(data), runs(doc))  # 2 alone, 1 + 2 together
 assert [m["name"] for m in data["members"]] == ["train", "ckpt"]
 folders = {k.rsplit("/", 1)[0] for k in data["telemetry"]}
-assert "together/train" in folders and "alone/ckpt" in folders, sorted(folders)
+# Training phases carry host telemetry (docs/results.md); checkpoint-only jobs leave none.
+assert {"alone/train", "together/train"} <= folders, sorted(folders)
 print("scenario runs:", runs(doc), "telemetry series:", len(data["telemetry"]))
 PY
 echo "scenario report checks passed"
