@@ -1,6 +1,7 @@
 // Process tests of scenarios (issue 30 items 2-3, client/scenario.h, docs/scenarios.md): `run SCENARIO.yaml` with a
 // local fleet, a training member beside a checkpoint member that starts at an offset and repeats, a member that runs
-// until the training ends; `--baseline` and its alone-vs-together table; a bad scenario file refused in one line.
+// until the training ends; `--baseline` and its alone-vs-together table; the shipped unet3d + llama3-8b example; a
+// bad scenario file refused in one line.
 
 #include <gtest/gtest.h>
 
@@ -166,6 +167,29 @@ TEST(Scenario, BaselineRunsEachMemberAloneThenTogetherAndReportsTheInterference)
   EXPECT_TRUE(std::regex_search(r.out, std::regex("AU % +[0-9.]+ +[0-9.]+ +-?[0-9.]+ (better|worse|same)"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("verdict: alone [A-Z_]+, together [A-Z_]+"))) << r.out;
   EXPECT_NE(r.out.find("alone train run 1"), std::string::npos) << r.out;
+}
+
+// The shipped example (configs/scenarios/, scaled to run here): unet3d training beside llama3-8b checkpoints, with
+// --baseline; the shipped workloads resolved by name, each member's figures on both sides.
+TEST(Scenario, ShippedUnet3dWithLlama3CheckpointsRunsWithBaseline) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  const CommandResult r = RunCommand(
+      {Bin("dlio-coordinator"), "run", SourceDir() + "/configs/scenarios/unet3d_with_llama3_8b_checkpoints.yaml",
+       "--baseline", "--local-agents", "2", "--data-root", dir.str() + "/root", "--results-dir",
+       dir.str() + "/results", "--output", dir.str() + "/out"},
+      seconds(280), dir.str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json doc = LoadJson(dir.str() + "/out/scenario.json");
+  EXPECT_EQ(doc["scenario"], "unet3d-with-llama3-8b-checkpoints");
+  const json& train = Member(doc, "unet3d");
+  EXPECT_TRUE(train["alone"]["figures"]["au_percentage"].is_number()) << train.dump(2);
+  EXPECT_TRUE(train["together"]["figures"]["au_percentage"].is_number()) << train.dump(2);
+  const json& ckpt = Member(doc, "llama3-8b-checkpoint");
+  EXPECT_TRUE(ckpt["alone"]["figures"]["checkpoint_write_seconds"].is_number()) << ckpt.dump(2);
+  ASSERT_GE(ckpt["together"]["runs"].size(), 1u) << ckpt.dump(2);
+  EXPECT_TRUE(ckpt["together"]["figures"]["checkpoint_write_seconds"].is_number()) << ckpt.dump(2);
+  EXPECT_NE(r.out.find("verdict: alone PASS, together "), std::string::npos) << r.out;
 }
 
 TEST(Scenario, BadScenarioFileIsOneLineNamingTheKeyAndExit2) {
