@@ -169,6 +169,29 @@ TEST(Scenario, BaselineRunsEachMemberAloneThenTogetherAndReportsTheInterference)
   EXPECT_NE(r.out.find("alone train run 1"), std::string::npos) << r.out;
 }
 
+// `submit SCENARIO.yaml` to a coordinator with attached agents, --json: scenario.json on stdout and nothing else; the
+// members' workload paths resolved against the scenario file's folder, whatever the client's folder.
+TEST(Scenario, SubmitToAFleetPrintsScenarioJson) {
+  TempDir dir;
+  Fleet fleet(dir, 2, 1);
+  WriteFile(dir.str() + "/train.yaml", TrainJob());
+  WriteFile(dir.str() + "/ckpt.yaml", kCheckpointJob);
+  WriteFile(dir.str() + "/scenario.yaml",
+            "scenario:\n  name: sub\n  members:\n    - {name: train, workload: train.yaml, placement: {agents: 1}}\n"
+            "    - {name: ckpt, workload: ckpt.yaml, placement: {agents: 1}, start: 0.5}\n");
+  const CommandResult r =
+      fleet.Client({"submit", dir.str() + "/scenario.yaml", "--output", dir.str() + "/out", "--wait-for-agents", "30",
+                    "--json"},
+                   seconds(200));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+  const json doc = json::parse(r.out);  // the whole of stdout
+  EXPECT_EQ(doc, LoadJson(dir.str() + "/out/scenario.json"));
+  EXPECT_EQ(doc["scenario"], "sub");
+  EXPECT_EQ(Member(doc, "train")["together"]["runs"].size(), 1u);
+  EXPECT_EQ(Member(doc, "ckpt")["together"]["runs"][0]["ok"], true) << doc.dump(2);
+  EXPECT_TRUE(fs::exists(dir.path() / "out/together/ckpt/summary.json"));
+}
+
 // The shipped example (configs/scenarios/, scaled to run here): unet3d training beside llama3-8b checkpoints, with
 // --baseline; the shipped workloads resolved by name, each member's figures on both sides.
 TEST(Scenario, ShippedUnet3dWithLlama3CheckpointsRunsWithBaseline) {
