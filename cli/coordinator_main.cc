@@ -30,6 +30,7 @@
 #include "client/baseline.h"
 #include "client/local_fleet.h"
 #include "client/ramp.h"
+#include "client/scenario.h"
 #include "mlperf/verbs.h"
 #include "mlperf/submission.h"
 #include "report/report.h"
@@ -226,7 +227,11 @@ class JobVerb : public Verb {
   // the pre-run checks and the submission all see.
   std::optional<int> Prepare(const dlio::LocalFleetShape* local) {
     MergeOverrides(&opt_.overrides, trailing_, set_);
-    if (mlperf_.baseline && (mlperf_.mlperf || mlperf_.datagen || mlperf_.find_max || !mlperf_.ramp_text.empty())) {
+    const bool one_job_mode = mlperf_.mlperf || mlperf_.datagen || mlperf_.find_max || !mlperf_.ramp_text.empty();
+    auto sc = dlio::LoadScenarioCommand(opt_, one_job_mode);  // a scenario file: client/scenario.h
+    if (!sc.ok()) return dlio::ReportFailure(sc.status(), std::cerr);
+    if (scenario_ = *std::move(sc); scenario_) return OnSignalCancel(), std::nullopt;
+    if (mlperf_.baseline && one_job_mode) {
       std::cerr << "--baseline: cannot be combined with --mlperf, --mlperf-datagen, --find-max-accelerators or "
                    "--ramp\n";
       return 2;
@@ -255,13 +260,7 @@ class JobVerb : public Verb {
     if (!job.ok()) return dlio::ReportFailure(job.status(), std::cerr);
     dlio::RenderWarnings(*job, std::cerr);
     job_ = *std::move(job);
-    // First signal: cancel the job (and, for run, stop the local agents in order). Second: leave at once.
-    dlio::OnTerminationSignal([](int) {
-      if (!g_cancel.exchange(true)) return;
-      std::cerr << "\nsecond interrupt: exiting without waiting for the job to stop\n";
-      if (dlio::LocalFleet* f = g_fleet.load()) f->Kill();
-      std::_Exit(130);
-    });
+    OnSignalCancel();
     if (mlperf_.datagen && (mlperf_.mlperf || mlperf_.find_max)) {
       std::cerr << "--mlperf-datagen: runs alone (not with --mlperf or --find-max-accelerators)\n";
       return 2;
@@ -269,8 +268,19 @@ class JobVerb : public Verb {
     return std::nullopt;
   }
 
-  // One job, the 5-run MLPerf mode, or the accelerator search, all of job_ (Prepare made it).
+  // First signal: cancel the job (and, for run, stop the local agents in order). Second: leave at once.
+  static void OnSignalCancel() {
+    dlio::OnTerminationSignal([](int) {
+      if (!g_cancel.exchange(true)) return;
+      std::cerr << "\nsecond interrupt: exiting without waiting for the job to stop\n";
+      if (dlio::LocalFleet* f = g_fleet.load()) f->Kill();
+      std::_Exit(130);
+    });
+  }
+
+  // One job, the 5-run MLPerf mode, the accelerator search or a scenario, all of job_ (Prepare made it).
   int Drive(const dlio::SubmitOptions& o) {
+    if (scenario_) return dlio::RunScenario(o, *scenario_, mlperf_.baseline, std::cout, std::cerr, &g_cancel);
     if (mlperf_.baseline) {
       return dlio::RunBaseline(o, *job_, mlperf_.baseline_threads, std::cout, std::cerr, &g_cancel);
     }
@@ -283,6 +293,7 @@ class JobVerb : public Verb {
 
   dlio::SubmitOptions opt_;
   std::optional<dlio::LoadedJob> job_;  // the command's job, loaded once by Prepare()
+  std::optional<dlio::LoadedScenario> scenario_;  // or its scenario file's members (--baseline: alone first)
   std::vector<std::string> trailing_, set_;
   MlperfFlags mlperf_;
 };
@@ -381,7 +392,7 @@ class RunVerb : public JobVerb {
     }
     // What the job's values make impossible on this fleet, before any agent starts (the accelerator search's
     // trials each have their own world: the coordinator checks every one when it places it).
-    if (!mlperf_.find_max && !mlperf_.ramp && !mlperf_.baseline) {
+    if (!mlperf_.find_max && !mlperf_.ramp && !mlperf_.baseline && !scenario_) {
       if (absl::Status s = dlio::CheckPreRun(*job_, dlio::JobWorld{local_agents_, accelerators_}); !s.ok()) {
         return dlio::ReportFailure(s, std::cerr);
       }
@@ -400,6 +411,7 @@ class RunVerb : public JobVerb {
     // The accelerator search submits each trial with --accelerators-per-agent N: the agents offer the bound.
     fo.accelerators = mlperf_.find_max ? std::max(accelerators_, mlperf_.find.max_accelerators) : accelerators_;
     if (mlperf_.ramp && !ramp_agents) fo.accelerators = std::max(accelerators_, mlperf_.ramp->max());
+    if (scenario_) scenario_->GrowLocalFleet(&fo.agents, &fo.accelerators);
     fo.data_root = data_root_;
     mlperf_.run.data_root = data_root_;  // the fs-separation probe of --mlperf looks for the data there
     fo.results_dir = results_dir_;

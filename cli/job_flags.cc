@@ -12,7 +12,8 @@ namespace dlio::cli {
 
 const char* const kJobHelp =
     "DLIO workload YAML file, or a shipped workload by name as DLIO takes it: workload=NAME or NAME (e.g. "
-    "workload=unet3d_h100; from PREFIX/share/dlio/configs/workloads)";
+    "workload=unet3d_h100; from PREFIX/share/dlio/configs/workloads), or a scenario file (top-level scenario:, "
+    "docs/scenarios.md)";
 
 void AddPlanOptions(CLI::App* sub, SubmitOptions* o) {
   sub->add_flag("--strict", o->strict,
@@ -110,9 +111,11 @@ void MergeOverrides(std::vector<std::string>* out, const std::vector<std::string
 void AddBaselineOptions(CLI::App* sub, MlperfFlags* f, SubmitOptions* o, bool flag) {
   if (flag) {
     sub->add_flag("--baseline", f->baseline,
-                  "Instead of the job, measure what the storage gives a plain reader of its dataset (in order, one "
-                  "file per batch, no compute, --baseline-threads per agent; S3: the plain GET rate) and write "
-                  "baseline.json into the output folder (docs/results.md)");
+                  "With a job: instead of it, measure what the storage gives a plain reader of its dataset (in "
+                  "order, one file per batch, no compute, --baseline-threads per agent; S3: the plain GET rate) and "
+                  "write baseline.json into the output folder (docs/results.md). With a scenario file: run each "
+                  "member alone first (same placement), then all together, and report the interference "
+                  "(docs/scenarios.md)");
   }
   sub->add_option("--baseline-threads", f->baseline_threads, "Loader threads per agent of the plain reader")
       ->default_val(kBaselineDefaultThreads)

@@ -14,6 +14,7 @@
 #include "results/verdict.h"
 #include "job/workload_spec.h"
 #include "nlohmann/json.hpp"
+#include "report/scenario_page.h"
 
 namespace dlio {
 
@@ -570,6 +571,12 @@ absl::StatusOr<std::string> RenderReport(const std::vector<std::string>& result_
     return absl::FailedPreconditionError(
         "report: this binary was built without Chart.js (node_modules/chart.js was missing at build time); run "
         "scripts/setup.sh (npm ci) and rebuild");
+  }
+  std::error_code scenario_ec;
+  if (result_dirs.size() == 1 && fs::exists(fs::path(result_dirs[0]) / "scenario.json", scenario_ec)) {
+    absl::StatusOr<json> scenario = report_internal::LoadScenario(result_dirs[0]);  // report/scenario_page.h
+    if (!scenario.ok()) return scenario.status();
+    return report_internal::ScenarioPageHtml(*scenario, kChartJs);
   }
   json jobs = json::array();
   const char* tags[] = {"A", "B"};

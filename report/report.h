@@ -14,6 +14,8 @@
 // every run with its verdict, and charts of AU and samples/s per timed run against the threshold and the 5 % band.
 // For a ramp folder (ramp.json beside its points' folders, client/ramp.h): the knee, a table of the points and the
 // curve of AU and samples/s against the points with the target and the knee (a star).
+// For a scenario folder (scenario.json, client/scenario.h): the scenario page (report/scenario_page.h), the
+// interference table per member and one timeline of every member's runs with the host telemetry beside it.
 // Charts are drawn by Chart.js, whose UMD build (from npm, package-lock.json) is embedded into the binary at build
 // time and into every report, so a report opens offline and on any machine.
 // Thread-safety: pure functions.
