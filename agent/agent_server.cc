@@ -193,11 +193,17 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
       if (!session->Arrive(cmd, step)) return absl::UnavailableError("connection to coordinator lost");
       return session->WaitRelease(step);
     };
+    PhaseRunner::AnnounceFns announce;  // dlio_ext.barrier: announce (agent/step_barrier.h)
+    announce.announce = [&](uint64_t step, int64_t left_ns) -> absl::Status {
+      if (!session->Announce(cmd, step, left_ns)) return absl::UnavailableError("connection to coordinator lost");
+      return absl::OkStatus();
+    };
+    announce.await = [&](uint64_t step) { return session->AwaitRelease(step); };
     bool refused = false;
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(cmd, &refused);
     if (r.ok()) {
       sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
-      r = runner->Run(cmd, barrier, session->cancel_flag());
+      r = runner->Run(cmd, barrier, session->cancel_flag(), &announce);
       HostTelemetry host = sampler->EndPhase();
       if (r.ok() && !r->empty()) (*r)[0].host = std::move(host);  // process-wide, as the S3 statistics
     }
