@@ -25,7 +25,7 @@ model:
   name: barrier-ceiling
 framework: pytorch
 workflow:
-  generate_data: false
+  generate_data: true
   train: true
 dataset:
   data_folder: data

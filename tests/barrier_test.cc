@@ -1,7 +1,7 @@
 // The step barrier (issue 29 item 1) with real processes: a job over 3 agents (1 accelerator each) with
-// dlio_ext.barrier announce (the default) and after_compute. Both run the same steps and samples, both keep AU at
-// the emulation's 90 % (data in page cache, 50 ms compute), and each run's trace-free summary says how the barrier
-// met. Run alone: it measures timing.
+// dlio_ext.barrier announce (the default) and after_compute. Both read the same bytes at the ideal steps' throughput
+// and keep AU at the emulation's 90 % (data in page cache, 50 ms compute); a bad mode is refused naming the key and
+// the allowed values. Run alone: it measures timing.
 #include <filesystem>
 
 #include "gtest/gtest.h"
@@ -12,13 +12,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct BarrierRun {
   nlohmann::json metric;
   std::string log;
 };
 
 // world 3 x batch 4 x 20 steps = 240 single-sample files, 2 epochs of 50 ms steps, over 3 local agents.
-Run RunWith(const TempDir& dir, const std::string& mode) {
+BarrierRun RunWith(const TempDir& dir, const std::string& mode) {
   const std::string job = dir.str() + "/" + mode + ".yaml";
   WriteFile(job, Workload("npz", 240, 1, 16384, 4, 0.05, 2, true,
                           mode.empty() ? "" : "dlio_ext:\n  barrier: " + mode + "\n"));
@@ -34,18 +34,18 @@ Run RunWith(const TempDir& dir, const std::string& mode) {
 
 TEST(Barrier, AnnounceAndAfterComputeRunTheSameStepsAndKeepAu) {
   TempDir dir;
-  const Run announce = RunWith(dir, "");  // the default
-  const Run after = RunWith(dir, "after_compute");
+  const BarrierRun announce = RunWith(dir, "");  // the default
+  const BarrierRun after = RunWith(dir, "after_compute");
   ASSERT_FALSE(announce.metric.is_null());
   ASSERT_FALSE(after.metric.is_null());
-  for (const Run* r : {&announce, &after}) {
+  for (const BarrierRun* r : {&announce, &after}) {
     EXPECT_GE(r->metric["train_au_mean_percentage"].get<double>(), 90.0) << r->metric.dump(1);
   }
   // The same work either way: samples and bytes read, and throughput near DLIO's ideal for 20 steps of 50 ms,
   // world x batch x (steps - 2) / ((steps - 1) x 0.05) = 227.
   EXPECT_EQ(announce.metric["train_read_bytes"], after.metric["train_read_bytes"]);
   const double ideal = 3 * 4 * (20.0 - 2) / ((20.0 - 1) * 0.05);
-  for (const Run* r : {&announce, &after}) {
+  for (const BarrierRun* r : {&announce, &after}) {
     EXPECT_NEAR(r->metric["train_throughput_mean_samples_per_second"].get<double>(), ideal, 0.10 * ideal)
         << r->metric.dump(1);
   }
