@@ -98,7 +98,7 @@ class AgentMetrics : public prometheus::Collectable {
   // job or phase; agent/step_barrier.h ReleaseBoard).
   void CountStaleRelease() { stale_releases_.fetch_add(1, std::memory_order_relaxed); }
   // dlio_ext.barrier: announce: the largest timing error bound of the running (or last) training phase's steps, ns
-  // (agent/step_barrier.h AnnounceBarrier; base/barrier_timing.h ErrorBound). Exported once set.
+  // (agent/step_barrier.h AnnounceBarrier; base/barrier_timing.h ErrorBound). Exported as 0 until set.
   void SetBarrierErrorBound(int64_t ns) { barrier_error_bound_ns_.store(ns, std::memory_order_relaxed); }
 
  private:
