@@ -240,13 +240,19 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
       if (!session->Arrive(cmd, step)) return absl::UnavailableError("connection to coordinator lost");
       return session->WaitRelease(cmd.job_id, step);
     };
+    PhaseRunner::AnnounceFns announce;  // dlio_ext.barrier: announce (agent/step_barrier.h)
+    announce.announce = [&](uint64_t step, int64_t left_ns) -> absl::Status {
+      if (!session->Announce(cmd, step, left_ns)) return absl::UnavailableError("connection to coordinator lost");
+      return absl::OkStatus();
+    };
+    announce.await = [&](uint64_t step) { return session->AwaitRelease(cmd.job_id, step); };
     bool refused = false;
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(*runner, cmd, &refused);
     if (r.ok()) {
       // Host telemetry is the process's: recorded by one phase at a time (a phase beside another goes without).
       const bool sample = !sampling.exchange(true);
       if (sample) sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
-      r = runner->Run(cmd, barrier, session->cancel_flag(cmd.job_id));
+      r = runner->Run(cmd, barrier, session->cancel_flag(cmd.job_id), &announce);
       if (sample) {
         HostTelemetry host = sampler->EndPhase();
         sampling = false;

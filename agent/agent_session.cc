@@ -135,7 +135,9 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
         // Once the phase has finished (or failed) the board still names it: a late release of it is stale too.
         auto it = slots_.find(r.job_id());
         ours = it != slots_.end() && !it->second.phase.empty() &&
-               it->second.releases.Release(r.job_id(), r.phase_id(), r.step());
+               it->second.releases.Release(r.job_id(), r.phase_id(), r.step(),
+                                           barrier_timing::Release{r.wait_after_compute_end_ns(), r.held_ns()},
+                                           Ns(now));
         if (ours) cv_.notify_all();
       }
       if (ours) {
@@ -284,6 +286,24 @@ bool AgentSession::Arrive(const PhaseOrder& order, uint64_t step) {
   a->set_phase_id(order.phase_id);
   a->set_step(step);
   return Send(m);
+}
+
+bool AgentSession::Announce(const PhaseOrder& order, uint64_t step, int64_t compute_left_ns) {
+  v1::AgentMessage m;
+  v1::BarrierArrive* a = m.mutable_barrier_arrive();
+  a->set_job_id(order.job_id);
+  a->set_phase_id(order.phase_id);
+  a->set_step(step);
+  a->set_compute_left_ns(compute_left_ns);
+  return Send(m);
+}
+
+absl::StatusOr<AnnounceBarrier::Received> AgentSession::AwaitRelease(const std::string& job_id, uint64_t step) {
+  if (absl::Status s = WaitRelease(job_id, step); !s.ok()) return s;
+  MutexLock lk(&mu_);
+  auto it = slots_.find(job_id);
+  if (it == slots_.end()) return absl::CancelledError(absl::StrCat("barrier at step ", step, " abandoned: job ended"));
+  return it->second.releases.last();
 }
 
 absl::Status AgentSession::WaitRelease(const std::string& job_id, uint64_t step) {

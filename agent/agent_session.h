@@ -133,10 +133,15 @@ class AgentSession {
   const std::atomic<bool>* cancel_flag() const;
   // Sends the BarrierArrive of `step` of the running phase; false when the session is gone.
   bool Arrive(const PhaseOrder& order, uint64_t step);
+  // dlio_ext.barrier: announce: the BarrierArrive of `step` sent as the ranks' compute starts, its compute ending
+  // `compute_left_ns` after the send; false when the session is gone.
+  bool Announce(const PhaseOrder& order, uint64_t step, int64_t compute_left_ns);
   // Blocks until `step` of job `job_id`'s phase is released (OK), or the phase is cancelled or the session ends.
   absl::Status WaitRelease(const std::string& job_id, uint64_t step);
   // The same for the phase started last.
   absl::Status WaitRelease(uint64_t step);
+  // WaitRelease, with the release's timing and its arrival in the steady clock (agent/step_barrier.h).
+  absl::StatusOr<AnnounceBarrier::Received> AwaitRelease(const std::string& job_id, uint64_t step);
   // The phase's answer: PhaseDone with one result per local rank, or an Error (CANCELLED for a stop, REFUSED when
   // `refused`: the phase was refused before it touched anything, else PHASE_FAILED) carrying the status's message,
   // which names agent, rank, job and phase.

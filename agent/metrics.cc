@@ -227,6 +227,14 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   AddSample(stale, {{"agent", agent_}}, static_cast<double>(stale_releases_.load(std::memory_order_relaxed)));
   std::vector<prometheus::MetricFamily> out = families.Take();
   out.push_back(std::move(stale));
+  // Always exported (0 until the first announce barrier), so a dashboard or the catalogue check sees the family.
+  auto bound = MetricFamily("dlio_barrier_error_bound_seconds",
+                            "Largest bound on how early this agent ended a step of its latest training phase against "
+                            "the slowest rank's compute end (announce barrier: its announce's one-way latency).",
+                            MetricType::Gauge);
+  AddSample(bound, {{"agent", agent_}},
+            static_cast<double>(std::max<int64_t>(0, barrier_error_bound_ns_.load(std::memory_order_relaxed))) * 1e-9);
+  out.push_back(std::move(bound));
   AppendS3Families(agent_, S3Metrics::Global().Snapshot(), &out);
   return out;
 }

@@ -97,6 +97,9 @@ class AgentMetrics : public prometheus::Collectable {
   // A barrier release the agent dropped because it was not for the phase it runs (a late release of an earlier
   // job or phase; agent/step_barrier.h ReleaseBoard).
   void CountStaleRelease() { stale_releases_.fetch_add(1, std::memory_order_relaxed); }
+  // dlio_ext.barrier: announce: the largest timing error bound of the running (or last) training phase's steps, ns
+  // (agent/step_barrier.h AnnounceBarrier; base/barrier_timing.h ErrorBound). Exported as 0 until set.
+  void SetBarrierErrorBound(int64_t ns) { barrier_error_bound_ns_.store(ns, std::memory_order_relaxed); }
 
  private:
   struct Job {
@@ -106,6 +109,7 @@ class AgentMetrics : public prometheus::Collectable {
   const std::string agent_;
   const size_t jobs_kept_;
   std::atomic<uint64_t> stale_releases_{0};
+  std::atomic<int64_t> barrier_error_bound_ns_{-1};  // -1: no announce barrier ran yet
   mutable Mutex mu_;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);  // at most jobs_kept_ entries

@@ -1,11 +1,14 @@
 #include "agent/metrics.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 #include <mutex>
 
 #include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
 
 namespace dlio {
 namespace {
@@ -58,6 +61,28 @@ TEST(AgentMetrics, StepHistogramsAreExportedPerRankInSeconds) {
   EXPECT_EQ(Find(families, "dlio_prefetch_queue_depth")->metric[0].gauge.value, 0);
   EXPECT_EQ(Label(Find(families, "dlio_read_bytes_total")->metric[0], "phase"), "train");
   EXPECT_EQ(Label(Find(families, "dlio_write_bytes_total")->metric[0], "phase"), "generate");
+}
+
+// Issue 29: the announce barrier's error bound, a gauge in seconds (0 until set); promtool-clean.
+TEST(AgentMetrics, TheBarrierErrorBoundIsAGaugeInSecondsZeroUntilSet) {
+  AgentMetrics metrics("agent-a");
+  const auto before = metrics.Collect();
+  ASSERT_NE(Find(before, "dlio_barrier_error_bound_seconds"), nullptr);
+  EXPECT_EQ(Find(before, "dlio_barrier_error_bound_seconds")->metric[0].gauge.value, 0) << "no announce barrier yet";
+  metrics.SetBarrierErrorBound(42'000);
+  const auto families = metrics.Collect();
+  const auto* b = Find(families, "dlio_barrier_error_bound_seconds");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->type, prometheus::MetricType::Gauge);
+  ASSERT_EQ(b->metric.size(), 1u);
+  EXPECT_NEAR(b->metric[0].gauge.value, 42e-6, 1e-12);
+  EXPECT_EQ(Label(b->metric[0], "agent"), "agent-a");
+  const std::string text = prometheus::TextSerializer().Serialize(families);
+  const std::string path = ::testing::TempDir() + "/barrier_metrics.txt";
+  std::ofstream(path) << text;
+  if (std::system("command -v promtool >/dev/null") == 0) {
+    EXPECT_EQ(std::system(("promtool check metrics < " + path).c_str()), 0) << text;
+  }
 }
 
 TEST(AgentMetrics, EvaluationReadsAreLabelledPhaseEvalApartFromTraining) {

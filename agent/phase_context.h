@@ -42,6 +42,9 @@ struct PhaseContext {
   // s3 jobs: the job's bucket configuration, made (and preflighted) at the job's first phase on this agent; null
   // for POSIX jobs. A phase calls it once, where its set-up needs the bucket.
   std::function<absl::StatusOr<std::shared_ptr<const S3Config>>()> s3;
+  // dlio_ext.barrier: announce: the announce and the release wait of a training epoch's step barrier (null: none,
+  // the ranks meet after compute through `barrier`).
+  const PhaseRunner::AnnounceFns* announce = nullptr;
 
   // "agent 'A' rank R job J phase P": the prefix of every error of the phase.
   std::string Where(int rank) const;

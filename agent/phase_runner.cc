@@ -47,14 +47,15 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
 }
 
 absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand& cmd, const BarrierFn& barrier,
-                                                              const std::atomic<bool>* cancel) {
+                                                              const std::atomic<bool>* cancel,
+                                                              const AnnounceFns* announce) {
   progress_.done = 0;
   progress_.total = 0;
   progress_.samples = 0;
   progress_.bytes = 0;
   progress_.compute_ns = 0;
   progress_.wall_ns = 0;
-  PhaseContext ctx{cmd, barrier, cancel, agent_, root_, metrics_, progress_, nullptr};
+  PhaseContext ctx{cmd, barrier, cancel, agent_, root_, metrics_, progress_, nullptr, announce};
   ctx.s3 = [this, &ctx] { return S3For(ctx); };
   // Object storage: the phase's S3 requests are the process-wide total's growth (one phase runs at a time).
   const S3Snapshot s3_before = cmd.spec.IsS3() ? S3Metrics::Global().Snapshot() : S3Snapshot();

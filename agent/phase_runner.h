@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "agent/metrics.h"
 #include "agent/object_store.h"
+#include "agent/step_barrier.h"
 #include "agent/steps_phase.h"
 #include "base/confined_dir.h"
 #include "job/phase.h"
@@ -58,6 +59,12 @@ class PhaseRunner {
  public:
   // Blocks until the coordinator released `step` for every agent of the job.
   using BarrierFn = std::function<absl::Status(uint64_t step)>;
+  // dlio_ext.barrier: announce (agent/step_barrier.h AnnounceBarrier): the agent's announce of a step and its wait
+  // for the release, for the running phase. Without them (null) a job over several agents meets after compute.
+  struct AnnounceFns {
+    AnnounceBarrier::Announce announce;
+    AnnounceBarrier::Await await;
+  };
 
   // Opens `data_root` (base/confined_dir.h): every file of every phase is opened, created, renamed and listed
   // below it, without following symbolic links. A root that cannot be opened fails every phase naming it.
@@ -67,8 +74,10 @@ class PhaseRunner {
   const absl::StatusOr<std::shared_ptr<const ConfinedDir>>& root() const { return root_; }
 
   // One RankEpochResult per local rank (epoch 0 and no blocks for generate).
+  // `announce` (may be null): how the step barrier of a training epoch announces (dlio_ext.barrier: announce).
   absl::StatusOr<std::vector<RankEpochResult>> Run(const PhaseCommand& cmd, const BarrierFn& barrier,
-                                                   const std::atomic<bool>* cancel);
+                                                   const std::atomic<bool>* cancel,
+                                                   const AnnounceFns* announce = nullptr);
   const PhaseProgress& progress() const { return progress_; }
   // Object storage: the agent's own endpoint and credentials (agent/object_store.h), used where an s3 job's
   // storage_options leave them out. Call before Run().

@@ -5,14 +5,27 @@
 // arrival per agent and step, whatever the number of local ranks.
 // Cancel() wakes every waiter with Cancelled (a failed rank must not leave the others hanging).
 // Thread-safety: Arrive() from the rank threads, Cancel() from any thread.
+//
+// AnnounceBarrier: the same meeting for dlio_ext.barrier: announce (the default; docs/architecture.md, "Step
+// barrier"). Each rank calls Start(step, compute_end) as its compute starts (a rank that waited for data starts late,
+// so the announce is late: batch waits still count); the last local rank to start sends one announce for the agent
+// (`announce`: the step and how long from now the latest local compute end is; it must not block). After its compute
+// each rank calls Finish(step): the first one waits for the coordinator's release (`await`), and every rank sleeps
+// until the instant base/barrier_timing.h StepEnd gives (the slowest compute end of the fleet, in this agent's clock;
+// never before its own compute end, and at once if already past). Arrive(step) is Start(step, now) + Finish(step),
+// for barriers with no compute before them (step-based checkpoints). Time is injected (Clock), so the unit tests run
+// it on a fake clock. Thread-safety: Start/Finish/Arrive from the rank threads, Cancel() and the getters from any.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/barrier_timing.h"
 #include "base/mutex.h"
 
 namespace dlio {
@@ -35,6 +48,60 @@ class StepBarrier {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
+class AnnounceBarrier {
+ public:
+  // The agent's steady clock (ns) and a sleep until an instant of it; false when the sleep was cancelled.
+  struct Clock {
+    std::function<int64_t()> now;
+    std::function<bool(int64_t until_ns)> sleep_until;
+  };
+  // A release as the agent received it: the coordinator's durations, and its arrival in this agent's clock.
+  struct Received {
+    barrier_timing::Release release;
+    int64_t received_ns = 0;
+  };
+  // Sends the agent's announce of `step`: its latest compute end is `compute_left_ns` after now. Must not block.
+  using Announce = std::function<absl::Status(uint64_t step, int64_t compute_left_ns)>;
+  // Blocks until the release of `step` came (or the phase stops: an error).
+  using Await = std::function<absl::StatusOr<Received>(uint64_t step)>;
+
+  // The steady clock (CLOCK_MONOTONIC), its sleeps cut short by `cancel` (may be null) within base/sleep.h's slice.
+  static Clock Steady(const std::atomic<bool>* cancel);
+
+  AnnounceBarrier(int parties, Clock clock, Announce announce, Await await)
+      : parties_(parties), clock_(std::move(clock)), announce_(std::move(announce)), await_(std::move(await)) {}
+
+  // This rank's compute of `step` started and ends at `compute_end_ns` (this clock).
+  absl::Status Start(uint64_t step, int64_t compute_end_ns);
+  // After this rank's compute: blocks until the step ends for the agent.
+  absl::Status Finish(uint64_t step);
+  // A barrier with no compute before it: Start(step, now) then Finish(step).
+  absl::Status Arrive(uint64_t step);
+  void Cancel(absl::Status why);
+  // The error bound of the latest released step (base/barrier_timing.h ErrorBound), ns; -1 before the first.
+  int64_t last_error_bound_ns() const;
+  // The largest error bound of the barrier's steps so far, ns; -1 before the first.
+  int64_t max_error_bound_ns() const;
+
+ private:
+  const int parties_;
+  const Clock clock_;
+  const Announce announce_;
+  const Await await_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  uint64_t step_ ABSL_GUARDED_BY(mu_) = 0;        // the step being collected (starts and finishes)
+  int started_ ABSL_GUARDED_BY(mu_) = 0;          // local ranks that started step_
+  int finished_ ABSL_GUARDED_BY(mu_) = 0;         // local ranks past the end of step_
+  barrier_timing::AgentStep agent_step_ ABSL_GUARDED_BY(mu_);  // step_'s announce and latest compute end
+  bool announced_ ABSL_GUARDED_BY(mu_) = false;
+  bool awaiting_ ABSL_GUARDED_BY(mu_) = false;     // a rank waits for step_'s release
+  bool released_ ABSL_GUARDED_BY(mu_) = false;     // step_'s release came: end_ns_ is its instant
+  int64_t end_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_bound_ns_ ABSL_GUARDED_BY(mu_) = -1, max_bound_ns_ ABSL_GUARDED_BY(mu_) = -1;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
 // The coordinator's barrier releases as one agent sees them, for the phase it runs. A release counts only when it
 // carries that phase's job and phase ids (BarrierRelease names both): every job's first training phase is
 // "train-epoch-1", so a late release of an earlier job (or phase) matched by name and step would let the next one's
@@ -43,15 +110,20 @@ class StepBarrier {
 class ReleaseBoard {
  public:
   void Start(const std::string& job_id, const std::string& phase_id);
-  // Records the release of `step`; false (and nothing changes) when it is not of the running phase: stale.
-  bool Release(const std::string& job_id, const std::string& phase_id, uint64_t step);
+  // Records the release of `step` (with its timing, dlio_ext.barrier: announce, and its arrival in the agent's
+  // steady clock); false (and nothing changes) when it is not of the running phase: stale.
+  bool Release(const std::string& job_id, const std::string& phase_id, uint64_t step,
+               const barrier_timing::Release& timing = {}, int64_t received_ns = 0);
   // True once the running phase's barrier `step` was released.
   bool Released(uint64_t step) const { return any_ && released_ >= step; }
+  // The newest release's timing and arrival (the ranks wait for one step at a time, so it is the one they await).
+  const AnnounceBarrier::Received& last() const { return last_; }
 
  private:
   std::string job_id_, phase_id_;
   bool any_ = false;
   uint64_t released_ = 0;
+  AnnounceBarrier::Received last_;
 };
 
 }  // namespace dlio

@@ -1,6 +1,10 @@
 #include "agent/step_barrier.h"
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
+#include <memory>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -83,6 +87,295 @@ TEST(ReleaseBoardTest, AReleaseOfAnotherJobOrPhaseIsStaleAndStartForgetsThePrevi
   EXPECT_FALSE(b.Released(1));
   EXPECT_TRUE(b.Release("job-b", "train-epoch-1", 0)) << "a repeat is harmless";
   EXPECT_FALSE(b.Released(1));
+}
+
+// --- AnnounceBarrier (dlio_ext.barrier: announce) on fake clocks ---
+//
+// A fleet of agents simulated in one thread, in true time (ns): agent i's clock reads true + skew_i, its announce
+// takes up_i to reach the coordinator and the release down_i to come back. The coordinator's half is
+// base/barrier_timing.h's, as PhaseDriver runs it. A step: each rank starts its compute at its true start (a rank
+// that waited for data starts late), every agent announces, the coordinator releases at the last receipt, and each
+// agent's Finish sleeps (on the fake clock) to the instant it computed, which the test records in true time.
+struct SimAgent {
+  int64_t skew = 0, up = 0, down = 0;  // ns
+  std::vector<int64_t> start, compute;  // per local rank: true start of compute and its duration
+  // Filled by the step:
+  int64_t announced_true = 0, left = 0;
+  int64_t end_true = -1;  // when its ranks ended the step (the latest rank's wake-up)
+  std::shared_ptr<AnnounceBarrier> barrier;  // made by Sim
+  barrier_timing::Release release;
+  int64_t release_true = 0;
+};
+
+class Sim {
+ public:
+  explicit Sim(std::vector<SimAgent> agents) : a_(std::move(agents)) {
+    for (size_t i = 0; i < a_.size(); ++i) {
+      SimAgent& g = a_[i];
+      AnnounceBarrier::Clock c;
+      c.now = [this, &g] { return now_ + g.skew; };
+      c.sleep_until = [this, &g](int64_t until) {
+        g.end_true = std::max({g.end_true, until - g.skew, now_});
+        return true;
+      };
+      g.barrier = std::make_shared<AnnounceBarrier>(
+          static_cast<int>(g.start.size()), c,
+          [this, &g](uint64_t, int64_t left) {
+            g.announced_true = now_;
+            g.left = left;
+            return absl::OkStatus();
+          },
+          [&g](uint64_t) -> absl::StatusOr<AnnounceBarrier::Received> {
+            return AnnounceBarrier::Received{g.release, g.release_true + g.down + g.skew};
+          });
+    }
+  }
+
+  // Runs step `step`; returns the slowest true compute end.
+  int64_t Step(uint64_t step) {
+    struct Ev { int64_t t; size_t agent, rank; };
+    std::vector<Ev> starts;
+    int64_t slowest = 0;
+    for (size_t i = 0; i < a_.size(); ++i) {
+      a_[i].end_true = -1;
+      for (size_t r = 0; r < a_[i].start.size(); ++r) {
+        starts.push_back({a_[i].start[r], i, r});
+        slowest = std::max(slowest, a_[i].start[r] + a_[i].compute[r]);
+      }
+    }
+    std::sort(starts.begin(), starts.end(), [](const Ev& x, const Ev& y) { return x.t < y.t; });
+    for (const Ev& e : starts) {
+      now_ = e.t;
+      SimAgent& g = a_[e.agent];
+      EXPECT_TRUE(g.barrier->Start(step, now_ + g.skew + g.compute[e.rank]).ok());
+    }
+    // The coordinator (its clock: true time), as PhaseDriver::Arrive.
+    int64_t last = 0, est = std::numeric_limits<int64_t>::min();
+    std::vector<barrier_timing::Announce> ann;
+    for (const SimAgent& g : a_) {
+      ann.push_back({g.announced_true + g.up, g.left});
+      last = std::max(last, g.announced_true + g.up);
+      est = std::max(est, barrier_timing::EstimatedEnd(ann.back()));
+    }
+    for (size_t i = 0; i < a_.size(); ++i) {
+      a_[i].release = barrier_timing::ReleaseFor(ann[i], est, last);
+      a_[i].release_true = last;
+    }
+    // Each rank finishes after its compute; the fake sleep records the end.
+    for (SimAgent& g : a_) {
+      for (size_t r = 0; r < g.start.size(); ++r) {
+        now_ = std::max(g.start[r] + g.compute[r], g.release_true + g.down);
+        EXPECT_TRUE(g.barrier->Finish(step).ok());
+      }
+    }
+    return slowest;
+  }
+  SimAgent& operator[](size_t i) { return a_[i]; }
+  size_t size() const { return a_.size(); }
+
+ private:
+  int64_t now_ = 0;
+  std::vector<SimAgent> a_;
+};
+
+constexpr int64_t kMs = 1000000, kUs = 1000;
+
+SimAgent Agent(int64_t start, int64_t compute, int64_t up = 20 * kUs, int64_t down = 20 * kUs, int64_t skew = 0) {
+  SimAgent g;
+  g.start = {start};
+  g.compute = {compute};
+  g.up = up;
+  g.down = down;
+  g.skew = skew;
+  return g;
+}
+
+// The property every test checks: no agent ends before the slowest compute end minus its own bound, nor before its
+// own compute end.
+void ExpectBarrierHolds(Sim& sim, int64_t slowest) {
+  for (size_t i = 0; i < sim.size(); ++i) {
+    SimAgent& g = sim[i];
+    const int64_t bound = g.barrier->last_error_bound_ns();
+    EXPECT_GE(bound, 0);
+    EXPECT_GE(g.end_true, slowest - bound) << "agent " << i;
+    for (size_t r = 0; r < g.start.size(); ++r) EXPECT_GE(g.end_true, g.start[r] + g.compute[r]) << "agent " << i;
+  }
+}
+
+TEST(AnnounceBarrierTest, ALateRankHoldsEveryAgentUntilItsComputeEnds) {
+  // Agent 1 computes 47.5 ms, agent 0 3.5 ms: both end at agent 1's compute end, the release hidden under it.
+  Sim sim({Agent(0, 3500 * kUs), Agent(0, 47500 * kUs)});
+  const int64_t slowest = sim.Step(0);
+  ExpectBarrierHolds(sim, slowest);
+  EXPECT_EQ(sim[0].end_true, slowest);  // same one-way latencies: no error at all
+  EXPECT_EQ(sim[1].end_true, slowest);
+  // The bound: the announce's round trip less the coordinator's hold, i.e. up + down.
+  EXPECT_EQ(sim[0].barrier->last_error_bound_ns(), 40 * kUs);
+}
+
+TEST(AnnounceBarrierTest, ALateReleaseEndsTheStepWhenItComes) {
+  // The release comes 5 ms after the slowest compute end (a slow downlink): the step ends at its arrival, not before.
+  Sim sim({Agent(0, 1 * kMs, 20 * kUs, 5 * kMs), Agent(0, 2 * kMs)});
+  const int64_t slowest = sim.Step(0);
+  ExpectBarrierHolds(sim, slowest);
+  EXPECT_EQ(sim[0].end_true, sim[0].release_true + 5 * kMs);
+  EXPECT_GT(sim[0].end_true, slowest);
+  EXPECT_EQ(sim[1].end_true, slowest);
+}
+
+TEST(AnnounceBarrierTest, ASkewedClockChangesNothing) {
+  // Agent 0's clock is 5 s ahead and agent 1's 3 s behind: only durations cross, so both end at the slowest end.
+  Sim sim({Agent(0, 10 * kMs, 20 * kUs, 20 * kUs, 5000 * kMs), Agent(kMs, 30 * kMs, 20 * kUs, 20 * kUs, -3000 * kMs)});
+  const int64_t slowest = sim.Step(0);
+  ExpectBarrierHolds(sim, slowest);
+  EXPECT_EQ(sim[0].end_true, slowest);
+  EXPECT_EQ(sim[1].end_true, slowest);
+}
+
+TEST(AnnounceBarrierTest, ASlowLinkIsTheErrorAndTheBoundCoversIt) {
+  // Agent 0's announce takes 3 ms, agent 1's (the slowest compute) 10 us: agent 0 ends early by the difference of
+  // the one-way latencies, within its bound.
+  Sim sim({Agent(0, 10 * kMs, 3 * kMs, 10 * kUs), Agent(0, 50 * kMs, 10 * kUs, 10 * kUs)});
+  int64_t slowest = sim.Step(0);
+  ExpectBarrierHolds(sim, slowest);
+  EXPECT_EQ(sim[0].end_true, slowest - (3 * kMs - 10 * kUs));
+  EXPECT_GE(sim[0].barrier->last_error_bound_ns(), 3 * kMs);
+  EXPECT_EQ(sim[1].end_true, slowest);
+  // The other way round, the slow link makes the others late: they wait for its (late) estimate.
+  sim[0].start = {60 * kMs};
+  sim[0].compute = {50 * kMs};
+  sim[1].start = {60 * kMs};
+  sim[1].compute = {10 * kMs};
+  slowest = sim.Step(1);
+  ExpectBarrierHolds(sim, slowest);
+  EXPECT_EQ(sim[0].end_true, slowest);
+  EXPECT_EQ(sim[1].end_true, slowest + (3 * kMs - 10 * kUs));
+}
+
+TEST(AnnounceBarrierTest, ARankWaitingForDataAnnouncesLateAndEveryoneEndsLater) {
+  // Agent 0 has two local ranks; rank 1 waits 20 ms for its batch. The agent announces when rank 1 starts, and the
+  // whole fleet ends at rank 1's compute end (batch waits count, as with DLIO's barrier after compute).
+  SimAgent a0 = Agent(0, 10 * kMs);
+  a0.start = {0, 20 * kMs};
+  a0.compute = {10 * kMs, 10 * kMs};
+  Sim sim({a0, Agent(0, 10 * kMs)});
+  const int64_t slowest = sim.Step(0);
+  EXPECT_EQ(slowest, 30 * kMs);
+  EXPECT_EQ(sim[0].announced_true, 20 * kMs);
+  EXPECT_EQ(sim[0].left, 10 * kMs);
+  ExpectBarrierHolds(sim, slowest);
+  EXPECT_EQ(sim[1].end_true, 30 * kMs);
+}
+
+TEST(AnnounceBarrierTest, TheStepNeverEndsBeforeTheSlowestComputeEndMinusTheBound) {
+  // Random fleets: latencies 0-2 ms each way, skews of seconds, compute 0-60 ms, late starts; 50 steps each.
+  std::mt19937_64 rng(7);
+  auto u = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int fleet = 0; fleet < 20; ++fleet) {
+    std::vector<SimAgent> agents;
+    const int n = static_cast<int>(u(2, 6));
+    for (int i = 0; i < n; ++i) agents.push_back(Agent(0, 0, 0, 0, u(-5000, 5000) * kMs));
+    Sim sim(std::move(agents));
+    int64_t t = 0;
+    for (uint64_t step = 0; step < 50; ++step) {
+      int64_t next = t;
+      for (size_t i = 0; i < sim.size(); ++i) {
+        sim[i].start = {t + u(0, 5 * kMs)};
+        sim[i].compute = {u(0, 60 * kMs)};
+        sim[i].up = u(0, 2 * kMs);
+        sim[i].down = u(0, 2 * kMs);
+      }
+      const int64_t slowest = sim.Step(step);
+      ExpectBarrierHolds(sim, slowest);
+      for (size_t i = 0; i < sim.size(); ++i) {
+        // Nor does it end later than the slowest end plus the largest bound, unless the release came later.
+        int64_t max_bound = 0;
+        for (size_t j = 0; j < sim.size(); ++j) max_bound = std::max(max_bound, sim[j].barrier->last_error_bound_ns());
+        EXPECT_LE(sim[i].end_true, std::max(slowest + max_bound, sim[i].release_true + sim[i].down));
+        next = std::max(next, sim[i].end_true);
+      }
+      if (HasFailure()) return;
+      t = next;
+    }
+  }
+}
+
+TEST(AnnounceBarrierTest, ThreadsOnTheSteadyClockAnnounceOncePerStep) {
+  std::atomic<int> announces{0};
+  ReleaseBoard board;
+  board.Start("j", "p");
+  Mutex mu;
+  CondVar cv;
+  AnnounceBarrier b(
+      3, AnnounceBarrier::Steady(nullptr),
+      [&](uint64_t step, int64_t left) {
+        ++announces;
+        EXPECT_GE(left, 0);
+        MutexLock lk(&mu);
+        board.Release("j", "p", step, barrier_timing::Release{left, 0},
+                      AnnounceBarrier::Steady(nullptr).now());
+        cv.notify_all();
+        return absl::OkStatus();
+      },
+      [&](uint64_t step) -> absl::StatusOr<AnnounceBarrier::Received> {
+        MutexLock lk(&mu);
+        cv.Wait(&lk, [&] { return board.Released(step); });
+        return board.last();
+      });
+  const AnnounceBarrier::Clock clock = AnnounceBarrier::Steady(nullptr);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 3; ++t) {
+    ts.emplace_back([&, t] {
+      for (uint64_t s = 0; s < 100; ++s) {
+        const int64_t end = clock.now() + (t + 1) * 20 * kUs;
+        ASSERT_TRUE(b.Start(s, end).ok());
+        ASSERT_TRUE(clock.sleep_until(end));
+        ASSERT_TRUE(b.Finish(s).ok());
+        EXPECT_GE(clock.now(), end);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(announces.load(), 100);
+  EXPECT_GE(b.max_error_bound_ns(), 0);
+}
+
+TEST(AnnounceBarrierTest, CancelWakesTheRanksWaitingForTheRelease) {
+  std::atomic<bool> cancel{false};
+  AnnounceBarrier* bp = nullptr;
+  AnnounceBarrier b(
+      2, AnnounceBarrier::Steady(&cancel), [](uint64_t, int64_t) { return absl::OkStatus(); },
+      [&](uint64_t) -> absl::StatusOr<AnnounceBarrier::Received> {
+        while (!cancel) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return absl::CancelledError("phase cancelled");
+      });
+  bp = &b;
+  absl::Status a, c;
+  ASSERT_TRUE(b.Start(0, 0).ok());
+  ASSERT_TRUE(b.Start(0, 0).ok());
+  std::thread t1([&] { a = bp->Finish(0); });
+  std::thread t2([&] { c = bp->Finish(0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  b.Cancel(absl::CancelledError("rank 1 failed"));
+  cancel = true;
+  t1.join();
+  t2.join();
+  EXPECT_EQ(a.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(c.code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(b.Start(1, 0).ok());
+}
+
+TEST(ReleaseBoardTest, KeepsTheNewestReleasesTiming) {
+  ReleaseBoard b;
+  b.Start("j", "p");
+  EXPECT_TRUE(b.Release("j", "p", 0, barrier_timing::Release{5, 7}, 100));
+  EXPECT_EQ(b.last().release.wait_after_end_ns, 5);
+  EXPECT_EQ(b.last().release.held_ns, 7);
+  EXPECT_EQ(b.last().received_ns, 100);
+  EXPECT_TRUE(b.Release("j", "p", 0, barrier_timing::Release{9, 9}, 200)) << "a repeat";
+  EXPECT_EQ(b.last().received_ns, 100) << "a repeat changes nothing";
+  b.Start("j", "q");
+  EXPECT_EQ(b.last().received_ns, 0);
 }
 
 }  // namespace

@@ -243,12 +243,27 @@ class RankSteps {
     std::atomic<bool> stop{false};
     FirstError first_error;
     StepBarrier barrier;
+    // dlio_ext.barrier: announce over several agents (agent/step_barrier.h); null: the ranks meet after compute.
+    std::unique_ptr<AnnounceBarrier> announce;
     std::vector<std::atomic<uint64_t>> rank_steps;  // steps done per local rank
-    Group(const PhaseCommand& cmd, const PhaseRunner::BarrierFn& global)
+    Group(const PhaseContext& ctx)
         // When every rank of the job is on this agent, the local barrier is the whole barrier: no round trip to
         // the coordinator per step (it knows, and does not expect arrivals from a single-agent job).
-        : barrier(cmd.local_ranks, cmd.local_ranks == cmd.world ? StepBarrier::Global() : global),
-          rank_steps(static_cast<size_t>(cmd.local_ranks)) {}
+        : barrier(ctx.cmd.local_ranks, ctx.cmd.local_ranks == ctx.cmd.world ? StepBarrier::Global() : ctx.barrier),
+          rank_steps(static_cast<size_t>(ctx.cmd.local_ranks)) {
+      const PhaseCommand& cmd = ctx.cmd;
+      if (ctx.announce != nullptr && cmd.kind == PhaseKind::kTrainEpoch && cmd.local_ranks < cmd.world &&
+          cmd.spec.barrier == "announce") {
+        announce = std::make_unique<AnnounceBarrier>(cmd.local_ranks, AnnounceBarrier::Steady(ctx.cancel),
+                                                     ctx.announce->announce, ctx.announce->await);
+      }
+    }
+    // A barrier with no compute before it (step-based checkpoints).
+    absl::Status Arrive(uint64_t seq) { return announce ? announce->Arrive(seq) : barrier.Arrive(seq); }
+    void Cancel(const absl::Status& why) {
+      barrier.Cancel(why);
+      if (announce) announce->Cancel(why);
+    }
   };
 
   RankSteps(const PhaseContext& ctx, const LoaderThreads& threads, const StepsSetup& setup, Group& group, int local,
@@ -277,7 +292,7 @@ class RankSteps {
   void Fail(const absl::Status& s) {
     group_.first_error.Set(s.code() == absl::StatusCode::kCancelled ? s : Annotate(s, ctx_.Where(rank_)));
     group_.stop = true;
-    group_.barrier.Cancel(absl::CancelledError(absl::StrCat(ctx_.Where(rank_), ": another rank failed")));
+    group_.Cancel(absl::CancelledError(absl::StrCat(ctx_.Where(rank_), ": another rank failed")));
   }
   absl::Status Cancelled(const char* where, int64_t step) const {
     return absl::CancelledError(absl::StrCat(ctx_.Where(rank_), ": cancelled", where, step));
@@ -339,19 +354,39 @@ class RankSteps {
       return false;
     }
     const auto t1 = SteadyClock::now();
-    const Distribution& compute = setup_.eval ? spec_.eval_time : spec_.computation_time;
-    if (!compute.IsZero() && !SleepFor(compute.Sample(compute_rng_), cancel_)) {
-      Fail(Cancelled(" in the compute of step ", step));
-      return false;
-    }
+    if (!Compute(step, t1)) return false;
     const auto t2 = SteadyClock::now();
     // DLIO's evaluation has no per-step barrier.
-    if (absl::Status s = setup_.eval ? absl::OkStatus() : group_.barrier.Arrive(barrier_seq_++); !s.ok()) {
+    absl::Status s = setup_.eval      ? absl::OkStatus()
+                     : group_.announce ? group_.announce->Finish(barrier_seq_++)
+                                       : group_.barrier.Arrive(barrier_seq_++);
+    if (!s.ok()) {
       Fail(s);
       return false;
     }
     Record(step, t0, t1, t2, SteadyClock::now());
     return true;
+  }
+
+  // The step's compute, a sleep of the drawn time from t1. With the announce barrier the rank announces its compute
+  // (and when it ends) first, and sleeps to that instant. False when the rank stops.
+  bool Compute(int64_t step, SteadyClock::time_point t1) {
+    const Distribution& compute = setup_.eval ? spec_.eval_time : spec_.computation_time;
+    const double seconds = compute.IsZero() ? 0 : compute.Sample(compute_rng_);
+    if (group_.announce && !setup_.eval) {
+      const auto end = t1 + std::chrono::duration_cast<SteadyClock::duration>(
+                                std::chrono::duration<double>(std::min(seconds, kMaxSleepSeconds)));
+      const int64_t end_ns = static_cast<int64_t>(Nanos(end.time_since_epoch()));
+      if (absl::Status s = group_.announce->Start(barrier_seq_, end_ns); !s.ok()) {
+        Fail(s);
+        return false;
+      }
+      if (AnnounceBarrier::Steady(cancel_).sleep_until(end_ns)) return true;
+    } else if (compute.IsZero() || SleepFor(seconds, cancel_)) {
+      return true;
+    }
+    Fail(Cancelled(" in the compute of step ", step));
+    return false;
   }
 
   // The step's times: trace events, the block's timings, the live AU, the rank's metrics and the phase's progress.
@@ -384,6 +419,9 @@ class RankSteps {
       progress_.wall_ns.fetch_add(static_cast<uint64_t>(Nanos(t3 - prev_step_end_)), std::memory_order_relaxed);
     }
     prev_step_end_ = t3;
+    if (local_ == 0 && group_.announce && ctx_.metrics) {  // the barrier's error bound so far, live
+      ctx_.metrics->SetBarrierErrorBound(group_.announce->max_error_bound_ns());
+    }
     if (rm_) {
       // Per-rank histograms, one short lock per step; the scrape reads copies (never a Prometheus call here).
       rm_->RecordStep(static_cast<uint64_t>(Nanos(t1 - t0)), static_cast<uint64_t>(Nanos(t3 - t0)),
@@ -414,7 +452,7 @@ class RankSteps {
     absl::StatusOr<RankCheckpointResult> c = TakeCheckpoint(
         spec_, *setup_.ckpt, *ckpt_io_, rank_, cmd_.world, cmd_.local_ranks, false,
         cmd_.checkpoint_index + static_cast<int>(next_ckpt_), cmd_.epoch, step + 1,
-        [&] { return group_.barrier.Arrive(barrier_seq_++); }, rm_.get());
+        [&] { return group_.Arrive(barrier_seq_++); }, rm_.get());
     if (rm_) rm_->SetPhase(RankPhase::kTrain);
     if (!c.ok()) {
       Fail(c.status().code() == absl::StatusCode::kCancelled && CancelAsked()
@@ -496,7 +534,7 @@ absl::StatusOr<std::vector<RankEpochResult>> RunSteps(const PhaseContext& ctx, L
   if (!setup.ok()) return setup.status();
   ctx.progress.total = (*setup)->plan.steps();
   threads.Prepare(cmd);
-  RankSteps::Group group(cmd, ctx.barrier);
+  RankSteps::Group group(ctx);
   std::vector<RankEpochResult> results(cmd.local_ranks);
   ForEachLocalRank(cmd, [&](int l, int) {
     RankSteps(ctx, threads, **setup, group, l, results[static_cast<size_t>(l)]).Run();

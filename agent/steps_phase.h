@@ -9,7 +9,9 @@
 // Then per local rank (ForEachLocalRank), a Loader (read_threads x prefetch queue) feeds the step loop:
 //   wait for a batch (load) -> sleep computation_time (compute, measured) -> step barrier (local ranks, then the
 //   coordinator through ctx.barrier; none when the job's ranks are all here) -> record load, proc = load + compute,
-//   compute and barrier wait.
+//   compute and barrier wait. With dlio_ext.barrier: announce (the default, over several agents) the ranks announce
+//   the step as their compute starts and end it at the coordinator's one instant (agent/step_barrier.h
+//   AnnounceBarrier, through ctx.announce); the barrier wait is then the time from compute end to that instant.
 // An evaluation runs the same loop over valid/ with batch_size_eval and eval_time, and no step barrier, as in DLIO.
 // Step-based checkpoints (plan/checkpoint_schedule.h): after the barrier of a checkpoint step every rank closes its
 // block, saves (agent/checkpoint_phase.h TakeCheckpoint), and opens the next block, in lockstep with the fleet

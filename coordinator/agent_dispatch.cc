@@ -72,7 +72,7 @@ void AgentInbox::Deliver(const v1::AgentMessage& in) {
       break;
     case v1::AgentMessage::kBarrierArrive:
       core_->OnBarrierArrive(agent_, in.barrier_arrive().job_id(), in.barrier_arrive().phase_id(),
-                             in.barrier_arrive().step());
+                             in.barrier_arrive().step(), in.barrier_arrive().compute_left_ns());
       break;
     case v1::AgentMessage::kProgress: {
       const v1::Progress& p = in.progress();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/barrier_timing.h"
 #include "job/phase.h"
 
 namespace dlio {
@@ -23,6 +24,13 @@ class AgentLink {
   virtual void Accepted(std::chrono::milliseconds heartbeat_interval, std::chrono::milliseconds lease) = 0;
   virtual void RunPhase(const PhaseOrder& order) = 0;
   virtual void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) = 0;
+  // The release of `step` with this agent's timing (dlio_ext.barrier: announce, base/barrier_timing.h); links that
+  // carry no timing (the unit tests' fakes) send the plain release.
+  virtual void ReleaseBarrierTimed(const std::string& job_id, const std::string& phase_id, uint64_t step,
+                                   const barrier_timing::Release& timing) {
+    (void)timing;
+    ReleaseBarrier(job_id, phase_id, step);
+  }
   virtual void Cancel(const std::string& job_id, const std::string& reason) = 0;
   // The coordinator dropped the agent (lease expired, replaced by a new session): close the session.
   virtual void Drop(const std::string& reason) = 0;

@@ -64,9 +64,29 @@ class ReleaseCache {
       m.mutable_barrier_release()->set_phase_id(phase_id);
       m.mutable_barrier_release()->set_step(step);
       bytes_ = Serialize(m);
+      wire_ = m.SerializeAsString();
       job_id_ = job_id, phase_id_ = phase_id, step_ = step, valid_ = true;
     }
     return bytes_;
+  }
+  // The release with one agent's timing (dlio_ext.barrier: announce): the shared bytes and, appended, a message
+  // holding only the timing fields, which the parser merges into the same BarrierRelease (protobuf merges a
+  // repeated embedded message), so the common part is still serialised once per step.
+  grpc::ByteBuffer GetTimed(const std::string& job_id, const std::string& phase_id, uint64_t step,
+                            const barrier_timing::Release& t) {
+    grpc::ByteBuffer shared = Get(job_id, phase_id, step);
+    if (t.wait_after_end_ns == 0 && t.held_ns == 0) return shared;
+    v1::CoordinatorMessage m;
+    m.mutable_barrier_release()->set_wait_after_compute_end_ns(t.wait_after_end_ns);
+    m.mutable_barrier_release()->set_held_ns(t.held_ns);
+    std::string bytes;
+    {
+      MutexLock lk(&mu_);
+      bytes = wire_;
+    }
+    bytes += m.SerializeAsString();
+    grpc::Slice slice(bytes);
+    return grpc::ByteBuffer(&slice, 1);
   }
 
  private:
@@ -75,6 +95,7 @@ class ReleaseCache {
   std::string job_id_ ABSL_GUARDED_BY(mu_), phase_id_ ABSL_GUARDED_BY(mu_);
   uint64_t step_ ABSL_GUARDED_BY(mu_) = 0;
   grpc::ByteBuffer bytes_ ABSL_GUARDED_BY(mu_);
+  std::string wire_ ABSL_GUARDED_BY(mu_);  // bytes_ as a string, for GetTimed
 };
 
 // AgentLink over one Attach stream (gRPC's callback API). The core calls it under its lock: every call serialises
@@ -104,6 +125,10 @@ class StreamLink : public AgentLink {
   }
   void ReleaseBarrier(const std::string& job_id, const std::string& phase_id, uint64_t step) override {
     Push(releases_->Get(job_id, phase_id, step));
+  }
+  void ReleaseBarrierTimed(const std::string& job_id, const std::string& phase_id, uint64_t step,
+                           const barrier_timing::Release& timing) override {
+    Push(releases_->GetTimed(job_id, phase_id, step, timing));
   }
   void Cancel(const std::string& job_id, const std::string& reason) override {
     v1::CoordinatorMessage m;

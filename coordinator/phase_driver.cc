@@ -1,6 +1,7 @@
 #include "coordinator/phase_driver.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -104,6 +105,7 @@ void PhaseDriver::Begin(Setup setup, Clock::time_point now) {
   barrier_step_ = 0;
   links_.assign(n, nullptr);
   arrived_.assign(n, 0);
+  announces_.assign(n, barrier_timing::Announce());
   arrived_count_ = 0;
   first_arrival_ = Clock::time_point();
   last_advance_ = now;
@@ -139,14 +141,16 @@ void PhaseDriver::SettleAt(size_t i) {
 
 PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::string& job_id,
                                          const std::string& phase_id, uint64_t step, Clock::time_point now,
-                                         Clock::duration* wait) {
+                                         Clock::duration* wait, int64_t compute_left_ns) {
   if (!Is(job_id, phase_id) || step != barrier_step_) return Arrival::kStale;
   const std::optional<size_t> i = IndexOf(agent);
   if (!i) return Arrival::kStale;
   if (arrived_count_ == 0) first_arrival_ = now;
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   if (!arrived_[*i]) {
     arrived_[*i] = 1;
     ++arrived_count_;
+    announces_[*i] = barrier_timing::Announce{now_ns, compute_left_ns};
   }
   if (arrived_count_ < arrived_.size()) return Arrival::kCounted;
   *wait = now - first_arrival_;
@@ -154,8 +158,12 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
   arrived_count_ = 0;
   ++barrier_step_;
   last_advance_ = now;
-  for (const std::shared_ptr<AgentLink>& link : links_) {
-    if (link) link->ReleaseBarrier(job_id, phase_id, step);
+  int64_t slowest = std::numeric_limits<int64_t>::min();  // the slowest estimated compute end (base/barrier_timing.h)
+  for (const barrier_timing::Announce& a : announces_) slowest = std::max(slowest, barrier_timing::EstimatedEnd(a));
+  for (size_t k = 0; k < links_.size(); ++k) {
+    if (links_[k]) {
+      links_[k]->ReleaseBarrierTimed(job_id, phase_id, step, barrier_timing::ReleaseFor(announces_[k], slowest, now_ns));
+    }
   }
   return Arrival::kReleased;
 }

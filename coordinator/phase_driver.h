@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/barrier_timing.h"
 #include "results/results.h"
 #include "coordinator/agent_link.h"
 
@@ -114,9 +115,11 @@ class PhaseDriver {
   enum class Arrival { kStale, kCounted, kReleased };
   // An arrival at the barrier of `step`. kStale: not for the current step (a late arrival of an earlier phase, a
   // repeat of a released step). kReleased: it completed the step, which went out on every link; *wait is the time
-  // from the step's first arrival to its release.
+  // from the step's first arrival to its release. `compute_left_ns` (dlio_ext.barrier: announce; 0 after compute):
+  // how long after the agent sent it its compute ends; each agent's release says how long after its own compute
+  // end to wait, so that all end at the slowest estimated end (base/barrier_timing.h), and how long it was held.
   Arrival Arrive(const std::string& agent, const std::string& job_id, const std::string& phase_id, uint64_t step,
-                 Clock::time_point now, Clock::duration* wait);
+                 Clock::time_point now, Clock::duration* wait, int64_t compute_left_ns = 0);
   void Report(const std::string& agent, const std::string& job_id, const std::string& phase_id,
               const AgentProgress& progress);
   // The agent's PhaseDone: its results are kept, or (not about its own ranks, malformed) the phase fails. False for
@@ -168,6 +171,7 @@ class PhaseDriver {
   uint64_t barrier_step_ = 0;
   std::vector<std::shared_ptr<AgentLink>> links_;
   std::vector<char> arrived_;
+  std::vector<barrier_timing::Announce> announces_;  // per agent: the current step's arrival (coordinator clock)
   size_t arrived_count_ = 0;
   Clock::time_point first_arrival_;  // of the current step
   Clock::time_point last_advance_;   // phase start or the last release

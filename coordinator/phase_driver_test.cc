@@ -14,6 +14,12 @@ class CountingLink : public AgentLink {
   void Accepted(std::chrono::milliseconds, std::chrono::milliseconds) override {}
   void RunPhase(const PhaseOrder&) override { ++orders; }
   void ReleaseBarrier(const std::string&, const std::string&, uint64_t step) override { releases.push_back(step); }
+  void ReleaseBarrierTimed(const std::string& j, const std::string& p, uint64_t step,
+                           const barrier_timing::Release& t) override {
+    timings.push_back(t);
+    ReleaseBarrier(j, p, step);
+  }
+  std::vector<barrier_timing::Release> timings;
   void Cancel(const std::string&, const std::string&) override {}
   void Drop(const std::string&) override {}
   int orders = 0;
@@ -40,6 +46,34 @@ struct Fleet {
   std::unordered_map<std::string, size_t> index;
   std::vector<std::shared_ptr<CountingLink>> links;
 };
+
+// dlio_ext.barrier: announce (issue 29): each agent's release says how long after its own compute end to wait, so
+// that every agent ends at the slowest estimated compute end (receipt + compute left, coordinator clock), and how
+// long its announce was held.
+TEST(PhaseDriverTest, TheReleaseTellsEachAgentHowLongAfterItsComputeEndToWait) {
+  Fleet f(3);
+  PhaseDriver d;
+  const Clock::time_point t0{};
+  f.Start(d, PhaseKind::kTrainEpoch, t0);
+  Clock::duration wait{};
+  using std::chrono::milliseconds;
+  const int64_t ms = 1000000;
+  // a: received at 0, computes 10 ms more (ends 10); b: at 2 ms, 30 ms more (ends 32, the slowest); c: at 5 ms,
+  // arriving after its compute (ends 5).
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait, 10 * ms), PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("b", "job", "train-epoch-1", 0, t0 + milliseconds(2), &wait, 30 * ms),
+            PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("c", "job", "train-epoch-1", 0, t0 + milliseconds(5), &wait, 0), PhaseDriver::Arrival::kReleased);
+  ASSERT_EQ(f.links[0]->timings.size(), 1u);
+  EXPECT_EQ(f.links[0]->timings[0].wait_after_end_ns, 22 * ms);
+  EXPECT_EQ(f.links[0]->timings[0].held_ns, 5 * ms);
+  EXPECT_EQ(f.links[1]->timings[0].wait_after_end_ns, 0);
+  EXPECT_EQ(f.links[1]->timings[0].held_ns, 3 * ms);
+  EXPECT_EQ(f.links[2]->timings[0].wait_after_end_ns, 27 * ms);
+  EXPECT_EQ(f.links[2]->timings[0].held_ns, 0);
+  // The next step starts afresh: a repeat of step 0 counts for nothing.
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0 + milliseconds(40), &wait, 1 * ms), PhaseDriver::Arrival::kStale);
+}
 
 TEST(PhaseDriverTest, TheLastArrivalReleasesTheStepOnEveryLinkAndStaleOnesAreTold) {
   Fleet f(3);

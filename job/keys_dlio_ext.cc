@@ -77,6 +77,17 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
         return ParseChoice(n, p, {"none", "before_training", "every_epoch"}, {}, "cache eviction", &s.evict_cache);
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
+  v.push_back(Custom(
+      "dlio_ext.barrier", KeyStatus::kImplemented,
+      "how the per-step barrier of a job over several agents meets: announce (the default: each agent announces "
+      "its step when its ranks' compute starts, with the compute end it drew; the coordinator releases every "
+      "agent at the slowest compute end, so the harness's round trip hides under the compute) or after_compute "
+      "(each agent arrives after its ranks' compute and waits for the coordinator's release, as DLIO's "
+      "comm.barrier(); docs/architecture.md, Step barrier)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"announce", "after_compute"}, {}, "step barrier", &s.barrier);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.barrier); }));
   AddParquetExtKeys(v);
   v.push_back(Custom(
       "dlio_ext.s3_endpoint_policy", KeyStatus::kImplemented,

@@ -205,6 +205,7 @@ struct WorkloadSpec {
   bool trace = false;                        // dlio_ext.trace: record trace events (set by --trace FILE)
   int64_t trace_events_per_thread = 65536;   // dlio_ext.trace_events_per_thread: the per-thread cap (kDefault...)
   std::string evict_cache = "none";          // dlio_ext.evict_cache: none | before_training | every_epoch
+  std::string barrier = "announce";          // dlio_ext.barrier: announce | after_compute (agent/step_barrier.h)
   std::string read_type = "on_demand";       // reader.read_type: on_demand | memory
   int64_t telemetry_interval = 10;           // dlio_ext.telemetry_interval: seconds between <agent>_host.jsonl lines
   int64_t s3_requests_in_flight = 8;         // dlio_ext.s3_requests_in_flight: whole-object GETs per loader thread

@@ -318,6 +318,11 @@ TEST(WorkloadSpec, UnimplementedDlioFeaturesSaySo) {
   EXPECT_EQ(Error("reader:\n  read_type: mmap\n").rfind("job.yaml:2: reader.read_type:", 0), 0u);
   EXPECT_EQ(Error("dlio_ext:\n  evict_cache: every_epoch\n"), "<loaded>");
   EXPECT_EQ(Error("dlio_ext:\n  evict_cache: always\n").rfind("job.yaml:2: dlio_ext.evict_cache:", 0), 0u);
+  // dlio_ext.barrier (issue 29): announce by default, after_compute the old path; anything else names both.
+  EXPECT_EQ(Error("dlio_ext:\n  barrier: after_compute\n"), "<loaded>");
+  EXPECT_THAT(Error("dlio_ext:\n  barrier: tree\n"),
+              ::testing::AllOf(HasSubstr("dlio_ext.barrier"), HasSubstr("announce"), HasSubstr("after_compute")));
+  EXPECT_EQ(WorkloadSpec().barrier, "announce");
   EXPECT_EQ(Error("dlio_ext:\n  trace: true\n  trace_events_per_thread: 0\n").rfind(
                 "job.yaml:3: dlio_ext.trace_events_per_thread:", 0),
             0u);
