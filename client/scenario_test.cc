@@ -139,7 +139,7 @@ TEST_F(ScenarioLoad, AWorkloadIsNoScenarioAndBadMembersAreNamed) {
   EXPECT_THAT(std::string(LoadScenarioSubmission(opt).status().message()),
               HasSubstr("scenario member 'a': no_such_workload_zz"));
   opt.job_path = Write("scenario:\n  members:\n    - {name: a, workload: w/train.yaml}\n");
-  EXPECT_THAT(std::string(LoadScenarioCommand(opt, false, /*one_job_mode=*/true).status().message()),
+  EXPECT_THAT(std::string(LoadScenarioCommand(opt, /*one_job_mode=*/true).status().message()),
               HasSubstr("a scenario runs on its own, not with --mlperf"));
   opt.detach = true;
   EXPECT_THAT(std::string(LoadScenarioSubmission(opt).status().message()), HasSubstr("--detach: a scenario"));
