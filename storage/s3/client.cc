@@ -295,14 +295,7 @@ S3Client::S3Client(std::shared_ptr<const S3Config> config) : config_(std::move(c
   body_.reserve(4096);
   jitter_state_ = reinterpret_cast<uintptr_t>(this) ^ internal::NowNs();
   if (curl_ != nullptr) {
-    curl_easy_setopt(curl_, CURLOPT_AWS_SIGV4, sigv4_.c_str());
-    curl_easy_setopt(curl_, CURLOPT_USERPWD, userpwd_.c_str());
-    curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
-    curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl_, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c.connect_timeout_ms));
-    curl_easy_setopt(curl_, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl_, CURLOPT_LOW_SPEED_TIME, static_cast<long>(c.stall_timeout_s));
+    SetS3HandleOptions(curl_, sigv4_, userpwd_, headers_, c);
     curl_easy_setopt(curl_, CURLOPT_HEADERFUNCTION, OnHeader);
     curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, OnWrite);
     curl_easy_setopt(curl_, CURLOPT_READFUNCTION, OnRead);
@@ -751,6 +744,19 @@ absl::StatusOr<std::vector<S3Object>> S3Client::List(absl::string_view prefix) {
     token = std::move(p->next_token);
   } while (!token.empty());
   return all;
+}
+
+void SetS3HandleOptions(CURL* h, const std::string& sigv4, const std::string& userpwd, curl_slist* headers,
+                        const S3Config& c) {
+  curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
+  curl_easy_setopt(h, CURLOPT_USERPWD, userpwd.c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c.connect_timeout_ms));
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(c.stall_timeout_s));
 }
 
 absl::Status ParseS3Url(const std::string& url, const std::string& key, std::string* bucket, std::string* prefix) {

@@ -248,6 +248,12 @@ class S3Client {
   uint64_t jitter_state_;
 };
 
+// The options every request handle of the store carries (S3Client's and the read-ahead's): SigV4 signing with
+// `sigv4` ("aws:amz:REGION:s3") and `userpwd` (KEY:SECRET), the fixed `headers`, no signals, TCP_NODELAY and
+// keep-alive, and `c`'s connect and stall timeouts. libcurl copies the strings.
+void SetS3HandleOptions(CURL* h, const std::string& sigv4, const std::string& userpwd, curl_slist* headers,
+                        const S3Config& c);
+
 // Splits "s3://bucket/prefix" into bucket and prefix (no leading or trailing '/'); InvalidArgument naming `key`
 // when the text is not of that form.
 absl::Status ParseS3Url(const std::string& url, const std::string& key, std::string* bucket, std::string* prefix);

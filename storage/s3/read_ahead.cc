@@ -128,16 +128,7 @@ S3ReadAhead::S3ReadAhead(S3Client& client)
     s->url.reserve(1024);
     CURL* h = s->easy = curl_easy_init();
     if (h != nullptr) {
-      // The options of S3Client's handle for a GET (libcurl copies the strings).
-      curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
-      curl_easy_setopt(h, CURLOPT_USERPWD, userpwd.c_str());
-      curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers_);
-      curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-      curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-      curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c.connect_timeout_ms));
-      curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-      curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(c.stall_timeout_s));
+      SetS3HandleOptions(h, sigv4, userpwd, headers_, c);  // as S3Client's handle, for a GET
       curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnSlotHeader);
       curl_easy_setopt(h, CURLOPT_HEADERDATA, s.get());
       curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnSlotWrite);
