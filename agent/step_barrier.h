@@ -94,7 +94,6 @@ class AnnounceBarrier {
   int started_ ABSL_GUARDED_BY(mu_) = 0;          // local ranks that started step_
   int finished_ ABSL_GUARDED_BY(mu_) = 0;         // local ranks past the end of step_
   barrier_timing::AgentStep agent_step_ ABSL_GUARDED_BY(mu_);  // step_'s announce and latest compute end
-  bool announced_ ABSL_GUARDED_BY(mu_) = false;
   bool awaiting_ ABSL_GUARDED_BY(mu_) = false;     // a rank waits for step_'s release
   bool released_ ABSL_GUARDED_BY(mu_) = false;     // step_'s release came: end_ns_ is its instant
   int64_t end_ns_ ABSL_GUARDED_BY(mu_) = 0;

@@ -71,9 +71,9 @@ void Coordinator::RunnerLoop() {
     }
     ended_threads_.clear();
     if (ended.empty()) return;
-    lk.Unlock();
+    mu_.Unlock();  // the Mutex itself, as WriteResults does: the analysis follows it into this lambda, not `lk`
     for (std::thread& t : ended) t.join();
-    lk.Lock();
+    mu_.Lock();
   };
   while (!stopping_) {
     join_ended();
