@@ -5,6 +5,48 @@
 
 namespace dlio::workload_internal {
 
+namespace {
+
+// Data table: dlio_ext's rows of how agents meet and move data (the step barrier, parquet, S3 endpoints and
+// requests in flight, telemetry), in the order of the section's docs.
+void AddDlioExtTransportKeys(std::vector<KeyInfo>& v) {
+  v.push_back(Custom(
+      "dlio_ext.barrier", KeyStatus::kImplemented,
+      "how the per-step barrier of a job over several agents meets: announce (the default: each agent announces "
+      "its step when its ranks' compute starts, with the compute end it drew; the coordinator releases every "
+      "agent at the slowest compute end, so the harness's round trip hides under the compute) or after_compute "
+      "(each agent arrives after its ranks' compute and waits for the coordinator's release, as DLIO's "
+      "comm.barrier(); docs/architecture.md, Step barrier)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"announce", "after_compute"}, {}, "step barrier", &s.barrier);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.barrier); }));
+  AddParquetExtKeys(v);
+  v.push_back(Custom(
+      "dlio_ext.s3_endpoint_policy", KeyStatus::kImplemented,
+      "s3 with several endpoints (storage.storage_options.endpoint_url as a list, or the agents' S3_ENDPOINT_URIS): "
+      "round_robin puts rank r on endpoint r % n (the MLCommons fork's default); per_agent puts every rank of agent "
+      "a on endpoint a % n; per_request sends each request of a client to the next endpoint. Whatever the policy, "
+      "an attempt that fails with attempts left goes to the next endpoint (a failover, counted; "
+      "docs/object-storage.md)",
+      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
+        return ParseChoice(n, p, {"round_robin", "per_agent", "per_request"}, {}, "endpoint policy",
+                           &s.s3_endpoint_policy);
+      },
+      [](const WorkloadSpec& s) { return Quote(s.s3_endpoint_policy); }));
+  v.push_back(IntKey("dlio_ext.telemetry_interval", &WorkloadSpec::telemetry_interval, 1, 3600,
+                     "seconds between the lines of each agent's host telemetry series (<agent>_host.jsonl in the "
+                     "results: CPU, memory, disks, network; 10 as MLPerf Storage v3 records them); the agents "
+                     "sample every second for /metrics whatever it is"));
+  v.push_back(IntKey("dlio_ext.s3_requests_in_flight", &WorkloadSpec::s3_requests_in_flight, 1, 64,
+                     "whole-object GETs each loader thread keeps in flight over s3 (npz, npy, csv, jpeg, png: the "
+                     "objects its next samples read, asked for ahead over one libcurl multi handle with kept-alive "
+                     "connections; delivered in the plan's order); 1 = one GET at a time. 8 reached the reference "
+                     "client's rate for 100 KiB objects on the suite's RGW (docs/object-storage.md#concurrency)"));
+}
+
+}  // namespace
+
 // Data table: the dlio_ext section.
 void AddDlioExtKeys(std::vector<KeyInfo>& v) {
   v.push_back(Custom(
@@ -77,39 +119,7 @@ void AddDlioExtKeys(std::vector<KeyInfo>& v) {
         return ParseChoice(n, p, {"none", "before_training", "every_epoch"}, {}, "cache eviction", &s.evict_cache);
       },
       [](const WorkloadSpec& s) { return Quote(s.evict_cache); }));
-  v.push_back(Custom(
-      "dlio_ext.barrier", KeyStatus::kImplemented,
-      "how the per-step barrier of a job over several agents meets: announce (the default: each agent announces "
-      "its step when its ranks' compute starts, with the compute end it drew; the coordinator releases every "
-      "agent at the slowest compute end, so the harness's round trip hides under the compute) or after_compute "
-      "(each agent arrives after its ranks' compute and waits for the coordinator's release, as DLIO's "
-      "comm.barrier(); docs/architecture.md, Step barrier)",
-      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseChoice(n, p, {"announce", "after_compute"}, {}, "step barrier", &s.barrier);
-      },
-      [](const WorkloadSpec& s) { return Quote(s.barrier); }));
-  AddParquetExtKeys(v);
-  v.push_back(Custom(
-      "dlio_ext.s3_endpoint_policy", KeyStatus::kImplemented,
-      "s3 with several endpoints (storage.storage_options.endpoint_url as a list, or the agents' S3_ENDPOINT_URIS): "
-      "round_robin puts rank r on endpoint r % n (the MLCommons fork's default); per_agent puts every rank of agent "
-      "a on endpoint a % n; per_request sends each request of a client to the next endpoint. Whatever the policy, "
-      "an attempt that fails with attempts left goes to the next endpoint (a failover, counted; "
-      "docs/object-storage.md)",
-      [](const YAML::Node& n, const std::string& p, WorkloadSpec& s) {
-        return ParseChoice(n, p, {"round_robin", "per_agent", "per_request"}, {}, "endpoint policy",
-                           &s.s3_endpoint_policy);
-      },
-      [](const WorkloadSpec& s) { return Quote(s.s3_endpoint_policy); }));
-  v.push_back(IntKey("dlio_ext.telemetry_interval", &WorkloadSpec::telemetry_interval, 1, 3600,
-                     "seconds between the lines of each agent's host telemetry series (<agent>_host.jsonl in the "
-                     "results: CPU, memory, disks, network; 10 as MLPerf Storage v3 records them); the agents "
-                     "sample every second for /metrics whatever it is"));
-  v.push_back(IntKey("dlio_ext.s3_requests_in_flight", &WorkloadSpec::s3_requests_in_flight, 1, 64,
-                     "whole-object GETs each loader thread keeps in flight over s3 (npz, npy, csv, jpeg, png: the "
-                     "objects its next samples read, asked for ahead over one libcurl multi handle with kept-alive "
-                     "connections; delivered in the plan's order); 1 = one GET at a time. 8 reached the reference "
-                     "client's rate for 100 KiB objects on the suite's RGW (docs/object-storage.md#concurrency)"));
+  AddDlioExtTransportKeys(v);
 }
 
 }  // namespace dlio::workload_internal
