@@ -302,7 +302,10 @@ absl::StatusOr<AnnounceBarrier::Received> AgentSession::AwaitRelease(const std::
   if (absl::Status s = WaitRelease(job_id, step); !s.ok()) return s;
   MutexLock lk(&mu_);
   auto it = slots_.find(job_id);
-  if (it == slots_.end()) return absl::CancelledError(absl::StrCat("barrier at step ", step, " abandoned: job ended"));
+  if (it == slots_.end()) {
+    return absl::CancelledError(
+        absl::StrCat("job ", job_id, ": barrier at step ", step, " abandoned: the job ended on this agent"));
+  }
   return it->second.releases.last();
 }
 
