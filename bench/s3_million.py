@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The million-object S3 bench (issue 27 item 6): generate --objects small objects (default 1,000,000 of 4 KiB) on a
 one-node Ceph RGW this script starts (scripts/ceph-rgw.sh; memstore sized to the data, or CEPH_RGW_OBJECTSTORE=
-bluestore for a file-backed OSD) with the agent's own generation (DLIO's names, npz), then read them for one epoch
+bluestore for a file-backed OSD; the bucket's index pre-sharded for the object count, --index-shards) with DLIO's
+names (npz), then read them for one epoch
 with one agent twice: listing (dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not
 (dataset.skip_listing: true, names derived, a HEAD of every listing_validation_interval-th). For each read it reports
 
@@ -10,6 +11,11 @@ with one agent twice: listing (dataset.skip_listing: false, ListObjectsV2 of the
              wait for a batch (--trace), listing and planning included
   rss        the agent's peak RSS (VmHWM of the dlio-agent process, polled while it runs)
   GETs/s     GET requests of the epoch over the epoch's wall time (0_per_epoch_stats.json)
+
+Generation (--generator): `agent`, the agent's own generate phase (--threads writer threads, one PUT each at a
+time); `copies` (the default, the fastest measured), the agent generates one object of the same shape on the local
+file system and the reference client (bench/s3_ref.c `put ... @FILE`) PUTs copies of it under every DLIO name with
+--gen-threads PUTs in flight. The read phases are the agent's in both cases (the objects are valid npz either way).
 
 Only the standard library. Exit status: 0 ran, 2 error.
 
@@ -30,7 +36,8 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def job_yaml(objects, record, threads, in_flight, generate, skip_listing):
+def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3"):
+    root = "  storage_root: million\n" if storage == "s3" else ""
     return f"""model:
   name: million
 framework: pytorch
@@ -38,9 +45,8 @@ workflow:
   generate_data: {str(generate).lower()}
   train: {str(not generate).lower()}
 storage:
-  storage_type: s3
-  storage_root: million
-dataset:
+  storage_type: {storage}
+{root}dataset:
   data_folder: m
   format: npz
   num_files_train: {objects}
@@ -116,6 +122,17 @@ class Million:
                 self.env[k] = v
         subprocess.run([os.path.join(self.args.bin_dir, "dlio-bench-s3-ref"), "mkbucket", "million"], env=self.env,
                        check=True, capture_output=True)
+        # One index shard holds the whole listing's omap; RGW's dynamic resharding would split it while the PUTs
+        # run (blocking them). Sharded up front: ~100,000 entries per shard at most, RGW's own threshold.
+        # (RGW creates 11; radosgw-admin refuses a reshard to the count the bucket already has.)
+        shards = self.args.index_shards or max(11, min(101, self.args.objects // 50_000 + 1))
+        if shards != 11:
+            p = subprocess.run(["radosgw-admin", "-c", os.path.join(self.gw, "ceph.conf"), "-n", "client.rgw.a",
+                                "bucket", "reshard", "--bucket", "million", "--num-shards", str(shards)],
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise RuntimeError(f"radosgw-admin bucket reshard --num-shards {shards}: {p.stderr[-2000:]}")
+        self.shards = shards
 
     def stop_gateway(self):
         subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "stop", self.gw])
@@ -151,8 +168,20 @@ class Million:
 
     def generate(self):
         a = self.args
-        d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False), False)
-        log(f"generated {a.objects} objects in {secs:.0f} s ({a.objects / secs:.0f} PUTs/s)")
+        if a.generator == "agent":
+            d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False),
+                                  False)
+        else:
+            # One object of the job's shape from the agent (on the local file system), then copies of it under
+            # every name DLIO's generation gives: {prefix}_{i padded to digits(N)}_of_{N}.npz.
+            d, _, _ = self.run("seed", job_yaml(1, a.record, 1, 1, True, False, "local_fs"), False)
+            seed = os.path.join(d, "m", "train", "img_0_of_1.npz")
+            fmt = f"m/train/img_%0{len(str(a.objects))}zu_of_{a.objects}.npz"
+            t0 = time.time()
+            subprocess.run([os.path.join(a.bin_dir, "dlio-bench-s3-ref"), "put", "million", fmt, str(a.objects),
+                            "@" + seed, str(a.gen_threads)], env=self.env, check=True, capture_output=True)
+            secs = time.time() - t0
+        log(f"generated {a.objects} objects in {secs:.0f} s ({a.objects / secs:.0f} PUTs/s, {a.generator})")
         self.gen_seconds = secs
 
     def read(self, name, skip_listing):
@@ -181,7 +210,8 @@ class Million:
     def report(self):
         a = self.args
         lines = [f"{a.objects} objects of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
-                 f"flight; generation {a.objects / self.gen_seconds:.0f} PUTs/s", "",
+                 f"flight; generation {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}), {self.shards} index shards",
+                 "",
                  "| read | LIST requests | listing s | first batch s | agent peak RSS MiB | GETs/s | run s |",
                  "|---|---|---|---|---|---|---|"]
         for name, lr, ls, first, rss, rate, secs in self.rows:
@@ -201,13 +231,16 @@ def main():
     ap.add_argument("--record", type=int, default=4096, help="record_length_bytes (4096: 64x64 uint8 samples)")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--in-flight", type=int, default=8)
+    ap.add_argument("--generator", choices=["copies", "agent"], default="copies")
+    ap.add_argument("--gen-threads", type=int, default=32, help="PUTs in flight of the copies generator")
+    ap.add_argument("--index-shards", type=int, default=0, help="bucket index shards (0: one per 50,000 objects)")
     ap.add_argument("--keep-gateway", action="store_true", help="leave the gateway running (its folder: WORK/gateway)")
     ap.add_argument("--results")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     m = Million(args)
-    m.start_gateway()
     try:
+        m.start_gateway()  # inside: a failed set-up (the reshard) stops what it started too
         m.generate()
         m.read("listing", False)
         m.read("skip_listing", True)

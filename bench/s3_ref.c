@@ -11,6 +11,11 @@
  *                                                         connection and buffer per slot; the agent's
  *                                                         dlio_ext.s3_requests_in_flight from one thread)
  *   dlio-bench-s3-ref put BUCKET PREFIX COUNT SIZE THREADS PUTs COUNT objects PREFIX/obj-<i> of SIZE random bytes
+ *                                                         (threads t, t+THREADS, ...: THREADS PUTs in flight);
+ *                                                         a PREFIX with one %zu is the whole key, printf'd with i
+ *                                                         (e.g. m/train/img_%07zu_of_1000000.npz: DLIO's names),
+ *                                                         and SIZE @FILE makes every object a copy of FILE (the
+ *                                                         million-object bench's fast generation, bench/s3_million.py)
  *
  * Endpoint and credentials: AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION (us-east-1).
  * Prints one JSON line {"bytes": B, "seconds": S, "requests": N} (S from the first request to the last answer).
@@ -185,7 +190,13 @@ static void* put_worker(void* arg) {
   curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)w->size);
   char url[2048];
   for (size_t i = (size_t)w->id; i < w->count && !w->failed; i += (size_t)w->threads) {
-    snprintf(url, sizeof url, "%s/%s/%s/obj-%zu", g_endpoint, g_bucket, w->prefix, i);
+    if (strstr(w->prefix, "%zu") != NULL) { /* the whole key, printf'd with i (usage checked it has one %zu) */
+      char key[1024];
+      snprintf(key, sizeof key, w->prefix, i);
+      snprintf(url, sizeof url, "%s/%s/%s", g_endpoint, g_bucket, key);
+    } else {
+      snprintf(url, sizeof url, "%s/%s/%s/obj-%zu", g_endpoint, g_bucket, w->prefix, i);
+    }
     curl_easy_setopt(h, CURLOPT_URL, url);
     w->sent = 0;
     w->failed = check(h, curl_easy_perform(h), url);
@@ -200,7 +211,7 @@ static void* put_worker(void* arg) {
 static int usage(void) {
   fprintf(stderr,
           "usage: dlio-bench-s3-ref mkbucket BUCKET | get BUCKET KEYFILE THREADS PASSES [INFLIGHT] | "
-          "put BUCKET PREFIX COUNT SIZE THREADS\n");
+          "put BUCKET PREFIX COUNT SIZE|@FILE THREADS\n");
   return 2;
 }
 
@@ -249,6 +260,22 @@ int main(int argc, char** argv) {
   if (threads < 1) return usage();
   char** keys = NULL;
   size_t nkeys = 0;
+  unsigned char* body = NULL; /* put ... @FILE: every object's bytes */
+  size_t body_size = 0;
+  if (!get) {
+    const char* pct = strchr(argv[3], '%');
+    if (pct != NULL && (strncmp(pct, "%zu", 3) != 0 || strchr(pct + 1, '%') != NULL)) return usage();
+  }
+  if (!get && argv[5][0] == '@') {
+    FILE* f = fopen(argv[5] + 1, "rb");
+    if (!f) return usage();
+    fseek(f, 0, SEEK_END);
+    body_size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    body = malloc(body_size ? body_size : 1);
+    if (fread(body, 1, body_size, f) != body_size) return usage();
+    fclose(f);
+  }
   if (get) {
     FILE* f = fopen(argv[3], "r");
     if (!f) return usage();
@@ -274,9 +301,13 @@ int main(int argc, char** argv) {
     } else {
       w[t].prefix = argv[3];
       w[t].count = (size_t)strtoull(argv[4], NULL, 10);
-      w[t].size = (size_t)strtoull(argv[5], NULL, 10);
+      w[t].size = body != NULL ? body_size : (size_t)strtoull(argv[5], NULL, 10);
       w[t].buf = malloc(w[t].size ? w[t].size : 1);
-      for (size_t i = 0; i < w[t].size; ++i) w[t].buf[i] = (unsigned char)(rand() >> 7);
+      if (body != NULL) {
+        memcpy(w[t].buf, body, body_size);
+      } else {
+        for (size_t i = 0; i < w[t].size; ++i) w[t].buf[i] = (unsigned char)(rand() >> 7);
+      }
     }
   }
   double t0 = now();
@@ -295,6 +326,7 @@ int main(int argc, char** argv) {
          (unsigned long long)requests);
   for (size_t i = 0; i < nkeys; ++i) free(keys[i]);
   free(keys);
+  free(body);
   free(w);
   free(tid);
   curl_global_cleanup();
