@@ -12,7 +12,7 @@
  *                                                         dlio_ext.s3_requests_in_flight from one thread)
  *   dlio-bench-s3-ref put BUCKET PREFIX COUNT SIZE THREADS PUTs COUNT objects PREFIX/obj-<i> of SIZE random bytes
  *                                                         (threads t, t+THREADS, ...: THREADS PUTs in flight);
- *                                                         a PREFIX with one %zu is the whole key, printf'd with i
+ *                                                         a PREFIX with one %zu (%07zu) is the whole key, printf'd with i
  *                                                         (e.g. m/train/img_%07zu_of_1000000.npz: DLIO's names),
  *                                                         and SIZE @FILE makes every object a copy of FILE (the
  *                                                         million-object bench's fast generation, bench/s3_million.py)
@@ -190,7 +190,7 @@ static void* put_worker(void* arg) {
   curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)w->size);
   char url[2048];
   for (size_t i = (size_t)w->id; i < w->count && !w->failed; i += (size_t)w->threads) {
-    if (strstr(w->prefix, "%zu") != NULL) { /* the whole key, printf'd with i (usage checked it has one %zu) */
+    if (strchr(w->prefix, '%') != NULL) { /* the whole key, printf'd with i (main checked it has one %zu) */
       char key[1024];
       snprintf(key, sizeof key, w->prefix, i);
       snprintf(url, sizeof url, "%s/%s/%s", g_endpoint, g_bucket, key);
@@ -263,8 +263,10 @@ int main(int argc, char** argv) {
   unsigned char* body = NULL; /* put ... @FILE: every object's bytes */
   size_t body_size = 0;
   if (!get) {
+    /* At most one conversion, %zu with an optional zero-padded width (%07zu). */
     const char* pct = strchr(argv[3], '%');
-    if (pct != NULL && (strncmp(pct, "%zu", 3) != 0 || strchr(pct + 1, '%') != NULL)) return usage();
+    const char* conv = pct != NULL ? pct + 1 + strspn(pct + 1, "0123456789") : NULL;
+    if (pct != NULL && (strncmp(conv, "zu", 2) != 0 || strchr(conv, '%') != NULL)) return usage();
   }
   if (!get && argv[5][0] == '@') {
     FILE* f = fopen(argv[5] + 1, "rb");
