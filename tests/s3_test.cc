@@ -703,6 +703,12 @@ std::string Sample(const std::string& metrics, const std::string& series) {
   return std::regex_search(metrics, m, re) ? m[1].str() : "";
 }
 
+// A job of `files` npz objects of 4 KiB in `bucket` whose endpoint is `front` (the redirect tests).
+std::string JobThroughFront(const std::string& bucket, int files, const std::string& front) {
+  return Workload("npz", files, 1, 4096, 1, 0, 1, true,
+                  Storage(bucket) + "  storage_options:\n    endpoint_url: " + front + "\n");
+}
+
 // Issue 27 item 2: a job whose endpoint is a redirecting front (307 to the suite's RGW, as AIStore's proxy answers)
 // generates and reads through it: every request follows the redirect, re-signed for the gateway, and succeeds; the
 // redirects are counted per operation (every GET was one), the bytes are the objects', and each GET's latency is one
@@ -713,9 +719,7 @@ TEST_F(S3, RedirectsFromAFrontAreFollowedToTheGatewayAndCounted) {
   TempDir dir;
   S3Fleet fleet(dir, {"--s3-allow-endpoint", front.endpoint()});
   const std::string bucket = NewBucket("redirect");
-  WriteFile(dir.str() + "/job.yaml", Workload("npz", 4, 1, 4096, 1, 0, 1, true,
-                                              Storage(bucket) + "  storage_options:\n    endpoint_url: " +
-                                                  front.endpoint() + "\n"));
+  WriteFile(dir.str() + "/job.yaml", JobThroughFront(bucket, 4, front.endpoint()));
   CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
   ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
   EXPECT_EQ(List(bucket, "data/train/").size(), 4u);
@@ -742,9 +746,7 @@ TEST_F(S3, ARedirectToAHostTheAgentDoesNotAllowIsRefusedNamingTheUrl) {
   TempDir dir;
   S3Fleet fleet(dir, {"--s3-allow-endpoint", front.endpoint()});
   const std::string bucket = NewBucket("redirect-refused");
-  WriteFile(dir.str() + "/job.yaml", Workload("npz", 2, 1, 4096, 1, 0, 1, true,
-                                              Storage(bucket) + "  storage_options:\n    endpoint_url: " +
-                                                  front.endpoint() + "\n"));
+  WriteFile(dir.str() + "/job.yaml", JobThroughFront(bucket, 2, front.endpoint()));
   CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.out + r.err, HasSubstr("HTTP 307 redirect to '" + trap.endpoint() + "/"));
@@ -910,14 +912,50 @@ json EndpointFigures(const TempDir& dir) {
   return LoadJson(dir.str() + "/out/summary.json")["dlio_ext"].value("s3_endpoints", json::object());
 }
 
+// The two-gateway tests' set-up: a bucket of the test's own (none for an empty stem), a second radosgw of the suite's
+// cluster (the test checks second.ok()) and the first gateway's endpoint.
+struct TwoGateways {
+  explicit TwoGateways(const std::string& stem)
+      : bucket(stem.empty() ? "" : NewBucket(stem)), second(S3Dir()), first(Gateway().at("AWS_ENDPOINT_URL")) {}
+  std::string bucket;
+  ExtraGateway second;
+  std::string first;
+};
+
+// The gateway-kill tests' dataset: 32 npz objects of 64 KiB, 64 steps of 0.25 s for one agent of 2 ranks' batches.
+std::string KillJob(const TempDir& dir, const std::string& bucket) {
+  const std::string job = dir.str() + "/job.yaml";
+  WriteFile(job, Workload("npz", 32, 1, 65536, 1, 0.25, 2, true, Storage(bucket)));
+  return job;
+}
+
+// One of two gateways dies in the middle of the epoch: rank 0 (of 1) reads `g.bucket` with the gateway that dies
+// first in its list (the fork's comma-separated form), s3_max_attempts `attempts`; 64 steps of 0.25 s, the gateway
+// killed 4 s in, after the start-up and the preflight of both endpoints.
+CommandResult ReadWhileTheSecondGatewayDies(const TempDir& dir, TwoGateways& g, int attempts) {
+  std::thread killer([&g] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    g.second.Stop();
+  });
+  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
+                           {"workflow.generate_data=false",
+                            "storage.storage_options.endpoint_url=" + g.second.endpoint() + "," + g.first,
+                            "storage.storage_options.s3_max_attempts=" + std::to_string(attempts), JobKeyId(),
+                            JobSecret()},
+                           1);
+  killer.join();
+  return r;
+}
+
 // Round robin (per rank, the default): 2 agents of 1 rank read through 2 gateways; the requests split within 10 %
 // of even, none failed over.
 TEST_F(S3, TwoGatewaysRoundRobinSplitsRequestsEvenly) {
   TempDir dir;
-  const std::string bucket = NewBucket("two");
-  ExtraGateway second(S3Dir());
+  TwoGateways g("two");
+  const std::string& bucket = g.bucket;
+  const ExtraGateway& second = g.second;
+  const std::string& first = g.first;
   ASSERT_TRUE(second.ok()) << second.error();
-  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
   WriteFile(dir.str() + "/job.yaml", Workload("npz", 64, 1, 16384, 2, 0, 2, true, Storage(bucket)));
   ASSERT_PRED1(JobRan, RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1"}, 1).exit_code);
   // The second gateway is not the agents' own endpoint: the job brings its own keys (docs/object-storage.md).
@@ -940,24 +978,12 @@ TEST_F(S3, TwoGatewaysRoundRobinSplitsRequestsEvenly) {
 // the other and the job completes, the failovers counted (summary.json, per endpoint and in all).
 TEST_F(S3, OneOfTwoGatewaysKilledMidEpochFailsOverWithRetriesLeft) {
   TempDir dir;
-  const std::string bucket = NewBucket("failover");
-  ExtraGateway second(S3Dir());
+  TwoGateways g("failover");
+  const ExtraGateway& second = g.second;
+  const std::string& first = g.first;
   ASSERT_TRUE(second.ok()) << second.error();
-  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
-  WriteFile(dir.str() + "/job.yaml", Workload("npz", 32, 1, 65536, 1, 0.25, 2, true, Storage(bucket)));
-  ASSERT_PRED1(JobRan, RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1", "train.computation_time=0"}, 1).exit_code);
-  // 64 steps of 0.25 s: the gateway dies 4 s in, after the start-up and the preflight of both endpoints.
-  std::thread killer([&second] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
-    second.Stop();
-  });
-  // Rank 0 (of 1) starts on the first endpoint of the list: the gateway that dies. The fork's comma-separated form.
-  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
-                           {"workflow.generate_data=false",
-                            "storage.storage_options.endpoint_url=" + second.endpoint() + "," + first,
-                            "storage.storage_options.s3_max_attempts=3", JobKeyId(), JobSecret()},
-                           1);
-  killer.join();
+  ASSERT_PRED1(JobRan, RunJob(dir, KillJob(dir, g.bucket), {"train.epochs=1", "train.computation_time=0"}, 1).exit_code);
+  CommandResult r = ReadWhileTheSecondGatewayDies(dir, g, 3);
   ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
   const json s = LoadJson(dir.str() + "/out/summary.json");
   EXPECT_EQ(s["dlio_ext"]["train_io"]["samples"].get<int>(), 64) << s.dump();
@@ -972,22 +998,12 @@ TEST_F(S3, OneOfTwoGatewaysKilledMidEpochFailsOverWithRetriesLeft) {
 // The same without retries (s3_max_attempts 1): the job fails with one line naming the endpoint that died.
 TEST_F(S3, OneOfTwoGatewaysKilledMidEpochWithoutRetriesFailsNamingIt) {
   TempDir dir;
-  const std::string bucket = NewBucket("noretry");
-  ExtraGateway second(S3Dir());
+  TwoGateways g("noretry");
+  const std::string& bucket = g.bucket;
+  const ExtraGateway& second = g.second;
   ASSERT_TRUE(second.ok()) << second.error();
-  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
-  WriteFile(dir.str() + "/job.yaml", Workload("npz", 32, 1, 65536, 1, 0.25, 2, true, Storage(bucket)));
-  ASSERT_PRED1(JobRan, RunJob(dir, dir.str() + "/job.yaml", {"train.epochs=1", "train.computation_time=0"}, 1).exit_code);
-  std::thread killer([&second] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
-    second.Stop();
-  });
-  CommandResult r = RunJob(dir, dir.str() + "/job.yaml",
-                           {"workflow.generate_data=false",
-                            "storage.storage_options.endpoint_url=" + second.endpoint() + "," + first,
-                            "storage.storage_options.s3_max_attempts=1", JobKeyId(), JobSecret()},
-                           1);
-  killer.join();
+  ASSERT_PRED1(JobRan, RunJob(dir, KillJob(dir, bucket), {"train.epochs=1", "train.computation_time=0"}, 1).exit_code);
+  CommandResult r = ReadWhileTheSecondGatewayDies(dir, g, 1);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const std::regex line("s3 (GET|HEAD) endpoint " + second.endpoint() + " bucket '" + bucket +
                         "' object 'data/train/img_[0-9]+_of_32\\.npz': no HTTP status \\(");
@@ -998,9 +1014,10 @@ TEST_F(S3, OneOfTwoGatewaysKilledMidEpochWithoutRetriesFailsNamingIt) {
 // spelled as ours, see each file's header) load with --explain and run scaled down with an endpoint override: the
 // multi-endpoint ones through the two gateways, requests on both.
 TEST_F(S3, MlcommonsMultiEndpointAndS3dlioWorkloadsRunWithEndpointOverride) {
-  ExtraGateway second(S3Dir());
+  TwoGateways g("");  // the workload files name their buckets
+  const ExtraGateway& second = g.second;
+  const std::string& first = g.first;
   ASSERT_TRUE(second.ok()) << second.error();
-  const std::string first = Gateway().at("AWS_ENDPOINT_URL");
   struct Case {
     const char* name;
     const char* bucket;
