@@ -200,28 +200,34 @@ void S3ReadAhead::Refill(S3KeySource& source) {
   }
 }
 
+void S3ReadAhead::Pump() {
+  int running = 0;
+  curl_multi_perform(multi_, &running);
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    Slot* s = nullptr;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &s);
+    s->rc = m->data.result;  // read before the handle is removed (the message goes with it)
+    s->t1 = internal::NowNs();
+    curl_multi_remove_handle(multi_, s->easy);
+    s->active = false;
+    --active_;
+    window_.MarkDone(s->index);
+  }
+}
+
 void S3ReadAhead::WaitFront(S3KeySource& source) {
   const int front = window_.front();
+  // The transfers are driven on every Get, even when the front is already done: a reader that takes answers
+  // finished earlier must not leave the others (and the transfers just added) idle meanwhile, their sockets full.
+  Pump();
   while (!window_.done(front)) {
-    int running = 0;
-    curl_multi_perform(multi_, &running);
-    int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
-      if (m->msg != CURLMSG_DONE) continue;
-      Slot* s = nullptr;
-      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &s);
-      s->rc = m->data.result;  // read before the handle is removed (the message goes with it)
-      s->t1 = internal::NowNs();
-      curl_multi_remove_handle(multi_, s->easy);
-      s->active = false;
-      --active_;
-      window_.MarkDone(s->index);
-    }
-    if (window_.done(front)) break;
     Refill(source);  // a finished transfer's place goes to the next key at once
     // 100 ms: a bound on one wait only (any socket event ends it at once); the transfers' own limits are the
     // connect and stall timeouts of S3Config.
     curl_multi_poll(multi_, nullptr, 0, 100, nullptr);
+    Pump();
   }
 }
 
@@ -248,6 +254,7 @@ absl::StatusOr<uint64_t> S3ReadAhead::Get(const std::string& key, S3KeySource& s
   }
   window_.PopFront();
   Refill(source);
+  if (active_ > 0) Pump();  // the GETs just added go out now, while the reader works on this answer
   if (!ok) {  // anything but a 2xx answer: asked again the one-request way (retries, redirects, the error's name)
     const uint64_t t0 = internal::NowNs();
     absl::StatusOr<uint64_t> n = client_.Get(key, buf);

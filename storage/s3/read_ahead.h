@@ -21,10 +21,13 @@
 //    is asked again through S3Client::Get, which retries, follows redirects and names the error exactly as without
 //    read-ahead. Every GET taken is one request of the read-ahead's own S3Stats (registered with S3Metrics, so
 //    dlio_s3_* series and summary.json count it as any GET), its latency from issue to completion.
+//  - Progress: the transfers are driven on every Get, also when its answer had already arrived, and the GETs that
+//    take the freed places are sent before Get returns (the reader's work on an answer overlaps them).
 //  - Connections: one easy handle per slot, reused request after request within one multi handle whose connection
 //    cache keeps the connections alive (HTTP/1.1 keep-alive, TCP_NODELAY, at most `window` connections to the host).
 //  - Allocation: once warm, none of ours per object (slot URLs and buffers grow only; a finished buffer is swapped
-//    with the reader's, not copied); libcurl's own allocations are its own (bench/alloc_bench.cc reports them).
+//    with the reader's, not copied; tests/s3_read_ahead_alloc_test.cc counts it); libcurl's own allocations (~113
+//    mallocs per GET: the URL copy, the signed headers) are its own.
 // Thread-safety: none; one S3ReadAhead per reader (per loader thread). S3KeySourceScope is per thread.
 #pragma once
 
@@ -115,7 +118,10 @@ class S3ReadAhead {
  private:
   void Refill(S3KeySource& source);
   void Start(int slot, const std::string& key);
-  // Runs the transfers until the front is done (polling the sockets), refilling as transfers finish.
+  // Drives the transfers once without waiting and marks the finished ones done.
+  void Pump();
+  // Runs the transfers (at least once, done front or not) until the front is done (polling the sockets),
+  // refilling as transfers finish.
   void WaitFront(S3KeySource& source);
   void Drop(int slot);
 
