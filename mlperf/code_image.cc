@@ -92,8 +92,12 @@ absl::Status WriteImage(const fs::path& tmp, const std::map<std::string, std::st
     fs::create_directories((tmp / rel).parent_path(), ec);
     if (absl::Status s = WriteFileAtomic((tmp / rel).string(), text); !s.ok()) return s;
   }
-  const json meta = {{"hash", hash},          {"algorithm", kCodeImageAlgorithm}, {"captured_at", FormatTimestamp(UnixMicrosNow())},
-                     {"tool_version", ToolVersion()}, {"git_sha", ToolCommit()}, {"files", sums}};
+  const json meta = {{"hash", hash},
+                     {"algorithm", kCodeImageAlgorithm},
+                     {"captured_at", FormatTimestamp(UnixMicrosNow())},
+                     {"tool_version", ToolVersion()},
+                     {"git_sha", ToolCommit()},
+                     {"files", sums}};
   return WriteFileAtomic((tmp / kCodeHashFile).string(), meta.dump(2) + "\n");
 }
 
