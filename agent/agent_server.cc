@@ -277,6 +277,7 @@ AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instan
   }
   id.host_cpu_count = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   id.provenance = CollectHostProvenance(opt.data_root);
+  id.data_root_mount = ProbeMount(opt.data_root);
   // The DRAM this host node has: declared, else a container's cgroup limit, else MemTotal (MLPerf's datasize and the
   // potential-caching check use it).
   struct sysinfo si {};

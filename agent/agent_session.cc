@@ -60,6 +60,12 @@ v1::AgentMessage AgentSession::Hello() const {
   hello->set_kernel(prov.kernel);
   hello->set_cpu_model(prov.cpu_model);
   hello->set_data_root_fs(prov.data_root_fs);
+  v1::DataRootMount* mount = hello->mutable_data_root_mount();
+  mount->set_mount_point(id_.data_root_mount.mount_point);
+  mount->set_source(id_.data_root_mount.source);
+  mount->set_fs_type(id_.data_root_mount.fs_type);
+  mount->set_device(id_.data_root_mount.device);
+  mount->set_fsid(id_.data_root_mount.fsid);
   hello->mutable_cpuinfo()->insert(prov.cpuinfo.begin(), prov.cpuinfo.end());
   hello->mutable_meminfo()->insert(prov.meminfo.begin(), prov.meminfo.end());
   hello->set_processor_name(prov.cpu_model == "unknown" ? "" : prov.cpu_model);

@@ -40,6 +40,7 @@
 #include "agent/phase_runner.h"
 #include "agent/step_barrier.h"
 #include "base/host_facts.h"
+#include "base/mount_id.h"
 #include "base/mutex.h"
 #include "job/workload_spec.h"
 #include "dlio/v1/coordinator.pb.h"
@@ -97,6 +98,7 @@ class AgentSession {
     std::string host_memory_source;  // "meminfo", "cgroup" or "--host-memory" (Hello.host_memory_source)
     uint32_t host_cpu_count = 1;
     HostProvenance provenance;       // uname, CPU, data-root file system, NICs, /proc/cpuinfo and meminfo
+    MountId data_root_mount;         // the mount holding --data-root (Hello.data_root_mount)
   };
   // The session's liveness settings, from Welcome.
   struct Timing {

@@ -19,6 +19,17 @@ absl::Status CheckHello(const v1::Hello& h) {
       return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
     }
   }
+  const v1::DataRootMount& m = h.data_root_mount();
+  for (const auto& [text, field] : {std::make_pair(&m.mount_point(), "Hello.data_root_mount.mount_point"),
+                                    std::make_pair(&m.source(), "Hello.data_root_mount.source"),
+                                    std::make_pair(&m.fs_type(), "Hello.data_root_mount.fs_type"),
+                                    std::make_pair(&m.device(), "Hello.data_root_mount.device"),
+                                    std::make_pair(&m.fsid(), "Hello.data_root_mount.fsid")}) {
+    // 4096: PATH_MAX, the longest mount point or source a kernel shows.
+    if (absl::Status s = CheckText(*text, field, 4096); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
+    }
+  }
   if (absl::Status s = CheckText(h.processor_name(), "Hello.processor_name", 255); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("agent '", EscapeText(h.name(), 64), "': ", s.message()));
   }
@@ -51,6 +62,8 @@ AgentInfo AgentInfoFromHello(const v1::Hello& hello) {
   info.kernel = hello.kernel();
   info.cpu_model = hello.cpu_model();
   info.data_root_fs = hello.data_root_fs();
+  const v1::DataRootMount& m = hello.data_root_mount();
+  info.data_root_mount = {"", m.mount_point(), m.source(), m.fs_type(), m.device(), m.fsid(), ""};
   info.cpuinfo.insert(hello.cpuinfo().begin(), hello.cpuinfo().end());
   info.meminfo.insert(hello.meminfo().begin(), hello.meminfo().end());
   info.processor_name = hello.processor_name();

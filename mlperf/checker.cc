@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -16,7 +17,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "mlperf/capacity_record.h"
 #include "mlperf/checkpoint_v3.h"
+#include "mlperf/code_image.h"
 #include "mlperf/packaging.h"
 #include "mlperf/submission_tree.h"
 #include "mlperf/submission_v3.h"
@@ -64,6 +67,7 @@ class Checker {
     if (v3_) {
       for (Finding& f : CheckV3Tree(t_, refs_)) findings_.push_back(std::move(f));
     }
+    CheckCodeImagePool();
     CheckRootFiles();
     return findings_;
   }
@@ -90,6 +94,40 @@ class Checker {
                       ") are on one file system"));
   }
 
+  // CAP-01: a v3.0 run folder holds the capacity gate's record (capacity_gate.json, mlperf/capacity_record.h)
+  // showing the job's data fitting its file system.
+  void CheckCapacity(const Run& r) {
+    if (r.version != MlperfVersion::kV3_0) return;
+    const fs::path f = r.dir / kCapacityRecordFile;
+    const std::string problem = CapacityRecordProblem(t_.root / f);
+    if (!problem.empty()) Fail(f, kCapacityRule, problem);
+  }
+
+  // CHECK-01..03 and 2.1.6 (mlperf/code_image.h) over the v3.0 run folders: the pool is the tree's root, in a v3.0
+  // tree its <org>/ folder (<division>/<org>/results/...). The reference checksums are those of the references this
+  // check judges by.
+  void CheckCodeImagePool() {
+    std::vector<std::pair<fs::path, fs::path>> runs;
+    std::set<fs::path> pools;
+    for (const Run& r : t_.runs) {
+      if (r.version != MlperfVersion::kV3_0) continue;
+      fs::path pool;
+      if (v3_) {
+        auto it = r.dir.begin();
+        if (it != r.dir.end() && ++it != r.dir.end()) pool = *it;
+      }
+      runs.emplace_back(r.dir, pool);
+      pools.insert(pool);
+    }
+    if (runs.empty()) return;
+    const std::map<std::string, std::string> sums =
+        ReferenceChecksums(refs_ != nullptr ? *refs_ : MlperfReferences(t_.version()));
+    for (const CodeImageFinding& f :
+         CheckCodeImages(t_.root, std::vector<fs::path>(pools.begin(), pools.end()), runs, &sums)) {
+      Fail(f.file, f.rule, f.message);
+    }
+  }
+
   void CheckRunFiles(const Run& r) {
     std::error_code ec;
     for (const char* f : {"summary.json", "dlio_config/config.yaml", "dlio_config/overrides.yaml"}) {
@@ -109,6 +147,7 @@ class Checker {
                                          r.type == kMlperfCheckpointing ? "" : "<command>/", "<datetime>)"));
     }
     CheckFsSeparation(r);
+    CheckCapacity(r);
     if (!r.summary.is_object()) return;
     // What ran is what the folder says ran: the normalised job against the job's own record of it.
     const json prov = r.summary.value("dlio_ext", json::object()).value("provenance", json::object());

@@ -459,8 +459,11 @@ absl::StatusOr<std::vector<MlperfReference>> LoadMlperfReferences(const std::str
   }
   if (ec) return absl::InvalidArgumentError(absl::StrCat("--mlperf-references: '", dir, "': ", ec.message()));
   if (v.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--mlperf-references: '", dir, "' holds no reference file (named ",
-                                                   "as the shipped ones: unet3d_h100.yaml, llama3_8b.yaml, ...)"));
+    // Examples of the round asked for: v3.0's files are b200/mi355 (configs/workloads/mlperf-v3.0/).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mlperf-references: '", dir, "' holds no reference file (named as the shipped ", MlperfVersionName(version),
+        " ones: ", version == MlperfVersion::kV3_0 ? "unet3d_b200.yaml, retinanet_b200.yaml" : "unet3d_h100.yaml",
+        ", llama3_8b.yaml, ...)"));
   }
   std::sort(v.begin(), v.end(), [](const MlperfReference& a, const MlperfReference& b) { return a.file < b.file; });
   return v;

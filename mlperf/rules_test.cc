@@ -274,6 +274,23 @@ TEST(MlperfReferencesDir, FilesNamedAsTheShippedOnesReplaceTheSet) {
   std::filesystem::remove_all(dir);
 }
 
+// An empty references folder names files of the round asked for: v3.0's are b200/mi355, v2.0's a100/h100.
+TEST(MlperfReferencesDir, AnEmptyFolderNamesTheRoundsOwnFiles) {
+  const std::string dir = ::testing::TempDir() + "/mlperf-refs-empty-test";
+  std::filesystem::create_directories(dir);
+  absl::StatusOr<std::vector<MlperfReference>> v3 = LoadMlperfReferences(dir, MlperfVersion::kV3_0);
+  ASSERT_FALSE(v3.ok());
+  EXPECT_THAT(std::string(v3.status().message()),
+              ::testing::HasSubstr("named as the shipped v3.0 ones: unet3d_b200.yaml, retinanet_b200.yaml, "
+                                   "llama3_8b.yaml"));
+  EXPECT_THAT(std::string(v3.status().message()), ::testing::Not(::testing::HasSubstr("h100")));
+  absl::StatusOr<std::vector<MlperfReference>> v2 = LoadMlperfReferences(dir, MlperfVersion::kV2_0);
+  ASSERT_FALSE(v2.ok());
+  EXPECT_THAT(std::string(v2.status().message()),
+              ::testing::HasSubstr("named as the shipped v2.0 ones: unet3d_h100.yaml, llama3_8b.yaml"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(MlperfRuns, ReplicationOfOneFigure) {
   ReplicationVerdict v = JudgeReplication({1.0, 1.04, 0.96});
   EXPECT_NEAR(v.mean.value_or(0), 1.0, 1e-12);

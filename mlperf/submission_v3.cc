@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "base/host_facts.h"
 #include "client/client.h"
+#include "mlperf/code_image.h"
 #include "mlperf/packaging.h"
 #include "yaml-cpp/yaml.h"
 
@@ -246,6 +247,8 @@ absl::StatusOr<V3TreeWritten> WriteV3Tree(const Tree& t, const json& report, con
   }
   for (const std::string& div : divisions) {
     const fs::path sd = o.out / div / o.org / "systems" / (o.system + ".yaml");
+    // The code images the runs point at, into <org>/ as upstream's pool (mlperf/code_image.h).
+    if (absl::Status s = CopyPointedImages(t.root, o.out / div / o.org / "results", o.out / o.org); !s.ok()) return s;
     std::error_code ec;
     if (fs::exists(sd, ec)) {
       done.systems.push_back(absl::StrCat(sd.string(), " (kept: the submitter's edits)"));

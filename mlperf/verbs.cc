@@ -14,6 +14,8 @@
 #include "mlperf/checkpoint_v3.h"
 #include "mlperf/fs_separation.h"
 #include "mlperf/rules.h"
+#include "mlperf/run_records.h"
+#include "mlperf/submission_tree.h"
 #include "mlperf/set_verdict.h"
 #include "client/client.h"
 #include "client/coordinator_client.h"
@@ -95,8 +97,8 @@ RunOutcome SubmitWithOneRetry(const SubmitOptions& base, const LoadedJob& job, c
 }
 
 FolderRun RunIntoFolder(const SubmitOptions& base, const LoadedJob& job, const std::vector<std::string>& extra,
-                        const fs::path& dir, RunFolderMeta meta, const MlperfReferenceSet& refs, std::ostream& err,
-                        const std::atomic<bool>* cancel) {
+                        const fs::path& dir, RunFolderMeta meta, const MlperfReferenceSet& refs,
+                        const MlperfRunOptions& opt, std::ostream& err, const std::atomic<bool>* cancel) {
   FolderRun f;
   const std::string label = absl::StrCat(meta.role, meta.index > 0 ? absl::StrCat(" ", meta.index) : "");
   f.outcome = SubmitWithOneRetry(base, job, extra, dir, label, err, cancel);
@@ -122,7 +124,12 @@ FolderRun RunIntoFolder(const SubmitOptions& base, const LoadedJob& job, const s
   meta.overrides = r.job->overrides();
   meta.classification = f.classification;
   meta.references = refs.label;
-  if (absl::Status s = WriteRunFolderFiles(dir, spec, meta, r.summary); !s.ok()) {
+  absl::Status s = WriteRunFolderFiles(dir, spec, meta, r.summary);
+  if (s.ok()) {
+    s = WriteRunRecords(dir, spec, opt.data_root, submission::ShapeOf(r.summary).world, opt.results_dir,
+                        refs.use_custom ? refs.custom : MlperfReferences(meta.version));
+  }
+  if (!s.ok()) {
     err << s.message() << "\n";
     f.rc = 1;
   }
@@ -433,16 +440,7 @@ int CheckCheckpointSet(const SetContext& s, const SubmitOptions& base, const Mlp
 
 // The data's (checkpoints') and the results' file systems of the set (mlperf/fs_separation.h).
 FsSeparation ProbeSetSeparation(const SetContext& s, const MlperfRunOptions& opt) {
-  const std::string folder = s.ckpt ? s.spec.checkpoint_folder : s.spec.data_folder;
-  return ProbeSeparation((fs::path(opt.data_root) / folder).lexically_normal().string(), opt.results_dir,
-                         s.spec.storage_type);
-}
-
-void PrintFsRefusal(const SetContext& s, const FsSeparation& sep, const std::string& outcome, std::ostream& err) {
-  err << "MLPerf mode: " << FsSeparationRule(s.ckpt) << ": the " << (s.ckpt ? "checkpoints" : "data") << " ("
-      << sep.data.path << ", device " << sep.data.device << ", " << sep.data.fs_type << ") and the results ("
-      << sep.results.path << ", device " << sep.results.device << ", " << sep.results.fs_type
-      << ") are on one file system; a CLOSED result needs them on different file systems; " << outcome << "\n";
+  return ProbeJobSeparation(s.spec, s.ckpt, opt.data_root, opt.results_dir);
 }
 
 // The gate before the first job: a set whose job (as given, classified now against the set's references) is CLOSED
@@ -454,16 +452,18 @@ int GateFsSeparation(const SetContext& s, const MlperfRunOptions& opt, std::ostr
   if (sep.separate) return 0;
   absl::StatusOr<json> c = ClassifyRun(s.spec, json(), "", s.refs.get(), s.version);
   if (!c.ok() || !c->is_object() || c->value("class", "") != "CLOSED") return 0;
-  PrintFsRefusal(s, sep, "refused before any job", err);
+  PrintFsRefusal(sep, s.ckpt, "refused before any job", err);
   return kExitBelowTarget;
 }
 
-// fs_separation.json in the run's folder, and the gate again on the run's own class: a CLOSED run whose data and
-// results share a file system stops the set (exit 5) naming the rule. 0 to go on.
+// fs_separation.json in the run's folder, and the gate again on the run's own class: a CLOSED run on one file system
+// stops the set (exit 5) naming the rule. 0 to go on.
 int RecordFsSeparation(const SetContext& s, const MlperfRunOptions& opt, const FolderRun& f, const fs::path& dir,
                        std::ostream& err) {
-  if (opt.data_root.empty()) return 0;
-  const FsSeparation sep = ProbeSetSeparation(s, opt);
+  // submit: the agents' data roots as their summary.json reports them.
+  const FsSeparation sep = opt.data_root.empty()
+                               ? SeparationFromSummary(f.outcome.summary, opt.results_dir, s.spec.storage_type)
+                               : ProbeSetSeparation(s, opt);
   if (absl::Status w = WriteFileAtomic((dir / "fs_separation.json").string(),
                                        FsSeparationJson(sep, s.ckpt).dump(2) + "\n");
       !w.ok()) {
@@ -472,7 +472,7 @@ int RecordFsSeparation(const SetContext& s, const MlperfRunOptions& opt, const F
   }
   const bool closed = f.classification.is_object() && f.classification.value("class", "") == "CLOSED";
   if (sep.separate || !closed) return 0;
-  PrintFsRefusal(s, sep, absl::StrCat("stopping (see ", (dir / "fs_separation.json").string(), ")"), err);
+  PrintFsRefusal(sep, s.ckpt, absl::StrCat("stopping (see ", (dir / "fs_separation.json").string(), ")"), err);
   return kExitBelowTarget;
 }
 
@@ -512,7 +512,8 @@ int RunMlperf(const SubmitOptions& base, const LoadedJob& job, const MlperfRunOp
     const std::string stamp = NextRunStamp(s.parent);
     if (set.empty()) set = stamp;
     const FolderRun f =
-        RunIntoFolder(base, job, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, err, cancel);
+        RunIntoFolder(base, job, extra, s.parent / stamp, RunMeta(s, p, stamp, set, seed), s.refs, opt, err,
+                      cancel);
     if (f.rc != 0) {
       PrintPartialSet(s, written, err);
       return f.rc;
@@ -647,7 +648,7 @@ int RunMlperfDatagen(const SubmitOptions& base, const LoadedJob& job, const Mlpe
   meta.role = "datagen";
   meta.seed = spec.seed;
   meta.version = *version;
-  const FolderRun f = RunIntoFolder(base, job, g.extra, parent / meta.datetime, meta, *refs, err, cancel);
+  const FolderRun f = RunIntoFolder(base, job, g.extra, parent / meta.datetime, meta, *refs, opt, err, cancel);
   if (f.rc != 0) return f.rc;
   PrintDatagenDone(g, f.outcome, parent / meta.datetime, text, out);
   return kExitOk;

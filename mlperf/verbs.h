@@ -16,7 +16,11 @@
 //    by the same code as `mlperf report` (ScoreMlperfSet).
 //  - Before the first job of a CLOSED set with a local data root (`run`), the data's and the results' file systems
 //    are probed: on one file system the set is refused before anything runs (Rules.md 3.4.2/4.4.2); every run
-//    folder records the probe (fs_separation.json).
+//    folder records the probe (fs_separation.json). With remote agents (`submit`) each run's record compares the
+//    agents' data-root mounts their summary.json reports with the results folder's (mlperf/fs_separation.h), and a
+//    CLOSED set on one file system stops after its first run, naming the rule.
+//  - Every run folder (the data generation's too) also records the capacity gate (capacity_gate.json, CAP-01) and
+//    points at the tree's code image (.mlps-code-image; mlperf/run_records.h), which `mlperf check` verifies.
 //  - A run whose coordinator could not be reached (exit 3: a transient connection error between runs) is retried
 //    once after kMlperfRetryPause; a second failure stops the set, naming the run and the folders already written.
 //  - Exit statuses as the client verbs (client/render.h): 0 every verdict passed (--mlperf: AU PASS in every run,
@@ -79,7 +83,7 @@ struct MlperfRunOptions {
   std::string results_dir = "mlperf-results";  // root of the results tree (mlperf/submission.h)
   std::string references_dir;           // --mlperf-references; empty = the shipped references
   // run: the local agents' --data-root, where the fs-separation probe looks for the data (Rules.md 3.4.2/4.4.2);
-  // empty (submit: the agents' data roots are on their hosts): the data's file system is not probed.
+  // empty (submit: the agents' data roots are on their hosts): their reported mounts are compared after each run.
   std::string data_root;
   // --accelerator-type: the accelerator a checkpointing set emulates (b200, mi355, a100, h100), for Rules.md 4.3.4;
   // empty: not checked (as mlpstorage without the flag).

@@ -185,7 +185,12 @@ static nlohmann::json ProvenanceJson(const JobResult& job) {
                      {"memory_bytes", static_cast<uint64_t>(a.memory_gb * 1024.0 * 1024.0 * 1024.0 + 0.5)},
                      {"memory_source", a.memory_source},
                      {"nics", NicsJson(a.nics)},
-                     {"data_root_fs", a.data_root_fs}});
+                     {"data_root_fs", a.data_root_fs},
+                     {"data_root_mount", {{"mount_point", a.data_root_mount.mount_point},
+                                          {"source", a.data_root_mount.source},
+                                          {"fs_type", a.data_root_mount.fs_type},
+                                          {"device", a.data_root_mount.device},
+                                          {"fsid", a.data_root_mount.fsid}}}});
   }
   return {{"tool", "dlio-cpp"},
           {"version", ToolVersion()},

@@ -38,6 +38,7 @@
 #include "results/io_stats.h"
 #include "base/confined_dir.h"
 #include "base/host_facts.h"
+#include "base/mount_id.h"
 #include "results/host_telemetry.h"
 #include "results/s3_stats.h"
 #include "job/workload_spec.h"
@@ -191,6 +192,7 @@ struct AgentInfo {
   std::string kernel;
   std::string cpu_model;
   std::string data_root_fs;
+  MountId data_root_mount;  // the mount holding the data root (base/mount_id.h); empty from older agents
   // DLIO's host_cpuinfo / host_meminfo / host_processor_name of the agent's host (empty from older agents).
   std::map<std::string, std::string> cpuinfo, meminfo;
   std::string processor_name;

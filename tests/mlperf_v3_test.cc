@@ -3,7 +3,8 @@
 //    the device again in every epoch, the summary's per-epoch device bytes checked against /proc/diskstats;
 //  - the fs-separation probe and gate (Rules.md 3.4.2): fs_separation.json in every run folder, a CLOSED set whose
 //    data and results share a file system stopped naming the rule;
-//  - the capacity gate (CAP-01) before the data generation;
+//  - the capacity gate (CAP-01) before the data generation, and its record in every run folder;
+//  - the fs-separation probe of `submit --mlperf` across processes: the agents' reported data-root mounts;
 //  - (issue 25 item 4) a scaled-down CLOSED v3.0 rehearsal of unet3d_b200 and retinanet_b200 (datagen, warm-up + 5
 //    runs, `mlperf report` into the v3.0 tree, `mlperf check` of that tree) accepted, and each broken rule named.
 // Timed and host-wide (drop_caches): RUN_SERIAL in tests/CMakeLists.txt.
@@ -279,6 +280,63 @@ fs::path RunFolderOf(const fs::path& parent, const std::string& role, int index)
   return {};
 }
 
+// Issue 25 item 4 (3): `submit --mlperf`, whose agents are other processes (on other hosts in general), cannot probe
+// their data root itself: each agent reports its data root's mount (Hello.data_root_mount) and every run folder's
+// fs_separation.json compares it with the results folder's. The agent's data root on the results' file system: the
+// CLOSED set stops after its first run naming Rules.md 3.4.2; on tmpfs: separate.
+TEST(MlperfSubmitV3, RemoteAgentsDataRootIsComparedWithTheResultsFileSystem) {
+  if (!SharedMemoryUsable()) GTEST_SKIP() << "no /dev/shm for a second file system";
+  TempDir dir;
+  TempDir shm(fs::path("/dev/shm"));
+  const std::string refs = SourceDir() + "/tests/fixtures/mlperf-scaled-v3";
+  for (const std::string& root : {dir.str() + "/root", shm.str() + "/root"}) {
+    fs::create_directories(root);
+    const bool same = root.rfind(dir.str(), 0) == 0;
+    const std::string tree = dir.str() + (same ? "/tree-same" : "/tree-apart");
+    const int port = FreePort();
+    const std::string address = "127.0.0.1:" + std::to_string(port);
+    Process coordinator({Bin("dlio-coordinator"), "serve", "--listen", address, "--results-dir",
+                         dir.str() + "/coord-results"},
+                        dir.str() + "/coordinator.log");
+    ASSERT_TRUE(WaitForListening(port)) << coordinator.Log();
+    Process agent({Bin("dlio-agent"), "--coordinator", address, "--data-root", root, "--name", "agent-0",
+                   "--accelerators", "2", "--host-memory", "512kB"},
+                  dir.str() + "/agent.log");
+    auto submit = [&](const std::string& mode) {
+      return RunCommand({Bin("dlio-coordinator"), "submit", refs + "/unet3d_b200.yaml", mode, "--mlperf-runs", "1",
+                         "--coordinator", address, "--wait-for-agents", "30", "--mlperf-results-dir", tree,
+                         "--mlperf-references", refs},
+                        seconds(180), dir.str());
+    };
+    CommandResult r = submit("--mlperf-datagen");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << agent.Log();
+    r = submit("--mlperf");
+    const fs::path warmup = RunFolderOf(fs::path(tree) / "training" / "unet3d" / "run", "warmup", 0);
+    ASSERT_TRUE(fs::exists(warmup / "fs_separation.json")) << r.out << r.err;
+    const nlohmann::json sep = LoadJson((warmup / "fs_separation.json").string());
+    EXPECT_EQ(sep["rule"], "Rules.md 3.4.2") << sep.dump();
+    EXPECT_EQ(sep["separate"], !same) << sep.dump();
+    ASSERT_EQ(sep["agents"].size(), 1u) << sep.dump();
+    EXPECT_EQ(sep["data"]["agent"], "agent-0") << sep.dump();
+    EXPECT_FALSE(sep["data"]["device"].get<std::string>().empty()) << sep.dump();
+    EXPECT_FALSE(sep["data"]["mount"]["source"].get<std::string>().empty()) << sep.dump();
+    EXPECT_FALSE(sep["results"]["mount"]["mount_point"].get<std::string>().empty()) << sep.dump();
+    if (same) {
+      EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+      EXPECT_NE(r.err.find("MLPerf mode: Rules.md 3.4.2: the data (agent-0:--data-root, device "), std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find("are on one file system; a CLOSED result needs them on different file systems; stopping"),
+                std::string::npos)
+          << r.err;
+      EXPECT_FALSE(fs::exists(RunFolderOf(fs::path(tree) / "training" / "unet3d" / "run", "run", 1))) << "run 1 ran";
+    } else {
+      EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 5) << r.out << r.err;  // 5: a loaded machine's AU
+      EXPECT_EQ(r.err.find("Rules.md 3.4.2"), std::string::npos) << r.err;
+      EXPECT_EQ(sep["data"]["fs_type"], "tmpfs") << sep.dump();
+    }
+  }
+}
+
 // The 5-run mode, again when the machine's load failed a measured verdict (AU or replication), at most 3 times,
 // the failed set's folders removed (as tests/mlperf_test.cc RunMlperfSet: a submitter discards such a set).
 CommandResult RunV3Set(const std::function<CommandResult()>& run, const fs::path& run_dir) {
@@ -347,12 +405,21 @@ TEST(MlperfWorkflowV3, ScaledDownClosedRehearsalIsAcceptedAndEachBrokenRuleIsNam
     for (const std::string& ts : runs) {
       EXPECT_TRUE(std::regex_match(ts, std::regex("[0-9]{8}_[0-9]{6}"))) << ts;
       for (const char* f : {"summary.json", "dlio_config/config.yaml", "dlio_config/overrides.yaml",
-                            "fs_separation.json"}) {
+                            "fs_separation.json", "capacity_gate.json", ".mlps-code-image"}) {
         EXPECT_TRUE(fs::exists(w / "run" / ts / f)) << w / "run" / ts / f;
       }
       EXPECT_EQ(LoadJson(MetadataOf(w / "run" / ts).string())["mlperf_version"], "v3.0");
     }
   }
+  // The code images the runs point at, in <org>/ as upstream's pool (CHECK-01, 2.1.6).
+  const std::string pointer = ReadFile((RunFolderOf(org / "results/sut/training/unet3d/run", "run", 1) /
+                                        ".mlps-code-image").string());
+  ASSERT_EQ(pointer.rfind("dlio-md5-tree-v1:", 0), 0u) << pointer;
+  const fs::path image = sub / "rehearsal-org" / ("code-" + pointer.substr(17, 8));
+  EXPECT_TRUE(fs::exists(image / ".code-hash.json")) << image;
+  EXPECT_TRUE(fs::exists(image / "build_info.json")) << image;
+  EXPECT_TRUE(fs::exists(image / "workloads" / "unet3d_b200.yaml")) << image;
+  EXPECT_TRUE(fs::exists(sub / "rehearsal-org" / ".mlps-image-pool"));
   // systems/sut.yaml in the v3.0 schema: the hosts as the agents reported them, the submitter's parts marked.
   const fs::path sd = org / "systems" / "sut.yaml";
   const std::string yaml = ReadFile(sd.string());
@@ -424,6 +491,28 @@ TEST(MlperfWorkflowV3, ScaledDownClosedRehearsalIsAcceptedAndEachBrokenRuleIsNam
     WriteFile(f.string(), j.dump(2));
   });
   EXPECT_NE(out.find("fs_separation.json: fs separation: Rules.md 3.4.2: the data ("), std::string::npos) << out;
+  // CAP-01 read back: the capacity gate's record short, then missing.
+  out = broken("capacity-short", [&](const fs::path& t) {
+    const fs::path f = RunFolderOf(t / unet_runs, "run", 1) / "capacity_gate.json";
+    nlohmann::json j = LoadJson(f.string());
+    j["needed_bytes"] = j["free_bytes"].get<uint64_t>() + j["present_bytes"].get<uint64_t>() + 1000;
+    WriteFile(f.string(), j.dump(2));
+  });
+  EXPECT_NE(out.find("capacity_gate.json: CAP-01: dataset.data_folder '"), std::string::npos) << out;
+  EXPECT_NE(out.find("short by 1000 bytes"), std::string::npos) << out;
+  out = broken("capacity-record-missing", [&](const fs::path& t) {
+    fs::remove(RunFolderOf(t / unet_runs, "run", 5) / "capacity_gate.json");
+  });
+  EXPECT_NE(out.find("capacity_gate.json: CAP-01: missing: the capacity gate's record"), std::string::npos) << out;
+  // CHECK-01 and CHECK-02: a run without its code-image pointer; an image edited after the capture.
+  out = broken("code-image", [&](const fs::path& t) {
+    fs::remove(RunFolderOf(t / unet_runs, "run", 2) / ".mlps-code-image");
+    std::ofstream(t / "rehearsal-org" / image.filename() / "build_info.json", std::ios::app) << " ";
+  });
+  EXPECT_NE(out.find(".mlps-code-image: CHECK-01: missing"), std::string::npos) << out;
+  EXPECT_NE(out.find(image.filename().string() + "/.code-hash.json: CHECK-02: the image's files re-hash to "),
+            std::string::npos)
+      << out;
   out = broken("filed-under-open", [&](const fs::path& t) {
     fs::create_directories(t / "open" / "rehearsal-org" / "results" / "sut" / "training");
     fs::rename(t / "closed/rehearsal-org/results/sut/training/retinanet",
