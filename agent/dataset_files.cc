@@ -201,20 +201,18 @@ absl::Status CheckExists(const DatasetLocation& where, S3Client* client, const s
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> DeriveDataFiles(const DatasetLocation& where, const std::string& split,
-                                                         const std::string& ext, int64_t count, int64_t subfolders,
-                                                         const std::string& prefix, int64_t interval,
-                                                         const std::string& count_key) {
-  std::vector<std::string> files;
-  files.reserve(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const std::string rel = DataFileRelPath(split, prefix, i, count, subfolders, ext);
-    files.push_back(where.s3 ? S3Join(where.prefix, rel) : absl::StrCat(where.folder->path(), "/", rel));
-  }
+absl::StatusOr<DataFileNames> DeriveDataFiles(const DatasetLocation& where, const std::string& split,
+                                              const std::string& ext, int64_t count, int64_t subfolders,
+                                              const std::string& prefix, int64_t interval,
+                                              const std::string& count_key) {
+  DataFileNames files = where.s3 ? DataFileNames::Derived(where.prefix, true, split, prefix, count, subfolders, ext)
+                                 : DataFileNames::Derived(where.folder->path(), false, split, prefix, count,
+                                                          subfolders, ext);
   if (interval <= 0 || count == 0) return files;
   std::unique_ptr<S3Client> client = where.s3 ? std::make_unique<S3Client>(where.s3) : nullptr;
   for (int64_t i = 0; i < count; i = i == count - 1 ? count : std::min(i + interval, count - 1)) {
-    const std::string& name = files[static_cast<size_t>(i)];
+    std::string buf;
+    const std::string& name = files.Name(i, &buf);
     absl::Status s = CheckExists(where, client.get(), name);
     if (s.ok()) continue;
     if (s.code() != absl::StatusCode::kNotFound) return s;
@@ -229,11 +227,24 @@ absl::StatusOr<std::vector<std::string>> DeriveDataFiles(const DatasetLocation& 
   return files;
 }
 
-absl::StatusOr<std::vector<std::string>> FindDataFiles(const DatasetLocation& where, const std::string& split,
-                                                       const std::string& ext, int64_t count,
-                                                       const DataFileNaming& naming, const std::string& count_key,
-                                                       const std::string& hint, const std::string& prefix,
-                                                       std::string* ignored) {
+DataFileNames CompactNames(std::vector<std::string> names, const DatasetLocation& where, const std::string& split,
+                           const std::string& ext, int64_t subfolders, const std::string& prefix) {
+  if (names.empty() || prefix.empty()) return names;
+  const int64_t count = static_cast<int64_t>(names.size());
+  DataFileNames derived =
+      where.s3 ? DataFileNames::Derived(where.prefix, true, split, prefix, count, subfolders, ext)
+               : DataFileNames::Derived(where.folder->path(), false, split, prefix, count, subfolders, ext);
+  std::string buf;
+  for (int64_t i = 0; i < count; ++i) {
+    if (derived.Name(i, &buf) != names[static_cast<size_t>(i)]) return names;
+  }
+  return derived;
+}
+
+absl::StatusOr<DataFileNames> FindDataFiles(const DatasetLocation& where, const std::string& split,
+                                            const std::string& ext, int64_t count, DataFileNaming naming,
+                                            const std::string& count_key, const std::string& hint,
+                                            const std::string& prefix, std::string* ignored) {
   if (naming.derive) {
     if (naming.list_if_other_names && count > 0) {
       const std::string rel = DataFileRelPath(split, prefix, 0, count, naming.subfolders, ext);
@@ -241,12 +252,17 @@ absl::StatusOr<std::vector<std::string>> FindDataFiles(const DatasetLocation& wh
       const absl::Status first = CheckExists(
           where, client.get(), where.s3 ? S3Join(where.prefix, rel) : absl::StrCat(where.folder->path(), "/", rel));
       if (first.code() == absl::StatusCode::kNotFound) {
-        return ListDataFiles(where, split, ext, count, count_key, hint, prefix, ignored);
+        naming.derive = false;  // listed below
       }
     }
-    return DeriveDataFiles(where, split, ext, count, naming.subfolders, prefix, naming.interval, count_key);
+    if (naming.derive) {
+      return DeriveDataFiles(where, split, ext, count, naming.subfolders, prefix, naming.interval, count_key);
+    }
   }
-  return ListDataFiles(where, split, ext, count, count_key, hint, prefix, ignored);
+  absl::StatusOr<std::vector<std::string>> listed = ListDataFiles(where, split, ext, count, count_key, hint, prefix,
+                                                                  ignored);
+  if (!listed.ok()) return listed.status();
+  return CompactNames(std::move(*listed), where, split, ext, naming.subfolders, prefix);
 }
 
 namespace {

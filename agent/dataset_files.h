@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/data_file_names.h"
 #include "base/confined_dir.h"
 #include "job/workload_spec.h"
 #include "readers/format.h"
@@ -69,31 +70,39 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
                                                        std::string* ignored = nullptr);
 
 // dataset.skip_listing: the `count` names `<split>/[<subfolder>/]<prefix>_<i>_of_<count>.<ext>` under the location
-// (full paths or object keys, in index order, which is the sorted order a listing gives), with `subfolders` DLIO's
+// (full paths or object keys, in index order, which is the sorted order a listing gives) as a derived DataFileNames
+// (agent/data_file_names.h: the pattern, O(1) memory whatever the count), with `subfolders` DLIO's
 // num_subfolders_<split>. Validation: names 0, `interval`, 2*`interval`, ... and the last (the one a short dataset
 // lacks) are checked, by HEAD (bucket) or a confined open (folder); `interval` 0 checks none. A missing one is
 // NotFound naming it, `count_key` and how to list instead; other errors (credentials, a link) come back as they are.
-absl::StatusOr<std::vector<std::string>> DeriveDataFiles(const DatasetLocation& where, const std::string& split,
-                                                         const std::string& ext, int64_t count, int64_t subfolders,
-                                                         const std::string& prefix, int64_t interval,
-                                                         const std::string& count_key = "dataset.num_files_train");
+absl::StatusOr<DataFileNames> DeriveDataFiles(const DatasetLocation& where, const std::string& split,
+                                              const std::string& ext, int64_t count, int64_t subfolders,
+                                              const std::string& prefix, int64_t interval,
+                                              const std::string& count_key = "dataset.num_files_train");
+
+// Listed names as the compact form when they are exactly the derived names of their count (`prefix` set: the job's
+// dataset.file_prefix; `subfolders` DLIO's num_subfolders_<split>): a derived DataFileNames, O(1) memory; else the
+// names held as they are.
+DataFileNames CompactNames(std::vector<std::string> names, const DatasetLocation& where, const std::string& split,
+                           const std::string& ext, int64_t subfolders, const std::string& prefix);
 
 // How a phase finds its split's files (agent/steps_phase.cc): `derive` (WorkloadSpec::SkipsListing) names them with
 // DeriveDataFiles, else ListDataFiles lists them. `list_if_other_names` (dataset.skip_listing unset: derived only by
 // the dataset's size) lists instead when the first derived name does not exist: the names do not follow the
 // convention for this count (a dataset of other names, or the first `count` of a larger generated set, DLIO's subset
-// feature), which listing handles as it always did.
+// feature), which listing handles as it always did. A listing whose names are DLIO's derived names for its count
+// (the usual case: a generated dataset) is kept as the pattern (CompactNames), so the agent holds the names only
+// while it lists.
 struct DataFileNaming {
   bool derive = false;
   bool list_if_other_names = false;
   int64_t subfolders = 0;  // dataset.num_subfolders_<split>
   int64_t interval = 1000; // dataset.listing_validation_interval
 };
-absl::StatusOr<std::vector<std::string>> FindDataFiles(const DatasetLocation& where, const std::string& split,
-                                                       const std::string& ext, int64_t count,
-                                                       const DataFileNaming& naming, const std::string& count_key,
-                                                       const std::string& hint, const std::string& prefix,
-                                                       std::string* ignored);
+absl::StatusOr<DataFileNames> FindDataFiles(const DatasetLocation& where, const std::string& split,
+                                            const std::string& ext, int64_t count, DataFileNaming naming,
+                                            const std::string& count_key, const std::string& hint,
+                                            const std::string& prefix, std::string* ignored);
 
 // A folder of the dataset held open while a file is generated into it (agent/generate_phase.cc). Before a temporary
 // file is renamed into place, StillInPlace() compares the held descriptor (fstat) with what the folder's path names

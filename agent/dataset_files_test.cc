@@ -44,6 +44,7 @@ std::vector<std::string> Names(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) out.push_back(fs::path(p).filename().string());
   return out;
 }
+std::vector<std::string> Names(const DataFileNames& names) { return Names(names.All()); }
 
 // Only data files: indexed_binary's index files, agents' temporary names and other formats' files are left out.
 TEST(ListDataFiles, KeepsOnlyDataFilesSortedAndTakesTheFirstN) {

@@ -18,14 +18,17 @@ namespace {
 // named once when the reader keeps the file read last (reader.read_type: memory, readers/whole_file.h).
 // The prefetch bound holds for the GETs too: the keys of the thread's next batch are given only while it reads the
 // batch before it and its queue has room for that one (`room`); null until then (the read-ahead asks again).
+// Derived names (agent/data_file_names.h) are written into a ring of kKeyRing buffers: a key must stay valid while
+// the read-ahead's window holds it, and the window holds at most 2 x dlio_ext.s3_requests_in_flight (at most 64)
+// keys, handed out in order and released in order, so a buffer is reused only long after its key left the window.
 class IndexKeySource final : public S3KeySource {
  public:
-  IndexKeySource(const EpochPlan& plan, const std::vector<std::string>& files, int64_t rank, int64_t first_batch,
+  IndexKeySource(const EpochPlan& plan, const DataFileNames& files, int64_t rank, int64_t first_batch,
                  int64_t stride, int64_t steps, int64_t batch, bool keep_last, const int64_t* reading,
                  std::function<bool()> room)
       : plan_(plan), files_(files), rank_(rank), k_(first_batch), stride_(stride), steps_(steps), batch_(batch),
         keep_last_(keep_last), reading_(reading), room_(std::move(room)),
-        slice_(static_cast<size_t>(std::min<int64_t>(batch, kSlice))) {
+        slice_(static_cast<size_t>(std::min<int64_t>(batch, kSlice))), ring_(files.derived() ? kKeyRing : 0) {
     next_ = k_ * batch_;
   }
 
@@ -43,19 +46,21 @@ class IndexKeySource final : public S3KeySource {
         next_ += count_;
         j_ = 0;
       }
-      const std::string* key = &files_[slice_[static_cast<size_t>(j_++)].file];
-      if (keep_last_ && key == last_) continue;
-      last_ = key;
-      return key;
+      const int64_t file = slice_[static_cast<size_t>(j_++)].file;
+      if (keep_last_ && file == last_) continue;
+      last_ = file;
+      std::string* buf = ring_.empty() ? nullptr : &ring_[next_buf_++ % ring_.size()];
+      return &files_.Name(file, buf);
     }
     return nullptr;
   }
 
   static constexpr int64_t kSlice = 1024;  // samples per RankSlice call, as IndexThread
+  static constexpr size_t kKeyRing = 256;  // > 128, the largest read-ahead window (see above)
 
  private:
   const EpochPlan& plan_;
-  const std::vector<std::string>& files_;
+  const DataFileNames& files_;
   const int64_t rank_;
   int64_t k_;              // the batch being walked
   const int64_t stride_, steps_, batch_;
@@ -66,7 +71,9 @@ class IndexKeySource final : public S3KeySource {
   int64_t next_ = 0;       // the batch's next sample to slice
   int64_t count_ = 0;      // samples in slice_
   int64_t j_ = 0;          // next of them
-  const std::string* last_ = nullptr;
+  int64_t last_ = -1;      // the file of the key handed out last
+  std::vector<std::string> ring_;  // derived names: the buffers of the keys handed out last
+  size_t next_buf_ = 0;
 };
 
 // Whole-object GETs of s3 with more than one in flight (dlio_ext.s3_requests_in_flight): the formats read through
@@ -213,6 +220,7 @@ void Loader::IndexThread(int t) {
                                             cfg_.format->options().read_in_memory, &reading, room);
   }
   S3KeySourceScope scope(keys.get());
+  std::string name;  // a derived file name (agent/data_file_names.h); grows once to the longest
   for (int64_t k = t; k < steps_; k += cfg_.threads) {
     reading = k;
     for (int64_t first = k * b; first < (k + 1) * b; first += kSlice) {
@@ -221,7 +229,7 @@ void Loader::IndexThread(int t) {
       for (int64_t j = 0; j < count; ++j) {
         if (Stopped()) return;
         const SampleRef s = slice[static_cast<size_t>(j)];
-        absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files[s.file], s.sample, stats);
+        absl::StatusOr<uint64_t> n = reader->ReadSample(cfg_.files.Name(s.file, &name), s.sample, stats);
         if (!n.ok()) return Fail(q, n.status());  // the reader counted the sample itself
         if (cfg_.limiter != nullptr) Throttle(stats, &charged);
         Preprocess(rng);
@@ -258,22 +266,24 @@ void Loader::StreamThread(int t) {
   size_t file = 0;      // its file being read (index into mine.files)
   int64_t in_file = 0;  // records read from that file
   uint64_t charged = stats.bytes();
+  std::string name;  // a derived file name (agent/data_file_names.h)
+  const std::string* path = nullptr;
   for (int64_t i = 0; i < mine.records; ++i) {
     if (Stopped()) return;
     if (k == per_pass) {  // the pass is over: DLIO's repeat() starts the rank's files again
       k = 0;
       file = 0;
     }
-    const std::string& path = cfg_.files[mine.files[file]];
     if (in_file == 0) {
-      if (absl::Status s = reader->Open(path, stats); !s.ok()) return Fail(q, s);
+      path = &cfg_.files.Name(mine.files[file], &name);
+      if (absl::Status s = reader->Open(*path, stats); !s.ok()) return Fail(q, s);
     }
     const bool deliver = plan.Delivered(plan.Position(static_cast<size_t>(t), k));
     if (deliver && !Admit(q, claimed_.fetch_add(1, std::memory_order_relaxed))) return;
     absl::StatusOr<bool> more = deliver ? reader->Next(stats) : reader->Skip(stats);
     if (!more.ok()) return Fail(q, more.status());
     if (!*more) {
-      return Fail(q, absl::DataLossError(absl::StrCat(path, ": ended after ", in_file,
+      return Fail(q, absl::DataLossError(absl::StrCat(*path, ": ended after ", in_file,
                                                       " records; the plan reads dataset.num_samples_per_file = ",
                                                       plan.samples_per_file, " from every file")));
     }

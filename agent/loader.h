@@ -35,6 +35,7 @@
 #include "plan/epoch_plan.h"
 #include "results/io_stats.h"
 #include "results/trace_buffer.h"
+#include "agent/data_file_names.h"
 #include "agent/worker_pool.h"
 #include "base/bandwidth_limiter.h"
 #include "base/mutex.h"
@@ -44,7 +45,9 @@ namespace dlio {
 
 struct LoaderConfig {
   const Format* format = nullptr;
-  std::vector<std::string> files;  // absolute path of every file id of the split
+  // The name (absolute path or object key) of every file id of the split: held, or derived from DLIO's naming
+  // (agent/data_file_names.h); a derived name is written into a per-thread buffer when the thread reaches it.
+  DataFileNames files;
   int64_t batch = 1;
   int64_t threads = 1;             // read_threads; 0 is treated as 1
   int64_t prefetch = 2;            // prefetch_size in batches; 0 is treated as 1

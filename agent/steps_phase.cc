@@ -114,9 +114,9 @@ absl::StatusOr<std::shared_ptr<const ConfinedDir>> ExistingDataDir(
 
 // The files of the phase's split: DLIO's file discovery (agent/dataset_files.h), a directory listing or
 // ListObjectsV2 over the bucket. The hint is for a data folder only: every agent sees the same bucket.
-absl::StatusOr<std::vector<std::string>> PhaseFiles(const WorkloadSpec& spec, bool eval, const ConfinedDir* data_dir,
-                                                    const std::shared_ptr<const S3Config>& s3, const Format& format,
-                                                    const std::string& hint, std::string* ignored) {
+absl::StatusOr<DataFileNames> PhaseFiles(const WorkloadSpec& spec, bool eval, const ConfinedDir* data_dir,
+                                         const std::shared_ptr<const S3Config>& s3, const Format& format,
+                                         const std::string& hint, std::string* ignored) {
   const char* split = eval ? "valid" : "train";
   const int64_t count = eval ? spec.num_files_eval : spec.num_files_train;
   const char* key = eval ? "dataset.num_files_eval" : "dataset.num_files_train";
@@ -135,7 +135,7 @@ absl::StatusOr<std::vector<std::string>> PhaseFiles(const WorkloadSpec& spec, bo
 
 // Cache hygiene: drops the page cache of the files this agent's ranks read this epoch.
 absl::Status EvictEpochFiles(const PhaseCommand& cmd, const EpochPlan& plan, const ConfinedDir& data_dir,
-                             const std::vector<std::string>& files) {
+                             const DataFileNames& files) {
   std::vector<char> mine(files.size(), 0);
   for (int rank = cmd.first_rank; rank < cmd.first_rank + cmd.local_ranks; ++rank) {
     if (AccessModeFor(cmd.spec) == AccessMode::kStream) {
@@ -154,7 +154,7 @@ absl::Status EvictEpochFiles(const PhaseCommand& cmd, const EpochPlan& plan, con
   }
   std::vector<std::string> evict;
   for (size_t f = 0; f < mine.size(); ++f) {
-    if (mine[f]) evict.push_back(files[f]);
+    if (mine[f]) evict.push_back(files[f]);  // only this agent's files: its shard
   }
   return EvictFiles(data_dir, evict);
 }
@@ -199,7 +199,7 @@ absl::StatusOr<std::unique_ptr<StepsSetup>> SetUpSteps(const PhaseContext& ctx) 
   if (!format.ok()) return format.status();
   setup->format = std::move(*format);
   std::string ignored;  // files of other layouts left out: said once per job, at its first phase of the split
-  absl::StatusOr<std::vector<std::string>> files =
+  absl::StatusOr<DataFileNames> files =
       PhaseFiles(spec, eval, setup->data_dir.get(), *s3, *setup->format, hint, &ignored);
   if (!files.ok()) return Annotate(files.status(), ctx.Where(cmd.first_rank));
   if (!ignored.empty() && cmd.epoch == (eval ? spec.eval_after_epoch : 1)) {
