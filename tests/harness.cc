@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -234,6 +235,91 @@ void ExtraGateway::Stop() {
   if (pid_ <= 0 || stopped_) return;
   stopped_ = true;
   ::kill(pid_, SIGTERM);  // exactly the daemon extra-rgw started (its PID, recorded in the cluster's pids file too)
+}
+
+std::string S3GatewayDir() {
+  const char* dir = std::getenv("DLIO_S3_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : DLIO_S3_DEFAULT_DIR;
+}
+
+const std::map<std::string, std::string>& S3Gateway() {
+  static const std::map<std::string, std::string> env = [] {
+    std::map<std::string, std::string> m;
+    std::ifstream in(S3GatewayDir() + "/env");
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t eq = line.find('=');
+      if (eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    for (const auto& [k, v] : m) ::setenv(k.c_str(), v.c_str(), 1);
+    return m;
+  }();
+  return env;
+}
+
+bool CephInstalled() {
+  return RunCommand({"/bin/sh", "-c", "command -v radosgw && command -v ceph"}, std::chrono::seconds(10)).exit_code ==
+         0;
+}
+
+CommandResult S3Tool(const std::vector<std::string>& args) {
+  S3Gateway();  // its settings in the environment s3_tool.py inherits
+  std::vector<std::string> argv = {"/usr/bin/python3", SourceDir() + "/tests/python/s3_tool.py"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, std::chrono::seconds(120));
+}
+
+std::string NewS3Bucket(const std::string& stem) {
+  static std::atomic<int> n{0};
+  const std::string name = stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+  return S3Tool({"mkbucket", name}).exit_code == 0 ? name : std::string();
+}
+
+namespace {
+CommandResult Sh(const std::string& script) {
+  return RunCommand({"/bin/sh", "-c", script}, std::chrono::seconds(30));
+}
+}  // namespace
+
+ShapedLink::ShapedLink(int mbit) : ns_("dlio-net-" + std::to_string(::getpid())), n_(std::to_string(::getpid() % 200 + 20)) {
+  host_if_ = "dlh" + std::to_string(::getpid() % 100000);
+  ns_if_ = "dln" + std::to_string(::getpid() % 100000);
+  // burst 16 kB: a few packets, so the rate holds over milliseconds; latency 400 ms: the queue a TCP flow may fill.
+  setup_ = Sh("set -e; ip netns add " + ns_ + "; ip link add " + host_if_ + " type veth peer name " + ns_if_ +
+              "; ip link set " + ns_if_ + " netns " + ns_ + "; ip addr add " + host_ip() + "/30 dev " + host_if_ +
+              "; ip link set " + host_if_ + " up; ip netns exec " + ns_ + " ip addr add " + ns_ip() + "/30 dev " +
+              ns_if_ + "; ip netns exec " + ns_ + " ip link set " + ns_if_ + " up; ip netns exec " + ns_ +
+              " ip link set lo up; tc qdisc add dev " + host_if_ + " root tbf rate " + std::to_string(mbit) +
+              "mbit burst 16kb latency 400ms");
+}
+
+ShapedLink::~ShapedLink() { Sh("ip netns del " + ns_ + " 2>/dev/null; ip link del " + host_if_ + " 2>/dev/null; true"); }
+
+bool ShapedLink::Usable() { return ::geteuid() == 0 && Sh("command -v ip && command -v tc").exit_code == 0; }
+
+std::vector<std::string> ShapedLink::InNamespace(const std::vector<std::string>& argv,
+                                                 const std::map<std::string, std::string>& env) const {
+  std::vector<std::string> out = {"ip", "netns", "exec", ns_, "env"};
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+int WaitPortFile(const std::string& path) {
+  Eventually([&] { return fs::exists(path); }, std::chrono::seconds(20));
+  return fs::exists(path) ? std::atoi(ReadFile(path).c_str()) : 0;
+}
+
+TcpRelay::TcpRelay(const std::string& host, const std::string& endpoint_url, const std::string& dir) {
+  std::smatch m;
+  if (!std::regex_search(endpoint_url, m, std::regex("^http://([0-9.]+):([0-9]+)"))) {
+    error_ = "not an http://IP:PORT endpoint: " + endpoint_url;
+    return;
+  }
+  process_ = std::make_unique<Process>(std::vector<std::string>{"/usr/bin/python3", SourceDir() + "/tests/python/tcp_relay.py",
+                                                               host, dir + "/relay.port", m[1].str(), m[2].str()},
+                                       dir + "/relay.log");
+  port_ = WaitPortFile(dir + "/relay.port");
 }
 
 uint64_t DataBytes(const fs::path& dir, const std::string& ext) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -133,6 +134,62 @@ class ExtraGateway {
   pid_t pid_ = 0;
   bool stopped_ = false;
   std::string endpoint_, error_;
+};
+
+// The suite's Ceph RADOS Gateway (the CTest fixture s3_gateway starts scripts/ceph-rgw.sh in this folder): its folder
+// ($DLIO_S3_DIR, else this build's s3-gateway), and its AWS_* settings read from FOLDER/env, exported into this
+// process's environment on the first call (the agents a test starts afterwards inherit them); empty when the gateway
+// is not running. CephInstalled() tells a machine without Ceph (tests skip there) from a fixture that failed.
+std::string S3GatewayDir();
+const std::map<std::string, std::string>& S3Gateway();
+bool CephInstalled();
+// tests/python/s3_tool.py ARGS (boto3: the independent client, with the gateway's settings from the environment).
+CommandResult S3Tool(const std::vector<std::string>& args);
+// A bucket of the calling test's own, `stem-PID-N` (N counts the calls); empty when s3_tool could not make it.
+std::string NewS3Bucket(const std::string& stem);
+
+// A network namespace with a veth pair whose host side's egress (what the namespace receives) is shaped by the
+// kernel's `tc tbf` to `mbit` Mbit/s: host side 10.213.<n>.1, namespace side 10.213.<n>.2, /30. Needs root, `ip` and
+// `tc` (ShapedLink::Usable() says whether the machine has them); ok() false, setup() saying why, when the set-up
+// failed. The destructor deletes the namespace and the pair. For tests whose agents reach a shared resource (the
+// gateway, through a TcpRelay on host_ip()) through one capped link.
+class ShapedLink {
+ public:
+  explicit ShapedLink(int mbit = 40);
+  ~ShapedLink();
+  ShapedLink(const ShapedLink&) = delete;
+  ShapedLink& operator=(const ShapedLink&) = delete;
+  static bool Usable();
+  bool ok() const { return setup_.exit_code == 0; }
+  const CommandResult& setup() const { return setup_; }
+  std::string host_ip() const { return "10.213." + n_ + ".1"; }
+  std::string ns_ip() const { return "10.213." + n_ + ".2"; }
+  const std::string& ns() const { return ns_; }
+  const std::string& ns_if() const { return ns_if_; }
+  // argv run inside the namespace (`ip netns exec NS env KEY=VALUE... argv`).
+  std::vector<std::string> InNamespace(const std::vector<std::string>& argv,
+                                       const std::map<std::string, std::string>& env = {}) const;
+
+ private:
+  std::string ns_, n_, host_if_, ns_if_;
+  CommandResult setup_;
+};
+
+// Waits (up to 20 s) for a --port-file style file and returns the port in it (0 when it never came).
+int WaitPortFile(const std::string& path);
+
+// tests/python/tcp_relay.py: a plain TCP relay listening on `host`:0 to the gateway's endpoint (it listens on
+// 127.0.0.1, which a namespace cannot reach), log and port file in `dir`. port() is 0 when it did not start.
+class TcpRelay {
+ public:
+  TcpRelay(const std::string& host, const std::string& endpoint_url, const std::string& dir);
+  int port() const { return port_; }
+  std::string Log() const { return process_ ? process_->Log() : error_; }
+
+ private:
+  std::unique_ptr<Process> process_;
+  int port_ = 0;
+  std::string error_;
 };
 
 // `submit JOB --agents N --output OUT --wait-for-agents 30` to the fleet.

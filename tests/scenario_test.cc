@@ -1,6 +1,7 @@
 // Process tests of scenarios (issue 30 items 2-3, client/scenario.h, docs/scenarios.md): `run SCENARIO.yaml` with a
 // local fleet, a training member beside a checkpoint member that starts at an offset and repeats, a member that runs
-// until the training ends; `--baseline` and its alone-vs-together table; the shipped unet3d + llama3-8b example; a
+// until the training ends, on files and on the suite's Ceph RGW (the test named *OnTheSuitesRgw, registered with the
+// s3_gateway fixture); `--baseline` and its alone-vs-together table; the shipped unet3d + llama3-8b example; a
 // bad scenario file refused in one line.
 
 #include <gtest/gtest.h>
@@ -118,6 +119,81 @@ TEST(Scenario, OffsetRepeatingCheckpointAndUntilMembersOnFiles) {
       << r.out;
   EXPECT_NE(r.out.find("ckpt (2 runs together)"), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("ckpt write s +[0-9.]+"))) << r.out;
+}
+
+// A summary's dlio_ext.s3.<op>.requests (docs/object-storage.md), 0 when the job made no such request.
+int64_t S3Requests(const json& summary, const std::string& op) {
+  return summary.value(json::json_pointer("/dlio_ext/s3/" + op + "/requests"), int64_t{0});
+}
+
+// The same shape on the suite's Ceph RGW (the s3_gateway fixture; skipped where Ceph is not installed): the training
+// reads its generated objects from a bucket, the checkpoint member writes a 72 MiB model (2 parts of the checkpoint
+// writer's 64 MiB buffer, kCheckpointBufferBytes: a smaller one is a single PUT) to the same bucket from its offset,
+// twice, and reads it back.
+TEST(Scenario, OffsetRepeatingCheckpointMemberOnTheSuitesRgw) {
+  if (S3Gateway().empty() && !CephInstalled()) {
+    GTEST_SKIP() << "no Ceph here (radosgw): install it with scripts/setup.sh --test";
+  }
+  ASSERT_FALSE(S3Gateway().empty()) << "no gateway: " << S3GatewayDir() << "/env is missing (the s3_gateway fixture "
+                                       "starts scripts/ceph-rgw.sh)";
+  const std::string bucket = NewS3Bucket("scen");
+  ASSERT_FALSE(bucket.empty());
+  const std::string storage = "storage:\n  storage_type: s3\n  storage_root: " + bucket + "\n";
+  constexpr int64_t kModel = int64_t{72} << 20;
+  TempDir dir;
+  WriteFile(dir.str() + "/train-s3.yaml", TrainJob() + storage);
+  WriteFile(dir.str() + "/ckpt-s3.yaml", "model:\n  name: ckpt\n  model_size_bytes: " + std::to_string(kModel) +
+                                             "\nworkflow:\n  train: false\n  checkpoint: true\n" + storage +
+                                             "checkpoint:\n  checkpoint_folder: s3://" + bucket +
+                                             "/ckpt\n  num_checkpoints_write: 1\n  num_checkpoints_read: 1\n");
+  const CommandResult r = RunScenarioFile(dir, R"(scenario:
+  name: rgw-train-with-bursts
+  members:
+    - name: train
+      workload: train-s3.yaml
+      placement: {agents: 1}
+    - name: ckpt
+      workload: ckpt-s3.yaml
+      placement: {agents: 1}
+      start: 1
+      repeat_every: 1
+      times: 2
+)");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::cout << r.out;
+  const json doc = LoadJson(dir.str() + "/out/scenario.json");
+  // The training member: its figures, its reads from the bucket.
+  const json& train = Member(doc, "train")["together"];
+  ASSERT_EQ(train["runs"].size(), 1u) << doc.dump(2);
+  EXPECT_TRUE(train["figures"]["au_percentage"].is_number()) << doc.dump(2);
+  EXPECT_TRUE(train["figures"]["read_latency_p99_seconds"].is_number()) << doc.dump(2);
+  const json ts = LoadJson(dir.str() + "/out/together/train/summary.json");
+  EXPECT_GE(S3Requests(ts, "get") + S3Requests(ts, "get_range"), 32) << ts["dlio_ext"].dump(2);
+  const CommandResult data = S3Tool({"list", bucket, "data/train/"});
+  ASSERT_EQ(data.exit_code, 0) << Dump(data);
+  EXPECT_EQ(json::parse(data.out).size(), 32u) << data.out;
+  // The checkpoint member: its offset, its two bursts a period apart, each a multipart save and a load.
+  const json& ckpt = Member(doc, "ckpt")["together"];
+  ASSERT_EQ(ckpt["runs"].size(), 2u) << doc.dump(2);
+  EXPECT_GE(ckpt["runs"][0]["start_seconds"].get<double>(), 1.0);
+  EXPECT_GE(ckpt["runs"][1]["start_seconds"].get<double>(), 2.0);
+  EXPECT_GE(ckpt["runs"][1]["start_seconds"].get<double>(), ckpt["runs"][0]["end_seconds"].get<double>());
+  for (const json& run : ckpt["runs"]) {
+    EXPECT_EQ(run["ok"], true) << run.dump();
+    EXPECT_TRUE(run["checkpoint_write_seconds"].is_number()) << run.dump();
+    const json s = LoadJson(dir.str() + "/out/" + run["folder"].get<std::string>() + "/summary.json");
+    EXPECT_EQ(s["dlio_ext"]["checkpoints"].size(), 2u) << s.dump(2);  // one save, one load
+    EXPECT_EQ(S3Requests(s, "multipart_part"), 2) << s["dlio_ext"].dump(2);
+  }
+  EXPECT_TRUE(ckpt["figures"]["checkpoint_read_seconds"].is_number()) << doc.dump(2);
+  const CommandResult listed = S3Tool({"list", bucket, "ckpt/"});
+  ASSERT_EQ(listed.exit_code, 0) << Dump(listed);
+  const json objects = json::parse(listed.out);
+  ASSERT_GE(objects.size(), 1u) << objects.dump();
+  for (const auto& [key, size] : objects.items()) EXPECT_EQ(size.get<int64_t>(), kModel) << key;
+  const CommandResult uploads = S3Tool({"uploads", bucket});
+  EXPECT_EQ(uploads.exit_code == 0 ? std::stoi(uploads.out) : -1, 0) << Dump(uploads);  // none left open
+  EXPECT_NE(r.out.find("ckpt (2 runs together)"), std::string::npos) << r.out;
 }
 
 TEST(Scenario, BaselineRunsEachMemberAloneThenTogetherAndReportsTheInterference) {
