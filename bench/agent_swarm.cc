@@ -5,10 +5,17 @@
 // heartbeats and the lease, RunPhase checks and idempotency, barrier releases, cancel, PhaseDone), its own gRPC
 // stream on its own TCP connection (a channel per session with a local subchannel pool), heartbeats every interval
 // the coordinator asks for. Only the phase machinery is emulated: each session runs its ranks as one timeline of
-// `computation_time` per step, a BarrierArrive, and the wait for the release (the job uses the `synthetic` format,
-// which reads nothing), and reports per-step compute and barrier times as the agent does, so the coordinator's result
-// files and AU are computed by the real aggregation. The sessions share three kinds of threads: gRPC's callback
-// threads, one timer thread (compute steps and heartbeats) and the main thread; nothing runs per session.
+// `computation_time` per step and the step barrier of the job's `dlio_ext.barrier` (the job uses the `synthetic`
+// format, which reads nothing), and reports per-step compute and barrier times as the agent does, so the
+// coordinator's result files and AU are computed by the real aggregation. The barrier is the agent's, message for
+// message: `announce` (the default, `--barrier announce`) sends the BarrierArrive as the step's compute starts with
+// how long it has left, and ends the step at the instant base/barrier_timing.h StepEnd gives (the same arithmetic
+// as agent/step_barrier.h AnnounceBarrier, event-driven here: a timer, not a sleeping thread); `after_compute`
+// (`--barrier after_compute`, the previous protocol) arrives when the compute ends and ends the step at the release.
+// A session's barrier messages go through its AgentSession like every other message, so a relay role (a session that
+// aggregates its group's announces) can later sit between the sessions and the coordinator without touching the
+// step loop. The sessions share three kinds of threads: gRPC's callback threads, one timer thread (compute steps,
+// step ends and heartbeats) and the main thread; nothing runs per session.
 //
 // The tool starts the coordinator (`serve --listen 127.0.0.1:0 --port-file ...`), attaches the sessions (at most
 // --attach-batch connecting at once, as a real fleet's start-up is staggered too), submits a one-epoch training
@@ -21,12 +28,18 @@
 //   - coordinator CPU (utime + stime of /proc/PID/stat) per agent per step: over the job (submit to results), and in
 //     the steady window between 10 % and 90 % of the steps (heartbeats and progress included, start-up left out);
 //   - coordinator threads (peak during the job, /proc/PID/status) and RSS (VmRSS at the end, VmHWM);
-//   - the job's AU from its summary.json (computed by the coordinator from the sessions' step timings).
+//   - the job's AU from its summary.json (computed by the coordinator from the sessions' step timings);
+//   - the barrier's timing error: every session records, per step of the measured phase, its planned compute end,
+//     the instant its step ended and (announce) its error bound (base/barrier_timing.h ErrorBound), all in this one
+//     process's steady clock, so the real spread of the step ends across sessions is measured, not inferred: spread
+//     p50/p99/max, the bound's p50/p99/max, how far a step ended before the slowest compute end (at most the
+//     session's bound, by the protocol) and how far after it (the harness's exposed cost).
 // A benchmark, not a timed test: its exit status only says whether every session attached, the job succeeded and
 // every session saw every release of the epoch (1 otherwise); CTest runs it small (bench.SwarmSmoke).
 //
 // Usage: dlio-bench-swarm [--agents N] [--jobs J] [--steps S] [--compute SECONDS] [--accelerators K]
-//                         [--attach-batch B] [--barrier-timeout SECONDS] [--bin-dir DIR] [--work DIR] [--json FILE] [--keep]
+//                         [--barrier announce|after_compute] [--attach-batch B] [--barrier-timeout SECONDS]
+//                         [--bin-dir DIR] [--work DIR] [--json FILE] [--keep]
 // The coordinator needs one file descriptor per agent: the tool raises its soft RLIMIT_NOFILE to the hard limit,
 // and the coordinator it starts inherits it.
 #include <signal.h>
@@ -47,6 +60,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -62,6 +76,7 @@
 #include "agent/agent_session.h"
 #include "plan/epoch_plan.h"
 #include "mlperf/rules.h"
+#include "base/barrier_timing.h"
 #include "base/random.h"
 #include "base/scheduling.h"
 #include "base/write_queue.h"
@@ -209,7 +224,7 @@ constexpr const char* kMeasuredPhase = "train-epoch-1";
 
 struct SwarmStats {
   explicit SwarmStats(int64_t steps) : last_arrival_ns(static_cast<size_t>(steps)) {}
-  // Per step of the measured phase: the latest time a session sent its BarrierArrive.
+  // Per step of the measured phase: the latest time a session sent its BarrierArrive (announce: at compute start).
   std::vector<std::atomic<int64_t>> last_arrival_ns;
   std::atomic<uint64_t> releases{0};   // releases of the measured phase received, all sessions
   void Arrived(int64_t step, int64_t ns) {
@@ -243,6 +258,7 @@ class SwarmAgent final : public PhaseHost,
         stats_(stats),
         events_(events),
         release_ns_(static_cast<size_t>(measured_steps), 0),
+        ends_(static_cast<size_t>(measured_steps)),
         queue_(kMaxQueued, [this](const v1::AgentMessage* m) { StartWrite(m); }),
         link_(std::make_shared<QueueLink>(&queue_)) {}
 
@@ -255,9 +271,18 @@ class SwarmAgent final : public PhaseHost,
     StartCall();
   }
   void Cancel() { context_.TryCancel(); }
-  // Releases of the measured phase received, and their receive times (ns, steady clock; 0 = none).
+  // Releases of the measured phase received, and their receive times (ns, steady clock; 0 = none). Read after the
+  // job ended (the submit exited), when no session touches them any more.
   int64_t releases_seen() const { return releases_seen_; }
   const std::vector<int64_t>& release_ns() const { return release_ns_; }
+  // Per step of the measured phase (steady clock, ns; step_end 0 = the step did not end): what the barrier's timing
+  // error is measured from.
+  struct StepRecord {
+    int64_t compute_end = 0;  // planned: the step's start plus its drawn compute
+    int64_t step_end = 0;     // when the session ended the step (its timer or its release ran)
+    int64_t bound = -1;       // announce: base/barrier_timing.h ErrorBound of the step; -1 after_compute
+  };
+  const std::vector<StepRecord>& step_records() const { return ends_; }
 
   // --- the stream ---
   void OnReadDone(bool ok) override {
@@ -305,6 +330,8 @@ class SwarmAgent final : public PhaseHost,
   // --- PhaseHost: the emulated ranks ---
   void Start(PhaseCommand cmd) override;
   // One phase at a time (the swarm's jobs hold their agents alone): the job id only has to match the running one.
+  // With the announce barrier the release's timing is read back from the session (AgentSession::AwaitRelease, which
+  // returns at once: the release is recorded before this is called).
   void Released(const std::string& job_id, uint64_t step) override;
   void Stop(const std::string& job_id) override;
   const PhaseProgress& progress(const std::string& job_id) const override { return progress_; }
@@ -349,6 +376,8 @@ class SwarmAgent final : public PhaseHost,
   // What a step transition leaves to do once mu_ is released (messages are sent outside it).
   struct After {
     bool arrive = false;               // send the BarrierArrive of `step`
+    bool announce = false;             // send it as an announce, the compute ending `compute_left_ns` after the send
+    int64_t compute_left_ns = 0;
     bool end = false;                  // the phase ended: send `results`
     PhaseOrder ids;                    // job and phase ids
     uint64_t step = 0;
@@ -358,6 +387,12 @@ class SwarmAgent final : public PhaseHost,
   void Advance(Clock::time_point now, After* after);
   // With mu_ held: the step's compute ended at compute_end_; its arrival goes out.
   void Arrival(After* after);
+  // With mu_ held: the step's compute (planned to end at agent_step_.compute_end_ns) starts now: its announce goes out.
+  void Announce(After* after);
+  // With mu_ held, announce barrier, compute over and release in: the step ends at base/barrier_timing.h StepEnd's
+  // instant, at once if that is past (`now`), else on a timer (StepEnded).
+  void EndStep(Clock::time_point now, After* after);
+  void StepEnded(uint64_t gen);
   // With mu_ held: the step ended at `t3` (its release, or its compute without a barrier).
   void RecordStep(Clock::time_point t3);
   void ComputeDone(uint64_t gen);
@@ -374,6 +409,7 @@ class SwarmAgent final : public PhaseHost,
   AgentSession::Timing timing_;
   std::atomic<bool> ended_{false};
   std::vector<int64_t> release_ns_;       // per step of the measured phase
+  std::vector<StepRecord> ends_;          // per step of the measured phase (written under mu_)
   std::atomic<int64_t> releases_seen_{0};
   PhaseProgress progress_;
   WriteQueue<v1::AgentMessage> queue_;
@@ -382,7 +418,13 @@ class SwarmAgent final : public PhaseHost,
   // The running phase (guarded by mu_).
   std::mutex mu_;
   PhaseCommand cmd_;
-  bool running_ = false, waiting_ = false, barrier_ = false, measured_ = false;
+  bool running_ = false, barrier_ = false, measured_ = false;
+  // What the current step waits for: its compute timer, the release (after its compute), or its end instant's timer.
+  enum class Wait { kNone, kCompute, kRelease, kEnd } wait_ = Wait::kNone;
+  bool announce_ = false;                 // dlio_ext.barrier: announce (else after_compute)
+  barrier_timing::AgentStep agent_step_;  // announce: the step's announce and planned compute end (steady ns)
+  bool released_ = false;                 // announce: the current step's release came
+  AnnounceBarrier::Received release_;     // ... and its timing
   uint64_t gen_ = 0;                      // bumped per phase and at a stop: a stale timer does nothing
   int64_t steps_ = 0, step_ = 0, dropped_ = 0, start_unix_us_ = 0;
   Clock::time_point block_start_, step_start_, compute_end_, prev_step_end_;
@@ -421,8 +463,9 @@ void SwarmAgent::Start(PhaseCommand cmd) {
     cmd_ = std::move(cmd);
     ++gen_;
     running_ = true;
-    waiting_ = false;
+    wait_ = Wait::kNone;
     barrier_ = !eval && cmd_.local_ranks < cmd_.world;  // a single-agent job's barrier stays inside the agent
+    announce_ = barrier_ && cmd_.spec.barrier == "announce";  // as agent/steps_phase.cc chooses
     measured_ = barrier_ && cmd_.phase_id == kMeasuredPhase;
     steps_ = *steps;
     step_ = 0;
@@ -457,12 +500,24 @@ void SwarmAgent::Advance(Clock::time_point now, After* after) {
     step_start_ = now;
     const Distribution& d = cmd_.kind == PhaseKind::kEval ? cmd_.spec.eval_time : cmd_.spec.computation_time;
     const double compute = d.IsZero() ? 0 : d.Sample(rng_);
+    const Clock::time_point planned_end = now + std::chrono::nanoseconds(static_cast<int64_t>(compute * 1e9));
+    if (measured_ && step_ < static_cast<int64_t>(ends_.size())) {
+      ends_[static_cast<size_t>(step_)].compute_end = Ns(planned_end);
+    }
+    if (announce_) {
+      agent_step_.compute_end_ns = Ns(planned_end);
+      Announce(after);
+    }
     if (compute > 0) {
-      timers_->At(now + std::chrono::nanoseconds(static_cast<int64_t>(compute * 1e9)),
-                  [this, g = gen_] { ComputeDone(g); });
+      wait_ = Wait::kCompute;
+      timers_->At(planned_end, [this, g = gen_] { ComputeDone(g); });
       return;
     }
     compute_end_ = now;  // no compute: as the agent, which then does not sleep at all
+    if (announce_) {
+      wait_ = Wait::kRelease;
+      return;
+    }
     if (barrier_) {
       Arrival(after);
       return;
@@ -472,12 +527,50 @@ void SwarmAgent::Advance(Clock::time_point now, After* after) {
 }
 
 void SwarmAgent::Arrival(After* after) {
-  waiting_ = true;
+  wait_ = Wait::kRelease;
   if (measured_) stats_->Arrived(step_, Ns(compute_end_));
   after->arrive = true;
   after->ids.job_id = cmd_.job_id;
   after->ids.phase_id = cmd_.phase_id;
   after->step = static_cast<uint64_t>(step_);
+}
+
+void SwarmAgent::Announce(After* after) {
+  // As AnnounceBarrier::Start: the announce instant is read here and the message leaves just after mu_ is released,
+  // so its compute_left is a few microseconds long (the coordinator's estimate early, this session's bound larger:
+  // the conservative side).
+  released_ = false;
+  agent_step_.announced_ns = Ns(Clock::now());
+  if (measured_) stats_->Arrived(step_, agent_step_.announced_ns);
+  after->arrive = after->announce = true;
+  after->compute_left_ns = agent_step_.compute_end_ns - agent_step_.announced_ns;
+  after->ids.job_id = cmd_.job_id;
+  after->ids.phase_id = cmd_.phase_id;
+  after->step = static_cast<uint64_t>(step_);
+}
+
+void SwarmAgent::EndStep(Clock::time_point now, After* after) {
+  const int64_t end = barrier_timing::StepEnd(agent_step_, release_.release, release_.received_ns);
+  if (end <= Ns(now)) {
+    RecordStep(now);
+    Advance(now, after);
+    return;
+  }
+  wait_ = Wait::kEnd;
+  timers_->At(Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(end))),
+              [this, g = gen_] { StepEnded(g); });
+}
+
+void SwarmAgent::StepEnded(uint64_t gen) {
+  After after;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (gen != gen_ || !running_ || wait_ != Wait::kEnd) return;
+    const Clock::time_point now = Clock::now();
+    RecordStep(now);
+    Advance(now, &after);
+  }
+  Do(std::move(after));
 }
 
 void SwarmAgent::RecordStep(Clock::time_point t3) {
@@ -491,6 +584,8 @@ void SwarmAgent::RecordStep(Clock::time_point t3) {
     progress_.wall_ns += static_cast<uint64_t>(Ns(t3) - Ns(prev_step_end_));
   }
   prev_step_end_ = t3;
+  if (measured_ && step_ < static_cast<int64_t>(ends_.size())) ends_[static_cast<size_t>(step_)].step_end = Ns(t3);
+  wait_ = Wait::kNone;
   progress_.samples += static_cast<uint64_t>(cmd_.spec.batch_size * cmd_.local_ranks);
   ++step_;
   progress_.done = static_cast<uint64_t>(step_);
@@ -502,7 +597,11 @@ void SwarmAgent::ComputeDone(uint64_t gen) {
     std::lock_guard<std::mutex> lk(mu_);
     if (gen != gen_ || !running_) return;
     compute_end_ = Clock::now();
-    if (barrier_) {
+    if (announce_ && released_) {
+      EndStep(compute_end_, &after);
+    } else if (announce_) {
+      wait_ = Wait::kRelease;
+    } else if (barrier_) {
       Arrival(&after);
     } else {
       RecordStep(compute_end_);
@@ -514,18 +613,31 @@ void SwarmAgent::ComputeDone(uint64_t gen) {
 
 void SwarmAgent::Released(const std::string& job_id, uint64_t step) {
   const Clock::time_point now = Clock::now();
+  // The release's timing, as the session recorded it (its arrival in the steady clock, read by OnMessage).
+  absl::StatusOr<AnnounceBarrier::Received> r = session_.AwaitRelease(job_id, step);
   After after;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (!running_ || !waiting_ || step != static_cast<uint64_t>(step_) || job_id != cmd_.job_id) return;
-    waiting_ = false;
+    if (!running_ || step != static_cast<uint64_t>(step_) || job_id != cmd_.job_id) return;
+    // after_compute: only once arrived; announce: any time after the announce (a release before the compute end
+    // is the point of the protocol), once.
+    if (announce_ ? released_ || !r.ok() || wait_ == Wait::kEnd : wait_ != Wait::kRelease) return;
     if (measured_ && step_ < static_cast<int64_t>(release_ns_.size())) {
       release_ns_[static_cast<size_t>(step_)] = Ns(now);
       ++releases_seen_;
       stats_->releases.fetch_add(1, std::memory_order_relaxed);
     }
-    RecordStep(now);
-    Advance(now, &after);
+    if (!announce_) {
+      RecordStep(now);
+      Advance(now, &after);
+    } else {
+      released_ = true;
+      release_ = *r;
+      if (measured_ && step_ < static_cast<int64_t>(ends_.size())) {
+        ends_[static_cast<size_t>(step_)].bound = barrier_timing::ErrorBound(agent_step_, r->release, r->received_ns);
+      }
+      if (wait_ == Wait::kRelease) EndStep(now, &after);  // else the compute timer ends the step
+    }
   }
   Do(std::move(after));
 }
@@ -547,7 +659,11 @@ std::vector<RankEpochResult> SwarmAgent::Results(Clock::time_point now) {
 }
 
 void SwarmAgent::Do(After after) {
-  if (after.arrive) session_.Arrive(after.ids, after.step);
+  if (after.arrive && after.announce) {
+    session_.Announce(after.ids, after.step, after.compute_left_ns);
+  } else if (after.arrive) {
+    session_.Arrive(after.ids, after.step);
+  }
   if (after.end) session_.Finish(after.ids, std::move(after.results));
 }
 
@@ -581,6 +697,7 @@ struct Config {
   // keeps the coordinator's accept queue short while 4,096 sessions still attach in seconds.
   int attach_batch = 64;
   uint32_t protocol_version = 0;  // 0 = this build's; an earlier one measures an earlier coordinator
+  std::string barrier = "announce";  // the job's dlio_ext.barrier: announce | after_compute
   double barrier_timeout = 60;  // the job's: a lost release fails it after this long
   std::string bin_dir;
   std::string work;
@@ -596,6 +713,50 @@ double Percentile(std::vector<double> v, double q) {
   return v[i];
 }
 
+// The barrier's timing error over the measured phase, from the sessions' step records (one steady clock). Per step
+// (those every session ended): the spread of the step ends (latest - earliest), and per session how far it ended
+// before the slowest planned compute end (`early`: the protocol allows at most its bound) or after it (`exposed`: the
+// harness's cost in the step). With --jobs J the steps of J barriers mix: meaningful for one job.
+struct BarrierErrors {
+  std::vector<double> spread_us, bound_us, exposed_us;
+  double early_max_us = 0;
+  int64_t beyond_bound = 0;  // session-steps that ended earlier than their bound allows, beyond the timers' slack
+  int64_t steps = 0;
+};
+
+BarrierErrors MeasureBarrier(const std::vector<std::unique_ptr<SwarmAgent>>& agents, int64_t steps) {
+  BarrierErrors e;
+  e.early_max_us = -1e18;
+  const int64_t slack_ns = std::chrono::nanoseconds(Timers::kSlack).count();
+  for (int64_t s = 0; s < steps; ++s) {
+    int64_t slowest = std::numeric_limits<int64_t>::min(), first = std::numeric_limits<int64_t>::max(),
+            last = std::numeric_limits<int64_t>::min();
+    bool all = true;
+    for (const auto& a : agents) {
+      const SwarmAgent::StepRecord& r = a->step_records()[static_cast<size_t>(s)];
+      if (r.step_end == 0) all = false;
+      slowest = std::max(slowest, r.compute_end);
+      first = std::min(first, r.step_end);
+      last = std::max(last, r.step_end);
+    }
+    if (!all || agents.empty()) continue;
+    ++e.steps;
+    e.spread_us.push_back(static_cast<double>(last - first) / 1e3);
+    for (const auto& a : agents) {
+      const SwarmAgent::StepRecord& r = a->step_records()[static_cast<size_t>(s)];
+      const int64_t early = slowest - r.step_end;
+      e.early_max_us = std::max(e.early_max_us, static_cast<double>(early) / 1e3);
+      e.exposed_us.push_back(static_cast<double>(std::max<int64_t>(0, -early)) / 1e3);
+      if (r.bound >= 0) {
+        e.bound_us.push_back(static_cast<double>(r.bound) / 1e3);
+        if (early > r.bound + slack_ns) ++e.beyond_bound;
+      }
+    }
+  }
+  if (e.steps == 0) e.early_max_us = 0;
+  return e;
+}
+
 std::string JobYaml(const Config& c) {
   const int64_t world = static_cast<int64_t>(c.agents / c.jobs) * c.accelerators;  // of one job
   // One sample per file, batch 1: `steps` samples per rank and epoch. The synthetic format reads nothing; the job
@@ -605,7 +766,7 @@ std::string JobYaml(const Config& c) {
                       "\n  num_samples_per_file: 1\n  record_length_bytes: 1024\n",
                       "reader:\n  data_loader: pytorch\n  batch_size: 1\n  read_threads: 1\n",
                       "train:\n  epochs: 1\n  computation_time: ", absl::StrFormat("%g", c.compute), "\n",
-                      "metric:\n  au: 0\n");
+                      "metric:\n  au: 0\n", "dlio_ext:\n  barrier: ", c.barrier, "\n");
 }
 
 class Run {
@@ -787,7 +948,13 @@ int Run::Report(int submit_rc) {
   if (in) summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   const nlohmann::json au = summary.is_object() ? summary["metric"]["train_au_mean_percentage"] : nlohmann::json();
   const double agent_steps = static_cast<double>(c_.agents) * static_cast<double>(c_.steps);
+  const BarrierErrors be = MeasureBarrier(agents_, c_.steps);
+  auto pct = [](const std::vector<double>& v, double q) {
+    if (v.empty()) return nlohmann::json();
+    return nlohmann::json(q >= 1 ? *std::max_element(v.begin(), v.end()) : Percentile(v, q));
+  };
   nlohmann::json j = {
+      {"barrier", c_.barrier},
       {"agents", c_.agents},
       {"jobs", c_.jobs},
       {"accelerators_per_agent", c_.accelerators},
@@ -813,6 +980,17 @@ int Run::Report(int submit_rc) {
       {"train_au_percent", au},
       {"submit_exit", submit_rc},
       {"sessions_missing_releases", incomplete},
+      {"barrier_steps_measured", be.steps},
+      {"step_end_spread_us_p50", pct(be.spread_us, 0.50)},
+      {"step_end_spread_us_p99", pct(be.spread_us, 0.99)},
+      {"step_end_spread_us_max", pct(be.spread_us, 1)},
+      {"error_bound_us_p50", pct(be.bound_us, 0.50)},
+      {"error_bound_us_p99", pct(be.bound_us, 0.99)},
+      {"error_bound_us_max", pct(be.bound_us, 1)},
+      {"ended_before_slowest_compute_end_us_max", be.early_max_us},
+      {"ended_earlier_than_bound", be.beyond_bound},
+      {"exposed_us_p50", pct(be.exposed_us, 0.50)},
+      {"exposed_us_p99", pct(be.exposed_us, 0.99)},
   };
   // A measured figure with `digits` decimals and `unit`, else "not measured" (the format string stays constant, as
   // absl::StrFormat checks it at compile time).
@@ -824,13 +1002,21 @@ int Run::Report(int submit_rc) {
       "  attach: %.2f s, coordinator CPU %.2f s\n"
       "  job: %.2f s, coordinator CPU %.2f s = %.1f us per agent per step (steady window: %s us; this tool: %s us)\n"
       "  release latency (last arrival -> each session's release): p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples)\n"
+      "  barrier %s: step-end spread p50 %s, p99 %s, max %s; error bound p50 %s, p99 %s, max %s;\n"
+      "    ended at most %.1f us before the slowest compute end (%d session-steps earlier than their bound);\n"
+      "    exposed after it p50 %s, p99 %s\n"
       "  coordinator: %d threads attached, %d peak; RSS %.1f MiB, peak %.1f MiB\n"
       "  AU %s\n",
       c_.agents, c_.accelerators, c_.steps, c_.compute, attach_s_, attach_cpu_s_, job_s_, job_cpu_s_,
       job_cpu_s_ / agent_steps * 1e6, fmt(j["coordinator_cpu_us_per_agent_step_window"], 1, ""),
       fmt(j["swarm_cpu_us_per_agent_step_window"], 1, ""),
       j["release_latency_ms_p50"].get<double>(), j["release_latency_ms_p99"].get<double>(),
-      j["release_latency_ms_max"].get<double>(), static_cast<int>(latency_ms.size()), threads_attached_,
+      j["release_latency_ms_max"].get<double>(), static_cast<int>(latency_ms.size()), c_.barrier,
+      fmt(j["step_end_spread_us_p50"], 1, " us"), fmt(j["step_end_spread_us_p99"], 1, " us"),
+      fmt(j["step_end_spread_us_max"], 1, " us"), fmt(j["error_bound_us_p50"], 1, " us"),
+      fmt(j["error_bound_us_p99"], 1, " us"), fmt(j["error_bound_us_max"], 1, " us"), be.early_max_us,
+      static_cast<int>(be.beyond_bound), fmt(j["exposed_us_p50"], 1, " us"), fmt(j["exposed_us_p99"], 1, " us"),
+      threads_attached_,
       threads_peak_, j["coordinator_rss_mib"].get<double>(), j["coordinator_hwm_mib"].get<double>(),
       fmt(au, 2, " %"));
   if (!c_.json.empty()) std::ofstream(c_.json) << j.dump(2) << "\n";
@@ -892,6 +1078,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", c.steps, "Steps of the one training epoch")->check(CLI::Range(3, 1000000));
   app.add_option("--compute", c.compute, "computation_time per step, seconds")->check(CLI::Range(0.0, 60.0));
   app.add_option("--accelerators", c.accelerators, "Ranks per session")->check(CLI::Range(1, 4096));
+  app.add_option("--barrier", c.barrier,
+                 "The job's dlio_ext.barrier: announce (at compute start, the default, as real agents) or "
+                 "after_compute (the previous protocol)")
+      ->check(CLI::IsMember({"announce", "after_compute"}));
   app.add_option("--attach-batch", c.attach_batch, "Sessions connecting at once")->check(CLI::Range(1, 65536));
   app.add_option("--barrier-timeout", c.barrier_timeout,
                  "The job's barrier timeout, seconds: a lost release fails the job after this long")

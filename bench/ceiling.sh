@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The harness ceiling (issue 29 item 3): AU with storage that costs nothing against the ideal AU, at 16, 64 and 256
-# agents for 3.5, 47.5 and 224 ms of compute per step (cosmoflow_h100, retinanet_b200, resnet50_h100), one run each,
-# printed as one Markdown table row per run with the machine's load beside it.
+# agents for 3.5, 47.5 and 224 ms of compute per step (cosmoflow_h100, retinanet_b200, resnet50_h100), one run each
+# before (`dlio_ext.barrier: after_compute`, the previous protocol) and after (`announce`, the default), the two
+# back to back so that they share the machine's load, printed as one Markdown table row per run with the machine's
+# load beside it.
 #
 # The storage costs nothing: dlio-bench-swarm (bench/agent_swarm.cc) runs its job with `format: synthetic` (nothing
 # is read) and batch 1, so a step is the emulated compute and the step barrier. With the compute constant and no
@@ -15,38 +17,42 @@
 # coordinator's and the swarm's CPU per step over two cores' time per step: near or above 100 % the machine, not the
 # protocol, sets the figure.
 #
-#   bench/ceiling.sh                                        main's protocol, label "before"
-#   bench/ceiling.sh --bin-dir build-after/bin --label after
+#   bench/ceiling.sh                                        both protocols, runs "before" and "after"
+#   bench/ceiling.sh --barrier after_compute --bin-dir build-main/bin --label main
 # Options: --bin-dir DIR (dlio-coordinator to measure; default build/bin), --swarm PATH (default build/bin/
 # dlio-bench-swarm), --agents "N ...", --computes "S ..." (seconds), --steps S (default: about 8 s of compute per run,
-# 30 to 400 steps), --label L, --out DIR (one JSON document and log per run; default a temp folder, kept).
+# 30 to 400 steps), --barrier after_compute|announce|both (default both: "before" then "after" for each size and
+# compute), --label L (the run column, with one protocol only), --out DIR (one JSON document and log per run;
+# default a temp folder, kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib_swarm.sh
 
-bin=build/bin
-swarm=build/bin/dlio-bench-swarm
+swarm_defaults
 agents="16 64 256"
 computes="0.0035 0.0475 0.224"
 steps=
-label=before
-out=
+label=
+barrier=both
 while (($#)); do
+  if swarm_option "$@"; then shift "$swarm_shift"; continue; fi
   case "$1" in
-    --bin-dir) bin=$2; shift 2 ;;
-    --swarm) swarm=$2; shift 2 ;;
-    --agents) agents=$2; shift 2 ;;
-    --computes) computes=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --label) label=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    *) echo "ceiling.sh: unknown option $1 (--bin-dir, --swarm, --agents, --computes, --steps, --label, --out)" >&2
+    --barrier) barrier=$2; shift 2 ;;
+    *) echo "ceiling.sh: unknown option $1 (--bin-dir, --swarm, --agents, --computes, --steps, --barrier, --label," \
+            "--out)" >&2
        exit 2 ;;
   esac
 done
-[[ -x $swarm ]] || { echo "ceiling.sh: $swarm not found (build dlio-bench-swarm first)" >&2; exit 2; }
-[[ -x $bin/dlio-coordinator ]] || { echo "ceiling.sh: $bin/dlio-coordinator not found" >&2; exit 2; }
-out=${out:-$(mktemp -d /tmp/dlio-ceiling-XXXXXX)}
-mkdir -p "$out"
+case "$barrier" in
+  both) modes="after_compute announce" ;;
+  after_compute|announce) modes=$barrier ;;
+  *) echo "ceiling.sh: --barrier $barrier: allowed are after_compute, announce, both" >&2; exit 2 ;;
+esac
+if [[ -n $label && $barrier == both ]]; then
+  echo "ceiling.sh: --label names the runs of one protocol: give --barrier after_compute or announce too" >&2
+  exit 2
+fi
+swarm_setup ceiling.sh dlio-ceiling
 
 echo "| run | agents | compute ms | steps | load (1 min) | AU % | ideal AU % | ceiling % | release p50 / p99 ms | coordinator / swarm CPU us per agent-step | 2-core load % |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -54,14 +60,14 @@ for n in $agents; do
   for c in $computes; do
     # About 8 s of compute per run (3.5 ms: 400 steps), at least 30 so the steady window has steps in it.
     s=${steps:-$(python3 -c "print(max(30, min(400, round(8 / $c))))")}
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    json=$out/$label-$n-$c.json
-    if ! "$swarm" --agents "$n" --steps "$s" --compute "$c" --bin-dir "$bin" --json "$json" \
-        > "$out/$label-$n-$c.log" 2>&1; then
-      echo "| $label | $n | $c | $s | $load | failed: see $out/$label-$n-$c.log |||||"
-      continue
-    fi
-    python3 - "$json" "$label" "$load" "$s" <<'EOF'
+    for mode in $modes; do
+      if [[ -n $label ]]; then run=$label; elif [[ $mode == announce ]]; then run=after; else run=before; fi
+      swarm_args=(--barrier "$mode")
+      if ! swarm_run "$run" "$n" "$c" "$s"; then
+        echo "| $run | $n | $c | $s | $load | failed: see $log |||||"
+        continue
+      fi
+      python3 - "$json" "$run" "$load" "$s" <<'EOF'
 import json, sys
 j, label, load, steps = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4]
 au, c, n = j["train_au_percent"], j["computation_time_s"], j["agents"]
@@ -75,6 +81,7 @@ busy = (coord + tool) * 1e-6 * n / (2 * step_s) * 100
 print(f"| {label} | {n} | {c * 1000:g} | {steps} | {load} | {au:.2f} | {ideal:.0f} | {100 * au / ideal:.2f} | "
       f"{j['release_latency_ms_p50']:.2f} / {j['release_latency_ms_p99']:.2f} | {coord:.0f} / {tool:.0f} | {busy:.0f} |")
 EOF
+    done
   done
 done
 echo "runs kept in $out" >&2

@@ -10,42 +10,28 @@
 # --out DIR (one JSON document per run; default a temp folder, kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib_swarm.sh
 
-bin=build/bin
-swarm=build/bin/dlio-bench-swarm
+swarm_defaults
 agents="256 1024 4096"
 computes="0.05 0"
 steps=200
-protocol=()
 label=after
-out=
 while (($#)); do
+  if swarm_option "$@"; then shift "$swarm_shift"; continue; fi
   case "$1" in
-    --bin-dir) bin=$2; shift 2 ;;
-    --swarm) swarm=$2; shift 2 ;;
-    --agents) agents=$2; shift 2 ;;
-    --computes) computes=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --protocol-version) protocol=(--protocol-version "$2"); shift 2 ;;
-    --label) label=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
+    --protocol-version) swarm_args=(--protocol-version "$2"); shift 2 ;;
     *) echo "swarm_matrix.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ -x $swarm ]] || { echo "swarm_matrix.sh: $swarm not found (build dlio-bench-swarm first)" >&2; exit 2; }
-[[ -x $bin/dlio-coordinator ]] || { echo "swarm_matrix.sh: $bin/dlio-coordinator not found" >&2; exit 2; }
-out=${out:-$(mktemp -d /tmp/dlio-swarm-matrix-XXXXXX)}
-mkdir -p "$out"
+swarm_setup swarm_matrix.sh dlio-swarm-matrix
 
 echo "| run | agents | compute s | load (1 min) | attach s | threads attached/peak | CPU us per agent-step (window / job) | release p50 / p99 ms | AU % | RSS MiB |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $agents; do
   for c in $computes; do
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    json=$out/$label-$n-$c.json
-    if ! "$swarm" --agents "$n" --steps "$steps" --compute "$c" --bin-dir "$bin" "${protocol[@]}" --json "$json" \
-        > "$out/$label-$n-$c.log" 2>&1; then
-      echo "| $label | $n | $c | $load | failed: see $out/$label-$n-$c.log |||||||"
+    if ! swarm_run "$label" "$n" "$c" "$steps"; then
+      echo "| $label | $n | $c | $load | failed: see $log |||||||"
       continue
     fi
     python3 - "$json" "$label" "$load" <<'EOF'
