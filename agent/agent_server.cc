@@ -123,7 +123,6 @@ struct AgentServer::Impl : public PhaseHost {
   static constexpr size_t kKeptJobs = 8;
   mutable Mutex jobs_mu;
   std::map<std::string, JobPhases> jobs ABSL_GUARDED_BY(jobs_mu);
-  std::atomic<bool> sampling{false};       // a phase records the host telemetry (one at a time: it is process-wide)
 
   // PhaseHost: the phase on a thread of its own, its barrier blocking in AgentSession::WaitRelease().
   void Start(PhaseCommand cmd) override;
@@ -249,15 +248,11 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
     bool refused = false;
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(*runner, cmd, &refused);
     if (r.ok()) {
-      // Host telemetry is the process's: recorded by one phase at a time (a phase beside another goes without).
-      const bool sample = !sampling.exchange(true);
-      if (sample) sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
+      // Host telemetry is the host's: every phase, a concurrent job's too, carries the figures of its own span.
+      const HostSampler::PhaseId sampled = sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
       r = runner->Run(cmd, barrier, session->cancel_flag(cmd.job_id), &announce);
-      if (sample) {
-        HostTelemetry host = sampler->EndPhase();
-        sampling = false;
-        if (r.ok() && !r->empty()) (*r)[0].host = std::move(host);  // process-wide, as the S3 statistics
-      }
+      HostTelemetry host = sampler->EndPhase(sampled);
+      if (r.ok() && !r->empty()) (*r)[0].host = std::move(host);  // process-wide, as the S3 statistics
     }
     session->Finish(cmd, std::move(r), refused);
     *running = false;  // only now may PhasesOf() drop the runner (heartbeats read its progress until the answer)

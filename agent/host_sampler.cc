@@ -167,11 +167,14 @@ void HostSampler::Loop() {
     MutexLock lk(&mu_);
     if (last_) latest_ = DiffHost(*last_, c, ticks_per_second_);
     sampler_cpu_s_ = cpu;
-    const double interval_s = std::chrono::duration<double>(interval_).count();
-    // Half a tick early counts as due: the series keeps its interval instead of drifting a tick late each time.
-    if (recording_ && c.steady_s - series_last_.steady_s >= interval_s - tick_s / 2) {
-      series_.push_back(DiffHost(series_last_, c, ticks_per_second_));
-      series_last_ = c;
+    // One reading for every phase being recorded, each at its own interval. Half a tick early counts as due: the
+    // series keeps its interval instead of drifting a tick late each time.
+    for (auto& [id, rec] : recordings_) {
+      const double interval_s = std::chrono::duration<double>(rec.interval).count();
+      if (c.steady_s - rec.last.steady_s >= interval_s - tick_s / 2) {
+        rec.series.push_back(DiffHost(rec.last, c, ticks_per_second_));
+        rec.last = c;
+      }
     }
     last_ = std::move(c);
     next += wait;
@@ -182,27 +185,27 @@ void HostSampler::Loop() {
   }
 }
 
-void HostSampler::BeginPhase(std::chrono::milliseconds interval) {
+HostSampler::PhaseId HostSampler::BeginPhase(std::chrono::milliseconds interval) {
   HostCounters c = Read();
   MutexLock lk(&mu_);
-  recording_ = true;
-  interval_ = std::max(interval, opt_.tick);
-  series_.clear();
-  phase_start_ = c;
-  series_last_ = std::move(c);
+  Recording& rec = recordings_[++last_id_];
+  rec.interval = std::max(interval, opt_.tick);
+  rec.start = c;
+  rec.last = std::move(c);
+  return last_id_;
 }
 
-HostTelemetry HostSampler::EndPhase() {
+HostTelemetry HostSampler::EndPhase(PhaseId id) {
   HostCounters c = Read();
   MutexLock lk(&mu_);
   HostTelemetry t;
-  if (!recording_) return t;
-  recording_ = false;
-  if (c.steady_s - series_last_.steady_s >= kMinCutSeconds)
-    series_.push_back(DiffHost(series_last_, c, ticks_per_second_));
-  t.series = std::move(series_);
-  series_.clear();
-  t.phase = DiffHost(phase_start_, c, ticks_per_second_);
+  auto it = recordings_.find(id);
+  if (it == recordings_.end()) return t;
+  Recording& rec = it->second;
+  if (c.steady_s - rec.last.steady_s >= kMinCutSeconds) rec.series.push_back(DiffHost(rec.last, c, ticks_per_second_));
+  t.series = std::move(rec.series);
+  t.phase = DiffHost(rec.start, c, ticks_per_second_);
+  recordings_.erase(it);
   return t;
 }
 

@@ -4,7 +4,9 @@
 //   - the last tick's rates, exported as the dlio_host_* Prometheus families (docs/metrics.md "Agent: host");
 //   - while a phase runs (BeginPhase .. EndPhase), the phase's series: one HostSample every `interval`
 //     (dlio_ext.telemetry_interval), the last one cut at EndPhase, and one sample over the whole phase. The agent
-//     sends both with the phase's result (RankResult.host_telemetry on its first local rank).
+//     sends both with the phase's result (RankResult.host_telemetry on its first local rank). Phases of concurrent
+//     jobs on one agent are recorded at once, each with its own span and interval from the same readings (the host
+//     is one: every phase that overlaps a second carries that second's figures).
 // Nothing on the read path or in the step loop touches it: its cost is its own thread's, a few file reads a second
 // (dlio_host_sampler_cpu_seconds_total counts that thread's CPU time; docs/metrics.md gives the figure measured).
 // Thread-safety: every method may be called from any thread; the state the thread shares is guarded by mu_.
@@ -48,12 +50,14 @@ class HostSampler : public prometheus::Collectable {
   HostSampler(const HostSampler&) = delete;
   HostSampler& operator=(const HostSampler&) = delete;
 
-  // A phase begins: its series starts now, one sample every `interval` (at least one tick). A phase still being
-  // recorded is dropped.
-  void BeginPhase(std::chrono::milliseconds interval);
-  // The phase ended: its series (the last sample cut here, unless shorter than 50 ms) and the whole phase's sample.
-  // Empty telemetry when no phase was begun.
-  HostTelemetry EndPhase();
+  // Names one phase's recording (BeginPhase's answer, EndPhase's argument). Never 0.
+  using PhaseId = uint64_t;
+  // A phase begins: its series starts now, one sample every `interval` (at least one tick). Other phases being
+  // recorded (another job's, on a shared agent) go on: each has a series of its own.
+  PhaseId BeginPhase(std::chrono::milliseconds interval);
+  // Phase `id` ended: its series (the last sample cut here, unless shorter than 50 ms) and the whole phase's sample.
+  // Empty telemetry for an id that is not being recorded (never begun, or ended already).
+  HostTelemetry EndPhase(PhaseId id);
   // The last tick's rates (nullopt before the first tick).
   std::optional<HostSample> Latest() const;
   // CPU time the sampler's thread used so far, in seconds (CLOCK_THREAD_CPUTIME_ID).
@@ -72,11 +76,14 @@ class HostSampler : public prometheus::Collectable {
   std::optional<HostCounters> last_ ABSL_GUARDED_BY(mu_);      // the last tick's reading
   std::optional<HostSample> latest_ ABSL_GUARDED_BY(mu_);      // rates between the last two ticks
   double sampler_cpu_s_ ABSL_GUARDED_BY(mu_) = 0;
-  // The phase being recorded.
-  bool recording_ ABSL_GUARDED_BY(mu_) = false;
-  std::chrono::milliseconds interval_ ABSL_GUARDED_BY(mu_){10000};
-  HostCounters phase_start_ ABSL_GUARDED_BY(mu_), series_last_ ABSL_GUARDED_BY(mu_);
-  std::vector<HostSample> series_ ABSL_GUARDED_BY(mu_);
+  // One phase being recorded.
+  struct Recording {
+    std::chrono::milliseconds interval{10000};
+    HostCounters start, last;  // the phase's first reading; the one its series' last sample ended at
+    std::vector<HostSample> series;
+  };
+  PhaseId last_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<PhaseId, Recording> recordings_ ABSL_GUARDED_BY(mu_);  // the phases being recorded, at most one per job
   std::thread thread_;
 };
 

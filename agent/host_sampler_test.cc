@@ -39,9 +39,9 @@ TEST(HostSampler, FirstRatesComeWellBeforeTheFirstTick) {
 
 TEST(HostSampler, RecordsAPhaseSeriesAtItsIntervalAndTheWholePhase) {
   HostSampler s(Fast());
-  s.BeginPhase(milliseconds(50));
+  const HostSampler::PhaseId id = s.BeginPhase(milliseconds(50));
   std::this_thread::sleep_for(milliseconds(330));
-  const HostTelemetry t = s.EndPhase();
+  const HostTelemetry t = s.EndPhase(id);
   ASSERT_TRUE(t.phase.has_value());
   EXPECT_NEAR(t.phase->seconds, 0.33, 0.1);
   // ~6 samples of 50 ms and the cut at the end; a loaded host may skip a few ticks.
@@ -52,7 +52,35 @@ TEST(HostSampler, RecordsAPhaseSeriesAtItsIntervalAndTheWholePhase) {
   EXPECT_NEAR(sum, t.phase->seconds, 0.06);  // the series tiles the phase (a last piece under 50 ms is dropped)
   EXPECT_GT(t.phase->mem.total, 0u);
   EXPECT_GT(t.phase->cores, 0);
-  EXPECT_TRUE(s.EndPhase().empty());  // nothing begun
+  EXPECT_TRUE(s.EndPhase(id).empty());      // ended already
+  EXPECT_TRUE(s.EndPhase(id + 7).empty());  // never begun
+}
+
+// Concurrent jobs on one agent (issue 30): each phase carries the host series of its own span, from the same
+// readings; a phase begun beside another drops nothing of it.
+TEST(HostSampler, OverlappingPhasesEachGetTheSeriesOfTheirOwnSpan) {
+  HostSampler s(Fast());
+  const HostSampler::PhaseId a = s.BeginPhase(milliseconds(50));
+  std::this_thread::sleep_for(milliseconds(150));
+  const HostSampler::PhaseId b = s.BeginPhase(milliseconds(100));
+  ASSERT_NE(a, b);
+  std::this_thread::sleep_for(milliseconds(200));
+  const HostTelemetry ta = s.EndPhase(a);
+  std::this_thread::sleep_for(milliseconds(150));
+  const HostTelemetry tb = s.EndPhase(b);
+  ASSERT_TRUE(ta.phase.has_value());
+  ASSERT_TRUE(tb.phase.has_value());
+  EXPECT_NEAR(ta.phase->seconds, 0.35, 0.1);
+  EXPECT_NEAR(tb.phase->seconds, 0.35, 0.1);
+  // Each series tiles its own phase: a from its start to its end, b from its later start to its later end.
+  for (const HostTelemetry* t : {&ta, &tb}) {
+    ASSERT_GE(t->series.size(), 2u);
+    double sum = 0;
+    for (const HostSample& x : t->series) sum += x.seconds;
+    EXPECT_NEAR(sum, t->phase->seconds, 0.11);
+  }
+  EXPECT_LT(ta.phase->unix_ms, tb.phase->unix_ms);  // b ended later
+  EXPECT_GE(ta.series.size(), tb.series.size());    // at 50 ms against 100 ms
 }
 
 TEST(HostSampler, ExportsTheHostFamiliesAfterTheFirstTicks) {

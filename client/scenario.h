@@ -15,7 +15,8 @@
 //    each member first runs once alone, with its placement, into <folder>/alone/<member>/, one after another, then
 //    all together. A member that trains and generates its dataset generates it in its first run only (the alone
 //    run with --baseline): the later runs read what it wrote; a member that only generates generates every time.
-//    Then scenario.json (ScenarioJson) in the folder: --output, else "scenario-<name>". Prints one line per run and
+//    Then scenario.json (ScenarioJson) in the folder: --output, else "scenario-<name>", and beside it trace.json,
+//    every member on one timeline (client/scenario_trace.h). Prints one line per run and
 //    the interference table (InterferenceTable), or with --json scenario.json on stdout. Exit 0 when every member
 //    ran (the report is a measurement), else the first failed run's status (client/render.h), 130 on a signal.
 //  - Figures of a member (FiguresOf): AU %, samples/s, MB/s (RunOutcome), read latency p50/p99 (summary.json

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/scenario.h"
+#include "client/scenario_trace.h"
 #include "results/results.h"
 
 namespace dlio {
@@ -221,6 +222,11 @@ int RunScenario(const SubmitOptions& base, const LoadedScenario& scenario, bool 
   std::error_code ec;
   fs::create_directories(root, ec);  // a scenario whose runs all failed early has no folder yet
   if (absl::Status s = WriteFileAtomic((root / "scenario.json").string(), doc.dump(2) + "\n"); !s.ok()) {
+    err << "scenario: " << s.message() << "\n";
+    return 1;
+  }
+  // One timeline of every member (client/scenario_trace.h), beside the members' own traces.
+  if (absl::Status s = WriteScenarioTrace(root, doc); !s.ok()) {
     err << "scenario: " << s.message() << "\n";
     return 1;
   }

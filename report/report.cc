@@ -9,11 +9,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "results/results.h"
 #include "results/verdict.h"
 #include "job/workload_spec.h"
 #include "nlohmann/json.hpp"
+#include "report/page_common.h"
 #include "report/scenario_page.h"
 
 namespace dlio {
@@ -25,6 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using report_internal::DataElement;  // report/page_common.h: shared with the scenario page
+using report_internal::HtmlEscape;
+using report_internal::PageScript;
 
 absl::StatusOr<json> ReadJson(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -266,38 +269,12 @@ absl::StatusOr<json> LoadRamp(const fs::path& dir) {
   return m;
 }
 
-// JSON inside <script>: "</" must not close the element.
-std::string ScriptSafe(const std::string& text) { return absl::StrReplaceAll(text, {{"</", "<\\/"}}); }
-
-std::string HtmlEscape(const std::string& text) {
-  return absl::StrReplaceAll(text, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
 // The page script: builds the sections and draws the charts (animation off, so they are complete at load).
 constexpr const char* kPageScript = R"js(
-(function () {
   const jobs = JSON.parse(document.getElementById('dlio-data').textContent);
   const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b', '#e377c2'];
-  const isNum = v => v !== null && v !== undefined && !Number.isNaN(v);
   const fmt = (v, d) => isNum(v) ? Number(v).toFixed(d) : 'n/m';
   const ms = v => isNum(v) ? v * 1e3 : null;
-  const el = (tag, text, cls) => {
-    const e = document.createElement(tag);
-    if (text !== undefined) e.textContent = text;
-    if (cls) e.className = cls;
-    return e;
-  };
-  const main = document.getElementById('main');
-  const section = (title) => { main.appendChild(el('h2', title)); const d = el('div'); main.appendChild(d); return d; };
-  const table = (cls, header, rows) => {
-    const t = el('table', undefined, cls);
-    const h = el('tr'); header.forEach(c => h.appendChild(el('th', c))); t.appendChild(h);
-    rows.forEach(r => { const tr = el('tr'); r.forEach(v => tr.appendChild(el('td', String(v)))); t.appendChild(tr); });
-    return t;
-  };
-  const canvas = (box, id) => { const c = el('canvas'); c.id = id; c.width = 560; c.height = 320; box.appendChild(c); return c; };
-  Chart.defaults.animation = false;
-  Chart.defaults.responsive = false;
   const verdictBox = (text, status) => {
     const cls = status === 'PASS' || status === 'CLOSED' ? 'pass' : status === 'FAIL' || status === 'INVALID' ? 'fail' : 'other';
     return el('p', text, 'verdict ' + cls);
@@ -556,7 +533,7 @@ constexpr const char* kPageScript = R"js(
                                      fmt(a.memory_bytes / 2 ** 30, 1), a.data_root_fs])));
     });
   }
-})();
+
 )js";
 
 }  // namespace
@@ -615,11 +592,11 @@ absl::StatusOr<std::string> RenderReport(const std::vector<std::string>& result_
           "</h1>\n<div id=\"main\"></div>\n"
           "<p>Definitions: docs/results.md (n/m: not measured, DLIO's metric window leaves too few steps). Charts "
           "drawn with Chart.js (MIT), embedded.</p>\n";
-  html += "<script type=\"application/json\" id=\"dlio-data\">" + ScriptSafe(jobs.dump()) + "</script>\n";
+  html += DataElement(jobs);
   html += "<script>\n";
   html += kChartJs;
   html += "\n</script>\n<script>";
-  html += kPageScript;
+  html += PageScript(kPageScript);
   html += "</script>\n</body>\n</html>\n";
   return html;
 }

@@ -6,7 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
+#include "report/page_common.h"
 
 namespace dlio::report_internal {
 namespace {
@@ -58,34 +58,11 @@ json Telemetry(const fs::path& dir, const json& doc) {
   return out;
 }
 
-std::string HtmlEscape(const std::string& text) {
-  return absl::StrReplaceAll(text, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
 // The page script: the members, the interference tables, the timeline and the telemetry (animation off, so the
 // charts are complete at load).
 constexpr const char* kScenarioScript = R"js(
-(function () {
   const s = JSON.parse(document.getElementById('dlio-data').textContent);
   const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22'];
-  const isNum = v => v !== null && v !== undefined && !Number.isNaN(v);
-  const el = (tag, text, cls) => {
-    const e = document.createElement(tag);
-    if (text !== undefined) e.textContent = text;
-    if (cls) e.className = cls;
-    return e;
-  };
-  const main = document.getElementById('main');
-  const section = (title) => { main.appendChild(el('h2', title)); const d = el('div'); main.appendChild(d); return d; };
-  const table = (cls, header, rows) => {
-    const t = el('table', undefined, cls);
-    const h = el('tr'); header.forEach(c => h.appendChild(el('th', c))); t.appendChild(h);
-    rows.forEach(r => { const tr = el('tr'); r.forEach(v => tr.appendChild(el('td', String(v)))); t.appendChild(tr); });
-    return t;
-  };
-  const canvas = (box, id, w, h) => { const c = el('canvas'); c.id = id; c.width = w; c.height = h; box.appendChild(c); return c; };
-  Chart.defaults.animation = false;
-  Chart.defaults.responsive = false;
   const figures = [['au_percentage', 'AU (%)', 1], ['samples_per_second', 'samples/s', 1],
                    ['mb_per_second', 'MB/s', 1], ['read_latency_p50_seconds', 'read p50 (ms)', 1e3],
                    ['read_latency_p99_seconds', 'read p99 (ms)', 1e3], ['write_latency_p50_seconds', 'write p50 (ms)', 1e3],
@@ -156,7 +133,7 @@ constexpr const char* kScenarioScript = R"js(
   }
   document.body.dataset.scenarioRuns = String(bars.length);
   document.body.dataset.chartsDrawn = String(Object.keys(Chart.instances).length);
-})();
+
 )js";
 
 }  // namespace
@@ -192,10 +169,9 @@ std::string ScenarioPageHtml(const json& data, const std::string& chart_js) {
           HtmlEscape(title) + "</h1>\n<div id=\"main\"></div>\n"
           "<p>Definitions: docs/scenarios.md (delta = (together - alone) / alone; n/m: not measured). Charts drawn "
           "with Chart.js (MIT), embedded.</p>\n";
-  html += "<script type=\"application/json\" id=\"dlio-data\">" +
-          absl::StrReplaceAll(data.dump(), {{"</", "<\\/"}}) + "</script>\n";
+  html += DataElement(data);
   html += "<script>\n" + chart_js + "\n</script>\n<script>";
-  html += kScenarioScript;
+  html += PageScript(kScenarioScript);
   html += "</script>\n</body>\n</html>\n";
   return html;
 }

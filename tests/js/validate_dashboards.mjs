@@ -2,7 +2,10 @@
 // (npm @grafana/schema, the classic dashboard model: raw/dashboard/x/types.gen.d.ts, type Dashboard) with
 // ts-json-schema-generator, using ajv. Also checks what the schema cannot: every panel has a datasource, every
 // query target has an expression, ids are unique, the datasource, job_id and agent variables exist, and a
-// "Config from query results" transformation reads a query of its panel and a field that query returns.
+// "Config from query results" transformation reads a query of its panel and a field that query returns. Concurrent
+// jobs (issue 30): the job_id variable takes several jobs ("multi" and "All"), and every time series or bar gauge
+// query that selects on $job_id keeps job_id in its series (its legend names {{job_id}}), so the jobs selected show
+// side by side instead of summed into one line.
 //   node tests/js/validate_dashboards.mjs DASHBOARD.json...   (exit 1 on any failure)
 import { createGenerator } from 'ts-json-schema-generator';
 import Ajv from 'ajv';
@@ -30,6 +33,8 @@ for (const file of process.argv.slice(2)) {
   }
   const vars = (d.templating?.list ?? []).map((v) => v.name);
   for (const v of ['datasource', 'job_id']) if (!vars.includes(v)) problems.push(`missing template variable ${v}`);
+  const jobVar = (d.templating?.list ?? []).find((v) => v.name === 'job_id');
+  if (jobVar && !(jobVar.multi && jobVar.includeAll)) problems.push('variable job_id: not multi-select with All');
   const ids = new Set();
   let queries = 0;
   for (const p of d.panels ?? []) {
@@ -41,6 +46,10 @@ for (const file of process.argv.slice(2)) {
     for (const t of p.targets ?? []) {
       ++queries;
       if (!t.expr) problems.push(`panel "${p.title}" ${t.refId}: empty expr`);
+      if (['timeseries', 'bargauge'].includes(p.type) && t.expr?.includes('$job_id') &&
+          !t.legendFormat?.includes('{{job_id}}')) {
+        problems.push(`panel "${p.title}" ${t.refId}: selects $job_id but its legend has no {{job_id}} (jobs summed)`);
+      }
     }
     // "Config from query results" (thresholds from a metric, e.g. the AU target): the config query exists and each
     // mapped field is one it returns (its legendFormat), else Grafana silently keeps the static thresholds.
