@@ -13,12 +13,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "agent/agent_session.h"
 #include "agent/host_sampler.h"
 #include "agent/metrics.h"
 #include "agent/phase_runner.h"
 #include "agent/preflight.h"
+#include "agent/relay.h"
 #include "base/host_facts.h"
 #include "base/mutex.h"
 #include "dlio/v1/convert.h"
@@ -101,6 +103,8 @@ struct AgentServer::Impl : public PhaseHost {
   std::unique_ptr<prometheus::Exposer> exposer;
   S3AgentDefaults s3_defaults;          // read once at start, handed to every job's runner
   std::unique_ptr<AgentSession> session;
+  RelayHub relay_hub;                       // this agent's groups when it relays a step barrier (agent/relay.h)
+  std::unique_ptr<RelayServer> relay_server;  // its listener (--relay-listen), null when none
   std::atomic<bool> shutdown{false};
   absl::Status refusal;
   // Why the last connection attempt failed, and why the last session ended (one line each; written by Session() and,
@@ -126,6 +130,17 @@ struct AgentServer::Impl : public PhaseHost {
 
   // PhaseHost: the phase on a thread of its own, its barrier blocking in AgentSession::WaitRelease().
   void Start(PhaseCommand cmd) override;
+  // Where the phase's barrier arrivals go (the coordinator, this agent's relay hub, or the member's relay), opened
+  // for the phase and closed at its end (agent/relay.h).
+  struct BarrierRoute {
+    bool relay = false;
+    std::unique_ptr<RelayClient> client;
+  };
+  BarrierRoute OpenRoute(const PhaseCommand& cmd);
+  void CloseRoute(const PhaseCommand& cmd, BarrierRoute& route);
+  // Sends the agent's arrival of `step` (compute_left_ns 0 after compute) along `route`; false when the session is
+  // gone. A member whose relay is gone keeps waiting: the coordinator fails the job naming the relay.
+  bool SendArrival(const PhaseCommand& cmd, BarrierRoute& route, uint64_t step, int64_t compute_left_ns);
   const PhaseProgress& progress(const std::string& job_id) const override;
   // The job's runner, made at its first phase (idle runners of older jobs dropped beyond kKeptJobs).
   JobPhases& PhasesOf(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu);
@@ -235,13 +250,14 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
   if (p.thread.joinable()) p.thread.join();  // the job's previous phase has answered already; its thread is at its end
   *p.running = true;
   p.thread = std::thread([this, runner = p.runner.get(), running = p.running, cmd = std::move(cmd)] {
+    BarrierRoute route = OpenRoute(cmd);
     auto barrier = [&](uint64_t step) -> absl::Status {
-      if (!session->Arrive(cmd, step)) return absl::UnavailableError("connection to coordinator lost");
+      if (!SendArrival(cmd, route, step, 0)) return absl::UnavailableError("connection to coordinator lost");
       return session->WaitRelease(cmd.job_id, step);
     };
     PhaseRunner::AnnounceFns announce;  // dlio_ext.barrier: announce (agent/step_barrier.h)
     announce.announce = [&](uint64_t step, int64_t left_ns) -> absl::Status {
-      if (!session->Announce(cmd, step, left_ns)) return absl::UnavailableError("connection to coordinator lost");
+      if (!SendArrival(cmd, route, step, left_ns)) return absl::UnavailableError("connection to coordinator lost");
       return absl::OkStatus();
     };
     announce.await = [&](uint64_t step) { return session->AwaitRelease(cmd.job_id, step); };
@@ -254,9 +270,65 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
       HostTelemetry host = sampler->EndPhase(sampled);
       if (r.ok() && !r->empty()) (*r)[0].host = std::move(host);  // process-wide, as the S3 statistics
     }
+    CloseRoute(cmd, route);
     session->Finish(cmd, std::move(r), refused);
     *running = false;  // only now may PhasesOf() drop the runner (heartbeats read its progress until the answer)
   });
+}
+
+AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand& cmd) {
+  BarrierRoute route;
+  if (cmd.barrier_relay.empty()) return route;  // the star
+  if (cmd.barrier_relay == opt.name) {
+    route.relay = true;
+    spdlog::info("agent '{}': relays the step barrier of job {} phase {} for {} agent(s): {}", opt.name, cmd.job_id,
+                 cmd.phase_id, cmd.barrier_group.size(), absl::StrJoin(cmd.barrier_group, ","));
+    relay_hub.Open(
+        cmd.job_id, cmd.phase_id, cmd.barrier_group, opt.name,
+        [this, &cmd](uint64_t step, int64_t left_ns) { session->Announce(cmd, step, left_ns); },
+        [this, &cmd](const std::string& member, const std::string& why) {
+          spdlog::warn("agent '{}': member {} of its barrier group lost during job {} phase {}: {}", opt.name,
+                       member, cmd.job_id, cmd.phase_id, why);
+          session->SendMemberLost(cmd, member, why);
+        });
+    return route;
+  }
+  route.client = std::make_unique<RelayClient>(
+      cmd.barrier_relay_endpoint, opt.transport, cmd.job_id, cmd.phase_id, opt.name,
+      [this, job = cmd.job_id, phase = cmd.phase_id](uint64_t step, const barrier_timing::Release& t, int64_t at_ns) {
+        v1::BarrierRelease m;
+        m.set_job_id(job);
+        m.set_phase_id(phase);
+        m.set_step(step);
+        m.set_wait_after_compute_end_ns(t.wait_after_end_ns);
+        m.set_held_ns(t.held_ns);
+        const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(at_ns)};
+        session->DeliverRelease(m, at, /*from_relay=*/true);
+      });
+  return route;
+}
+
+void AgentServer::Impl::CloseRoute(const PhaseCommand& cmd, BarrierRoute& route) {
+  if (route.relay) relay_hub.Close(cmd.job_id, cmd.phase_id);
+  if (route.client) route.client->Close();
+}
+
+bool AgentServer::Impl::SendArrival(const PhaseCommand& cmd, BarrierRoute& route, uint64_t step,
+                                    int64_t compute_left_ns) {
+  if (route.relay) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch()).count();
+    relay_hub.Arrive(cmd.job_id, cmd.phase_id, opt.name, step, compute_left_ns, now);
+    return session->session_alive();
+  }
+  if (route.client) {
+    if (!route.client->Send(step, compute_left_ns)) {
+      spdlog::warn("agent '{}': its relay {} ({}) is gone at step {} of job {} phase {}; waiting for the coordinator",
+                   opt.name, cmd.barrier_relay, cmd.barrier_relay_endpoint, step, cmd.job_id, cmd.phase_id);
+    }
+    return session->session_alive();
+  }
+  return session->Announce(cmd, step, compute_left_ns);
 }
 
 AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instance) const {
@@ -270,6 +342,7 @@ AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instan
     const auto ports = exposer->GetListeningPorts();
     if (!ports.empty()) id.metrics_endpoint = AdvertisedMetricsEndpoint(opt.metrics_listen, ports.front());
   }
+  if (relay_server) id.relay_endpoint = AdvertisedMetricsEndpoint(opt.relay_listen, relay_server->port());
   id.host_cpu_count = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   id.provenance = CollectHostProvenance(opt.data_root);
   id.data_root_mount = ProbeMount(opt.data_root);
@@ -449,7 +522,18 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
     impl->exposer->RegisterCollectable(impl->metrics);
     impl->exposer->RegisterCollectable(impl->sampler);
   }
+  if (!impl->opt.relay_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<RelayServer>> relay =
+        RelayServer::Start(impl->opt.relay_listen, impl->opt.transport, &impl->relay_hub);
+    if (!relay.ok()) return relay.status();
+    impl->relay_server = std::move(*relay);
+  }
   impl->session = std::make_unique<AgentSession>(impl->MakeIdentity(instance), impl.get(), impl->metrics.get());
+  impl->session->set_relay_hook([hub = &impl->relay_hub](const std::string& job, const std::string& phase,
+                                                         uint64_t step, const barrier_timing::Release& up,
+                                                         int64_t received_ns) {
+    return hub->Released(job, phase, step, up, received_ns, received_ns);
+  });
   // Read once at start: a bad file fails the agent at once, naming the file and line (never a value).
   absl::StatusOr<S3AgentDefaults> s3 = LoadS3Defaults(impl->opt.s3_credentials_file, impl->opt.s3_allow_endpoints);
   if (!s3.ok()) return s3.status();

@@ -42,6 +42,10 @@ class AgentServer {
     std::string hostname;                    // this host's name, for the metrics endpoint it announces
     int accelerators = 1;                    // local ranks offered
     std::string metrics_listen;              // host:port for /metrics, empty = none
+    // --relay-listen: host:port of the step-barrier relay listener (agent/relay.h; port 0: any, announced at attach
+    // with a wildcard host resolved by the coordinator); empty = none (the agent never relays, and a job over it
+    // keeps the flat star).
+    std::string relay_listen = "0.0.0.0:0";
     std::chrono::milliseconds reconnect_window{30000};
     uint32_t protocol_version = 0;           // 0 = ours; tests set another to check the refusal
     Transport transport;                     // token and TLS material (LoadTransport); empty = plaintext

@@ -46,6 +46,7 @@ v1::AgentMessage AgentSession::Hello() const {
   hello->set_instance(id_.instance);
   hello->set_accelerators(static_cast<uint32_t>(id_.accelerators));
   hello->set_metrics_endpoint(id_.metrics_endpoint);
+  hello->set_relay_endpoint(id_.relay_endpoint);
   hello->set_host_memory_bytes(id_.host_memory_bytes);
   hello->set_host_memory_source(id_.host_memory_source);
   hello->set_host_cpu_count(id_.host_cpu_count);
@@ -133,28 +134,9 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
     case v1::CoordinatorMessage::kRunPhase:
       StartPhase(in.run_phase());
       break;
-    case v1::CoordinatorMessage::kBarrierRelease: {
-      const v1::BarrierRelease& r = in.barrier_release();
-      bool ours;
-      {
-        MutexLock lk(&mu_);
-        // Once the phase has finished (or failed) the board still names it: a late release of it is stale too.
-        auto it = slots_.find(r.job_id());
-        ours = it != slots_.end() && !it->second.phase.empty() &&
-               it->second.releases.Release(r.job_id(), r.phase_id(), r.step(),
-                                           barrier_timing::Release{r.wait_after_compute_end_ns(), r.held_ns()},
-                                           Ns(now));
-        if (ours) cv_.notify_all();
-      }
-      if (ours) {
-        host_->Released(r.job_id(), r.step());
-      } else {  // a late release of an earlier phase or job: dropped, and counted
-        if (metrics_ != nullptr) metrics_->CountStaleRelease();
-        spdlog::debug("agent '{}': dropped a stale barrier release (job {} phase {} step {})", id_.name,
-                      EscapeText(r.job_id()), EscapeText(r.phase_id()), r.step());
-      }
+    case v1::CoordinatorMessage::kBarrierRelease:
+      DeliverRelease(in.barrier_release(), now, /*from_relay=*/false);
       break;
-    }
     case v1::CoordinatorMessage::kCancel: {
       spdlog::info("agent '{}': job {} cancelled: {}", id_.name, in.cancel().job_id(), in.cancel().reason());
       bool ours;
@@ -283,6 +265,42 @@ const std::atomic<bool>* AgentSession::cancel_flag() const {
     job = last_job_;
   }
   return cancel_flag(job);
+}
+
+void AgentSession::DeliverRelease(const v1::BarrierRelease& r, Clock::time_point now, bool from_relay) {
+  barrier_timing::Release timing{r.wait_after_compute_end_ns(), r.held_ns()};
+  // A relay's group release from the coordinator: the relay hands out its members' releases and gives back its own.
+  if (!from_relay && relay_hook_) {
+    if (std::optional<barrier_timing::Release> own = relay_hook_(r.job_id(), r.phase_id(), r.step(), timing, Ns(now))) {
+      timing = *own;
+    }
+  }
+  bool ours;
+  {
+    MutexLock lk(&mu_);
+    // Once the phase has finished (or failed) the board still names it: a late release of it is stale too.
+    auto it = slots_.find(r.job_id());
+    ours = it != slots_.end() && !it->second.phase.empty() &&
+           it->second.releases.Release(r.job_id(), r.phase_id(), r.step(), timing, Ns(now));
+    if (ours) cv_.notify_all();
+  }
+  if (ours) {
+    host_->Released(r.job_id(), r.step());
+  } else {  // a late release of an earlier phase or job: dropped, and counted
+    if (metrics_ != nullptr) metrics_->CountStaleRelease();
+    spdlog::debug("agent '{}': dropped a stale barrier release (job {} phase {} step {})", id_.name,
+                  EscapeText(r.job_id()), EscapeText(r.phase_id()), r.step());
+  }
+}
+
+bool AgentSession::SendMemberLost(const PhaseOrder& order, const std::string& member, const std::string& why) {
+  v1::AgentMessage m;
+  v1::RelayMemberLost* l = m.mutable_relay_member_lost();
+  l->set_job_id(order.job_id);
+  l->set_phase_id(order.phase_id);
+  l->set_member(member);
+  l->set_reason(why);
+  return Send(m);
 }
 
 bool AgentSession::Arrive(const PhaseOrder& order, uint64_t step) {

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -94,6 +95,7 @@ class AgentSession {
     int accelerators = 1;            // local ranks offered
     uint32_t protocol_version = 0;   // 0 = kProtocolVersion (tests announce another to check the refusal)
     std::string metrics_endpoint;    // host:port of the agent's /metrics, empty = none
+    std::string relay_endpoint;      // host:port of the agent's step-barrier relay listener, empty = none
     uint64_t host_memory_bytes = 0;
     std::string host_memory_source;  // "meminfo", "cgroup" or "--host-memory" (Hello.host_memory_source)
     uint32_t host_cpu_count = 1;
@@ -110,6 +112,14 @@ class AgentSession {
   AgentSession(Identity id, PhaseHost* host, AgentMetrics* metrics = nullptr,
             std::shared_ptr<WorkloadCache> workloads = nullptr);
   const Identity& identity() const { return id_; }
+
+  // A relay's hook (agent/relay.h RelayHub::Released): given a coordinator's release (job, phase, step, its timing,
+  // its arrival in ns of the steady clock), it releases the relay's members and returns the relay's own release, or
+  // nullopt when this agent relays no group of that phase. Set before Begin(); called outside the session's lock.
+  using RelayHook = std::function<std::optional<barrier_timing::Release>(
+      const std::string& job_id, const std::string& phase_id, uint64_t step, const barrier_timing::Release& up,
+      int64_t received_ns)>;
+  void set_relay_hook(RelayHook hook) { relay_hook_ = std::move(hook); }
 
   // --- the transport's side ---
   v1::AgentMessage Hello() const;
@@ -138,6 +148,12 @@ class AgentSession {
   // dlio_ext.barrier: announce: the BarrierArrive of `step` sent as the ranks' compute starts, its compute ending
   // `compute_left_ns` after the send; false when the session is gone.
   bool Announce(const PhaseOrder& order, uint64_t step, int64_t compute_left_ns);
+  // A BarrierRelease, from the coordinator (OnMessage) or, in a relay tree, from this agent's relay (`from_relay`:
+  // the relay hook is not asked): recorded for the running phase of its job, or dropped and counted as stale.
+  void DeliverRelease(const v1::BarrierRelease& r, Clock::time_point now, bool from_relay);
+  // A relay: `member` of its group broke its Join stream during `order`'s phase (RelayMemberLost); false when the
+  // session is gone.
+  bool SendMemberLost(const PhaseOrder& order, const std::string& member, const std::string& why);
   // Blocks until `step` of job `job_id`'s phase is released (OK), or the phase is cancelled or the session ends.
   absl::Status WaitRelease(const std::string& job_id, uint64_t step);
   // The same for the phase started last.
@@ -169,6 +185,7 @@ class AgentSession {
   PhaseHost* const host_;
   AgentMetrics* const metrics_;
   const std::shared_ptr<WorkloadCache> workloads_;
+  RelayHook relay_hook_;  // set before Begin(), read only after
   // Steady-clock time (ns since the clock's epoch) of the last message from the coordinator, for the lease.
   std::atomic<int64_t> last_heard_ns_{0};
   // One job's phase on this agent: running (`phase` set) until its Finish(), then kept (phase empty) until the job's

@@ -74,6 +74,11 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
       ->check(CLI::Range(1, 4096));
   app->add_option("--metrics-listen", f->opt.metrics_listen,
                   "Serve Prometheus /metrics on HOST:PORT (port 0 picks a free port); empty = no endpoint");
+  app->add_option("--relay-listen", f->opt.relay_listen,
+                  "Listen for the step barrier's relay tree on HOST:PORT (port 0 picks a free port, announced at "
+                  "attach; a wildcard host is the address the coordinator sees); empty = never relay (jobs over this "
+                  "agent keep the flat star; docs/fleet.md)")
+      ->default_val("0.0.0.0:0");
   app->add_option("--reconnect-window", f->reconnect_window_s,
                   "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then give up (exit 3, "
                   "one line naming the coordinator and the cause)")

@@ -12,7 +12,8 @@ absl::Status CheckHello(const v1::Hello& h) {
   const std::pair<const std::string*, const char*> texts[] = {
       {&h.name(), "Hello.name"},         {&h.hostname(), "Hello.hostname"}, {&h.instance(), "Hello.instance"},
       {&h.metrics_endpoint(), "Hello.metrics_endpoint"}, {&h.kernel(), "Hello.kernel"},
-      {&h.cpu_model(), "Hello.cpu_model"}, {&h.data_root_fs(), "Hello.data_root_fs"}};
+      {&h.cpu_model(), "Hello.cpu_model"}, {&h.data_root_fs(), "Hello.data_root_fs"},
+      {&h.relay_endpoint(), "Hello.relay_endpoint"}};
   for (const auto& [text, field] : texts) {
     // 255: a host name's limit; the longer provenance strings (uname's version, a CPU model) fit too.
     if (absl::Status s = CheckText(*text, field, 255); !s.ok()) {
@@ -73,6 +74,7 @@ AgentInfo AgentInfoFromHello(const v1::Hello& hello) {
     info.nics.push_back({n.name(), n.speed_mbps(), n.mtu(), n.state()});
   }
   info.memory_source = hello.host_memory_source();
+  info.relay_endpoint = hello.relay_endpoint();
   info.ranks = static_cast<int>(hello.accelerators());
   return info;
 }
@@ -130,6 +132,11 @@ void AgentInbox::Deliver(const v1::AgentMessage& in) {
                                                                         : AgentErrorKind::kFailure,
                           in.error().message());
       break;
+    case v1::AgentMessage::kRelayMemberLost: {
+      const v1::RelayMemberLost& l = in.relay_member_lost();
+      core_->OnRelayMemberLost(agent_, l.job_id(), l.phase_id(), l.member(), l.reason());
+      break;
+    }
     default:
       break;
   }

@@ -204,6 +204,10 @@ class Coordinator {
                    std::vector<RankEpochResult> ranks);
   void OnAgentError(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                     AgentErrorKind kind, const std::string& message);
+  // Relay `relay` reports that `member` of its barrier group broke its Join stream (coordinator/relay_events.cc):
+  // the running phase fails naming the member, as if its session had ended.
+  void OnRelayMemberLost(const std::string& relay, const std::string& job_id, const std::string& phase_id,
+                         const std::string& member, const std::string& reason);
 
   // Client verbs. Submit validates the workload and the placement numbers (InvalidArgument, one line), and refuses
   // (InvalidArgument, naming the numbers) a placement the attached fleet cannot satisfy: more agents than attached,

@@ -508,6 +508,7 @@ class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       return;
     }
     info_ = AgentInfoFromHello(hello);
+    info_.relay_endpoint = ResolveMetricsEndpoint(info_.relay_endpoint, ctx_->peer());  // a wildcard host: the peer's
     link_ = std::make_shared<StreamLink>(info_.name, service_->releases(), ctx_,
                                          [this](const grpc::ByteBuffer* b) { StartWrite(b); });
     if (absl::Status s = service_->core()->AddAgent(info_, hello.instance(), link_); !s.ok()) {

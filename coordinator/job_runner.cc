@@ -331,7 +331,9 @@ void Coordinator::FinishJob(Job& job, MutexLock& lk, bool ok) {
 
 bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id, PhaseKind kind,
                            int epoch, const PhaseOrder& ckpt) {
-  job.driver.Begin({job.rec.id, phase_id, kind, epoch, &job.result.agents, &job.agent_index}, options_.now());
+  job.driver.Begin({job.rec.id, phase_id, kind, epoch, &job.result.agents, &job.agent_index,
+                    static_cast<int>(job.spec.barrier_fanout), static_cast<int>(job.spec.barrier_tree_min_agents)},
+                   options_.now());
   job.rec.phase_id = phase_id;
   job.done = job.total = 0;
   if (job.spec_yaml.empty()) job.spec_yaml = ToYaml(job.spec);

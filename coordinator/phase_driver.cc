@@ -104,8 +104,10 @@ void PhaseDriver::Begin(Setup setup, Clock::time_point now) {
   unsettled_ = 0;
   barrier_step_ = 0;
   links_.assign(n, nullptr);
-  arrived_.assign(n, 0);
-  announces_.assign(n, barrier_timing::Announce());
+  PlanTree();
+  const size_t units = tree_.tree() ? tree_.groups.size() : n;
+  arrived_.assign(units, 0);
+  announces_.assign(units, barrier_timing::Announce());
   arrived_count_ = 0;
   first_arrival_ = Clock::time_point();
   last_advance_ = now;
@@ -115,11 +117,43 @@ void PhaseDriver::Begin(Setup setup, Clock::time_point now) {
   refused_ = false;
 }
 
+void PhaseDriver::PlanTree() {
+  const std::vector<AgentInfo>& agents = *setup_.agents;
+  names_.clear();
+  std::vector<bool> can_relay;
+  bool every = true;  // every agent has a listener: none is an older agent or swarm session that knows no tree
+  for (const AgentInfo& a : agents) {
+    names_.push_back(a.name);
+    can_relay.push_back(!a.relay_endpoint.empty());
+    every = every && can_relay.back();
+  }
+  tree_ = train() && every ? barrier_tree::GroupAgents(agents.size(), can_relay, setup_.barrier_fanout,
+                                                       setup_.barrier_tree_min_agents)
+                           : barrier_tree::TreePlan();
+}
+
 void PhaseDriver::Order(size_t i, std::shared_ptr<AgentLink> link, const PhaseOrder& order) {
   if (!owes_done_[i]) ++unsettled_;
   owes_done_[i] = 1;
   links_[i] = std::move(link);
-  links_[i]->RunPhase(order);
+  if (!tree_.tree()) {
+    links_[i]->RunPhase(order);
+    return;
+  }
+  PhaseOrder o = order;
+  const barrier_tree::Group& g = tree_.groups[tree_.group_of[i]];
+  o.barrier_relay = NameAt(g.relay);
+  o.barrier_relay_endpoint = (*setup_.agents)[g.relay].relay_endpoint;
+  if (g.relay == i) {
+    for (size_t m : g.members) o.barrier_group.push_back(NameAt(m));
+  }
+  links_[i]->RunPhase(o);
+}
+
+std::string PhaseDriver::UnitText(size_t u) const {
+  if (!tree_.tree()) return absl::StrCat(NameAt(u), " (", RanksOf(NameAt(u)), ")");
+  const barrier_tree::Group& g = tree_.groups[u];
+  return absl::StrCat("relay ", NameAt(g.relay), " (group ", barrier_tree::GroupText(g, names_), ")");
 }
 
 void PhaseDriver::Detached(size_t i) {
@@ -143,8 +177,9 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
                                          const std::string& phase_id, uint64_t step, Clock::time_point now,
                                          Clock::duration* wait, int64_t compute_left_ns) {
   if (!Is(job_id, phase_id) || step != barrier_step_) return Arrival::kStale;
-  const std::optional<size_t> i = IndexOf(agent);
-  if (!i) return Arrival::kStale;
+  const std::optional<size_t> agent_i = IndexOf(agent);
+  if (!agent_i || (tree_.tree() && !tree_.IsRelay(*agent_i))) return Arrival::kStale;  // tree: relays only
+  const std::optional<size_t> i = tree_.tree() ? tree_.group_of[*agent_i] : *agent_i;  // the barrier's unit
   if (arrived_count_ == 0) first_arrival_ = now;
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   if (!arrived_[*i]) {
@@ -160,9 +195,9 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
   last_advance_ = now;
   int64_t slowest = std::numeric_limits<int64_t>::min();  // the slowest estimated compute end (base/barrier_timing.h)
   for (const barrier_timing::Announce& a : announces_) slowest = std::max(slowest, barrier_timing::EstimatedEnd(a));
-  for (size_t k = 0; k < links_.size(); ++k) {
-    if (links_[k]) {
-      links_[k]->ReleaseBarrierTimed(job_id, phase_id, step, barrier_timing::ReleaseFor(announces_[k], slowest, now_ns));
+  for (size_t k = 0; k < announces_.size(); ++k) {
+    if (const std::shared_ptr<AgentLink>& link = links_[UnitAgent(k)]) {
+      link->ReleaseBarrierTimed(job_id, phase_id, step, barrier_timing::ReleaseFor(announces_[k], slowest, now_ns));
     }
   }
   return Arrival::kReleased;
@@ -206,8 +241,22 @@ void PhaseDriver::Lost(const std::string& agent, const std::string& why) {
   } else {
     where = StepText();
   }
-  Fail(absl::StrCat("agent '", agent, "' (", RanksOf(agent), ") lost during job ", setup_.job_id, " phase ",
+  // A relay takes its group's barrier with it: say so first, naming the group.
+  const std::string relay = tree_.IsRelay(*i) ? absl::StrCat("relay ", agent, " lost: group ",
+                                                              barrier_tree::GroupText(tree_.groups[tree_.group_of[*i]],
+                                                                                      names_), "; ")
+                                              : std::string();
+  Fail(absl::StrCat(relay, "agent '", agent, "' (", RanksOf(agent), ") lost during job ", setup_.job_id, " phase ",
                     setup_.phase_id, " ", where, ": ", why));
+}
+
+bool PhaseDriver::MemberLost(const std::string& relay, const std::string& job_id, const std::string& phase_id,
+                             const std::string& member, const std::string& why) {
+  if (!Is(job_id, phase_id) || !tree_.tree()) return false;
+  const std::optional<size_t> r = IndexOf(relay), m = IndexOf(member);
+  if (!r || !m || !tree_.IsRelay(*r) || tree_.group_of[*m] != tree_.group_of[*r]) return false;
+  Lost(member, absl::StrCat("reported by its relay ", relay, ": ", why));
+  return true;
 }
 
 bool PhaseDriver::BarrierTimedOut(Clock::time_point now, std::chrono::milliseconds timeout) {
@@ -216,12 +265,12 @@ bool PhaseDriver::BarrierTimedOut(Clock::time_point now, std::chrono::millisecon
     return false;
   }
   std::vector<std::string> missing;
-  for (size_t i = 0; i < arrived_.size(); ++i) {
-    if (owes_done_[i] && !arrived_[i]) missing.push_back(absl::StrCat(NameAt(i), " (", RanksOf(NameAt(i)), ")"));
+  for (size_t u = 0; u < arrived_.size(); ++u) {
+    if (owes_done_[UnitAgent(u)] && !arrived_[u]) missing.push_back(UnitText(u));
   }
   Fail(absl::StrCat("job ", setup_.job_id, " phase ", setup_.phase_id, ": no step barrier released for ",
                     SecsText(timeout), " (barrier timeout) at step ", barrier_step_, ": ", arrived_count_, " of ",
-                    arrived_.size(), " agent(s) arrived; waiting for ",
+                    arrived_.size(), tree_.tree() ? " relay(s)" : " agent(s)", " arrived; waiting for ",
                     missing.empty() ? std::string("none") : NameList(missing)));
   return true;
 }

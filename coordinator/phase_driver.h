@@ -9,7 +9,10 @@
 // and phase id) and ignored. Agents are named as the job knows them (Job::agent_index gives their place).
 // Barrier: arrivals are counted for the current step only, one per agent (an O(1) hash lookup and a flag); the last
 // arrival releases the step on every agent's link with one pass over the links captured when the orders went out
-// (a link whose agent left is closed and does nothing; the phase fails through Lost()).
+// (a link whose agent left is closed and does nothing; the phase fails through Lost()). A training phase over
+// Setup::barrier_tree_min_agents agents or more, every one of them with a relay listener, meets through a relay tree
+// (base/barrier_tree.h): each agent's order names its relay, the relays' name their groups, only the relays' arrivals
+// count (one per group) and only the relays are released; a relay lost fails the phase naming its group.
 // Thread-safety: none of its own: it is the coordinator's state, held as `PhaseDriver driver_ ABSL_GUARDED_BY(mu_)`,
 // so clang's analysis checks that every call is made under the coordinator's lock. (Annotations here naming the
 // coordinator's mutex through a reference could not be checked: the analysis does not follow aliases.) It never
@@ -29,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "base/barrier_timing.h"
+#include "base/barrier_tree.h"
 #include "results/results.h"
 #include "coordinator/agent_link.h"
 
@@ -90,6 +94,9 @@ class PhaseDriver {
     // outlive the phase (until the next Begin() or End()).
     const std::vector<AgentInfo>* agents = nullptr;
     const std::unordered_map<std::string, size_t>* index = nullptr;
+    // The step barrier's relay tree (dlio_ext.barrier_fanout, dlio_ext.barrier_tree_min_agents).
+    int barrier_fanout = barrier_tree::kDefaultFanout;
+    int barrier_tree_min_agents = barrier_tree::kDefaultMinAgents;
   };
 
   // A new phase: nothing sent, nothing arrived, no failure; `now` starts the barrier timeout.
@@ -106,7 +113,8 @@ class PhaseDriver {
   bool train() const { return setup_.kind == PhaseKind::kTrainEpoch; }
   int epoch() const { return setup_.epoch; }
 
-  // Agent `i` (placement order) gets its order on `link`; the phase then waits for its PhaseDone.
+  // Agent `i` (placement order) gets its order on `link` (with its place in the relay tree, if any); the phase then
+  // waits for its PhaseDone.
   void Order(size_t i, std::shared_ptr<AgentLink> link, const PhaseOrder& order);
   // Agent `i` was not attached when the orders went out: the phase fails naming it.
   void Detached(size_t i);
@@ -128,8 +136,15 @@ class PhaseDriver {
             std::vector<RankEpochResult> ranks);
   // The agent's phase ended without results (its Error): it owes no PhaseDone any more.
   void Settle(const std::string& agent);
-  // The agent is gone (closed, expired, replaced): it owes nothing, and the phase fails naming it and how far it got.
+  // The agent is gone (closed, expired, replaced): it owes nothing, and the phase fails naming it and how far it got
+  // (a relay: "relay agent-3 lost: group agent-3..agent-18; ...").
   void Lost(const std::string& agent, const std::string& why);
+  // Relay `relay` reports that `member` of its group broke its barrier stream: the member is lost. False (nothing
+  // done) when it is not about this phase, or `member` is not in `relay`'s group.
+  bool MemberLost(const std::string& relay, const std::string& job_id, const std::string& phase_id,
+                  const std::string& member, const std::string& why);
+  // The running phase's relay tree (no groups: the star).
+  const barrier_tree::TreePlan& tree() const { return tree_; }
   // The phase failed; the first failure is the one kept (one line). `refused`: an agent refused the phase before it
   // touched anything (the job then ends refused).
   void Fail(const std::string& message, bool refused = false) {
@@ -161,6 +176,12 @@ class PhaseDriver {
   std::optional<size_t> IndexOf(const std::string& agent) const;
   void SettleAt(size_t i);
   const std::string& NameAt(size_t i) const { return (*setup_.agents)[i].name; }
+  // The relay tree of a training phase whose every agent can relay, else the star (Begin).
+  void PlanTree();
+  // The agent whose link a barrier unit (an agent of the star, a group of the tree) is released on.
+  size_t UnitAgent(size_t u) const { return tree_.tree() ? tree_.groups[u].relay : u; }
+  // "relay agent-3 (group agent-3..agent-18)", or the agent and its ranks on the star.
+  std::string UnitText(size_t u) const;
 
   bool active_ = false;
   Setup setup_;
@@ -170,8 +191,10 @@ class PhaseDriver {
   // release goes out on (each agent's when the orders went out).
   uint64_t barrier_step_ = 0;
   std::vector<std::shared_ptr<AgentLink>> links_;
-  std::vector<char> arrived_;
-  std::vector<barrier_timing::Announce> announces_;  // per agent: the current step's arrival (coordinator clock)
+  barrier_tree::TreePlan tree_;   // the barrier's units: the agents (star) or the relays' groups (tree)
+  std::vector<std::string> names_;  // the job's agents' names, placement order (for group names)
+  std::vector<char> arrived_;     // per unit
+  std::vector<barrier_timing::Announce> announces_;  // per unit: the current step's arrival (coordinator clock)
   size_t arrived_count_ = 0;
   Clock::time_point first_arrival_;  // of the current step
   Clock::time_point last_advance_;   // phase start or the last release

@@ -12,7 +12,11 @@ using Clock = PhaseDriver::Clock;
 class CountingLink : public AgentLink {
  public:
   void Accepted(std::chrono::milliseconds, std::chrono::milliseconds) override {}
-  void RunPhase(const PhaseOrder&) override { ++orders; }
+  void RunPhase(const PhaseOrder& o) override {
+    ++orders;
+    last = o;
+  }
+  PhaseOrder last;
   void ReleaseBarrier(const std::string&, const std::string&, uint64_t step) override { releases.push_back(step); }
   void ReleaseBarrierTimed(const std::string& j, const std::string& p, uint64_t step,
                            const barrier_timing::Release& t) override {
@@ -172,6 +176,55 @@ TEST(PhaseDriverTest, FailuresNameAgentRanksJobPhaseAndStepAndTheFirstOneWins) {
   EXPECT_TRUE(d.Done("a", "job", "train-epoch-1", {}));  // no results for its 2 ranks: invalid, but settled
   EXPECT_FALSE(d.Done("a", "job", "train-epoch-1", {}));  // a repeat
   EXPECT_TRUE(d.settled());
+}
+
+// The relay tree (issue 29 item 2, base/barrier_tree.h): 7 agents with listeners, fan-out 3 forced: relays a, d, g;
+// each order names its relay, the relays' their groups; only the relays' arrivals count, only they are released,
+// and a relay lost fails the phase naming its group.
+TEST(PhaseDriverTest, ATreeTalksToTheRelaysOnlyAndALostRelayNamesItsGroup) {
+  Fleet f(7);
+  for (AgentInfo& a : f.agents) a.relay_endpoint = "127.0.0.1:" + std::to_string(7000 + a.first_rank);
+  PhaseDriver d;
+  const Clock::time_point t0{};
+  d.Begin({"job", "train-epoch-1", PhaseKind::kTrainEpoch, 1, &f.agents, &f.index, 3, 2}, t0);
+  for (size_t i = 0; i < f.agents.size(); ++i) d.Order(i, f.links[i], PhaseOrder());
+  ASSERT_TRUE(d.tree().tree());
+  EXPECT_EQ(f.links[1]->last.barrier_relay, "a");
+  EXPECT_EQ(f.links[1]->last.barrier_relay_endpoint, "127.0.0.1:7000");
+  EXPECT_TRUE(f.links[1]->last.barrier_group.empty());
+  EXPECT_EQ(f.links[3]->last.barrier_group, std::vector<std::string>({"d", "e", "f"}));
+  EXPECT_EQ(f.links[6]->last.barrier_group, std::vector<std::string>({"g"}));
+  Clock::duration wait{};
+  EXPECT_EQ(d.Arrive("b", "job", "train-epoch-1", 0, t0, &wait, 0), PhaseDriver::Arrival::kStale);  // a member
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait, 0), PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("d", "job", "train-epoch-1", 0, t0, &wait, 0), PhaseDriver::Arrival::kCounted);
+  EXPECT_TRUE(d.BarrierTimedOut(t0 + std::chrono::seconds(6), std::chrono::seconds(5)));
+  EXPECT_NE(d.error().find("2 of 3 relay(s) arrived; waiting for relay g (group g)"), std::string::npos) << d.error();
+  f.Start(d, PhaseKind::kTrainEpoch, t0);  // again, the tree at the default threshold: 7 agents keep the star
+  EXPECT_FALSE(d.tree().tree());
+  EXPECT_TRUE(f.links[1]->last.barrier_relay.empty());
+
+  d.Begin({"job", "train-epoch-2", PhaseKind::kTrainEpoch, 2, &f.agents, &f.index, 3, 2}, t0);
+  for (size_t i = 0; i < f.agents.size(); ++i) d.Order(i, f.links[i], PhaseOrder());
+  for (const char* r : {"a", "d", "g"}) d.Arrive(r, "job", "train-epoch-2", 0, t0, &wait, 0);
+  for (size_t i = 0; i < f.agents.size(); ++i) {
+    EXPECT_EQ(f.links[i]->releases.size(), i % 3 == 0 ? 1u : 0u) << i;  // the relays only
+  }
+  EXPECT_FALSE(d.MemberLost("a", "job", "train-epoch-2", "e", "gone"));  // not a's member
+  d.Lost("d", "stream closed");
+  EXPECT_EQ(d.error().rfind("relay d lost: group d..f; agent 'd' (ranks 6-7) lost during job job phase "
+                            "train-epoch-2 after step 1", 0), 0u) << d.error();
+}
+
+TEST(PhaseDriverTest, AMemberLostIsReportedByItsRelay) {
+  Fleet f(4);
+  for (AgentInfo& a : f.agents) a.relay_endpoint = "127.0.0.1:7000";
+  PhaseDriver d;
+  d.Begin({"job", "train-epoch-1", PhaseKind::kTrainEpoch, 1, &f.agents, &f.index, 2, 2}, Clock::time_point{});
+  for (size_t i = 0; i < f.agents.size(); ++i) d.Order(i, f.links[i], PhaseOrder());
+  EXPECT_TRUE(d.MemberLost("c", "job", "train-epoch-1", "d", "its barrier stream to the relay broke"));
+  EXPECT_EQ(d.error(), "agent 'd' (ranks 6-7) lost during job job phase train-epoch-1 after step 0: reported by its "
+                       "relay c: its barrier stream to the relay broke");
 }
 
 }  // namespace

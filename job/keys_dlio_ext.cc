@@ -21,6 +21,15 @@ void AddDlioExtTransportKeys(std::vector<KeyInfo>& v) {
         return ParseChoice(n, p, {"announce", "after_compute"}, {}, "step barrier", &s.barrier);
       },
       [](const WorkloadSpec& s) { return Quote(s.barrier); }));
+  v.push_back(IntKey("dlio_ext.barrier_tree_min_agents", &WorkloadSpec::barrier_tree_min_agents, 2, 1000000,
+                     "the step barrier goes through a relay tree for a job over at least this many agents (the "
+                     "coordinator talks to one relay agent per dlio_ext.barrier_fanout agents, each relay to its "
+                     "group), a flat star below; 33: the star up to 32 agents, where bench/RESULTS.md's barrier "
+                     "simulation finds the tree no faster (docs/architecture.md, Step barrier)"));
+  v.push_back(IntKey("dlio_ext.barrier_fanout", &WorkloadSpec::barrier_fanout, 2, 4096,
+                     "agents per relay of the step barrier's relay tree (the relay included); 16: within 0.05-0.25 "
+                     "ms of the best release latency from 256 to 10,000 agents in bench/RESULTS.md's barrier "
+                     "simulation, the coordinator's CPU per step bounded by it"));
   AddParquetExtKeys(v);
   v.push_back(Custom(
       "dlio_ext.s3_endpoint_policy", KeyStatus::kImplemented,

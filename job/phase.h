@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dlio {
 
@@ -39,6 +40,11 @@ struct PhaseOrder {
   int64_t checkpoint_step = 0;
   std::string s3_secret_access_key;  // the job's S3 secret, beside the workload (never inside it)
   bool share_agent = false;    // the job runs with --share-agents: other sharing jobs may run on this agent too
+  // kTrainEpoch over a relay tree (base/barrier_tree.h; RunPhase.barrier_tree): the agent's relay (its own name on a
+  // relay) and its listener; on a relay, its group in placement order, itself included. Empty = the flat star.
+  std::string barrier_relay;
+  std::string barrier_relay_endpoint;
+  std::vector<std::string> barrier_group;
 };
 
 }  // namespace dlio

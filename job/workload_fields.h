@@ -41,6 +41,6 @@
   /* output, metric, dlio_ext */                                                                                    \
   X(output_folder) X(exclude_start_steps) X(exclude_end_steps) X(au_threshold) X(io_engine)                         \
   X(read_bandwidth_limit) X(trace) X(trace_events_per_thread) X(evict_cache) X(read_type) X(hdf5_engine)            \
-  X(telemetry_interval) X(s3_requests_in_flight) X(barrier)
+  X(telemetry_interval) X(s3_requests_in_flight) X(barrier) X(barrier_fanout) X(barrier_tree_min_agents)
 
 #define DLIO_WORKLOAD_UNCOMPARED_FIELDS(X) X(s3_secret_access_key)

@@ -206,6 +206,8 @@ struct WorkloadSpec {
   int64_t trace_events_per_thread = 65536;   // dlio_ext.trace_events_per_thread: the per-thread cap (kDefault...)
   std::string evict_cache = "none";          // dlio_ext.evict_cache: none | before_training | every_epoch
   std::string barrier = "announce";          // dlio_ext.barrier: announce | after_compute (agent/step_barrier.h)
+  int64_t barrier_fanout = 16;               // dlio_ext.barrier_fanout: agents per relay (base/barrier_tree.h)
+  int64_t barrier_tree_min_agents = 33;      // dlio_ext.barrier_tree_min_agents: the relay tree from this many agents
   std::string read_type = "on_demand";       // reader.read_type: on_demand | memory
   int64_t telemetry_interval = 10;           // dlio_ext.telemetry_interval: seconds between <agent>_host.jsonl lines
   int64_t s3_requests_in_flight = 8;         // dlio_ext.s3_requests_in_flight: whole-object GETs per loader thread

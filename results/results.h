@@ -198,6 +198,9 @@ struct AgentInfo {
   std::string processor_name;
   std::vector<NicInfo> nics;   // the host's NICs (empty from older agents)
   std::string memory_source;   // where memory_gb came from: "meminfo", "cgroup", "--host-memory"; empty if unknown
+  // host:port of its step-barrier relay listener (Hello.relay_endpoint, resolved); empty = it cannot relay. Not
+  // written to result files.
+  std::string relay_endpoint;
 };
 
 struct JobResult {

@@ -261,6 +261,12 @@ void ToProto(const PhaseOrder& o, v1::RunPhase* out) {
   out->set_checkpoint_index(static_cast<uint32_t>(o.checkpoint_index));
   out->set_checkpoint_step(static_cast<uint64_t>(o.checkpoint_step));
   out->set_share_agent(o.share_agent);
+  if (!o.barrier_relay.empty()) {
+    v1::BarrierTree* t = out->mutable_barrier_tree();
+    t->set_relay(o.barrier_relay);
+    t->set_relay_endpoint(o.barrier_relay_endpoint);
+    for (const std::string& g : o.barrier_group) t->add_group(g);
+  }
 }
 
 PhaseOrder FromProto(const v1::RunPhase& r) {
@@ -280,6 +286,9 @@ PhaseOrder FromProto(const v1::RunPhase& r) {
   o.checkpoint_index = Saturated<int>(r.checkpoint_index());
   o.checkpoint_step = Saturated<int64_t>(r.checkpoint_step());
   o.share_agent = r.share_agent();
+  o.barrier_relay = r.barrier_tree().relay();
+  o.barrier_relay_endpoint = r.barrier_tree().relay_endpoint();
+  o.barrier_group.assign(r.barrier_tree().group().begin(), r.barrier_tree().group().end());
   return o;
 }
 

@@ -1,0 +1,281 @@
+#include "agent/relay.h"
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "dlio/v1/convert.h"
+#include "dlio/v1/coordinator.grpc.pb.h"
+#include "dlio/v1/credentials.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+
+namespace dlio {
+
+namespace {
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+// --- RelayHub ---
+
+RelayHub::Phase* RelayHub::StateFor(const std::string& job, const std::string& phase) {
+  Phase& p = jobs_[job];
+  if (p.phase == phase) return &p;
+  // Phase ids of a job never repeat; an open phase is the relay's current one and a closed one is over, so a message
+  // of another phase is either late (dropped) or early (the next phase: it replaces a closed one).
+  if (p.open || phase == p.closed) return nullptr;
+  std::string closed = std::move(p.closed);
+  p = Phase();
+  p.phase = phase;
+  p.closed = std::move(closed);
+  return &p;
+}
+
+void RelayHub::Open(const std::string& job, const std::string& phase, const std::vector<std::string>& group,
+                    const std::string& self, Forward forward, Lost lost) {
+  MutexLock lk(&mu_);
+  Phase& p = jobs_[job];
+  if (p.phase != phase) {
+    std::string closed = std::move(p.closed);
+    p = Phase();
+    p.phase = phase;
+    p.closed = std::move(closed);
+  }
+  p.open = true;
+  p.self = self;
+  p.index.clear();
+  for (size_t k = 0; k < group.size(); ++k) p.index[group[k]] = k;
+  p.agg.Reset(group.size());
+  p.forward = std::move(forward);
+  p.lost = std::move(lost);
+  std::vector<Arrival> pending = std::move(p.pending);
+  p.pending.clear();
+  for (const Arrival& a : pending) ArriveLocked(p, a);
+}
+
+void RelayHub::Close(const std::string& job, const std::string& phase) {
+  MutexLock lk(&mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || it->second.phase != phase) return;
+  it->second.open = false;
+  it->second.closed = phase;
+  it->second.forward = nullptr;
+  it->second.lost = nullptr;
+}
+
+void RelayHub::Join(const std::string& job, const std::string& phase, const std::string& member, Reply reply) {
+  MutexLock lk(&mu_);
+  if (Phase* p = StateFor(job, phase)) p->replies[member] = std::move(reply);
+}
+
+void RelayHub::Leave(const std::string& job, const std::string& phase, const std::string& member, bool broken,
+                     const std::string& why) {
+  MutexLock lk(&mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || it->second.phase != phase) return;
+  Phase& p = it->second;
+  p.replies.erase(member);
+  if (broken && p.open && p.lost && p.index.count(member) != 0) p.lost(member, why);
+}
+
+void RelayHub::Arrive(const std::string& job, const std::string& phase, const std::string& member, uint64_t step,
+                      int64_t compute_left_ns, int64_t now_ns) {
+  MutexLock lk(&mu_);
+  Phase* p = StateFor(job, phase);
+  if (p == nullptr) return;
+  const Arrival a{member, step, compute_left_ns, now_ns};
+  if (!p->open) {
+    p->pending.push_back(a);
+    return;
+  }
+  ArriveLocked(*p, a);
+}
+
+void RelayHub::ArriveLocked(Phase& p, const Arrival& a) {
+  auto it = p.index.find(a.member);
+  if (it == p.index.end()) return;  // not of this group: dropped
+  if (!p.agg.Arrive(it->second, a.step, a.received_ns, a.left_ns)) return;
+  const int64_t left = p.agg.Forward(SteadyNs());
+  if (p.forward) p.forward(a.step, left);
+}
+
+std::optional<barrier_timing::Release> RelayHub::Released(const std::string& job, const std::string& phase,
+                                                          uint64_t step, const barrier_timing::Release& up,
+                                                          int64_t received_ns, int64_t now_ns) {
+  MutexLock lk(&mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || it->second.phase != phase || !it->second.open) return std::nullopt;
+  Phase& p = it->second;
+  if (step != p.agg.step() || p.agg.arrived() != p.agg.members()) {
+    return barrier_timing::Release();  // not the step collected: the session drops it as stale, or it is a repeat
+  }
+  const std::vector<barrier_timing::Release> out = p.agg.Release(up, received_ns, now_ns);
+  std::optional<barrier_timing::Release> own;
+  for (const auto& [member, k] : p.index) {
+    if (member == p.self) {
+      own = out[k];
+      continue;
+    }
+    auto r = p.replies.find(member);
+    if (r != p.replies.end() && !r->second(step, out[k])) p.replies.erase(r);
+  }
+  return own ? own : barrier_timing::Release();
+}
+
+int64_t RelayHub::upstream_bound_ns(const std::string& job) const {
+  MutexLock lk(&mu_);
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? -1 : it->second.agg.upstream_bound_ns();
+}
+
+// --- RelayServer ---
+
+namespace {
+
+using ServerStream = grpc::ServerReaderWriter<v1::BarrierRelease, v1::RelayArrive>;
+
+class RelayService final : public v1::BarrierRelay::Service {
+ public:
+  RelayService(const Transport& t, RelayHub* hub) : token_(t.token), hub_(hub) {}
+
+  grpc::Status Join(grpc::ServerContext* ctx, ServerStream* stream) override {
+    if (!token_.empty()) {
+      const auto& md = ctx->client_metadata();
+      auto it = md.find(kAuthMetadataKey);
+      if (it == md.end() || !TokenMatches(std::string_view(it->second.data(), it->second.size()), token_)) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "relay: missing or wrong token (--token-file)");
+      }
+    }
+    auto write_mu = std::make_shared<Mutex>();
+    v1::RelayArrive in;
+    std::string job, phase, member;
+    while (stream->Read(&in)) {
+      if (member.empty()) {
+        job = in.job_id(), phase = in.phase_id(), member = in.agent();
+        hub_->Join(job, phase, member, [stream, write_mu, job, phase](uint64_t step, const barrier_timing::Release& r) {
+          v1::BarrierRelease m;
+          m.set_job_id(job);
+          m.set_phase_id(phase);
+          m.set_step(step);
+          m.set_wait_after_compute_end_ns(r.wait_after_end_ns);
+          m.set_held_ns(r.held_ns);
+          MutexLock lk(write_mu.get());
+          return stream->Write(m);
+        });
+      }
+      hub_->Arrive(job, phase, member, in.step(), in.compute_left_ns(), SteadyNs());
+    }
+    if (!member.empty()) {
+      const bool broken = ctx->IsCancelled();
+      hub_->Leave(job, phase, member, broken, broken ? "its barrier stream to the relay broke" : "");
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  const std::string token_;
+  RelayHub* const hub_;
+};
+
+}  // namespace
+
+struct RelayServer::Impl {
+  std::unique_ptr<RelayService> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+RelayServer::RelayServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+RelayServer::~RelayServer() {
+  // 1 s: a member's stream that does not end by itself is cut (its phase is over or its job failed).
+  if (impl_ && impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+int RelayServer::port() const { return impl_->port; }
+
+absl::StatusOr<std::unique_ptr<RelayServer>> RelayServer::Start(const std::string& listen, const Transport& transport,
+                                                                 RelayHub* hub) {
+  auto impl = std::make_unique<Impl>();
+  impl->service = std::make_unique<RelayService>(transport, hub);
+  grpc::ServerBuilder b;
+  b.AddListeningPort(listen, ServerCredentials(transport), &impl->port);
+  b.RegisterService(impl->service.get());
+  b.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  impl->server = b.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--relay-listen: cannot listen on '", listen, "'"));
+  }
+  return std::unique_ptr<RelayServer>(new RelayServer(std::move(impl)));
+}
+
+// --- RelayClient ---
+
+using ClientStream = grpc::ClientReaderWriter<v1::RelayArrive, v1::BarrierRelease>;
+
+struct RelayClient::Impl {
+  std::string job, phase, member;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::BarrierRelay::Stub> stub;
+  grpc::ClientContext ctx;
+  std::unique_ptr<ClientStream> stream;
+  std::thread reader;
+  Mutex mu;
+  bool closed ABSL_GUARDED_BY(mu) = false;
+};
+
+RelayClient::RelayClient(const std::string& endpoint, const Transport& transport, std::string job, std::string phase,
+                         std::string member, OnRelease on_release)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& im = *impl_;
+  im.job = std::move(job), im.phase = std::move(phase), im.member = std::move(member);
+  im.channel = grpc::CreateCustomChannel(endpoint, ChannelCredentials(transport), SessionChannelArgs(transport));
+  // 2 s to connect, as the agent's session: a relay not there by then is gone (the member waits for the
+  // coordinator's verdict; a call on a channel still connecting would fail its first write).
+  im.channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  im.stub = v1::BarrierRelay::NewStub(im.channel);
+  AddToken(&im.ctx, transport);
+  im.stream = im.stub->Join(&im.ctx);
+  im.reader = std::thread([&im, on_release = std::move(on_release)] {
+    v1::BarrierRelease r;
+    while (im.stream->Read(&r)) {
+      if (r.job_id() == im.job && r.phase_id() == im.phase) {
+        on_release(r.step(), barrier_timing::Release{r.wait_after_compute_end_ns(), r.held_ns()}, SteadyNs());
+      }
+    }
+  });
+}
+
+RelayClient::~RelayClient() { Close(); }
+
+bool RelayClient::Send(uint64_t step, int64_t compute_left_ns) {
+  v1::RelayArrive a;
+  a.set_job_id(impl_->job);
+  a.set_phase_id(impl_->phase);
+  a.set_agent(impl_->member);
+  a.set_step(step);
+  a.set_compute_left_ns(compute_left_ns);
+  MutexLock lk(&impl_->mu);
+  return !impl_->closed && impl_->stream->Write(a);
+}
+
+void RelayClient::Close() {
+  {
+    MutexLock lk(&impl_->mu);
+    if (impl_->closed) return;
+    impl_->closed = true;
+    impl_->stream->WritesDone();
+  }
+  impl_->reader.join();
+  const grpc::Status st = impl_->stream->Finish();
+  if (!st.ok()) {
+    spdlog::debug("agent '{}': relay stream of job {} phase {} ended: {}", impl_->member, impl_->job, impl_->phase,
+                  absl::StrReplaceAll(st.error_message(), {{"\n", " "}}));
+  }
+}
+
+}  // namespace dlio

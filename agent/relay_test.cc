@@ -1,0 +1,78 @@
+// RelayHub (agent/relay.h) alone: a relay's group over fake replies, no gRPC: arrivals before the relay's phase
+// opened wait for it, the group's last arrival forwards one, the coordinator's release reaches every member with its
+// own wait, and a member whose stream broke is reported while the phase runs (not after).
+#include "agent/relay.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace dlio {
+namespace {
+
+struct Sent {
+  std::string member;
+  uint64_t step;
+  barrier_timing::Release release;
+};
+
+TEST(RelayHubTest, EarlyMembersWaitForTheOpenAndEachGetsItsOwnRelease) {
+  RelayHub hub;
+  std::vector<Sent> sent;
+  auto reply_to = [&sent](const std::string& m) {
+    return [&sent, m](uint64_t step, const barrier_timing::Release& r) {
+      sent.push_back({m, step, r});
+      return true;
+    };
+  };
+  const int64_t ms = 1000000;
+  // Members b and c joined and announced before the relay a's own order came.
+  hub.Join("j", "train-epoch-1", "b", reply_to("b"));
+  hub.Join("j", "train-epoch-1", "c", reply_to("c"));
+  hub.Arrive("j", "train-epoch-1", "b", 0, 30 * ms, 0);      // ends at 30 ms (relay clock)
+  hub.Arrive("j", "train-epoch-1", "c", 0, 10 * ms, 2 * ms);  // ends at 12 ms
+  std::vector<std::pair<uint64_t, int64_t>> forwarded;
+  std::vector<std::string> lost;
+  hub.Open(
+      "j", "train-epoch-1", {"a", "b", "c"}, "a",
+      [&](uint64_t step, int64_t left) { forwarded.emplace_back(step, left); },
+      [&](const std::string& m, const std::string&) { lost.push_back(m); });
+  EXPECT_TRUE(forwarded.empty());  // a has not arrived
+  hub.Arrive("j", "train-epoch-1", "a", 0, 5 * ms, 1 * ms);  // ends at 6 ms
+  ASSERT_EQ(forwarded.size(), 1u);
+  EXPECT_EQ(forwarded[0].first, 0u);
+  EXPECT_GE(forwarded[0].second, 0);
+  // The coordinator: this group waits 4 ms more after its end; held 1 ms.
+  const std::optional<barrier_timing::Release> own =
+      hub.Released("j", "train-epoch-1", 0, {4 * ms, 1 * ms}, 40 * ms, 40 * ms);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(own->wait_after_end_ns, (30 + 4 - 6) * ms);
+  ASSERT_EQ(sent.size(), 2u);
+  for (const Sent& s : sent) {
+    EXPECT_EQ(s.step, 0u);
+    EXPECT_EQ(s.release.wait_after_end_ns, s.member == "b" ? 4 * ms : (30 + 4 - 12) * ms) << s.member;
+    EXPECT_GE(s.release.held_ns, 0);
+  }
+  // Not relayed here: another job's release.
+  EXPECT_FALSE(hub.Released("other", "train-epoch-1", 0, {}, 0, 0).has_value());
+  // A broken stream is reported while the phase is open, a clean end or one after Close() is not.
+  hub.Leave("j", "train-epoch-1", "c", /*broken=*/false, "");
+  hub.Leave("j", "train-epoch-1", "b", /*broken=*/true, "gone");
+  EXPECT_EQ(lost, std::vector<std::string>({"b"}));
+  hub.Close("j", "train-epoch-1");
+  hub.Leave("j", "train-epoch-1", "a", /*broken=*/true, "gone");
+  EXPECT_EQ(lost.size(), 1u);
+  // The job's next phase replaces the closed one; a late arrival of the old one is dropped.
+  hub.Arrive("j", "train-epoch-2", "b", 0, 0, 0);
+  hub.Arrive("j", "train-epoch-1", "b", 1, 0, 0);
+  forwarded.clear();
+  hub.Open(
+      "j", "train-epoch-2", {"a", "b"}, "a", [&](uint64_t step, int64_t left) { forwarded.emplace_back(step, left); },
+      nullptr);
+  hub.Arrive("j", "train-epoch-2", "a", 0, 0, 0);
+  EXPECT_EQ(forwarded.size(), 1u);
+}
+
+}  // namespace
+}  // namespace dlio
