@@ -111,7 +111,9 @@ TEST(HostFacts, StoredAtStartAndEndAgreeWithProcAndSysAndMaskTheAgentsSecrets) {
     for (const char* k : {"vm.dirty_ratio", "vm.dirty_background_ratio", "vm.swappiness", "vm.vfs_cache_pressure",
                           "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
                           "fs.file-max"}) {
-      if (!SysctlValue(k).empty()) EXPECT_TRUE(f["sysctl"].contains(k)) << k;
+      if (!SysctlValue(k).empty()) {
+        EXPECT_TRUE(f["sysctl"].contains(k)) << k;
+      }
     }
     // The drives of /sys/block but loop, ram and zram devices, with their sizes.
     std::map<std::string, uint64_t> sys_drives;
@@ -133,7 +135,9 @@ TEST(HostFacts, StoredAtStartAndEndAgreeWithProcAndSysAndMaskTheAgentsSecrets) {
   ASSERT_FALSE(mount.empty());
   EXPECT_TRUE(mount == "/" || root == mount || root.rfind(mount + "/", 0) == 0) << mount << " " << root;
   for (const std::string& m : stored) {  // no longer mount holds the data root
-    if (m.size() > mount.size() && (root == m || root.rfind(m + "/", 0) == 0)) ADD_FAILURE() << m << " holds " << root;
+    if (m.size() > mount.size() && (root == m || root.rfind(m + "/", 0) == 0)) {
+      ADD_FAILURE() << m << " holds " << root;
+    }
   }
 
   // What changed between start and end, in one line, in the file and the summary.

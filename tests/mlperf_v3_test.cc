@@ -329,7 +329,9 @@ void CheckHostFactsInTheTree(const fs::path& org, const std::string& yaml) {
   EXPECT_NE(yaml.find("        - {name: \"DLIO_REHEARSAL_API_TOKEN\", value: \"***\"}"), std::string::npos) << yaml;
   EXPECT_EQ(yaml.find("not-in-the-tree"), std::string::npos) << yaml;
   for (const auto& f : fs::recursive_directory_iterator(org.parent_path().parent_path())) {
-    if (f.is_regular_file()) EXPECT_EQ(ReadFile(f.path().string()).find("not-in-the-tree"), std::string::npos) << f;
+    if (f.is_regular_file()) {
+      EXPECT_EQ(ReadFile(f.path().string()).find("not-in-the-tree"), std::string::npos) << f;
+    }
   }
   std::istringstream os(ReadFile("/etc/os-release"));
   for (std::string line; std::getline(os, line);) {
@@ -344,7 +346,9 @@ void CheckHostFactsInTheTree(const fs::path& org, const std::string& yaml) {
     disk = disk || !(n.rfind("loop", 0) == 0 || n.rfind("ram", 0) == 0 || n.rfind("zram", 0) == 0 ||
                      n.rfind("dm-", 0) == 0 || n.rfind("md", 0) == 0);
   }
-  if (disk) EXPECT_EQ(yaml.find("capacity_in_GB: \"FILL IN"), std::string::npos) << yaml;
+  if (disk) {
+    EXPECT_EQ(yaml.find("capacity_in_GB: \"FILL IN"), std::string::npos) << yaml;
+  }
 }
 
 // Issue 25 item 4: a scaled-down CLOSED v3.0 rehearsal (tests/fixtures/mlperf-scaled-v3) of unet3d_b200 and
