@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/host_stats.h"
 
 namespace dlio {
 
@@ -45,18 +46,12 @@ std::optional<dev_t> DeviceOfFd(int fd) {
 }
 
 std::optional<uint64_t> DeviceReadBytes(dev_t dev, const std::string& diskstats) {
-  const unsigned want_major = major(dev), want_minor = minor(dev);
-  if (want_major == 0) return std::nullopt;  // tmpfs, overlay, NFS, btrfs subvolumes: no block device of their own
+  if (major(dev) == 0) return std::nullopt;  // tmpfs, overlay, NFS, btrfs subvolumes: no block device of their own
   std::ifstream in(diskstats);
-  std::string line;
-  while (std::getline(in, line)) {
-    // major minor name reads reads_merged sectors_read ... (Documentation/admin-guide/iostats.rst)
-    std::istringstream fields(line);
-    unsigned maj = 0, min = 0;
-    std::string name;
-    uint64_t reads = 0, merged = 0, sectors = 0;
-    if (!(fields >> maj >> min >> name >> reads >> merged >> sectors)) continue;
-    if (maj == want_major && min == want_minor) return sectors * 512;  // diskstats sectors are 512 B whatever the device
+  std::ostringstream text;
+  text << in.rdbuf();
+  for (const DiskCounters& d : ParseDiskstats(text.str(), {})) {
+    if (d.major == major(dev) && d.minor == minor(dev)) return d.read_sectors * 512;  // 512 B whatever the device
   }
   return std::nullopt;
 }

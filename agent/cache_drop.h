@@ -8,9 +8,10 @@
 //    whole host, as the v3 fork's `drop_caches`); an error names the file.
 //  - DeviceOfFd() / DeviceReadBytes(): the block device a file system lives on (st_dev's major:minor) and the bytes
 //    it has delivered since boot (/proc/diskstats "sectors read" x 512, a partition's own line when the data sits on
-//    one). nullopt when there is no block device (tmpfs, overlay, NFS: major 0) or it has no line. The counter is
-//    the device's, so other readers of the same device add to it: a lower bound of nothing, an upper bound of
-//    what the job read; an epoch served from the page cache shows as ~0.
+//    one; read with base/host_stats.h's ParseDiskstats, the one parser of that file). nullopt when there is no
+//    block device (tmpfs, overlay, NFS: major 0) or it has no line. The counter is the device's, so other readers
+//    of the same device add to it: a lower bound of nothing, an upper bound of what the job read; an epoch served
+//    from the page cache shows as ~0.
 // Thread-safety: free functions, no shared state; DropPageCache affects the whole host.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include "agent/phase_context.h"
 #include "agent/steps_phase.h"
 #include "readers/format.h"
+#include "results/host_facts_json.h"
 #include "results/s3_stats.h"
 #include "storage/storage.h"
 
@@ -46,6 +47,21 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
   return s3_config_;
 }
 
+std::string PhaseRunner::HostFactsWire(const std::string& start) {
+  nlohmann::json wire = nlohmann::json::object();
+  if (!start.empty()) {
+    wire["start"] = nlohmann::json::parse(start);
+    facts_sent_ = start;
+  }
+  const nlohmann::json end = RunHostFactsJson(CollectRunHostFacts(data_root_));
+  std::string text = end.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // any bytes in the env
+  if (text != facts_sent_) {  // unchanged since the facts sent last: the coordinator has them
+    wire["end"] = end;
+    facts_sent_ = std::move(text);
+  }
+  return wire.empty() ? std::string() : wire.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand& cmd, const BarrierFn& barrier,
                                                               const std::atomic<bool>* cancel,
                                                               const AnnounceFns* announce) {
@@ -59,12 +75,18 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
   ctx.s3 = [this, &ctx] { return S3For(ctx); };
   // Object storage: the phase's S3 requests are the process-wide total's growth (one phase runs at a time).
   const S3Snapshot s3_before = cmd.spec.IsS3() ? S3Metrics::Global().Snapshot() : S3Snapshot();
+  // Host facts: the job's start is this agent's host before its first phase of the job.
+  const std::string facts_start =
+      facts_sent_.empty() ? RunHostFactsJson(CollectRunHostFacts(data_root_))
+                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                          : "";
   absl::StatusOr<std::vector<RankEpochResult>> r = cmd.kind == PhaseKind::kGenerate     ? RunGenerate(ctx)
                                                    : cmd.kind == PhaseKind::kCheckpoint ? RunCheckpoint(ctx)
                                                                                         : RunSteps(ctx, loader_threads_);
   if (r.ok() && !r->empty() && cmd.spec.IsS3()) {
     (*r)[0].s3 = S3Difference(S3Metrics::Global().Snapshot(), s3_before);
   }
+  if (r.ok() && !r->empty()) (*r)[0].host_facts = HostFactsWire(facts_start);
   // Read buffers are pooled from epoch to epoch (storage/storage.h); after the job's last phase (or a failure, which
   // ends the job) an idle agent keeps none.
   const bool last = cmd.kind == PhaseKind::kGenerate ? !cmd.spec.train : cmd.epoch >= cmd.spec.epochs;

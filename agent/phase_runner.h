@@ -12,7 +12,9 @@
 // The dataset's files are found as DLIO finds them, in a data folder or a bucket alike (agent/dataset_files.h).
 // What outlives one phase stays here: the progress, the job's loader threads and trace buffers (kept from epoch to
 // epoch, dropped after the job's last phase), the job's S3 configuration and its once-per-job preflight.
-// Every error names agent, rank, job and phase. Cancel (the flag passed to Run) stops everything within ~50 ms.
+// Host facts (results/host_facts_json.h) before the job's first phase and after every phase, on the first local
+// rank's result. Every error names agent, rank, job and phase. Cancel (the flag passed to Run) stops everything
+// within ~50 ms.
 // Thread-safety: one Run() at a time; progress() may be read from any thread while it runs.
 #pragma once
 
@@ -69,7 +71,10 @@ class PhaseRunner {
   // Opens `data_root` (base/confined_dir.h): every file of every phase is opened, created, renamed and listed
   // below it, without following symbolic links. A root that cannot be opened fails every phase naming it.
   PhaseRunner(const std::filesystem::path& data_root, std::string agent_name, AgentMetrics* metrics)
-      : root_(ConfinedDir::OpenRoot(data_root.string())), agent_(std::move(agent_name)), metrics_(metrics) {}
+      : root_(ConfinedDir::OpenRoot(data_root.string())),
+        data_root_(data_root.string()),
+        agent_(std::move(agent_name)),
+        metrics_(metrics) {}
   // The data root every path is confined to.
   const absl::StatusOr<std::shared_ptr<const ConfinedDir>>& root() const { return root_; }
 
@@ -88,7 +93,13 @@ class PhaseRunner {
   // agent, the preflight (agent/object_store.h). Null for POSIX jobs. The phases reach it through PhaseContext::s3.
   absl::StatusOr<std::shared_ptr<const S3Config>> S3For(const PhaseContext& ctx);
 
+  // Host facts (base/host_facts.h, results/host_facts_json.h): collected before the job's first phase here (the
+  // start) and after every phase (the end); the end travels in the phase's result when it differs from the facts
+  // sent last (facts_sent_, their JSON text; empty before the first phase). Touched by Run() only.
+  std::string HostFactsWire(const std::string& start);
+
   const absl::StatusOr<std::shared_ptr<const ConfinedDir>> root_;
+  const std::string data_root_;
   const std::string agent_;
   AgentMetrics* metrics_;
   PhaseProgress progress_;
@@ -99,6 +110,7 @@ class PhaseRunner {
   S3AgentDefaults s3_defaults_;
   std::string s3_job_;                       // the job s3_config_ belongs to
   std::shared_ptr<const S3Config> s3_config_;
+  std::string facts_sent_;  // HostFactsWire
 };
 
 }  // namespace dlio

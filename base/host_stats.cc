@@ -101,6 +101,8 @@ std::vector<DiskCounters> ParseDiskstats(absl::string_view text, const std::vect
     if (!devices.empty() && std::find(devices.begin(), devices.end(), f[2]) == devices.end()) continue;
     DiskCounters d;
     d.name = std::string(f[2]);
+    d.major = static_cast<unsigned>(U64(f[0]));
+    d.minor = static_cast<unsigned>(U64(f[1]));
     d.reads = U64(f[3]);
     d.read_sectors = U64(f[5]);
     d.writes = U64(f[7]);

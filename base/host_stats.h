@@ -45,8 +45,11 @@ absl::StatusOr<MemCounters> ParseMeminfo(absl::string_view text);
 struct DiskCounters {
   std::string name;  // "vda", "nvme0n1"
   uint64_t reads = 0, read_sectors = 0, writes = 0, write_sectors = 0, in_flight = 0, io_ms = 0;
+  unsigned major = 0, minor = 0;  // the device number (a partition has its own line and number)
 };
-// The lines of the named devices (all lines when `devices` is empty), in the file's order.
+// The lines of the named devices (all lines when `devices` is empty), in the file's order. The one parser of
+// /proc/diskstats: the host sampler's rates and the per-epoch device bytes of the cache drop (agent/cache_drop.h)
+// both read it.
 std::vector<DiskCounters> ParseDiskstats(absl::string_view text, const std::vector<std::string>& devices);
 
 struct SelfIo {

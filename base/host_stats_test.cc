@@ -65,6 +65,8 @@ TEST(HostStats, ParsesTheNamedDisksOnly) {
   const std::vector<DiskCounters> d = ParseDiskstats(kDiskstats, {"vda"});
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].name, "vda");
+  EXPECT_EQ(d[0].major, 254u);
+  EXPECT_EQ(d[0].minor, 0u);
   EXPECT_EQ(d[0].reads, 935039u);
   EXPECT_EQ(d[0].read_sectors, 84326322u);
   EXPECT_EQ(d[0].writes, 1114867u);

@@ -19,6 +19,7 @@
 #include "plan/epoch_plan.h"
 #include "plan/measurement_guards.h"
 #include "plan/preflight.h"
+#include "results/host_facts_json.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/coordinator_job.h"
 #include "coordinator/messages.h"
@@ -457,6 +458,14 @@ void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
   }
   for (RankEpochResult& r : results) {
     job.result.s3 += r.s3;  // object storage, every phase
+    if (!r.host_facts.empty()) {  // host facts at the job's start and end: <agent>_host_facts.json
+      for (const AgentInfo& a : job.result.agents) {
+        if (r.rank >= a.first_rank && r.rank < a.first_rank + a.ranks) {
+          MergeHostFactsWire(r.host_facts, &job.result.host_facts[a.name]);
+        }
+      }
+      r.host_facts.clear();
+    }
     // Host telemetry, every phase: the series to <agent>_host.jsonl; the whole-phase sample stays with the result.
     if (r.host.series.empty()) continue;
     for (const AgentInfo& a : job.result.agents) {

@@ -19,6 +19,7 @@
 #include "client/client.h"
 #include "mlperf/code_image.h"
 #include "mlperf/packaging.h"
+#include "results/results.h"
 #include "yaml-cpp/yaml.h"
 
 namespace dlio::submission {
@@ -50,10 +51,79 @@ std::map<std::string, json> HostFacts(const Tree& t) {
   return hosts;
 }
 
+// The newest host facts per host: of every run's agents (summary.json dlio_ext.provenance.agents[]), the "end" of
+// its <agent>_host_facts.json, keyed by the agent's hostname as the provenance names it; the newest run wins.
+std::map<std::string, json> RunFactsByHost(const Tree& t) {
+  std::map<std::string, std::pair<std::string, json>> newest;  // host -> (datetime, facts)
+  for (const Run& r : t.runs) {
+    if (!r.summary.is_object()) continue;
+    const json prov = r.summary.value("dlio_ext", json::object()).value("provenance", json::object());
+    for (const json& a : prov.value("agents", json::array())) {
+      absl::StatusOr<json> f = ReadJsonFile(t.root / r.dir / HostFactsFileName(a.value("agent", "")));
+      if (!f.ok() || !f->is_object() || !f->value("end", json()).is_object()) continue;
+      auto& slot = newest[a.value("hostname", "")];
+      if (slot.first.empty() || r.datetime >= slot.first) slot = {r.datetime, (*f)["end"]};
+    }
+  }
+  std::map<std::string, json> out;
+  for (auto& [host, v] : newest) out[host] = std::move(v.second);
+  return out;
+}
+
 // "Linux 6.1.0-18-amd64 #1 SMP ..." -> {"Linux", "6.1.0-18-amd64"}.
 std::pair<std::string, std::string> OsOf(const std::string& kernel) {
   const std::vector<std::string> w = absl::StrSplit(kernel, ' ', absl::SkipEmpty());
   return {w.empty() ? "" : w[0], w.size() > 1 ? w[1] : ""};
+}
+
+// The drives of a client's host facts as system_under_test.clients[].drives entries: whole disks (device-mapper and
+// md devices are no drives), identical ones once with their unit_count; a placeholder for what /sys did not say.
+std::vector<std::pair<std::string, int64_t>> DriveEntries(const json& facts) {
+  std::map<std::pair<std::string, std::string>, int64_t> count;  // (line up to unit_count, media type) -> units
+  const json drives = facts.is_object() ? facts.value("drives", json::array()) : json::array();
+  for (const json& d : drives) {
+    if (!d.is_object() || d.value("kind", "") != "disk") continue;
+    const std::string vendor = d.value("vendor", ""), model = d.value("model", ""), via = d.value("transport", "");
+    const json rot = d.value("rotational", json());
+    const double gb = static_cast<double>(d.value("size_bytes", uint64_t{0})) / 1e9;
+    ++count[{absl::StrCat("{vendor_name: ", vendor.empty() ? FillIn("vendor") : Q(vendor),
+                          ", model_name: ", model.empty() ? FillIn("model") : Q(model),
+                          ", interface: ", via.empty() ? FillIn("NVMe | SATA | SAS") : Q(via),
+                          ", capacity_in_GB: ", absl::StrFormat("%.1f", gb)),
+             rot.is_boolean() ? Q(rot.get<bool>() ? "HDD" : "SSD") : FillIn("SSD | HDD")}];
+  }
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [k, n] : count) {
+    out.push_back({absl::StrCat(k.first, ", unit_count: ", n, ", media_type: ", k.second, "}"), n});
+  }
+  return out;
+}
+
+// A client's sysctl, environment and drives from its host facts (<agent>_host_facts.json); a placeholder for each
+// part that was not collected (no facts file: an agent before them, or a tree from an older rehearsal).
+void AppendClientFacts(const json& facts, std::string* y) {
+  const json sysctl = facts.is_object() ? facts.value("sysctl", json::object()) : json::object();
+  const json env = facts.is_object() ? facts.value("environment", json::object()) : json::object();
+  absl::StrAppend(y, "      sysctl:  # the agent's host at the end of its newest run (<agent>_host_facts.json)\n");
+  if (sysctl.empty()) {
+    absl::StrAppend(y, "        - {name: ", FillIn("sysctl name"), ", value: ", FillIn("value"), "}\n");
+  }
+  for (auto it = sysctl.begin(); it != sysctl.end(); ++it) {
+    absl::StrAppend(y, "        - {name: ", Q(it.key()), ", value: ", it->dump(), "}\n");
+  }
+  absl::StrAppend(y, "      environment:  # the agent's, secrets masked as \"", kMasked, "\" (docs/results.md)\n");
+  if (env.empty()) absl::StrAppend(y, "        - {name: ", FillIn("variable"), ", value: ", FillIn("value"), "}\n");
+  for (auto it = env.begin(); it != env.end(); ++it) {
+    absl::StrAppend(y, "        - {name: ", Q(it.key()), ", value: ", it->dump(), "}\n");
+  }
+  absl::StrAppend(y, "      drives:  # /sys/block's whole disks\n");
+  const std::vector<std::pair<std::string, int64_t>> drives = DriveEntries(facts);
+  if (drives.empty()) {
+    absl::StrAppend(y, "        - {vendor_name: ", FillIn("vendor"), ", model_name: ", FillIn("model"), ", interface: ",
+                    FillIn("NVMe | SATA | SAS"), ", capacity_in_GB: ", FillIn("GB"), ", unit_count: ",
+                    FillIn("count"), ", media_type: ", FillIn("SSD | HDD"), "}\n");
+  }
+  for (const auto& [line, count] : drives) absl::StrAppend(y, "        - ", line, "\n");
 }
 
 // One client entry of system_under_test.clients[]: hosts with the same CPU, core count, memory and kernel share one
@@ -80,16 +150,11 @@ void AppendClient(const json& a, int64_t quantity, std::string* y) {
                     ", state: ", Q(n.value("state", "")), ", mtu: ", n.value("mtu", 0),
                     ", unit_count: 1, traffic: ", FillIn("data | management"), "}\n");
   }
-  absl::StrAppend(y, "      sysctl:  # not collected by the agents: the submitter lists the vm.*, net.*, fs.* values\n",
-                  "        - {name: ", FillIn("sysctl name"), ", value: ", FillIn("value"), "}\n",
-                  "      environment:  # secrets masked (AWS_SECRET_ACCESS_KEY: \"****\")\n",
-                  "        - {name: ", FillIn("variable"), ", value: ", FillIn("value"), "}\n",
-                  "      drives:\n",
-                  "        - {vendor_name: ", FillIn("vendor"), ", model_name: ", FillIn("model"), ", interface: ",
-                  FillIn("NVMe | SATA | SAS"), ", capacity_in_GB: ", FillIn("GB"), ", unit_count: ",
-                  FillIn("count"), ", media_type: ", FillIn("SSD | HDD"), "}\n",
-                  "      operating_system: {name: ", Q(os_name), ", version: ", Q(os_version),
-                  ", distribution: ", FillIn("distribution and release"), "}\n",
+  AppendClientFacts(a.value("run_facts", json()), y);
+  const json os = a.value("run_facts", json::object()).value("os_release", json::object());
+  const std::string distribution = os.is_object() ? os.value("PRETTY_NAME", os.value("NAME", "")) : "";
+  absl::StrAppend(y, "      operating_system: {name: ", Q(os_name), ", version: ", Q(os_version), ", distribution: ",
+                  distribution.empty() ? FillIn("distribution and release") : Q(distribution), "}\n",
                   "      data_file_system: ", Q(a.value("data_root_fs", "")), "\n");
 }
 
@@ -170,7 +235,9 @@ std::string SystemDescriptionV3(const Tree& t, const std::string& system) {
                   "one is left, and wants\n# ", system, ".pdf beside this file. `mlperf report` never overwrites it ",
                   "once it exists.\n");
   std::map<std::tuple<std::string, int64_t, uint64_t, std::string>, std::pair<json, int64_t>> clients;
-  for (const auto& [name, a] : HostFacts(t)) {
+  const std::map<std::string, json> run_facts = RunFactsByHost(t);
+  for (auto [name, a] : HostFacts(t)) {
+    if (auto f = run_facts.find(name); f != run_facts.end()) a["run_facts"] = f->second;
     auto& c = clients[{a.value("cpu_model", ""), a.value("cpu_count", int64_t{0}), a.value("memory_bytes", uint64_t{0}),
                        a.value("kernel", "")}];
     c.first = a;

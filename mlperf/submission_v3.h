@@ -8,7 +8,8 @@
 // result files, fs_separation.json, the job's logs as fetched); per workload the newest set (warm-up + 5 runs, six
 // consecutive timestamp folders: 2.1.17, 2.1.18) and its newest data generation. The division folder is the set's
 // class (INVALID sets are left out, named). systems/<system>.yaml follows the v3.0 schema (system_under_test.clients
-// [], solution, deployment, product_nodes, product_switches), pre-filled from the host facts the agents reported;
+// [], solution, deployment, product_nodes, product_switches), pre-filled from the host facts the agents reported
+// (summary.json's provenance, and each run's <agent>_host_facts.json: sysctl, environment, drives, distribution);
 // every value the submitter owns starts with kFillIn ("FILL IN"), and the file is kept once it exists.
 //
 // Thread-safety: one call at a time per tree; plain functions over the files.
@@ -46,7 +47,8 @@ absl::StatusOr<V3TreeWritten> WriteV3Tree(const Tree& t, const nlohmann::json& r
 // The system name `mlperf report` uses without --system: the first host the runs ran on ("-and-N-more" when several).
 std::string DefaultSystemName(const Tree& t);
 
-// systems/<system>.yaml in the v3.0 schema, pre-filled from the hosts of `t`'s runs.
+// systems/<system>.yaml in the v3.0 schema, pre-filled from the hosts of `t`'s runs (a client's sysctl, environment,
+// drives and distribution from the newest <agent>_host_facts.json of its host; a placeholder where none was stored).
 std::string SystemDescriptionV3(const Tree& t, const std::string& system);
 
 // Paths ("solution.availability") of every scalar of the YAML file still starting with kFillIn; *error set when the

@@ -29,6 +29,7 @@
 #include "base/atomic_file.h"
 #include "base/host_facts.h"
 #include "fmt/format.h"
+#include "results/host_facts_json.h"
 #include "results/reduction.h"
 #include "results/limit.h"
 #include "results/verdict.h"
@@ -344,12 +345,20 @@ void AddEvalSummary(const FleetSummary& s, nlohmann::json* metric, nlohmann::jso
 
 }  // namespace
 
+// dlio_ext.host_facts_changed: one line per agent whose host changed between the job's start and end (its
+// <agent>_host_facts.json says what); absent when none did.
+static void AddHostFactsChanges(const JobResult& job, nlohmann::json* ext) {
+  for (const auto& [agent, facts] : job.host_facts) {
+    const std::string changed = HostFactsFileJson(agent, facts).value("changed", "");
+    if (!changed.empty()) (*ext)["host_facts_changed"][agent] = changed;
+  }
+}
+
 nlohmann::json Aggregator::SummaryJson() const {
   const Computed c = Compute(job_);
   const FleetSummary& s = c.fleet;
   const std::vector<Host> hosts = Hosts(job_);
   const double data_gb = data_gb_;
-
   nlohmann::json j;
   j["start"] = FormatTimestamp(job_.start_unix_us);
   j["end"] = FormatTimestamp(job_.end_unix_us);
@@ -399,6 +408,7 @@ nlohmann::json Aggregator::SummaryJson() const {
   AddS3Summary(job_.s3, &ext);
   if (job_.spec.train) AddTrainSummary(job_, c, &j, &metric, &ext);
   AddHostAndEpochLimits(job_, &ext);
+  AddHostFactsChanges(job_, &ext);
   if (!s.eval.empty()) AddEvalSummary(s, &metric, &ext);
   const std::vector<CheckpointMetric> checkpoints = ComputeCheckpoints(job_.checkpoints);
   AddCheckpointSummary(checkpoints, &metric);
@@ -542,6 +552,12 @@ absl::Status WriteResultFiles(const ConfinedDir& dir, const JobResult& job) {
       return s;
     }
   }
+  for (const auto& [agent, facts] : job.host_facts) {
+    if (absl::Status s = WriteFileAtomic(dir, HostFactsFileName(agent), HostFactsFileJson(agent, facts).dump(2) + "\n");
+        !s.ok()) {
+      return s;
+    }
+  }
   return WriteFileAtomic(dir, "job.yaml", ToYaml(job.spec));
 }
 
@@ -552,6 +568,11 @@ std::string HostSeriesFileName(const std::string& agent) {
   }
   if (name.empty() || name[0] == '.') name = "_" + name;
   return name + "_host.jsonl";
+}
+
+std::string HostFactsFileName(const std::string& agent) {
+  const std::string series = HostSeriesFileName(agent);
+  return series.substr(0, series.size() - std::string("_host.jsonl").size()) + "_host_facts.json";
 }
 
 std::string HostSeriesText(const std::string& agent, const std::vector<HostLine>& lines) {

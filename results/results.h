@@ -97,6 +97,9 @@ struct RankEpochResult {
   // rank of the agent; the summary counts each host once.
   std::string cache_drop;
   int64_t device_read_bytes = -1;
+  // Host facts (results/host_facts_json.h), on the agent's first local rank: its wire text ({"start"} at its first
+  // phase of the job, {"end"} when they changed since); the coordinator folds it into JobResult::host_facts.
+  std::string host_facts;
 };
 
 // One line of <agent>_host.jsonl: a sample and the phase it was taken in.
@@ -221,6 +224,8 @@ struct JobResult {
   S3Snapshot s3;                       // every phase's S3 requests (dlio_ext.s3 in summary.json)
   // Every phase's host telemetry series per agent, in the order received: <agent>_host.jsonl.
   std::map<std::string, std::vector<HostLine>> host_series;
+  // Every agent's host facts, {"start", "end"} (MergeHostFactsWire): <agent>_host_facts.json.
+  std::map<std::string, nlohmann::json> host_facts;
 };
 
 struct FleetSummary {
@@ -275,7 +280,8 @@ MetricWindow EvalWindow(const WorkloadSpec& spec, int64_t eval_steps);
 std::vector<std::string> UnmeasuredFigureWarnings(const WorkloadSpec& spec, int64_t epoch_steps, int64_t eval_steps);
 
 // Writes summary.json, <rank>_output.json, <rank>_per_epoch_stats.json, <agent>_host.jsonl (per agent that sent
-// host telemetry: one HostSampleJson a line with "agent" and "phase" added) and job.yaml into the open folder `dir`,
+// host telemetry: one HostSampleJson a line with "agent" and "phase" added), <agent>_host_facts.json (the host
+// facts at the job's start and end: results/host_facts_json.h) and job.yaml into the open folder `dir`,
 // each under a temporary name then renamed, all through its descriptor (base/atomic_file.h): whatever becomes of
 // the folder's path meanwhile, the files land in the folder that was opened, never through a symbolic link.
 absl::Status WriteResultFiles(const ConfinedDir& dir, const JobResult& job);
@@ -284,6 +290,8 @@ absl::Status WriteResultFiles(const ConfinedDir& dir, const JobResult& job);
 std::string HostSeriesFileName(const std::string& agent);
 // The file's text: one HostSampleJson a line, with "agent" and "phase" added.
 std::string HostSeriesText(const std::string& agent, const std::vector<HostLine>& lines);
+// <agent>_host_facts.json, the agent's name made a file name as HostSeriesFileName does.
+std::string HostFactsFileName(const std::string& agent);
 
 // Writes `content` to `path` via a temporary name in the same directory and rename() (base/atomic_file.h, relative
 // to the folder of `path`, opened once; links in the caller's own path are followed).

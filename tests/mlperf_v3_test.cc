@@ -6,7 +6,9 @@
 //  - the capacity gate (CAP-01) before the data generation, and its record in every run folder;
 //  - the fs-separation probe of `submit --mlperf` across processes: the agents' reported data-root mounts;
 //  - (issue 25 item 4) a scaled-down CLOSED v3.0 rehearsal of unet3d_b200 and retinanet_b200 (datagen, warm-up + 5
-//    runs, `mlperf report` into the v3.0 tree, `mlperf check` of that tree) accepted, and each broken rule named.
+//    runs, `mlperf report` into the v3.0 tree, `mlperf check` of that tree) accepted, and each broken rule named;
+//    the tree's timestamp folders hold each run's host series and host facts, and the system description's client
+//    sysctl, environment (secrets masked), drives and distribution come from those facts (item 2).
 // Timed and host-wide (drop_caches): RUN_SERIAL in tests/CMakeLists.txt.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -359,6 +361,54 @@ CommandResult RunV3Set(const std::function<CommandResult()>& run, const fs::path
   return r;
 }
 
+std::string ProcSysValue(const std::string& rel) {
+  std::istringstream in(ReadFile("/proc/sys/" + rel));
+  std::string w, out;
+  while (in >> w) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// Issue 25 item 2 in the rehearsal's v3.0 tree: every run's timestamp folder holds its agent's host series and host
+// facts, and the system description's client sysctl, environment, drives and distribution come from those facts
+// (checked against /proc/sys, /etc/os-release and /sys/block read here), the agents' secret masked.
+void CheckHostFactsInTheTree(const fs::path& org, const std::string& yaml) {
+  for (const std::string model : {"unet3d", "retinanet"}) {
+    for (const auto& ts : fs::directory_iterator(org / "results" / "sut" / "training" / model / "run")) {
+      EXPECT_TRUE(fs::exists(ts.path() / "local-0_host.jsonl")) << ts.path();
+      EXPECT_TRUE(fs::exists(ts.path() / "local-0_host_facts.json")) << ts.path();
+    }
+  }
+  const std::string swappiness = ProcSysValue("vm/swappiness");
+  if (!swappiness.empty()) {
+    EXPECT_NE(yaml.find("        - {name: \"vm.swappiness\", value: \"" + swappiness + "\"}"), std::string::npos)
+        << yaml;
+  }
+  EXPECT_EQ(yaml.find("{name: \"FILL IN: sysctl name\""), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("        - {name: \"DLIO_REHEARSAL_API_TOKEN\", value: \"***\"}"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("not-in-the-tree"), std::string::npos) << yaml;
+  for (const auto& f : fs::recursive_directory_iterator(org.parent_path().parent_path())) {
+    if (f.is_regular_file()) {
+      EXPECT_EQ(ReadFile(f.path().string()).find("not-in-the-tree"), std::string::npos) << f;
+    }
+  }
+  std::istringstream os(ReadFile("/etc/os-release"));
+  for (std::string line; std::getline(os, line);) {
+    if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
+    std::string pretty = line.substr(12);
+    if (pretty.size() >= 2 && pretty.front() == '"') pretty = pretty.substr(1, pretty.size() - 2);
+    EXPECT_NE(yaml.find("distribution: \"" + pretty + "\"}"), std::string::npos) << yaml;
+  }
+  bool disk = false;  // a whole disk in /sys/block: its capacity is in the description
+  for (const auto& e : fs::directory_iterator("/sys/block")) {
+    const std::string n = e.path().filename().string();
+    disk = disk || !(n.rfind("loop", 0) == 0 || n.rfind("ram", 0) == 0 || n.rfind("zram", 0) == 0 ||
+                     n.rfind("dm-", 0) == 0 || n.rfind("md", 0) == 0);
+  }
+  if (disk) {
+    EXPECT_EQ(yaml.find("capacity_in_GB: \"FILL IN"), std::string::npos) << yaml;
+  }
+}
+
 // Issue 25 item 4: a scaled-down CLOSED v3.0 rehearsal (tests/fixtures/mlperf-scaled-v3) of unet3d_b200 and
 // retinanet_b200: datagen, a warm-up and 5 runs each, `mlperf report` writing the v3.0 tree and its system
 // description, `mlperf check` of that tree ACCEPTED once the submitter's parts are filled in; then each broken rule
@@ -370,6 +420,9 @@ TEST(MlperfWorkflowV3, ScaledDownClosedRehearsalIsAcceptedAndEachBrokenRuleIsNam
   fs::create_directories(shm.path() / "root");
   const std::string refs = SourceDir() + "/tests/fixtures/mlperf-scaled-v3";
   const fs::path tree = dir.path() / "mlperf";
+  // A secret-looking variable in the agents' environment (the local agents inherit it): masked in the host facts,
+  // nowhere in the tree.
+  ::setenv("DLIO_REHEARSAL_API_TOKEN", "not-in-the-tree", 1);
   auto run = [&](const std::string& workload, const std::string& mode) {
     return RunCommand({Bin("dlio-coordinator"), "run", refs + "/" + workload, mode, "--local-agents", "1",
                        "--accelerators", "2", "--host-memory", "512kB", "--data-root", shm.str() + "/root",
@@ -430,6 +483,7 @@ TEST(MlperfWorkflowV3, ScaledDownClosedRehearsalIsAcceptedAndEachBrokenRuleIsNam
                         "product_switches:"}) {
     EXPECT_NE(yaml.find(k), std::string::npos) << k << "\n" << yaml;
   }
+  CheckHostFactsInTheTree(org, yaml);
   r = RunCommand({Bin("dlio-coordinator"), "mlperf", "check", sub.string(), "--mlperf-references", refs},
                  seconds(60));
   EXPECT_EQ(r.exit_code, 5) << r.out << r.err;

@@ -80,6 +80,7 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
     ToProto(e.latency, p->mutable_latency());
   }
   if (!r.host.empty()) out->set_host_telemetry(HostTelemetryText(r.host));
+  out->set_host_facts(r.host_facts);
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -122,6 +123,7 @@ RankEpochResult FromProto(const v1::RankResult& r) {
   out.trace_dropped = r.trace_dropped();
   out.cache_drop = r.cache_drop();
   out.device_read_bytes = r.has_device_read_bytes() ? r.device_read_bytes() : -1;
+  out.host_facts = r.host_facts();
   for (const v1::S3OpResult& p : r.s3_ops()) {
     for (int i = 0; i < kS3OpCount; ++i) {
       if (p.operation() != S3OpName(static_cast<S3Op>(i))) continue;  // unknown operations are dropped
