@@ -128,7 +128,15 @@ std::optional<JobList> QuickList(const ClientOptions& opt) {
 // The fleet of `submit`: the attached agents, else the flags and this machine's memory.
 ExplainFleet AttachedFleet(const SubmitOptions& opt, uint64_t local_ram) {
   ExplainFleet fleet;
-  const std::optional<JobList> list = QuickList(opt.client);
+  std::optional<JobList> list = QuickList(opt.client);
+  // --wait-for-agents: the job would wait for its agents, so the sizing waits for them too (the datasize of an
+  // MLPerf datagen comes from their memory: sized before they attach, it would be this machine's).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(std::max(0, opt.wait_for_agents_s));
+  while (list.has_value() && static_cast<int>(list->agents.size()) < std::max(1, opt.agents) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (std::optional<JobList> again = QuickList(opt.client); again.has_value()) list = std::move(again);
+  }
   const bool listed = list.has_value();
   const int attached = listed ? static_cast<int>(list->agents.size()) : 0;
   fleet.agents = opt.agents > 0 ? opt.agents : std::max(1, attached);

@@ -195,7 +195,6 @@ struct AgentInfo {
   std::string kernel;
   std::string cpu_model;
   std::string data_root_fs;
-  MountId data_root_mount;  // the mount holding the data root (base/mount_id.h); empty from older agents
   // DLIO's host_cpuinfo / host_meminfo / host_processor_name of the agent's host (empty from older agents).
   std::map<std::string, std::string> cpuinfo, meminfo;
   std::string processor_name;
@@ -204,6 +203,9 @@ struct AgentInfo {
   // host:port of its step-barrier relay listener (Hello.relay_endpoint, resolved); empty = it cannot relay. Not
   // written to result files.
   std::string relay_endpoint;
+  // The mount holding the data root (base/mount_id.h); empty from older agents. Last, so that positional
+  // initialisers of the fields above keep their meaning.
+  MountId data_root_mount;
 };
 
 struct JobResult {
