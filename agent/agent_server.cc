@@ -296,12 +296,7 @@ AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand&
   route.client = std::make_unique<RelayClient>(
       cmd.barrier_relay_endpoint, opt.transport, cmd.job_id, cmd.phase_id, opt.name,
       [this, job = cmd.job_id, phase = cmd.phase_id](uint64_t step, const barrier_timing::Release& t, int64_t at_ns) {
-        v1::BarrierRelease m;
-        m.set_job_id(job);
-        m.set_phase_id(phase);
-        m.set_step(step);
-        m.set_wait_after_compute_end_ns(t.wait_after_end_ns);
-        m.set_held_ns(t.held_ns);
+        const v1::BarrierRelease m = RelayRelease(job, phase, step, t);
         const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(at_ns)};
         session->DeliverRelease(m, at, /*from_relay=*/true);
       });

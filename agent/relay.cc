@@ -157,12 +157,7 @@ class RelayService final : public v1::BarrierRelay::Service {
       if (member.empty()) {
         job = in.job_id(), phase = in.phase_id(), member = in.agent();
         hub_->Join(job, phase, member, [stream, write_mu, job, phase](uint64_t step, const barrier_timing::Release& r) {
-          v1::BarrierRelease m;
-          m.set_job_id(job);
-          m.set_phase_id(phase);
-          m.set_step(step);
-          m.set_wait_after_compute_end_ns(r.wait_after_end_ns);
-          m.set_held_ns(r.held_ns);
+          const v1::BarrierRelease m = RelayRelease(job, phase, step, r);
           MutexLock lk(write_mu.get());
           return stream->Write(m);
         });
@@ -276,6 +271,17 @@ void RelayClient::Close() {
     spdlog::debug("agent '{}': relay stream of job {} phase {} ended: {}", impl_->member, impl_->job, impl_->phase,
                   absl::StrReplaceAll(st.error_message(), {{"\n", " "}}));
   }
+}
+
+v1::BarrierRelease RelayRelease(const std::string& job, const std::string& phase, uint64_t step,
+                                const barrier_timing::Release& r) {
+  v1::BarrierRelease m;
+  m.set_job_id(job);
+  m.set_phase_id(phase);
+  m.set_step(step);
+  m.set_wait_after_compute_end_ns(r.wait_after_end_ns);
+  m.set_held_ns(r.held_ns);
+  return m;
 }
 
 }  // namespace dlio

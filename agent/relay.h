@@ -32,6 +32,7 @@
 #include "base/barrier_timing.h"
 #include "base/barrier_tree.h"
 #include "base/mutex.h"
+#include "dlio/v1/coordinator.pb.h"
 #include "dlio/v1/transport.h"
 
 namespace dlio {
@@ -123,5 +124,10 @@ class RelayClient {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The release of `step` of phase `phase` of job `job` as a member receives it, whoever sends it (its relay over the
+// relay stream, or the relay's own hub to the relay itself).
+v1::BarrierRelease RelayRelease(const std::string& job, const std::string& phase, uint64_t step,
+                                const barrier_timing::Release& r);
 
 }  // namespace dlio

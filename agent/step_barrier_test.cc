@@ -310,7 +310,9 @@ TEST(AnnounceBarrierTest, ThreadsOnTheSteadyClockAnnounceOncePerStep) {
       3, AnnounceBarrier::Steady(nullptr),
       [&](uint64_t step, int64_t left) {
         ++announces;
-        EXPECT_GE(left, 0);
+        // Never more than the longest compute any rank drew; below 0 when the last rank started after every
+        // compute had ended (a thread preempted between drawing its end and Start: legal, not asserted).
+        EXPECT_LE(left, 3 * 20 * kUs);
         MutexLock lk(&mu);
         board.Release("j", "p", step, barrier_timing::Release{left, 0},
                       AnnounceBarrier::Steady(nullptr).now());

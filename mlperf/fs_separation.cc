@@ -1,12 +1,8 @@
 #include "mlperf/fs_separation.h"
 
-#include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <utility>
 
@@ -26,22 +22,15 @@ std::string LocalHost() {
 FsProbe ProbeFileSystem(const std::string& path) {
   FsProbe p;
   p.path = path;
-  std::error_code ec;
-  std::filesystem::path at = std::filesystem::absolute(path.empty() ? "." : path, ec);
-  if (ec) at = path;
-  struct stat st {};
-  while (::stat(at.c_str(), &st) != 0) {  // the nearest existing ancestor: a folder the run will create
-    if (!at.has_parent_path() || at.parent_path() == at) {
-      p.error = absl::StrCat("stat '", path, "': ", std::strerror(errno));
-      return p;
-    }
-    at = at.parent_path();
+  p.mount = ProbeMount(path);  // the nearest existing ancestor: a folder the run will create
+  if (!p.mount.error.empty()) {
+    p.error = p.mount.error;
+    return p;
   }
-  p.probed = at.string();
-  p.device = absl::StrCat(major(st.st_dev), ":", minor(st.st_dev));
+  p.probed = p.mount.probed;
+  p.device = p.mount.device;
   struct statfs sf {};
-  p.fs_type = ::statfs(at.c_str(), &sf) == 0 ? FsTypeName(static_cast<int64_t>(sf.f_type)) : "unknown";
-  p.mount = ProbeMount(at.string());
+  p.fs_type = ::statfs(p.probed.c_str(), &sf) == 0 ? FsTypeName(static_cast<int64_t>(sf.f_type)) : "unknown";
   p.host = LocalHost();
   return p;
 }

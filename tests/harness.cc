@@ -205,6 +205,27 @@ void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;
 }
 
+const char* const kTinyCheckpointJob = R"(model:
+  name: tiny
+  type: transformer
+  num_layers: 2
+  model_datatype: fp16
+  optimizer_datatype: fp32
+  transformer:
+    vocab_size: 1000
+    hidden_size: 64
+    ffn_hidden_size: 128
+    num_attention_heads: 4
+    num_kv_heads: 4
+workflow:
+  train: false
+  checkpoint: true
+checkpoint:
+  checkpoint_folder: ckpt
+  num_checkpoints_write: 1
+  num_checkpoints_read: 1
+)";
+
 std::string Workload(const std::string& format, int files, int samples_per_file, int record_bytes, int batch,
                      double compute, int epochs, bool generate, const std::string& extra) {
   return "model:\n  name: test\nframework: pytorch\nworkflow:\n  generate_data: " +

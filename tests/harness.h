@@ -208,6 +208,8 @@ std::string HttpGet(int port, const std::string& path);
 // Reads a whole file.
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
+// A checkpoint-only DLIO workload of a tiny transformer: one save and one load of a few hundred KiB per run.
+extern const char* const kTinyCheckpointJob;
 // A DLIO workload YAML for tests (data_folder "data", pytorch loader, read_threads 2, prefetch 2).
 std::string Workload(const std::string& format, int files, int samples_per_file, int record_bytes, int batch,
                      double compute, int epochs, bool generate, const std::string& extra = "");

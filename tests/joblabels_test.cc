@@ -151,27 +151,6 @@ TEST(JobLabels, TwoJobsSharingAnAgentEachExportTheirOwnSeriesAndCarryTheHostTele
   }
 }
 
-// A checkpoint-only member: one save and one load of a few hundred KiB per run.
-const char* kCheckpointJob = R"(model:
-  name: tiny
-  type: transformer
-  num_layers: 2
-  model_datatype: fp16
-  optimizer_datatype: fp32
-  transformer:
-    vocab_size: 1000
-    hidden_size: 64
-    ffn_hidden_size: 128
-    num_attention_heads: 4
-    num_kv_heads: 4
-workflow:
-  train: false
-  checkpoint: true
-checkpoint:
-  checkpoint_folder: ckpt
-  num_checkpoints_write: 1
-  num_checkpoints_read: 1
-)";
 
 // The trace's events of member process `pid` named `name` (all of them when `name` is empty).
 std::vector<json> Events(const json& trace, int pid, const std::string& name = "") {
@@ -191,7 +170,7 @@ TEST(ScenarioTrace, OneTraceHoldsEveryMembersRunsPhasesAndStepsInsideTheScenario
   TempDir dir;
   // ~1.6 s of training (8 steps of 0.2 s), its steps traced; checkpoints at 0.5 s and 2 s.
   WriteFile(dir.str() + "/train.yaml", Workload("npz", 16, 1, 65536, 2, 0.2, 1, true));
-  WriteFile(dir.str() + "/ckpt.yaml", kCheckpointJob);
+  WriteFile(dir.str() + "/ckpt.yaml", kTinyCheckpointJob);
   WriteFile(dir.str() + "/scenario.yaml", R"(scenario:
   name: traced
   members:

@@ -34,59 +34,29 @@ using json = nlohmann::json;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-std::string S3Dir() {
-  const char* dir = std::getenv("DLIO_S3_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : DLIO_S3_DEFAULT_DIR;
-}
-
-// The gateway's settings, exported into this process's environment once (the agents `run` starts inherit them).
-const std::map<std::string, std::string>& Gateway() {
-  static const std::map<std::string, std::string> env = [] {
-    std::map<std::string, std::string> m;
-    std::ifstream in(S3Dir() + "/env");
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t eq = line.find('=');
-      if (eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
-    }
-    for (const auto& [k, v] : m) ::setenv(k.c_str(), v.c_str(), 1);
-    return m;
-  }();
-  return env;
-}
-
-
 class S3 : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(Gateway().empty()) << "no gateway: $DLIO_S3_DIR/env is missing (the s3_gateway fixture starts "
-                                       "scripts/ceph-rgw.sh; install Ceph with scripts/setup.sh --test)";
+    ASSERT_FALSE(S3Gateway().empty()) << "no gateway: $DLIO_S3_DIR/env is missing (the s3_gateway fixture starts "
+                                         "scripts/ceph-rgw.sh; install Ceph with scripts/setup.sh --test)";
   }
 };
 
-CommandResult Tool(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/usr/bin/python3", SourceDir() + "/tests/python/s3_tool.py"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv, seconds(120));
-}
-
-// A bucket of this test's own (names are unique per process and call).
+// A bucket of this test's own (tests/harness.h NewS3Bucket: names unique per process and call).
 std::string NewBucket(const std::string& stem) {
-  static std::atomic<int> n{0};
-  const std::string name = stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
-  CommandResult r = Tool({"mkbucket", name});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string name = NewS3Bucket(stem);
+  EXPECT_FALSE(name.empty()) << "mkbucket " << stem << " failed";
   return name;
 }
 
 json List(const std::string& bucket, const std::string& prefix) {
-  CommandResult r = Tool({"list", bucket, prefix});
+  CommandResult r = S3Tool({"list", bucket, prefix});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.exit_code == 0 ? json::parse(r.out) : json::object();
 }
 
 int OpenUploads(const std::string& bucket) {
-  CommandResult r = Tool({"uploads", bucket});
+  CommandResult r = S3Tool({"uploads", bucket});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.exit_code == 0 ? std::stoi(r.out) : -1;
 }
@@ -105,8 +75,10 @@ CommandResult RunJob(const TempDir& dir, const std::string& job, const std::vect
 
 // The gateway's key pair as the job's own (overrides): what a job naming an endpoint other than the agents' own
 // AWS_ENDPOINT_URL must bring (agent/object_store.h).
-std::string JobKeyId() { return "storage.storage_options.access_key_id=" + Gateway().at("AWS_ACCESS_KEY_ID"); }
-std::string JobSecret() { return "storage.storage_options.secret_access_key=" + Gateway().at("AWS_SECRET_ACCESS_KEY"); }
+std::string JobKeyId() { return "storage.storage_options.access_key_id=" + S3Gateway().at("AWS_ACCESS_KEY_ID"); }
+std::string JobSecret() {
+  return "storage.storage_options.secret_access_key=" + S3Gateway().at("AWS_SECRET_ACCESS_KEY");
+}
 
 // A plain TCP socket listening on a loopback port of its own, standing for an endpoint nobody should reach: it
 // accepts and records whatever connects (the request's head, up to 1 s of it) until destroyed.
@@ -219,7 +191,7 @@ TEST_P(S3Formats, GeneratesByPutTrainsAndBoto3ReadsTheObjectsBack) {
   EXPECT_EQ(summary["metric"]["train_read_bytes"].get<uint64_t>(), got("get") + got("get_range")) << s3.dump();
 
   // boto3 + numpy/h5py/Pillow: the agents' objects have DLIO's layout.
-  ASSERT_EQ(Tool({"download", bucket, "ds/" + c.format, dir.str() + "/down"}).exit_code, 0);
+  ASSERT_EQ(S3Tool({"download", bucket, "ds/" + c.format, dir.str() + "/down"}).exit_code, 0);
   const int d = static_cast<int>(std::sqrt(static_cast<double>(c.record)));
   std::vector<std::string> check = {"/usr/bin/python3", SourceDir() + "/tests/python/check_formats.py",
                                     dir.str() + "/down/train", "--format", c.format, "--dims",
@@ -250,7 +222,7 @@ TEST_F(S3, AgentsReadDlioMadeDatasetsUploadedByBoto3) {
     std::string stem = name;
     std::replace(stem.begin(), stem.end(), '_', '-');  // S3 bucket names take no '_'
     const std::string bucket = NewBucket("dlio-" + stem);
-    ASSERT_EQ(Tool({"upload", bucket, "cases/" + stem + "/train", (root / name / "train").string()}).exit_code, 0);
+    ASSERT_EQ(S3Tool({"upload", bucket, "cases/" + stem + "/train", (root / name / "train").string()}).exit_code, 0);
     CommandResult r = RunJob(dir, (root / name / "workload.yaml").string(),
                           {"storage.storage_type=s3", "storage.storage_root=" + bucket,
                            "dataset.data_folder=cases/" + stem, "workflow.generate_data=false",
@@ -328,13 +300,13 @@ TEST_F(S3, CheckpointsAreMultipartUploadsReadBackWithRangedGetsInBoundedMemory) 
 // and a scaled-down dataset.
 TEST_F(S3, DlioUnet3dS3WorkloadsRunWithEndpointOverride) {
   NewBucket("unet3d-probe");  // (the gateway answers)
-  Tool({"mkbucket", "unet3d"});
+  S3Tool({"mkbucket", "unet3d"});
   for (const char* file : {"unet3d_a100_s3.yaml", "unet3d_h100_s3.yaml", "unet3d_v100_s3.yaml"}) {
     SCOPED_TRACE(file);
     TempDir dir;
     CommandResult r =
         RunJob(dir, SourceDir() + "/tests/fixtures/dlio-workloads/" + file,
-            {"++workload.storage.storage_options.endpoint_url=" + Gateway().at("AWS_ENDPOINT_URL"),
+            {"++workload.storage.storage_options.endpoint_url=" + S3Gateway().at("AWS_ENDPOINT_URL"),
              "++workload.dataset.num_files_train=16", "++workload.dataset.record_length_bytes=262144",
              "++workload.train.epochs=1", "++workload.train.computation_time=0.01"},
             1);
@@ -375,7 +347,8 @@ TEST_F(S3, V3ParquetWorkloadsRunScaledDownOverRangedGets) {
 TEST_F(S3, GatewayKilledMidEpochFailsTheJobWithinMaxAttempts) {
   TempDir dir;
   const std::string bucket = NewBucket("kill");
-  CommandResult extra = RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "extra-rgw", S3Dir()}, seconds(90));
+  CommandResult extra =
+      RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "extra-rgw", S3GatewayDir()}, seconds(90));
   ASSERT_EQ(extra.exit_code, 0) << extra.err;
   std::istringstream in(extra.out);
   pid_t pid = 0;
@@ -410,7 +383,7 @@ TEST_F(S3, WrongCredentialsMissingBucketAndMissingObjectEachSayWhatIsWrong) {
   TempDir dir;
   const std::string bucket = NewBucket("errs");
   WriteFile(dir.str() + "/job.yaml", Workload("npz", 2, 1, 4096, 1, 0, 1, true, Storage(bucket)));
-  const std::string key_id = Gateway().at("AWS_ACCESS_KEY_ID");
+  const std::string key_id = S3Gateway().at("AWS_ACCESS_KEY_ID");
 
   CommandResult creds = RunJob(dir, dir.str() + "/job.yaml", {"storage.storage_options.access_key_id=" + key_id,
                                                            "storage.storage_options.secret_access_key=wrong"}, 1);
@@ -429,7 +402,7 @@ TEST_F(S3, WrongCredentialsMissingBucketAndMissingObjectEachSayWhatIsWrong) {
                                           Storage(bucket) + "checkpoint:\n  num_checkpoints_read: 1\n");
   CommandResult noobject = RunJob(dir, dir.str() + "/ckpt.yaml", {}, 1);
   EXPECT_EQ(noobject.exit_code, 1);
-  EXPECT_THAT(noobject.err, HasSubstr("s3 HEAD endpoint " + Gateway().at("AWS_ENDPOINT_URL") + " bucket '" + bucket +
+  EXPECT_THAT(noobject.err, HasSubstr("s3 HEAD endpoint " + S3Gateway().at("AWS_ENDPOINT_URL") + " bucket '" + bucket +
                                       "' object 'checkpoints/global_epoch1_step1/model_states-0.pt': HTTP 404: the "
                                       "object does not exist"));
 }
@@ -439,7 +412,8 @@ TEST_F(S3, WrongCredentialsMissingBucketAndMissingObjectEachSayWhatIsWrong) {
 TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
   TempDir dir;
   const std::string bucket = NewBucket("half");
-  CommandResult extra = RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "extra-rgw", S3Dir()}, seconds(90));
+  CommandResult extra =
+      RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "extra-rgw", S3GatewayDir()}, seconds(90));
   ASSERT_EQ(extra.exit_code, 0) << extra.err;
   std::istringstream in(extra.out);
   pid_t pid = 0;
@@ -461,7 +435,7 @@ TEST_F(S3, NothingIsLeftHalfWrittenAfterAFailedMultipartGeneration) {
       ::kill(pid, SIGCONT);
       return false;
     }, std::chrono::milliseconds(30000));
-    CommandResult k = RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "kill-rgw", S3Dir(),
+    CommandResult k = RunCommand({"bash", SourceDir() + "/scripts/ceph-rgw.sh", "kill-rgw", S3GatewayDir(),
                                   std::to_string(pid)}, seconds(60));
     EXPECT_EQ(k.exit_code, 0) << k.err;
   });
@@ -495,20 +469,20 @@ TEST_F(S3, AJobNamingAnotherEndpointWithoutItsOwnKeysIsRefusedBeforeAnyConnectio
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("agent 'local-0' rank 0 job "));
   EXPECT_THAT(r.err, HasSubstr(": s3 endpoint " + trap.endpoint() + " is not this agent's own (AWS_ENDPOINT_URL " +
-                               Gateway().at("AWS_ENDPOINT_URL") + "): an agent's own credentials go only to its own "
+                               S3Gateway().at("AWS_ENDPOINT_URL") + "): an agent's own credentials go only to its own "
                                "endpoint or to one it allows; give the job its own "
                                "storage.storage_options.access_key_id and secret_access_key, or start the agent with "
                                "--s3-allow-endpoint " + trap.endpoint()));
   EXPECT_EQ(trap.connections(), 0) << trap.seen();
   EXPECT_THAT(trap.seen(), ::testing::Not(HasSubstr("Authorization")));
-  EXPECT_THAT(trap.seen(), ::testing::Not(HasSubstr(Gateway().at("AWS_ACCESS_KEY_ID"))));
+  EXPECT_THAT(trap.seen(), ::testing::Not(HasSubstr(S3Gateway().at("AWS_ACCESS_KEY_ID"))));
 }
 
 // --s3-allow-endpoint: the agent's own keys go to a listed endpoint (here the same gateway by another name: 127.1 is
 // 127.0.0.1 to the resolver but another endpoint to the rule, which resolves no names; RGW answers "localhost" with
 // 404), and an endpoint outside the list is refused even with the job's own keys, before any connection.
 TEST_F(S3, AnAgentsAllowListLetsItsKeysGoThereAndIsAllItReaches) {
-  const std::string own = Gateway().at("AWS_ENDPOINT_URL");  // http://127.0.0.1:PORT
+  const std::string own = S3Gateway().at("AWS_ENDPOINT_URL");  // http://127.0.0.1:PORT
   const std::string alias = std::regex_replace(own, std::regex("127\\.0\\.0\\.1"), "127.1");
   ASSERT_NE(alias, own);
   Trap trap;
@@ -526,8 +500,8 @@ TEST_F(S3, AnAgentsAllowListLetsItsKeysGoThereAndIsAllItReaches) {
   WriteFile(dir.str() + "/trap.yaml",
             Workload("npz", 2, 1, 4096, 1, 0, 1, true,
                      Storage(bucket) + "  storage_options:\n    endpoint_url: " + trap.endpoint() +
-                         "\n    access_key_id: " + Gateway().at("AWS_ACCESS_KEY_ID") + "\n    secret_access_key: " +
-                         Gateway().at("AWS_SECRET_ACCESS_KEY") + "\n    s3_max_attempts: 1\n"));
+                         "\n    access_key_id: " + S3Gateway().at("AWS_ACCESS_KEY_ID") + "\n    secret_access_key: " +
+                         S3Gateway().at("AWS_SECRET_ACCESS_KEY") + "\n    s3_max_attempts: 1\n"));
   CommandResult refused = fleet.Submit(dir.str() + "/trap.yaml", dir.str() + "/out-trap");
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
   const std::string all = refused.out + refused.err;
@@ -544,14 +518,14 @@ TEST_F(S3, AnAgentsAllowListLetsItsKeysGoThereAndIsAllItReaches) {
 TEST_F(S3, SecretNeverAppearsInLogsJobStoreResultsTraceExplainOrMetrics) {
   TempDir dir;
   const std::string bucket = NewBucket("secret");
-  const std::string secret = Gateway().at("AWS_SECRET_ACCESS_KEY");
+  const std::string secret = S3Gateway().at("AWS_SECRET_ACCESS_KEY");
   const std::string saved = secret;
   ::unsetenv("AWS_SECRET_ACCESS_KEY");  // the agent of this test has no secret of its own
   S3Fleet fleet(dir);
   ::setenv("AWS_SECRET_ACCESS_KEY", saved.c_str(), 1);
   WriteFile(dir.str() + "/job.yaml",
             Workload("npz", 4, 1, 16384, 1, 0, 1, true,
-                     Storage(bucket) + "  storage_options:\n    access_key_id: " + Gateway().at("AWS_ACCESS_KEY_ID") +
+                     Storage(bucket) + "  storage_options:\n    access_key_id: " + S3Gateway().at("AWS_ACCESS_KEY_ID") +
                          "\n    secret_access_key: " + secret + "\n"));
   CommandResult r = fleet.Submit(dir.str() + "/job.yaml", dir.str() + "/out", {"--trace", dir.str() + "/trace.json"});
   ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
@@ -714,7 +688,7 @@ std::string JobThroughFront(const std::string& bucket, int files, const std::str
 // redirects are counted per operation (every GET was one), the bytes are the objects', and each GET's latency is one
 // sample that includes its hop.
 TEST_F(S3, RedirectsFromAFrontAreFollowedToTheGatewayAndCounted) {
-  RedirectFront front(Gateway().at("AWS_ENDPOINT_URL"));
+  RedirectFront front(S3Gateway().at("AWS_ENDPOINT_URL"));
   ASSERT_TRUE(front.ok());
   TempDir dir;
   S3Fleet fleet(dir, {"--s3-allow-endpoint", front.endpoint()});
@@ -787,7 +761,7 @@ TEST_F(S3, SkipListingReadsDerivedNamesWithoutListingAndNamesAMissingObject) {
   EXPECT_EQ(Sample(after, list), Sample(before, list)) << after;
   EXPECT_GE(std::stod(Sample(after, head)) - std::stod(Sample(before, head)), 6);
 
-  ASSERT_EQ(Tool({"delete", bucket, "data/train/1/img_3_of_6.npz"}).exit_code, 0);
+  ASSERT_EQ(S3Tool({"delete", bucket, "data/train/1/img_3_of_6.npz"}).exit_code, 0);
   CommandResult missing = fleet.Submit(dir.str() + "/read.yaml", dir.str() + "/out-missing");
   EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
   EXPECT_THAT(missing.out + missing.err,
@@ -805,7 +779,7 @@ TEST_F(S3, MlcommonsObjectStorageWorkloadsRunWithEndpointOverride) {
     const std::string bucket = ReadFile(file).find("mlp-s3dlio") != std::string::npos ? "mlp-s3dlio"
                                : ReadFile(file).find("mlp-s3torch") != std::string::npos ? "mlp-s3torch"
                                                                                           : "mlp-minio";
-    ASSERT_EQ(Tool({"mkbucket", bucket}).exit_code, 0);
+    ASSERT_EQ(S3Tool({"mkbucket", bucket}).exit_code, 0);
     CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", file, "--explain"});
     ASSERT_EQ(explain.exit_code, 0) << explain.err;
     EXPECT_THAT(explain.out,
@@ -816,7 +790,7 @@ TEST_F(S3, MlcommonsObjectStorageWorkloadsRunWithEndpointOverride) {
     const auto t0 = std::chrono::steady_clock::now();
     CommandResult r =
         RunJob(dir, file,
-               {"++workload.storage.storage_options.endpoint_url=" + Gateway().at("AWS_ENDPOINT_URL"),
+               {"++workload.storage.storage_options.endpoint_url=" + S3Gateway().at("AWS_ENDPOINT_URL"),
                 "++workload.workflow.generate_data=True", "++workload.dataset.num_files_train=8",
                 "++workload.dataset.record_length_bytes=65536", "++workload.dataset.record_length_bytes_stdev=0",
                 "++workload.train.epochs=1", "++workload.train.computation_time=0.01",
@@ -916,7 +890,9 @@ json EndpointFigures(const TempDir& dir) {
 // cluster (the test checks second.ok()) and the first gateway's endpoint.
 struct TwoGateways {
   explicit TwoGateways(const std::string& stem)
-      : bucket(stem.empty() ? "" : NewBucket(stem)), second(S3Dir()), first(Gateway().at("AWS_ENDPOINT_URL")) {}
+      : bucket(stem.empty() ? "" : NewBucket(stem)),
+        second(S3GatewayDir()),
+        first(S3Gateway().at("AWS_ENDPOINT_URL")) {}
   std::string bucket;
   ExtraGateway second;
   std::string first;
@@ -1029,7 +1005,7 @@ TEST_F(S3, MlcommonsMultiEndpointAndS3dlioWorkloadsRunWithEndpointOverride) {
                         Case{"pytorch_s3dlio_local_test", "benchmark", false}}) {
     SCOPED_TRACE(c.name);
     const std::string file = SourceDir() + "/configs/workloads/" + c.name + ".yaml";
-    ASSERT_EQ(Tool({"mkbucket", c.bucket}).exit_code, 0);
+    ASSERT_EQ(S3Tool({"mkbucket", c.bucket}).exit_code, 0);
     CommandResult explain = RunCommand({Bin("dlio-coordinator"), "run", file, "--explain"});
     ASSERT_EQ(explain.exit_code, 0) << explain.out << explain.err;
     EXPECT_THAT(explain.out, HasSubstr("client: the agents' own S3 client (libcurl, SigV4); storage.storage_library '"));

@@ -21,31 +21,10 @@ using std::chrono::seconds;
 // ~3 s of training: 16 steps of 0.15 s per epoch, 1 epoch, on a small generated npz dataset.
 std::string TrainJob() { return Workload("npz", 32, 1, 65536, 2, 0.15, 1, true); }
 
-// A checkpoint-only job of a small transformer: one save and one load of a few hundred KiB per run.
-const char* kCheckpointJob = R"(model:
-  name: tiny
-  type: transformer
-  num_layers: 2
-  model_datatype: fp16
-  optimizer_datatype: fp32
-  transformer:
-    vocab_size: 1000
-    hidden_size: 64
-    ffn_hidden_size: 128
-    num_attention_heads: 4
-    num_kv_heads: 4
-workflow:
-  train: false
-  checkpoint: true
-checkpoint:
-  checkpoint_folder: ckpt
-  num_checkpoints_write: 1
-  num_checkpoints_read: 1
-)";
 
 CommandResult RunScenarioFile(const TempDir& dir, const std::string& scenario, std::vector<std::string> extra = {}) {
   WriteFile(dir.str() + "/train.yaml", TrainJob());
-  WriteFile(dir.str() + "/ckpt.yaml", kCheckpointJob);
+  WriteFile(dir.str() + "/ckpt.yaml", kTinyCheckpointJob);
   WriteFile(dir.str() + "/scenario.yaml", scenario);
   fs::create_directories(dir.path() / "root");
   std::vector<std::string> argv = {Bin("dlio-coordinator"), "run", "scenario.yaml", "--local-agents", "2",
@@ -251,7 +230,7 @@ TEST(Scenario, SubmitToAFleetPrintsScenarioJson) {
   TempDir dir;
   Fleet fleet(dir, 2, 1);
   WriteFile(dir.str() + "/train.yaml", TrainJob());
-  WriteFile(dir.str() + "/ckpt.yaml", kCheckpointJob);
+  WriteFile(dir.str() + "/ckpt.yaml", kTinyCheckpointJob);
   WriteFile(dir.str() + "/scenario.yaml",
             "scenario:\n  name: sub\n  members:\n    - {name: train, workload: train.yaml, placement: {agents: 1}}\n"
             "    - {name: ckpt, workload: ckpt.yaml, placement: {agents: 1}, start: 0.5}\n");
