@@ -517,7 +517,12 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
     impl->exposer->RegisterCollectable(impl->metrics);
     impl->exposer->RegisterCollectable(impl->sampler);
   }
-  if (!impl->opt.relay_listen.empty()) {
+  if (!impl->opt.relay_listen.empty() && impl->opt.transport.tls()) {
+    // The relay hop has no TLS of its own yet (a member would expect the coordinator's certificate name): an agent
+    // of a TLS fleet offers no listener, so its jobs keep the flat star rather than fail their handshakes.
+    spdlog::info("agent '{}': no barrier relay listener under TLS (jobs over this agent keep the flat star)",
+                 impl->opt.name);
+  } else if (!impl->opt.relay_listen.empty()) {
     absl::StatusOr<std::unique_ptr<RelayServer>> relay =
         RelayServer::Start(impl->opt.relay_listen, impl->opt.transport, &impl->relay_hub);
     if (!relay.ok()) return relay.status();

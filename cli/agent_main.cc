@@ -77,7 +77,7 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
   app->add_option("--relay-listen", f->opt.relay_listen,
                   "Listen for the step barrier's relay tree on HOST:PORT (port 0 picks a free port, announced at "
                   "attach; a wildcard host is the address the coordinator sees); empty = never relay (jobs over this "
-                  "agent keep the flat star; docs/fleet.md)")
+                  "agent keep the flat star; docs/fleet.md); not under TLS yet (--tls-ca: no listener)")
       ->default_val("0.0.0.0:0");
   app->add_option("--reconnect-window", f->reconnect_window_s,
                   "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then give up (exit 3, "

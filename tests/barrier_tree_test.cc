@@ -128,6 +128,29 @@ TEST(BarrierTree, ARelayKilledMidEpochFailsTheJobNamingTheRelayAndItsGroup) {
   EXPECT_NE(out.find("phase train-epoch-1"), std::string::npos) << out;
 }
 
+// The relay hop has no TLS of its own yet: the agents of a TLS fleet offer no relay listener, so a job that asks for
+// the tree keeps the star and runs, rather than its members failing their handshakes with the relays.
+TEST(BarrierTree, ATlsFleetKeepsTheStar) {
+  TempDir dir;
+  const std::string d = dir.str();
+  CommandResult ssl = MakeTestCertificates(d);
+  ASSERT_EQ(ssl.exit_code, 0) << ssl.out << ssl.err;
+  const std::vector<std::string> client_tls = {"--tls-ca", d + "/ca.pem", "--tls-cert", d + "/client.pem",
+                                               "--tls-key", d + "/client.key"};
+  fs::create_directories(dir.path() / "root");
+  Fleet fleet(dir, {"--tls-cert", d + "/server.pem", "--tls-key", d + "/server.key", "--tls-ca", d + "/ca.pem"},
+              client_tls);
+  for (int i = 0; i < 4; ++i) fleet.AddAgent("agent-" + std::to_string(i), client_tls);  // groups of 3 and 1
+  WriteFile(d + "/job.yaml", Workload("npz", 4 * 8, 1, 4096, 1, 0.02, 1, true, kTree));
+  const CommandResult r = fleet.Client({"submit", d + "/job.yaml", "--wait-for-agents", "30", "--agents", "4",
+                                        "--barrier-timeout", "20", "--output", d + "/out"},
+                                       seconds(90));
+  EXPECT_PRED1(JobRan, r.exit_code) << r.out << r.err << fleet.Logs();
+  const std::string logs = fleet.Logs();
+  EXPECT_NE(logs.find("no barrier relay listener under TLS"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("relays the step barrier"), std::string::npos) << logs;
+}
+
 TEST(BarrierTree, ABadFanoutIsRefusedNamingTheKeyAndTheRange) {
   TempDir dir;
   const std::string job = dir.str() + "/job.yaml";
