@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -49,6 +50,9 @@ struct Together {
   const std::atomic<bool>* cancel;
   std::vector<std::unique_ptr<MemberState>> states;
   std::mutex print_mu;   // one member's lines at a time on out and err
+  // Orders a run's start (and its `until` check) against its `until` member's recorded end and `ended`, so that no
+  // run starts after the end of the member it runs until.
+  std::mutex until_mu;
   std::ostream* out;
   std::ostream* err;
   bool text;
@@ -98,20 +102,31 @@ void PrintRun(Together* t, const std::string& side, const ScenarioMember& m, con
           << std::flush;
 }
 
-// One run of member `i` into `dir` (relative to the root); `first`: its first run of the scenario.
-MemberRun RunOnce(Together* t, size_t i, int k, const std::string& dir, bool first, const std::string& side) {
+// One run of member `i` into `dir` (relative to the root); `first`: its first run of the scenario. Together, none when
+// its `until` member has ended (alone runs have no `until`): the check and the start are one step under `until_mu`, as a member's end and its
+// `ended` are (a member that does not repeat ends with its one run), so a run never starts after that end.
+std::optional<MemberRun> RunOnce(Together* t, size_t i, int k, const std::string& dir, bool first,
+                                 const std::string& side) {
   const ScenarioMember& m = t->scenario->spec.members[i];
   MemberState& st = *t->states[i];
   std::ostringstream log;
   MemberRun r;
   r.run = k;
   r.folder = dir;
-  r.start_s = t->Since();
-  r.start_unix_ms = UnixMs();
+  {
+    std::lock_guard<std::mutex> lock(t->until_mu);
+    if (side == "together" && !m.until.empty() && t->UntilEnded(m)) return std::nullopt;
+    r.start_s = t->Since();
+    r.start_unix_ms = UnixMs();
+  }
   r.outcome = SubmitOne(MemberOptions(*t->base, m), t->scenario->jobs[i], RunExtra(t->scenario->jobs[i], first),
                         m.placement.accelerators, (t->root / dir).string(), log, &st.cancel);
-  r.end_s = t->Since();
-  r.end_unix_ms = UnixMs();
+  {
+    std::lock_guard<std::mutex> lock(t->until_mu);
+    r.end_s = t->Since();
+    r.end_unix_ms = UnixMs();
+    if (!m.repeats()) st.ended = true;
+  }
   r.stopped_by_until = st.until_stopped && !r.outcome.ok;
   PrintRun(t, side, m, r, log.str());
   return r;
@@ -127,7 +142,9 @@ void MemberThread(Together* t, size_t i) {
   bool go = SleepUntil(at(m.start_s), [&] { return stopped() || (!m.until.empty() && t->UntilEnded(m)); });
   for (int k = 1; go; ++k) {
     const std::string dir = m.repeats() ? absl::StrCat("together/", m.name, "/run-", k) : "together/" + m.name;
-    st.runs.push_back(RunOnce(t, i, k, dir, /*first=*/!t->generated && k == 1, "together"));
+    std::optional<MemberRun> run = RunOnce(t, i, k, dir, /*first=*/!t->generated && k == 1, "together");
+    if (!run) break;  // its `until` member ended as it was about to start
+    st.runs.push_back(*std::move(run));
     const MemberRun& r = st.runs.back();
     if (!m.repeats() || (m.times > 0 && k >= m.times) || (!r.outcome.ok && !r.stopped_by_until)) break;
     go = SleepUntil(at(m.start_s + k * m.repeat_every_s),
@@ -178,7 +195,7 @@ std::vector<std::vector<MemberRun>> RunAlone(Together* t) {
   t->t0 = SteadyClock::now();
   for (size_t i = 0; i < n; ++i) {
     if (t->cancel != nullptr && *t->cancel) break;
-    out[i].push_back(RunOnce(t, i, 1, "alone/" + t->scenario->spec.members[i].name, /*first=*/true, "alone"));
+    out[i].push_back(*RunOnce(t, i, 1, "alone/" + t->scenario->spec.members[i].name, /*first=*/true, "alone"));
   }
   t->states.clear();
   return out;
@@ -201,7 +218,7 @@ int RunScenario(const SubmitOptions& base, const LoadedScenario& scenario, bool 
                 std::ostream& err, const std::atomic<bool>* cancel) {
   const fs::path root =
       base.output_dir.empty() ? fs::path("scenario-" + scenario.spec.name) : fs::path(base.output_dir);
-  Together t{&base, &scenario, root, false, {}, cancel, {}, {}, &out, &err, !base.client.json};
+  Together t{&base, &scenario, root, false, {}, cancel, {}, {}, {}, &out, &err, !base.client.json};
   if (t.text) {
     out << "scenario " << scenario.spec.name << ": " << scenario.spec.members.size() << " members"
         << (baseline ? ", each alone first, then together," : "") << " into " << root.string() << "\n"
