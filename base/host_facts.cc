@@ -224,7 +224,12 @@ std::string TransportOf(const std::string& name, const std::string& device_path)
 
 bool IsSecretVariable(absl::string_view name) {
   const std::string upper = absl::AsciiStrToUpper(name);
-  if (absl::StartsWith(upper, "AWS_")) return true;
+  // AWS_* is masked whole (credentials, session tokens, profiles, config paths) except what says where the store
+  // is and never authenticates: a system description needs the region and the endpoint (a password in an
+  // endpoint's URL is still masked below, as in any URL).
+  const bool aws_location =
+      upper == "AWS_REGION" || upper == "AWS_DEFAULT_REGION" || absl::StartsWith(upper, "AWS_ENDPOINT_URL");
+  if (absl::StartsWith(upper, "AWS_") && !aws_location) return true;
   for (const char* w : {"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE"}) {
     if (absl::StrContains(upper, w)) return true;
   }

@@ -52,12 +52,17 @@ TEST(HostFacts, MasksSecretsInTheEnvironment) {
       {"PATH=/usr/bin", "AWS_REGION=us-east-1", "AWS_SECRET_ACCESS_KEY=abc", "MY_API_KEY=k", "GITHUB_TOKEN=t",
        "DB_PASSWORD=p", "s3_credentials=c", "http_proxy=http://user:pw@proxy:3128/", "NOEQUALS", "=x",
        "EMPTY=", "URL=https://host/a@b"});
-  EXPECT_THAT(env, ElementsAre(Pair("AWS_REGION", "***"), Pair("AWS_SECRET_ACCESS_KEY", "***"),
+  EXPECT_THAT(env, ElementsAre(Pair("AWS_REGION", "us-east-1"), Pair("AWS_SECRET_ACCESS_KEY", "***"),
                                Pair("DB_PASSWORD", "***"), Pair("EMPTY", ""), Pair("GITHUB_TOKEN", "***"),
                                Pair("MY_API_KEY", "***"), Pair("PATH", "/usr/bin"),
                                Pair("URL", "https://host/a@b"), Pair("http_proxy", "http://user:***@proxy:3128/"),
                                Pair("s3_credentials", "***")));
   EXPECT_TRUE(IsSecretVariable("aws_profile"));
+  EXPECT_TRUE(IsSecretVariable("AWS_SESSION_TOKEN"));
+  EXPECT_TRUE(IsSecretVariable("AWS_REGION_KEY"));  // not the region: a name that merely starts like it
+  EXPECT_FALSE(IsSecretVariable("AWS_DEFAULT_REGION"));
+  EXPECT_FALSE(IsSecretVariable("AWS_ENDPOINT_URL_S3"));
+  EXPECT_TRUE(IsSecretVariable("AWS_ENDPOINT_URL_TOKEN"));  // the word rules still apply to them
   EXPECT_TRUE(IsSecretVariable("SSH_AUTH_SOCK"));
   EXPECT_FALSE(IsSecretVariable("HOME"));
 }
