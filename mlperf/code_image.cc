@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -161,7 +162,10 @@ absl::Status WriteCodePointer(const fs::path& run_dir, const std::string& hash) 
   return WriteFileAtomic((run_dir / kCodePointerFile).string(), absl::StrCat(kCodeImageAlgorithm, ":", hash, "\n"));
 }
 
-absl::Status CopyPointedImages(const fs::path& from_pool, const fs::path& runs_below, const fs::path& to_pool) {
+namespace {
+
+// The image names ("code-<hash8>") the pointer files below `runs_below` resolve to.
+std::set<std::string> PointedImageNames(const fs::path& runs_below) {
   std::set<std::string> names;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(runs_below, ec); !ec && it != fs::recursive_directory_iterator();
@@ -171,7 +175,15 @@ absl::Status CopyPointedImages(const fs::path& from_pool, const fs::path& runs_b
     const std::string hash = PointerHash(ReadAll(it->path()), &why);
     if (!hash.empty()) names.insert(ImageName(hash));
   }
+  return names;
+}
+
+}  // namespace
+
+absl::Status CopyPointedImages(const fs::path& from_pool, const fs::path& runs_below, const fs::path& to_pool) {
+  const std::set<std::string> names = PointedImageNames(runs_below);
   if (names.empty()) return absl::OkStatus();
+  std::error_code ec;
   fs::create_directories(to_pool, ec);
   fs::copy_file(from_pool / kCodePoolSentinel, to_pool / kCodePoolSentinel, fs::copy_options::overwrite_existing, ec);
   for (const std::string& n : names) {
@@ -183,6 +195,28 @@ absl::Status CopyPointedImages(const fs::path& from_pool, const fs::path& runs_b
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> PruneUnpointedImages(const fs::path& pool, const fs::path& runs_below) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  if (!fs::exists(pool / kCodePoolSentinel, ec)) return removed;  // not a pool of ours: nothing is touched
+  const std::set<std::string> pointed = PointedImageNames(runs_below);
+  for (const fs::directory_entry& e : fs::directory_iterator(pool, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory(ec) || !absl::StartsWith(name, "code-") || pointed.count(name) != 0 ||
+        !fs::exists(e.path() / kCodeHashFile, ec)) {
+      continue;
+    }
+    fs::remove_all(e.path(), ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("removing the code image '", e.path().string(), "' no run points at: ", ec.message()));
+    }
+    removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
 namespace {

@@ -24,6 +24,9 @@
 //  - WriteCodePointer(run_dir, hash): the pointer file.
 //  - CopyPointedImages(from_pool, runs_below, to_pool): every image of `from_pool` a pointer below `runs_below`
 //    names, and the sentinel, copied into `to_pool` (`mlperf report` placing a v3.0 tree's pool).
+//  - PruneUnpointedImages(pool, runs_below): removes the images of `pool` (folders code-* with a .code-hash.json;
+//    only in a folder with the pool's sentinel) that no pointer below `runs_below` names, and returns their names,
+//    sorted: `mlperf report` into a tree an earlier report filled leaves no orphan (CHECK-03) behind.
 //  - CheckCodeImages(root, pools, runs, shipped): the findings of CHECK-01 (a run folder without a pointer, a
 //    malformed one, one that resolves to no image), CHECK-02 (an image that does not re-hash to its .code-hash.json,
 //    or whose name is not its hash), CHECK-03 (an image no run points at) and 2.1.6 (a workload file of an image
@@ -56,6 +59,9 @@ absl::Status WriteCodePointer(const std::filesystem::path& run_dir, const std::s
 
 absl::Status CopyPointedImages(const std::filesystem::path& from_pool, const std::filesystem::path& runs_below,
                                const std::filesystem::path& to_pool);
+
+absl::StatusOr<std::vector<std::string>> PruneUnpointedImages(const std::filesystem::path& pool,
+                                                              const std::filesystem::path& runs_below);
 
 struct CodeImageFinding {
   std::string file;  // relative to the checked root

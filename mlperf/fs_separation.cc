@@ -117,10 +117,21 @@ FsSeparation ProbeJobSeparation(const WorkloadSpec& spec, bool checkpointing, co
 }
 
 void PrintFsRefusal(const FsSeparation& sep, bool checkpointing, const std::string& outcome, std::ostream& err) {
-  err << "MLPerf mode: " << FsSeparationRule(checkpointing) << ": the " << (checkpointing ? "checkpoints" : "data")
-      << " (" << sep.data.path << ", device " << sep.data.device << ", " << sep.data.fs_type << ") and the results ("
-      << sep.results.path << ", device " << sep.results.device << ", " << sep.results.fs_type
-      << ") are on one file system; a CLOSED result needs them on different file systems; " << outcome << "\n";
+  const char* what = checkpointing ? "checkpoints" : "data";
+  err << "MLPerf mode: " << FsSeparationRule(checkpointing) << ": ";
+  // A probe that failed (an agent that reports no mount, a folder that cannot be stat'ed) shows nothing shared:
+  // say that it could not be told, and why, rather than claim one file system.
+  const std::string& why = sep.data.error.empty() ? sep.results.error : sep.data.error;
+  if (!why.empty()) {
+    err << "cannot tell whether the " << what << " (" << sep.data.path << ") and the results (" << sep.results.path
+        << ") are on different file systems: " << why << "; a CLOSED result needs them shown on different file "
+        << "systems; " << outcome << "\n";
+    return;
+  }
+  err << "the " << what << " (" << sep.data.path << ", device " << sep.data.device << ", " << sep.data.fs_type
+      << ") and the results (" << sep.results.path << ", device " << sep.results.device << ", "
+      << sep.results.fs_type << ") are on one file system; a CLOSED result needs them on different file systems; "
+      << outcome << "\n";
 }
 
 }  // namespace dlio

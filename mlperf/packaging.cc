@@ -398,6 +398,9 @@ int WriteSubmissionTree(const SubmissionOptions& opt, const Tree& t, const json&
   out << "v3.0 submission tree " << o.out.string() << " (org " << o.org << ", system " << o.system << "):\n";
   for (const std::string& x : w->workloads) out << "  placed " << x << "\n";
   for (const std::string& x : w->skipped) out << "  left out " << x << "\n";
+  for (const std::string& x : w->removed_images) {
+    out << "  removed " << (o.out / o.org / x).string() << " (a code image no run points at any more)\n";
+  }
   for (const std::string& x : w->systems) {
     out << "  system description " << x
         << (absl::EndsWith(x, "(kept: the submitter's edits)") ? "" : " (pre-filled: fill in every FILL IN, add the PDF)")

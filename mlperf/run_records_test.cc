@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using json = nlohmann::json;
 
 fs::path Fresh(const std::string& name) {
@@ -149,6 +151,36 @@ TEST(CodeImage, EveryRunPointsAtAnImageThatReHashesToItsRecord) {
   fs::remove_all(root);
 }
 
+// `mlperf report` into a tree an earlier report filled: the image no run points at any more goes (CHECK-03), the
+// pointed one and anything that is not an image of ours stay; a folder without the pool's sentinel is not touched.
+TEST(CodeImage, PruningRemovesOnlyTheImagesNoRunPointsAt) {
+  const fs::path root = Fresh("code-prune");
+  fs::create_directories(root / "run/a");
+  absl::StatusOr<std::string> hash = CaptureCodeImage(root, MlperfReferences(MlperfVersion::kV3_0));
+  ASSERT_TRUE(hash.ok()) << hash.status();
+  ASSERT_TRUE(WriteCodePointer(root / "run/a", *hash).ok());
+  const fs::path image = root / ("code-" + hash->substr(0, 8));
+  fs::copy(image, root / "code-0ld1mage", fs::copy_options::recursive);
+  fs::create_directories(root / "code-notes");  // no .code-hash.json: not an image
+  absl::StatusOr<std::vector<std::string>> removed = PruneUnpointedImages(root, root);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_THAT(*removed, ::testing::ElementsAre("code-0ld1mage"));
+  EXPECT_FALSE(fs::exists(root / "code-0ld1mage"));
+  EXPECT_TRUE(fs::exists(image / kCodeHashFile));
+  EXPECT_TRUE(fs::exists(root / "code-notes"));
+  const std::vector<std::pair<fs::path, fs::path>> runs = {{"run/a", ""}};
+  for (const CodeImageFinding& f : CheckCodeImages(root, {""}, runs, nullptr)) {
+    EXPECT_NE(f.rule, "CHECK-03") << f.file << ": " << f.message;  // (code-notes is CHECK-02's: not ours to remove)
+  }
+  fs::remove(root / "run/a" / kCodePointerFile);
+  fs::remove(root / kCodePoolSentinel);
+  removed = PruneUnpointedImages(root, root);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_TRUE(removed->empty());
+  EXPECT_TRUE(fs::exists(image));
+  fs::remove_all(root);
+}
+
 // `submit`: the agents' data roots as their summary.json reports them (Hello.data_root_mount) against the results
 // folder probed here: a local device on this host is the results' file system; on another host it is not; an agent
 // that reported no mount is no proof of separation.
@@ -182,6 +214,16 @@ TEST(FsSeparation, RemoteAgentsAreComparedByTheMountTheyReported) {
   const FsSeparation old = SeparationFromSummary(summary(host, false), results.string(), "file");
   EXPECT_FALSE(old.separate);
   EXPECT_THAT(old.data.error, HasSubstr("reported no data-root mount"));
+  // Its refusal says it could not be told, and why; it does not claim one file system.
+  std::ostringstream refusal;
+  PrintFsRefusal(old, false, "stopping", refusal);
+  EXPECT_THAT(refusal.str(), HasSubstr("cannot tell whether the data (agent-0:--data-root) and the results"));
+  EXPECT_THAT(refusal.str(), HasSubstr("reported no data-root mount"));
+  EXPECT_THAT(refusal.str(), Not(HasSubstr("are on one file system")));
+  std::ostringstream shared;
+  PrintFsRefusal(s, false, "stopping", shared);
+  EXPECT_THAT(shared.str(), HasSubstr(") are on one file system; a CLOSED result needs them on different file systems; "
+                                      "stopping"));
   EXPECT_TRUE(SeparationFromSummary(summary(host, true), results.string(), "s3").separate);
   fs::remove_all(results);
 }

@@ -325,6 +325,9 @@ absl::StatusOr<V3TreeWritten> WriteV3Tree(const Tree& t, const json& report, con
     if (absl::Status s = WriteFileAtomic(sd.string(), SystemDescriptionV3(t, o.system)); !s.ok()) return s;
     done.systems.push_back(sd.string());
   }
+  absl::StatusOr<std::vector<std::string>> removed = PruneUnpointedImages(o.out / o.org, o.out);
+  if (!removed.ok()) return removed.status();
+  done.removed_images = *std::move(removed);
   return done;
 }
 

@@ -38,9 +38,11 @@ struct V3TreeWritten {
   std::vector<std::string> workloads;  // "closed/my-org/results/sut/training/unet3d" per workload placed
   std::vector<std::string> skipped;    // one line per workload left out, with the reason
   std::vector<std::string> systems;    // the systems/<system>.yaml paths, with "(kept)" when it existed
+  std::vector<std::string> removed_images;  // <org>/code-* an earlier report left that no run points at any more
 };
 // Copies the newest set of every workload (and its newest data generation) of `t` into the v3.0 tree, replacing
-// the workload's folder there, and writes systems/<system>.yaml unless it exists. `report` is BuildReport's JSON
+// the workload's folder there, and writes systems/<system>.yaml unless it exists; the code images the runs point at
+// go to <org>/, and an image there that no run of the tree points at any more is removed (CHECK-03). `report` is BuildReport's JSON
 // (its divisions). InvalidArgument when org or system is no plain folder name; Internal on a file-system error.
 absl::StatusOr<V3TreeWritten> WriteV3Tree(const Tree& t, const nlohmann::json& report, const V3TreeOptions& o);
 
