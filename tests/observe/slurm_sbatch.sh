@@ -19,6 +19,9 @@ ctld_port=$(free_port)
 node_ports=()
 for _ in 1 2 3 4; do node_ports+=("$(free_port)"); done
 # A private cluster: its own ports, state, pid and log files (other tests or users on the host are not disturbed).
+# MinJobAge=0 keeps every finished job's record (three jobs; the cluster is torn down after), so `sbatch --wait`
+# polls every 2 s: it multiplies its poll interval by 4 while that is below MinJobAge/2 (sbatch.c _job_wait), and
+# MinJobAge=10 made it poll at 2, 10, 18, 26 s: up to 8 s lost after each job's end.
 cat > "$S/slurm.conf" <<CONF
 ClusterName=dliotest
 SlurmctldHost=localhost
@@ -46,7 +49,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
-MinJobAge=10
+MinJobAge=0
 MailProg=/bin/true
 SlurmdParameters=config_overrides
 NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=${node_ports[0]} CPUs=2 RealMemory=2000 State=UNKNOWN
