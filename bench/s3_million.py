@@ -17,9 +17,16 @@ time); `copies` (the default, the fastest measured), the agent generates one obj
 file system and the reference client (bench/s3_ref.c `put ... @FILE`) PUTs copies of it under every DLIO name with
 --gen-threads PUTs in flight. The read phases are the agent's in both cases (the objects are valid npz either way).
 
+Reads again without generating: --keep-gateway leaves the gateway and its bucket running (folder WORK/gateway);
+`--reuse GATEWAY_DIR` then takes that gateway's settings from GATEWAY_DIR/env (written by scripts/ceph-rgw.sh
+start), checks its daemons still run and its bucket holds at least --objects objects, and runs only the reads (with
+the binaries of --bin-dir, e.g. another build's); --reads chooses which (default listing,skip_listing). The results
+file is rewritten after each phase, so a long run that is stopped keeps what it measured.
+
 Only the standard library. Exit status: 0 ran, 2 error.
 
   python3 bench/s3_million.py --bin-dir build/bin --work /tmp/million [--objects 100000] [--results FILE]
+  python3 bench/s3_million.py --bin-dir build/bin --work /tmp/rerun --reuse /tmp/million/gateway --objects 100000
 """
 import argparse
 import datetime
@@ -30,6 +37,9 @@ import subprocess
 import sys
 import threading
 import time
+
+
+READS = {"listing": False, "skip_listing": True}  # a read's name: its dataset.skip_listing
 
 
 def log(msg):
@@ -105,6 +115,8 @@ class Million:
         self.src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         self.env = dict(os.environ)
         self.rows = []
+        self.gen_seconds = None
+        self.shards = 0
 
     def start_gateway(self):
         self.gw = os.path.join(self.work, "gateway")
@@ -133,6 +145,54 @@ class Million:
             if p.returncode != 0:
                 raise RuntimeError(f"radosgw-admin bucket reshard --num-shards {shards}: {p.stderr[-2000:]}")
         self.shards = shards
+
+    def reuse_gateway(self, gw):
+        """Takes the running gateway in `gw` (ceph-rgw.sh start's folder) and its bucket `million` as they are."""
+        self.gw = os.path.abspath(gw)
+        conf = os.path.join(self.gw, "ceph.conf")
+        try:
+            with open(os.path.join(self.gw, "env")) as f:
+                lines = f.read().splitlines()
+            with open(os.path.join(self.gw, "pids")) as f:
+                pids = [line.split() for line in f if line.strip()]
+        except OSError as e:
+            raise RuntimeError(f"--reuse {gw}: not a running gateway's folder (ceph-rgw.sh start writes env and "
+                               f"pids there): {e}")
+        for pid, name in pids:
+            try:
+                with open(f"/proc/{pid}/cmdline") as f:
+                    alive = conf in f.read().replace("\0", " ")
+            except OSError:
+                alive = False
+            if not alive:
+                raise RuntimeError(f"--reuse {gw}: its {name} (PID {pid}) is not running")
+        for line in lines:
+            k, _, v = line.partition("=")
+            if k.startswith("AWS_"):
+                self.env[k] = v
+        p = subprocess.run(["radosgw-admin", "-c", conf, "-n", "client.rgw.a", "bucket", "stats", "--bucket",
+                            "million"], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"--reuse {gw}: radosgw-admin bucket stats --bucket million: {p.stderr[-2000:]}")
+        stats = json.loads(p.stdout)
+        count = stats.get("usage", {}).get("rgw.main", {}).get("num_objects", 0)
+        if count < self.args.objects:
+            raise RuntimeError(f"--reuse {gw}: bucket million holds {count} objects, fewer than --objects "
+                               f"{self.args.objects}")
+        self.shards = stats.get("num_shards", 0)
+        self.gen_seconds = None
+        log(f"reusing {self.gw}: bucket million holds {count} objects, {self.shards} index shards")
+
+    def objectstore(self):
+        try:
+            with open(os.path.join(self.gw, "ceph.conf")) as f:
+                for line in f:
+                    k, _, v = line.partition("=")
+                    if k.strip() == "osd objectstore":
+                        return v.strip()
+        except OSError:
+            pass
+        return "?"
 
     def stop_gateway(self):
         subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "stop", self.gw])
@@ -207,17 +267,24 @@ class Million:
             f"MiB, {gets / epoch:.0f} GETs/s, run {secs:.0f} s")
         self.rows.append(row)
 
-    def report(self):
+    def report(self, final=True):
+        """Writes the table to --results (after every phase) and, when `final`, prints it."""
         a = self.args
+        if self.gen_seconds is None:
+            gen = f"generated before (--reuse {self.gw})"
+        else:
+            gen = (f"generation {self.gen_seconds:.0f} s, {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}, "
+                   f"{a.gen_threads} in flight)")
         lines = [f"{a.objects} objects of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
-                 f"flight; generation {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}), {self.shards} index shards",
+                 f"flight; {gen}; {self.shards} index shards, {self.objectstore()} OSD",
                  "",
                  "| read | LIST requests | listing s | first batch s | agent peak RSS MiB | GETs/s | run s |",
                  "|---|---|---|---|---|---|---|"]
         for name, lr, ls, first, rss, rate, secs in self.rows:
             lines.append(f"| {name} | {lr} | {ls:.2f} | {first:.2f} | {rss:.0f} | {rate:.0f} | {secs:.0f} |")
         text = "\n".join(lines)
-        print(text)
+        if final:
+            print(text)
         if a.results:
             with open(a.results, "w") as f:
                 f.write(text + "\n")
@@ -235,16 +302,31 @@ def main():
     ap.add_argument("--gen-threads", type=int, default=32, help="PUTs in flight of the copies generator")
     ap.add_argument("--index-shards", type=int, default=0, help="bucket index shards (0: one per 50,000 objects)")
     ap.add_argument("--keep-gateway", action="store_true", help="leave the gateway running (its folder: WORK/gateway)")
+    ap.add_argument("--reuse", metavar="GATEWAY_DIR",
+                    help="read from this running gateway's bucket (a --keep-gateway run's WORK/gateway); no generation")
+    ap.add_argument("--reads", default="listing,skip_listing",
+                    help="comma-separated reads to run, of listing, skip_listing (default both)")
     ap.add_argument("--results")
     args = ap.parse_args()
+    reads = [r for r in args.reads.split(",") if r]
+    for r in reads:
+        if r not in READS:
+            raise ValueError(f"--reads: unknown read '{r}' (allowed: {', '.join(READS)})")
     os.makedirs(args.work, exist_ok=True)
     m = Million(args)
+    if args.reuse:
+        m.reuse_gateway(args.reuse)  # never stopped here: it is someone else's
+        for r in reads:
+            m.read(r, READS[r])
+            m.report(final=r == reads[-1])
+        return 0
     try:
         m.start_gateway()  # inside: a failed set-up (the reshard) stops what it started too
         m.generate()
-        m.read("listing", False)
-        m.read("skip_listing", True)
-        m.report()
+        m.report(final=not reads)
+        for r in reads:
+            m.read(r, READS[r])
+            m.report(final=r == reads[-1])
     finally:
         if not args.keep_gateway:
             m.stop_gateway()
