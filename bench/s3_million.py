@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The million-object S3 bench (issue 27 item 6): generate --objects small objects (default 1,000,000 of 4 KiB) on a
 one-node Ceph RGW this script starts (scripts/ceph-rgw.sh; memstore sized to the data, or CEPH_RGW_OBJECTSTORE=
-bluestore for a file-backed OSD; the bucket's index pre-sharded for the object count, --index-shards) with DLIO's
-names (npz), then read them for one epoch
-with one agent twice: listing (dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not
-(dataset.skip_listing: true, names derived, a HEAD of every listing_validation_interval-th). For each read it reports
+bluestore for a file-backed OSD, its block file WORK/gateway/osd/block.img: memstore holds ~40 KiB of memory per
+4 KiB object, so a million need bluestore; the bucket's index pre-sharded for the object count, --index-shards)
+with DLIO's names (npz), then read them with one agent twice, for one epoch (or --steps steps): listing
+(dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not (dataset.skip_listing: true, names derived,
+a HEAD of every listing_validation_interval-th). For each read it reports
 
   listing    seconds spent in LIST requests (summary.json dlio_ext.s3.list: count x mean latency), their count
   first      time to first batch: from the job's start (trace start_unix_us) to the end of the step thread's first
@@ -46,8 +47,9 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3"):
+def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3", steps=0):
     root = "  storage_root: million\n" if storage == "s3" else ""
+    cap = f"  total_training_steps: {steps}\n" if steps > 0 else ""
     return f"""model:
   name: million
 framework: pytorch
@@ -71,7 +73,7 @@ reader:
 train:
   epochs: 1
   computation_time: 0
-output:
+{cap}output:
   metric:
     exclude_start_steps: 0
 dlio_ext:
@@ -124,6 +126,13 @@ class Million:
         shutil.rmtree(self.gw, ignore_errors=True)
         # memstore keeps the objects in the OSD's memory: room for the data, its replicas of metadata and the index.
         self.env.setdefault("CEPH_RGW_MEMSTORE_BYTES", str(max(4 << 30, self.args.objects * self.args.record * 3)))
+        if self.env.get("CEPH_RGW_OBJECTSTORE") == "bluestore" and "CEPH_ARGS" not in self.env:
+            # ceph-rgw.sh's block path is the OSD folder's `block`, where mkfs puts its symlink to the path: a link
+            # to itself, and the OSD fails to start. A file beside the folder instead, sparse, sized for the data:
+            # measured ~20 KiB of it per 4 KiB object (RocksDB and the bucket index included), 24 KiB allowed.
+            size = max(10 << 30, self.args.objects * 24 << 10)
+            self.env["CEPH_ARGS"] = (f"--bluestore_block_path={self.gw}/osd/block.img "
+                                     f"--bluestore_block_size={size}")
         p = subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "start", self.gw], env=self.env,
                            capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
@@ -246,7 +255,8 @@ class Million:
 
     def read(self, name, skip_listing):
         a = self.args
-        d, secs, rss_kib = self.run(name, job_yaml(a.objects, a.record, a.threads, a.in_flight, False, skip_listing))
+        d, secs, rss_kib = self.run(name, job_yaml(a.objects, a.record, a.threads, a.in_flight, False, skip_listing,
+                                                   steps=a.steps))
         with open(os.path.join(d, "out", "summary.json")) as f:
             s3 = json.load(f)["dlio_ext"]["s3"]
         lst = s3.get("list", {})
@@ -275,8 +285,9 @@ class Million:
         else:
             gen = (f"generation {self.gen_seconds:.0f} s, {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}, "
                    f"{a.gen_threads} in flight)")
+        span = f"{a.steps} steps of 64" if a.steps else "one epoch"
         lines = [f"{a.objects} objects of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
-                 f"flight; {gen}; {self.shards} index shards, {self.objectstore()} OSD",
+                 f"flight, {span}; {gen}; {self.shards} index shards, {self.objectstore()} OSD",
                  "",
                  "| read | LIST requests | listing s | first batch s | agent peak RSS MiB | GETs/s | run s |",
                  "|---|---|---|---|---|---|---|"]
@@ -306,8 +317,12 @@ def main():
                     help="read from this running gateway's bucket (a --keep-gateway run's WORK/gateway); no generation")
     ap.add_argument("--reads", default="listing,skip_listing",
                     help="comma-separated reads to run, of listing, skip_listing (default both)")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="train.total_training_steps of the reads (0: the whole epoch, objects / 64 steps)")
     ap.add_argument("--results")
     args = ap.parse_args()
+    if args.steps < 0:
+        raise ValueError(f"--steps: {args.steps} (allowed: 0 for the whole epoch, or a step count)")
     reads = [r for r in args.reads.split(",") if r]
     for r in reads:
         if r not in READS:
