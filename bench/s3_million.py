@@ -231,7 +231,7 @@ class Million:
         out, err = p.communicate(timeout=4 * 3600)
         done.set()
         th.join()
-        if p.returncode != 0:
+        if p.returncode not in (0, 6):  # 6: ran, AU not measured (a --steps read too short for DLIO's window)
             raise RuntimeError(f"{tag}: exit {p.returncode}: {err[-2000:]}")
         return d, time.time() - t0, peak["kib"]
 
