@@ -47,9 +47,10 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3", steps=0):
+def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3", steps=0, interval=None):
     root = "  storage_root: million\n" if storage == "s3" else ""
     cap = f"  total_training_steps: {steps}\n" if steps > 0 else ""
+    check = f"  listing_validation_interval: {interval}\n" if interval is not None else ""
     return f"""model:
   name: million
 framework: pytorch
@@ -65,7 +66,7 @@ storage:
   num_samples_per_file: 1
   record_length_bytes: {record}
   skip_listing: {str(skip_listing).lower()}
-reader:
+{check}reader:
   data_loader: pytorch
   batch_size: 64
   read_threads: {threads}
@@ -256,7 +257,7 @@ class Million:
     def read(self, name, skip_listing):
         a = self.args
         d, secs, rss_kib = self.run(name, job_yaml(a.objects, a.record, a.threads, a.in_flight, False, skip_listing,
-                                                   steps=a.steps))
+                                                   steps=a.steps, interval=a.validation_interval))
         with open(os.path.join(d, "out", "summary.json")) as f:
             s3 = json.load(f)["dlio_ext"]["s3"]
         lst = s3.get("list", {})
@@ -286,6 +287,8 @@ class Million:
             gen = (f"generation {self.gen_seconds:.0f} s, {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}, "
                    f"{a.gen_threads} in flight)")
         span = f"{a.steps} steps of 64" if a.steps else "one epoch"
+        if a.validation_interval is not None:
+            span += f", listing_validation_interval {a.validation_interval}"
         lines = [f"{a.objects} objects of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
                  f"flight, {span}; {gen}; {self.shards} index shards, {self.objectstore()} OSD",
                  "",
@@ -319,8 +322,12 @@ def main():
                     help="comma-separated reads to run, of listing, skip_listing (default both)")
     ap.add_argument("--steps", type=int, default=0,
                     help="train.total_training_steps of the reads (0: the whole epoch, objects / 64 steps)")
+    ap.add_argument("--validation-interval", type=int,
+                    help="dataset.listing_validation_interval of the reads (default: the job's default, 1000)")
     ap.add_argument("--results")
     args = ap.parse_args()
+    if args.validation_interval is not None and args.validation_interval < 0:
+        raise ValueError(f"--validation-interval: {args.validation_interval} (allowed: 0 for no HEAD, or an interval)")
     if args.steps < 0:
         raise ValueError(f"--steps: {args.steps} (allowed: 0 for the whole epoch, or a step count)")
     reads = [r for r in args.reads.split(",") if r]
