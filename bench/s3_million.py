@@ -5,7 +5,7 @@ bluestore for a file-backed OSD, its block file WORK/gateway/osd/block.img: mems
 4 KiB object, so a million need bluestore; the bucket's index pre-sharded for the object count, --index-shards)
 with DLIO's names (npz), then read them with one agent twice, for one epoch (or --steps steps): listing
 (dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not (dataset.skip_listing: true, names derived,
-a HEAD of every listing_validation_interval-th). For each read it reports
+a HEAD of every listing_validation_interval-th: 1000, or --validation-interval). For each read it reports
 
   listing    seconds spent in LIST requests (summary.json dlio_ext.s3.list: count x mean latency), their count
   first      time to first batch: from the job's start (trace start_unix_us) to the end of the step thread's first
@@ -22,7 +22,8 @@ Reads again without generating: --keep-gateway leaves the gateway and its bucket
 `--reuse GATEWAY_DIR` then takes that gateway's settings from GATEWAY_DIR/env (written by scripts/ceph-rgw.sh
 start), checks its daemons still run and its bucket holds at least --objects objects, and runs only the reads (with
 the binaries of --bin-dir, e.g. another build's); --reads chooses which (default listing,skip_listing). The results
-file is rewritten after each phase, so a long run that is stopped keeps what it measured.
+file is rewritten after each phase, so a long run that is stopped keeps what it measured. A --steps read that is too
+short for DLIO's metric window ends with the coordinator's exit 6 (AU not measured), which is not an error here.
 
 Only the standard library. Exit status: 0 ran, 2 error.
 
