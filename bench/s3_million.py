@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The million-object S3 bench (issue 27 item 6): generate --objects small objects (default 1,000,000 of 4 KiB) on a
 one-node Ceph RGW this script starts (scripts/ceph-rgw.sh; memstore sized to the data, or CEPH_RGW_OBJECTSTORE=
-bluestore for a file-backed OSD; the bucket's index pre-sharded for the object count, --index-shards) with DLIO's
-names (npz), then read them for one epoch
-with one agent twice: listing (dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not
-(dataset.skip_listing: true, names derived, a HEAD of every listing_validation_interval-th). For each read it reports
+bluestore for a file-backed OSD, its block file WORK/gateway/osd/block.img: memstore holds ~40 KiB of memory per
+4 KiB object, so a million need bluestore; the bucket's index pre-sharded for the object count, --index-shards)
+with DLIO's names (npz), then read them with one agent twice, for one epoch (or --steps steps): listing
+(dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not (dataset.skip_listing: true, names derived,
+a HEAD of every listing_validation_interval-th: 1000, or --validation-interval). For each read it reports
 
   listing    seconds spent in LIST requests (summary.json dlio_ext.s3.list: count x mean latency), their count
   first      time to first batch: from the job's start (trace start_unix_us) to the end of the step thread's first
@@ -17,9 +18,17 @@ time); `copies` (the default, the fastest measured), the agent generates one obj
 file system and the reference client (bench/s3_ref.c `put ... @FILE`) PUTs copies of it under every DLIO name with
 --gen-threads PUTs in flight. The read phases are the agent's in both cases (the objects are valid npz either way).
 
+Reads again without generating: --keep-gateway leaves the gateway and its bucket running (folder WORK/gateway);
+`--reuse GATEWAY_DIR` then takes that gateway's settings from GATEWAY_DIR/env (written by scripts/ceph-rgw.sh
+start), checks its daemons still run and its bucket holds at least --objects objects, and runs only the reads (with
+the binaries of --bin-dir, e.g. another build's); --reads chooses which (default listing,skip_listing). The results
+file is rewritten after each phase, so a long run that is stopped keeps what it measured. A --steps read that is too
+short for DLIO's metric window ends with the coordinator's exit 6 (AU not measured), which is not an error here.
+
 Only the standard library. Exit status: 0 ran, 2 error.
 
   python3 bench/s3_million.py --bin-dir build/bin --work /tmp/million [--objects 100000] [--results FILE]
+  python3 bench/s3_million.py --bin-dir build/bin --work /tmp/rerun --reuse /tmp/million/gateway --objects 100000
 """
 import argparse
 import datetime
@@ -32,12 +41,17 @@ import threading
 import time
 
 
+READS = {"listing": False, "skip_listing": True}  # a read's name: its dataset.skip_listing
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3"):
+def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3", steps=0, interval=None):
     root = "  storage_root: million\n" if storage == "s3" else ""
+    cap = f"  total_training_steps: {steps}\n" if steps > 0 else ""
+    check = f"  listing_validation_interval: {interval}\n" if interval is not None else ""
     return f"""model:
   name: million
 framework: pytorch
@@ -53,7 +67,7 @@ storage:
   num_samples_per_file: 1
   record_length_bytes: {record}
   skip_listing: {str(skip_listing).lower()}
-reader:
+{check}reader:
   data_loader: pytorch
   batch_size: 64
   read_threads: {threads}
@@ -61,7 +75,7 @@ reader:
 train:
   epochs: 1
   computation_time: 0
-output:
+{cap}output:
   metric:
     exclude_start_steps: 0
 dlio_ext:
@@ -105,6 +119,8 @@ class Million:
         self.src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         self.env = dict(os.environ)
         self.rows = []
+        self.gen_seconds = None
+        self.shards = 0
 
     def start_gateway(self):
         self.gw = os.path.join(self.work, "gateway")
@@ -112,6 +128,13 @@ class Million:
         shutil.rmtree(self.gw, ignore_errors=True)
         # memstore keeps the objects in the OSD's memory: room for the data, its replicas of metadata and the index.
         self.env.setdefault("CEPH_RGW_MEMSTORE_BYTES", str(max(4 << 30, self.args.objects * self.args.record * 3)))
+        if self.env.get("CEPH_RGW_OBJECTSTORE") == "bluestore" and "CEPH_ARGS" not in self.env:
+            # ceph-rgw.sh's block path is the OSD folder's `block`, where mkfs puts its symlink to the path: a link
+            # to itself, and the OSD fails to start. A file beside the folder instead, sparse, sized for the data:
+            # measured ~20 KiB of it per 4 KiB object (RocksDB and the bucket index included), 24 KiB allowed.
+            size = max(10 << 30, self.args.objects * 24 << 10)
+            self.env["CEPH_ARGS"] = (f"--bluestore_block_path={self.gw}/osd/block.img "
+                                     f"--bluestore_block_size={size}")
         p = subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "start", self.gw], env=self.env,
                            capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
@@ -133,6 +156,54 @@ class Million:
             if p.returncode != 0:
                 raise RuntimeError(f"radosgw-admin bucket reshard --num-shards {shards}: {p.stderr[-2000:]}")
         self.shards = shards
+
+    def reuse_gateway(self, gw):
+        """Takes the running gateway in `gw` (ceph-rgw.sh start's folder) and its bucket `million` as they are."""
+        self.gw = os.path.abspath(gw)
+        conf = os.path.join(self.gw, "ceph.conf")
+        try:
+            with open(os.path.join(self.gw, "env")) as f:
+                lines = f.read().splitlines()
+            with open(os.path.join(self.gw, "pids")) as f:
+                pids = [line.split() for line in f if line.strip()]
+        except OSError as e:
+            raise RuntimeError(f"--reuse {gw}: not a running gateway's folder (ceph-rgw.sh start writes env and "
+                               f"pids there): {e}")
+        for pid, name in pids:
+            try:
+                with open(f"/proc/{pid}/cmdline") as f:
+                    alive = conf in f.read().replace("\0", " ")
+            except OSError:
+                alive = False
+            if not alive:
+                raise RuntimeError(f"--reuse {gw}: its {name} (PID {pid}) is not running")
+        for line in lines:
+            k, _, v = line.partition("=")
+            if k.startswith("AWS_"):
+                self.env[k] = v
+        p = subprocess.run(["radosgw-admin", "-c", conf, "-n", "client.rgw.a", "bucket", "stats", "--bucket",
+                            "million"], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"--reuse {gw}: radosgw-admin bucket stats --bucket million: {p.stderr[-2000:]}")
+        stats = json.loads(p.stdout)
+        count = stats.get("usage", {}).get("rgw.main", {}).get("num_objects", 0)
+        if count < self.args.objects:
+            raise RuntimeError(f"--reuse {gw}: bucket million holds {count} objects, fewer than --objects "
+                               f"{self.args.objects}")
+        self.shards = stats.get("num_shards", 0)
+        self.gen_seconds = None
+        log(f"reusing {self.gw}: bucket million holds {count} objects, {self.shards} index shards")
+
+    def objectstore(self):
+        try:
+            with open(os.path.join(self.gw, "ceph.conf")) as f:
+                for line in f:
+                    k, _, v = line.partition("=")
+                    if k.strip() == "osd objectstore":
+                        return v.strip()
+        except OSError:
+            pass
+        return "?"
 
     def stop_gateway(self):
         subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "stop", self.gw])
@@ -162,7 +233,7 @@ class Million:
         out, err = p.communicate(timeout=4 * 3600)
         done.set()
         th.join()
-        if p.returncode != 0:
+        if p.returncode not in (0, 6):  # 6: ran, AU not measured (a --steps read too short for DLIO's window)
             raise RuntimeError(f"{tag}: exit {p.returncode}: {err[-2000:]}")
         return d, time.time() - t0, peak["kib"]
 
@@ -186,7 +257,8 @@ class Million:
 
     def read(self, name, skip_listing):
         a = self.args
-        d, secs, rss_kib = self.run(name, job_yaml(a.objects, a.record, a.threads, a.in_flight, False, skip_listing))
+        d, secs, rss_kib = self.run(name, job_yaml(a.objects, a.record, a.threads, a.in_flight, False, skip_listing,
+                                                   steps=a.steps, interval=a.validation_interval))
         with open(os.path.join(d, "out", "summary.json")) as f:
             s3 = json.load(f)["dlio_ext"]["s3"]
         lst = s3.get("list", {})
@@ -207,17 +279,27 @@ class Million:
             f"MiB, {gets / epoch:.0f} GETs/s, run {secs:.0f} s")
         self.rows.append(row)
 
-    def report(self):
+    def report(self, final=True):
+        """Writes the table to --results (after every phase) and, when `final`, prints it."""
         a = self.args
+        if self.gen_seconds is None:
+            gen = f"generated before (--reuse {self.gw})"
+        else:
+            gen = (f"generation {self.gen_seconds:.0f} s, {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}, "
+                   f"{a.gen_threads} in flight)")
+        span = f"{a.steps} steps of 64" if a.steps else "one epoch"
+        if a.validation_interval is not None:
+            span += f", listing_validation_interval {a.validation_interval}"
         lines = [f"{a.objects} objects of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
-                 f"flight; generation {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}), {self.shards} index shards",
+                 f"flight, {span}; {gen}; {self.shards} index shards, {self.objectstore()} OSD",
                  "",
                  "| read | LIST requests | listing s | first batch s | agent peak RSS MiB | GETs/s | run s |",
                  "|---|---|---|---|---|---|---|"]
         for name, lr, ls, first, rss, rate, secs in self.rows:
             lines.append(f"| {name} | {lr} | {ls:.2f} | {first:.2f} | {rss:.0f} | {rate:.0f} | {secs:.0f} |")
         text = "\n".join(lines)
-        print(text)
+        if final:
+            print(text)
         if a.results:
             with open(a.results, "w") as f:
                 f.write(text + "\n")
@@ -235,16 +317,39 @@ def main():
     ap.add_argument("--gen-threads", type=int, default=32, help="PUTs in flight of the copies generator")
     ap.add_argument("--index-shards", type=int, default=0, help="bucket index shards (0: one per 50,000 objects)")
     ap.add_argument("--keep-gateway", action="store_true", help="leave the gateway running (its folder: WORK/gateway)")
+    ap.add_argument("--reuse", metavar="GATEWAY_DIR",
+                    help="read from this running gateway's bucket (a --keep-gateway run's WORK/gateway); no generation")
+    ap.add_argument("--reads", default="listing,skip_listing",
+                    help="comma-separated reads to run, of listing, skip_listing (default both)")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="train.total_training_steps of the reads (0: the whole epoch, objects / 64 steps)")
+    ap.add_argument("--validation-interval", type=int,
+                    help="dataset.listing_validation_interval of the reads (default: the job's default, 1000)")
     ap.add_argument("--results")
     args = ap.parse_args()
+    if args.validation_interval is not None and args.validation_interval < 0:
+        raise ValueError(f"--validation-interval: {args.validation_interval} (allowed: 0 for no HEAD, or an interval)")
+    if args.steps < 0:
+        raise ValueError(f"--steps: {args.steps} (allowed: 0 for the whole epoch, or a step count)")
+    reads = [r for r in args.reads.split(",") if r]
+    for r in reads:
+        if r not in READS:
+            raise ValueError(f"--reads: unknown read '{r}' (allowed: {', '.join(READS)})")
     os.makedirs(args.work, exist_ok=True)
     m = Million(args)
+    if args.reuse:
+        m.reuse_gateway(args.reuse)  # never stopped here: it is someone else's
+        for r in reads:
+            m.read(r, READS[r])
+            m.report(final=r == reads[-1])
+        return 0
     try:
         m.start_gateway()  # inside: a failed set-up (the reshard) stops what it started too
         m.generate()
-        m.read("listing", False)
-        m.read("skip_listing", True)
-        m.report()
+        m.report(final=not reads)
+        for r in reads:
+            m.read(r, READS[r])
+            m.report(final=r == reads[-1])
     finally:
         if not args.keep_gateway:
             m.stop_gateway()
