@@ -13,69 +13,6 @@
 namespace dlio {
 namespace {
 
-// The keys an index-mode loader thread reads, in its order (storage/s3/read_ahead.h): the files of its batches'
-// samples, walked through the plan a slice at a time as the thread itself does, a file read again right after itself
-// named once when the reader keeps the file read last (reader.read_type: memory, readers/whole_file.h).
-// The prefetch bound holds for the GETs too: the keys of the thread's next batch are given only while it reads the
-// batch before it and its queue has room for that one (`room`); null until then (the read-ahead asks again).
-// Derived names (agent/data_file_names.h) are written into a ring of kKeyRing buffers: a key must stay valid while
-// the read-ahead's window holds it, and the window holds at most 2 x dlio_ext.s3_requests_in_flight (at most 64)
-// keys, handed out in order and released in order, so a buffer is reused only long after its key left the window.
-class IndexKeySource final : public S3KeySource {
- public:
-  IndexKeySource(const EpochPlan& plan, const DataFileNames& files, int64_t rank, int64_t first_batch,
-                 int64_t stride, int64_t steps, int64_t batch, bool keep_last, const int64_t* reading,
-                 std::function<bool()> room)
-      : plan_(plan), files_(files), rank_(rank), k_(first_batch), stride_(stride), steps_(steps), batch_(batch),
-        keep_last_(keep_last), reading_(reading), room_(std::move(room)),
-        slice_(static_cast<size_t>(std::min<int64_t>(batch, kSlice))), ring_(files.derived() ? kKeyRing : 0) {
-    next_ = k_ * batch_;
-  }
-
-  const std::string* Next() override {
-    while (k_ < steps_) {
-      if (j_ == count_) {  // the next slice of this batch, or the thread's next batch
-        if (next_ == (k_ + 1) * batch_) {
-          if (k_ + stride_ > *reading_ && (k_ > *reading_ || !room_())) return nullptr;
-          k_ += stride_;
-          next_ = k_ * batch_;
-          continue;
-        }
-        count_ = std::min(kSlice, (k_ + 1) * batch_ - next_);
-        plan_.RankSlice(rank_, next_, count_, slice_.data());
-        next_ += count_;
-        j_ = 0;
-      }
-      const int64_t file = slice_[static_cast<size_t>(j_++)].file;
-      if (keep_last_ && file == last_) continue;
-      last_ = file;
-      std::string* buf = ring_.empty() ? nullptr : &ring_[next_buf_++ % ring_.size()];
-      return &files_.Name(file, buf);
-    }
-    return nullptr;
-  }
-
-  static constexpr int64_t kSlice = 1024;  // samples per RankSlice call, as IndexThread
-  static constexpr size_t kKeyRing = 256;  // > 128, the largest read-ahead window (see above)
-
- private:
-  const EpochPlan& plan_;
-  const DataFileNames& files_;
-  const int64_t rank_;
-  int64_t k_;              // the batch being walked
-  const int64_t stride_, steps_, batch_;
-  const bool keep_last_;
-  const int64_t* reading_;             // the batch the thread reads now (its own variable: same thread)
-  std::function<bool()> room_;         // the thread's queue can take a batch without waiting
-  std::vector<SampleRef> slice_;
-  int64_t next_ = 0;       // the batch's next sample to slice
-  int64_t count_ = 0;      // samples in slice_
-  int64_t j_ = 0;          // next of them
-  int64_t last_ = -1;      // the file of the key handed out last
-  std::vector<std::string> ring_;  // derived names: the buffers of the keys handed out last
-  size_t next_buf_ = 0;
-};
-
 // Whole-object GETs of s3 with more than one in flight (dlio_ext.s3_requests_in_flight): the formats read through
 // ReadFile(), one GET per file (format_traits.h).
 bool ReadsAhead(const Format& f) {
@@ -86,6 +23,55 @@ bool ReadsAhead(const Format& f) {
 }
 
 }  // namespace
+
+namespace internal {
+
+IndexKeySource::IndexKeySource(const EpochPlan& plan, const DataFileNames& files, int64_t rank, int64_t first_batch,
+                               int64_t stride, int64_t steps, int64_t batch, bool keep_last, const int64_t* reading,
+                               std::function<int64_t()> free)
+    : plan_(plan), files_(files), rank_(rank), k_(first_batch), stride_(stride), steps_(steps), batch_(batch),
+      keep_last_(keep_last), reading_(reading), free_(std::move(free)),
+      slice_(static_cast<size_t>(std::min<int64_t>(batch, kSlice))), ring_(files.derived() ? kKeyRing : 0) {
+  next_ = k_ * batch_;
+}
+
+bool IndexKeySource::MayWalk(int64_t next) {
+  const int64_t ahead = (next - *reading_) / stride_;  // of the thread's batches; <= 0: the walk is behind
+  if (ahead <= 0) return true;
+  // While the thread reads the same batch its queue only empties (the step thread takes), so what free() said
+  // stays a lower bound: asked again only when that is not enough, and at most once per batch read, but for the
+  // next batch (ahead 1), asked at every refill while held back, as the step thread may make room at any time.
+  if (ahead <= free_seen_ && reading_seen_ == *reading_) return true;
+  if (reading_seen_ == *reading_ && ahead > 1) return false;
+  reading_seen_ = *reading_;
+  free_seen_ = free_();
+  return ahead <= free_seen_;
+}
+
+const std::string* IndexKeySource::Next() {
+  while (k_ < steps_) {
+    if (j_ == count_) {  // the next slice of this batch, or the thread's next batch
+      if (next_ == (k_ + 1) * batch_) {
+        if (!MayWalk(k_ + stride_)) return nullptr;
+        k_ += stride_;
+        next_ = k_ * batch_;
+        continue;
+      }
+      count_ = std::min(kSlice, (k_ + 1) * batch_ - next_);
+      plan_.RankSlice(rank_, next_, count_, slice_.data());
+      next_ += count_;
+      j_ = 0;
+    }
+    const int64_t file = slice_[static_cast<size_t>(j_++)].file;
+    if (keep_last_ && file == last_) continue;
+    last_ = file;
+    std::string* buf = ring_.empty() ? nullptr : &ring_[next_buf_++ % ring_.size()];
+    return &files_.Name(file, buf);
+  }
+  return nullptr;
+}
+
+}  // namespace internal
 
 Loader::Loader(const LoaderConfig& cfg, int64_t steps, const std::atomic<bool>* cancel)
     : cfg_(cfg), steps_(steps), external_cancel_(cancel) {
@@ -210,14 +196,14 @@ void Loader::IndexThread(int t) {
   uint64_t charged = stats.bytes();
   // s3 read-ahead: the thread's keys in its order, for the s3 engine to ask for ahead (null: one GET at a time).
   int64_t reading = t;
-  std::unique_ptr<IndexKeySource> keys;
+  std::unique_ptr<internal::IndexKeySource> keys;
   if (ReadsAhead(*cfg_.format)) {
-    auto room = [&q] {  // once per batch boundary of the key source, not per sample
+    auto free = [&q]() -> int64_t {  // at batch boundaries of the key source, not per sample
       MutexLock lk(&q.mu);
-      return q.ready < q.capacity;
+      return q.capacity - q.ready;
     };
-    keys = std::make_unique<IndexKeySource>(*index_plan_, cfg_.files, index_rank_, t, cfg_.threads, steps_, b,
-                                            cfg_.format->options().read_in_memory, &reading, room);
+    keys = std::make_unique<internal::IndexKeySource>(*index_plan_, cfg_.files, index_rank_, t, cfg_.threads, steps_,
+                                                      b, cfg_.format->options().read_in_memory, &reading, free);
   }
   S3KeySourceScope scope(keys.get());
   std::string name;  // a derived file name (agent/data_file_names.h); grows once to the longest

@@ -16,14 +16,16 @@
 // mutex/condvar hand-off per *batch* on a per-thread (index) or per-rank (stream) queue, never per I/O.
 // S3 read-ahead (dlio_ext.s3_requests_in_flight > 1, formats with one whole-object GET per file): an index-mode
 // thread installs its key source (storage/s3/read_ahead.h) so the s3 engine keeps that many GETs of its next samples
-// in flight; samples are still taken in the plan's order, and the next batch's keys are given only while the thread
-// reads the batch before it and its queue has room for that one (one look at the queue's mutex per batch).
+// in flight; samples are still taken in the plan's order, and the keys of a batch are given only once the thread
+// would read it without waiting: its queue has room for the batches between (the prefetch depth, not only the next
+// batch: with few objects per batch, one batch ahead left the GETs' window short of keys; IndexKeySource below).
 // Cancellation: Cancel() (or the shared flag) stops the threads between samples; Next() then returns Cancelled.
 // Thread-safety: Next() is called by the rank's step thread only; Snapshot() from any thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,6 +42,7 @@
 #include "base/bandwidth_limiter.h"
 #include "base/mutex.h"
 #include "readers/format.h"
+#include "storage/s3/read_ahead.h"
 
 namespace dlio {
 
@@ -69,6 +72,57 @@ struct LoaderConfig {
   // (storage/s3/endpoints.h); -1 = none.
   int64_t rank = -1;
 };
+
+namespace internal {
+
+// The keys an index-mode loader thread reads, in its order (storage/s3/read_ahead.h): the files of its batches'
+// samples, walked through the plan a slice at a time as the thread itself does, a file read again right after itself
+// named once when the reader keeps the file read last (reader.read_type: memory, readers/whole_file.h).
+// The prefetch bound holds for the GETs too: the thread reads batch `*reading` and its queue can take `free()` more
+// batches without waiting, so it reads the next free() of its batches without waiting: their keys are given, the
+// ones beyond are not (null: the read-ahead asks again). free() takes the queue's mutex: it is asked when the walk
+// reaches a batch beyond what it last said, at most once per batch the thread reads, except for the thread's very
+// next batch, which is asked again at every refill while held back (the step thread may make room meanwhile).
+// Derived names (agent/data_file_names.h) are written into a ring of kKeyRing buffers: a key must stay valid while
+// the read-ahead's window holds it, and the window holds at most 2 x dlio_ext.s3_requests_in_flight (at most 64)
+// keys, handed out in order and released in order, so a buffer is reused only long after its key left the window.
+// Thread-safety: the thread's own (`*reading` is its variable); free() is the only look at shared state.
+class IndexKeySource final : public S3KeySource {
+ public:
+  // The batches first_batch, first_batch + stride, ... below `steps` of `rank`'s plan, `batch` samples each.
+  IndexKeySource(const EpochPlan& plan, const DataFileNames& files, int64_t rank, int64_t first_batch,
+                 int64_t stride, int64_t steps, int64_t batch, bool keep_last, const int64_t* reading,
+                 std::function<int64_t()> free);
+
+  const std::string* Next() override;
+
+  static constexpr int64_t kSlice = 1024;  // samples per RankSlice call, as IndexThread
+  static constexpr size_t kKeyRing = 256;  // > 128, the largest read-ahead window (see above)
+
+ private:
+  // Whether the keys of batch `next` (the thread's batch after the one walked) may be given now.
+  bool MayWalk(int64_t next);
+
+  const EpochPlan& plan_;
+  const DataFileNames& files_;
+  const int64_t rank_;
+  int64_t k_;              // the batch being walked
+  const int64_t stride_, steps_, batch_;
+  const bool keep_last_;
+  const int64_t* reading_;             // the batch the thread reads now (its own variable: same thread)
+  std::function<int64_t()> free_;      // batches the thread's queue can take without waiting
+  int64_t free_seen_ = 0;              // what free() said last, while the thread read batch reading_seen_
+  int64_t reading_seen_ = -1;
+  std::vector<SampleRef> slice_;
+  int64_t next_ = 0;       // the batch's next sample to slice
+  int64_t count_ = 0;      // samples in slice_
+  int64_t j_ = 0;          // next of them
+  int64_t last_ = -1;      // the file of the key handed out last
+  std::vector<std::string> ring_;  // derived names: the buffers of the keys handed out last
+  size_t next_buf_ = 0;
+};
+
+}  // namespace internal
 
 class Loader {
  public:

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -205,6 +206,81 @@ TEST(IndexLoader, HoldsNothingPerSampleOfTheEpoch) {
     EXPECT_LT(peak_after - std::min(peak_after, peak_before), uint64_t{64} << 20)
         << "peak resident bytes over a loader of 2^27 samples";
   }
+}
+
+}  // namespace
+}  // namespace dlio
+
+namespace dlio {
+namespace {
+
+// Issue 27 item 4 (2 MiB GETs): an index-mode thread's S3 key source gives the keys of every batch the thread will
+// read without waiting on its queue (the prefetch depth), not only those of the next batch: with few objects per
+// batch (2 here; 4 x 2 MiB in bench/s3_bench.py's job), one batch ahead left the read-ahead's window of 2 x
+// s3_requests_in_flight short of keys, so fewer GETs were in flight than configured.
+PlanParams Index(int64_t files, int64_t batch, int64_t threads) {
+  PlanParams p;
+  p.num_files = files;
+  p.batch = batch;
+  p.read_threads = threads;
+  return p;
+}
+
+struct KeyWalk {
+  explicit KeyWalk(int64_t files, int64_t batch, int64_t threads = 1)
+      : p(Index(files, batch, threads)), plan(*EpochPlan::Make(p, 1)) {
+    for (int64_t i = 0; i < files; ++i) names.push_back("k" + std::to_string(i));
+  }
+  std::unique_ptr<internal::IndexKeySource> Source(int64_t first_batch) {
+    return std::make_unique<internal::IndexKeySource>(plan, names, 0, first_batch, p.read_threads, plan.steps(),
+                                                      p.batch, false, &reading, [this] {
+                                                        ++asked;
+                                                        return free;
+                                                      });
+  }
+  // The keys the source gives now, until it holds back.
+  std::vector<std::string> Drain(internal::IndexKeySource& s) {
+    std::vector<std::string> got;
+    for (const std::string* k = s.Next(); k != nullptr; k = s.Next()) got.push_back(*k);
+    return got;
+  }
+  PlanParams p;
+  EpochPlan plan;
+  DataFileNames names;
+  int64_t reading = 0;  // the batch the thread reads
+  int64_t free = 0;     // batches its queue can take without waiting
+  int asked = 0;        // calls of free(): each takes the queue's mutex in the loader
+};
+
+TEST(IndexKeySource, GivesTheKeysOfEveryBatchWithinThePrefetchDepth) {
+  KeyWalk w(64, 2);
+  w.free = 4;  // prefetch_size 4, one thread, nothing queued: batches 0 (being read) to 4 read without waiting
+  std::unique_ptr<internal::IndexKeySource> s = w.Source(0);
+  EXPECT_EQ(w.Drain(*s), (std::vector<std::string>{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"}));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(s->Next(), nullptr) << "batch 5 waits for the queue";
+  EXPECT_EQ(w.asked, 1) << "the queue is asked once per batch read, not per key or refill";
+  // The thread moves on to batch 1 and pushed batch 0 (nobody took it): still 4 batches ahead at most.
+  w.reading = 1;
+  w.free = 3;
+  EXPECT_TRUE(w.Drain(*s).empty()) << "batch 5 is 4 batches ahead of batch 1, the queue takes 3 more";
+  w.reading = 2;
+  w.free = 3;  // the step thread took batch 0
+  EXPECT_EQ(w.Drain(*s), (std::vector<std::string>{"k10", "k11"}));
+  EXPECT_TRUE(w.Drain(*s).empty());
+}
+
+// The prefetch bound of before holds for the next batch: with a full queue its keys wait, and are given as soon as
+// the step thread makes room, while the thread still reads the same batch.
+TEST(IndexKeySource, HoldsTheNextBatchBackWhileTheQueueIsFull) {
+  KeyWalk w(32, 2, 2);  // two threads: this one reads batches 1, 3, 5, ...
+  w.reading = 1;
+  w.free = 0;
+  std::unique_ptr<internal::IndexKeySource> s = w.Source(1);
+  EXPECT_EQ(w.Drain(*s), (std::vector<std::string>{"k2", "k3"}));
+  EXPECT_TRUE(w.Drain(*s).empty());
+  w.free = 1;  // the step thread took a batch
+  EXPECT_EQ(w.Drain(*s), (std::vector<std::string>{"k6", "k7"}));
+  EXPECT_TRUE(w.Drain(*s).empty()) << "batch 5 is two of this thread's batches ahead";
 }
 
 }  // namespace

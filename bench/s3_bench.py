@@ -3,8 +3,11 @@
 libcurl with the same SigV4 signing), on a one-node Ceph RADOS Gateway that this script starts
 (scripts/ceph-rgw.sh) and stops.
 
-Cases, each with the same objects and the same concurrency on both sides, the sides alternating for --rounds
-rounds, medians compared (ratio = median(agent) / median(reference)):
+Cases, each with the same objects and the same concurrency on both sides, the sides interleaved for --rounds
+rounds (agent, reference, agent, reference, ...; every other round the reference goes first, so neither side always
+follows the other): each round is one pair, and the ratio is the median of the per-pair ratios agent / reference,
+with their min-max beside it (on a machine loaded by others a ratio of two runs minutes apart means little; the two
+runs of one pair see the same load). Use 7 rounds or more when the ratio is the point:
   get-2MiB    unet3d-like: npz objects of ~2 MiB, whole-object GETs, 4 loader threads vs 4 client threads, one GET
               in flight per loader thread (dlio_ext.s3_requests_in_flight: 1)
   get-100KiB  resnet-like: npz objects of ~100 KiB, the same
@@ -14,10 +17,13 @@ rounds, medians compared (ratio = median(agent) / median(reference)):
               the agent has GETs in flight (the same concurrency), and against the agent with 1 in flight (today's
               path), and against the reference with as many threads as the agent, each keeping --in-flight GETs in
               flight over a libcurl multi handle (the same concurrency from the same number of threads): three rows,
-              "<case>" (vs the threaded reference), "<case>-vs-multi" and "<case>-vs-1" (vs one in flight)
+              "<case>" (vs the threaded reference), "<case>-vs-multi" and "<case>-vs-1" (vs one in flight);
+              with --before-bin-dir, the agent of that folder (e.g. main's build) runs in every round too, interleaved
+              with the others: rows "<case>-before" and "<case>-before-vs-multi" (before and after from one run)
 Agent rate: bytes read over the wall time from the first epoch's start to the last epoch's end (0_per_epoch_stats),
 as bench.py measures its read cases; generation: the generate phase's bytes over its seconds (summary.json).
 Reference rate: bytes over the time from its first request to its last answer.
+Columns: the agent's and the reference's median rates, the median per-pair ratio and its min-max over the rounds.
 Only the standard library. Exit status: 0 ran, 1 a target missed (--check-targets), 2 error.
 """
 import argparse
@@ -34,6 +40,9 @@ MIB = 1 << 20
 TARGETS = {"get-2MiB": 0.90, "get-100KiB": 0.80, "put-2MiB": 0.80, "get-100KiB-inflight": 0.90,
            "get-100KiB-inflight-vs-1": 1.50, "get-2MiB-inflight": 0.95, "get-2MiB-inflight-vs-1": 0.0,
            "get-100KiB-inflight-vs-multi": 0.90, "get-2MiB-inflight-vs-multi": 0.95}
+for _case in ("get-100KiB-inflight", "get-2MiB-inflight"):  # --before-bin-dir rows: the same targets
+    TARGETS[f"{_case}-before"] = TARGETS[_case]
+    TARGETS[f"{_case}-before-vs-multi"] = TARGETS[f"{_case}-vs-multi"]
 
 
 def log(msg):
@@ -102,13 +111,14 @@ class Bench:
     def stop_gateway(self):
         subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "stop", self.gw])
 
-    def agent(self, tag, text):
+    def agent(self, tag, text, bin_dir=None):
         d = os.path.join(self.work, "runs", tag)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         with open(os.path.join(d, "job.yaml"), "w") as f:
             f.write(text)
-        run([os.path.join(self.bin, "dlio-coordinator"), "run", os.path.join(d, "job.yaml"), "--local-agents", "1",
+        run([os.path.join(bin_dir or self.bin, "dlio-coordinator"), "run", os.path.join(d, "job.yaml"),
+             "--local-agents", "1",
              "--data-root", d, "--results-dir", os.path.join(d, "results"), "--output", os.path.join(d, "out")],
             self.env)
         with open(os.path.join(d, "out", "summary.json")) as f:
@@ -135,6 +145,16 @@ class Bench:
                 f.write(f"{prefix}/train/img_{str(i).zfill(width)}_of_{files}.npz\n")
         return path
 
+    @staticmethod
+    def interleaved(r, runs):
+        """Runs the round's runs (callables) in order, in reverse order on odd rounds; returns their results in the
+        given order."""
+        out = [None] * len(runs)
+        order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
+        for i in order:
+            out[i] = runs[i]()
+        return out
+
     def get_case(self, name, files, record, epochs):
         prefix = f"get-{record}"
         threads = self.args.threads
@@ -143,8 +163,10 @@ class Bench:
         ours, theirs, ours_req, theirs_req = [], [], [], []
         obj = None
         for r in range(self.args.rounds):
-            a = self.agent(f"{name}-{r}", job_yaml("bench", prefix, files, record, epochs, False, True, threads))
-            b, breq = self.ref("get", "bench", keyfile, str(threads), str(epochs))
+            a, (b, breq) = self.interleaved(r, [
+                lambda: self.agent(f"{name}-{r}", job_yaml("bench", prefix, files, record, epochs, False, True,
+                                                           threads)),
+                lambda: self.ref("get", "bench", keyfile, str(threads), str(epochs))])
             obj = obj or b / breq
             ours.append(a)
             ours_req.append(a / obj)
@@ -157,25 +179,40 @@ class Bench:
     def inflight_case(self, name, files, record, epochs):
         prefix = f"get-{record}"
         threads, window = self.args.inflight_threads, self.args.in_flight
+        epochs = self.args.inflight_epochs or epochs
+        before = self.args.before_bin_dir
         self.agent(f"{name}-gen", job_yaml("bench", prefix, files, record, 1, True, False, threads))
         keyfile = self.keys(prefix, files, record)
-        ours, one, theirs, multi = [], [], [], []
+        job = lambda n: job_yaml("bench", prefix, files, record, epochs, False, True, threads, n)
+        ours, one, theirs, multi, old = [], [], [], [], []
         for r in range(self.args.rounds):
-            a = self.agent(f"{name}-{r}", job_yaml("bench", prefix, files, record, epochs, False, True, threads, window))
-            a1 = self.agent(f"{name}-1-{r}", job_yaml("bench", prefix, files, record, epochs, False, True, threads, 1))
-            b, breq = self.ref("get", "bench", keyfile, str(threads * window), str(epochs))
-            bm, _ = self.ref("get", "bench", keyfile, str(threads), str(epochs), str(window))
+            runs = [lambda: self.agent(f"{name}-{r}", job(window)),
+                    lambda: self.ref("get", "bench", keyfile, str(threads * window), str(epochs))[0],
+                    lambda: self.agent(f"{name}-1-{r}", job(1)),
+                    lambda: self.ref("get", "bench", keyfile, str(threads), str(epochs), str(window))[0]]
+            if before:  # main's agent, between the others: its pairs see the same load as ours
+                runs.insert(2, lambda: self.agent(f"{name}-before-{r}", job(window), before))
+            got = self.interleaved(r, runs)
+            if before:
+                old.append(got.pop(2))
+            a, b, a1, bm = got
             ours.append(a)
             one.append(a1)
             theirs.append(b)
             multi.append(bm)
-            log(f"  {name} round {r + 1}: agent {a / 1e6:.0f} MB/s ({window} in flight), {a1 / 1e6:.0f} MB/s (1), "
-                f"reference {b / 1e6:.0f} MB/s ({threads * window} threads), {bm / 1e6:.0f} MB/s ({threads} x "
+            was = f", before {old[-1] / 1e6:.0f} MB/s ({window} in flight)" if before else ""
+            log(f"  {name} round {r + 1}: agent {a / 1e6:.0f} MB/s ({window} in flight){was}, {a1 / 1e6:.0f} MB/s "
+                f"(1), reference {b / 1e6:.0f} MB/s ({threads * window} threads), {bm / 1e6:.0f} MB/s ({threads} x "
                 f"{window} in flight)")
         what = f"{threads} loader thread(s) x {window} in flight, {files} objects of {record / 1024:.0f} KiB x {epochs} epochs"
         self.add(name, ours, theirs, f"{what}; reference {threads * window} threads")
         self.add(f"{name}-vs-multi", ours, multi, f"{what}; reference {threads} thread(s) x {window} in flight")
         self.add(f"{name}-vs-1", ours, one, f"{what}; the 'reference' column is the agent with 1 in flight")
+        if before:
+            self.add(f"{name}-before", old, theirs, f"{what}; the agent of {before}; reference {threads * window} "
+                     "threads")
+            self.add(f"{name}-before-vs-multi", old, multi, f"{what}; the agent of {before}; reference {threads} "
+                     f"thread(s) x {window} in flight")
 
     def put_case(self, name, files, record):
         threads = self.args.threads
@@ -195,17 +232,21 @@ class Bench:
                  f"{workers} PUT threads")
 
     def add(self, name, ours, theirs, note):
-        o, t = statistics.median(ours), statistics.median(theirs)
-        self.rows.append((name, o, t, o / t, TARGETS[name], note))
+        """A row: ours[r] and theirs[r] are round r's pair; the ratio is the median of the per-pair ratios."""
+        pairs = [o / t for o, t in zip(ours, theirs)]
+        self.rows.append((name, statistics.median(ours), statistics.median(theirs), statistics.median(pairs),
+                          min(pairs), max(pairs), len(pairs), TARGETS[name], note))
 
     def report(self):
-        lines = ["| case | agent MB/s | reference MB/s | ratio | target | met | notes |", "|---|---|---|---|---|---|---|"]
+        lines = ["| case | agent MB/s | reference MB/s | ratio (median of pairs) | pairs min-max | target | met | "
+                 "notes |",
+                 "|---|---|---|---|---|---|---|---|"]
         ok = True
-        for name, o, t, ratio, target, note in self.rows:
+        for name, o, t, ratio, lo, hi, n, target, note in self.rows:
             met = ratio >= target
             ok &= met
-            lines.append(f"| {name} | {o / 1e6:.0f} | {t / 1e6:.0f} | {ratio:.2f} | {target:.2f} | "
-                         f"{'yes' if met else 'NO'} | {note} |")
+            lines.append(f"| {name} | {o / 1e6:.0f} | {t / 1e6:.0f} | {ratio:.2f} | {lo:.2f}-{hi:.2f} ({n}) | "
+                         f"{target:.2f} | {'yes' if met else 'NO'} | {note} |")
         text = "\n".join(lines)
         print(text)
         if self.args.results:
@@ -222,6 +263,10 @@ def main():
     ap.add_argument("--threads", type=int, default=4, help="loader threads = reference client threads")
     ap.add_argument("--in-flight", type=int, default=8, help="the inflight cases' dlio_ext.s3_requests_in_flight")
     ap.add_argument("--inflight-threads", type=int, default=1, help="the inflight cases' loader threads")
+    ap.add_argument("--inflight-epochs", type=int, default=0,
+                    help="the inflight cases' epochs (0: 2, or 1 with --smoke); more epochs, longer pairs")
+    ap.add_argument("--before-bin-dir", help="the inflight cases also run this folder's agent (e.g. main's build) in "
+                    "every round: before and after in one run")
     ap.add_argument("--smoke", action="store_true", help="tiny, 1 round: checks the harness, measures nothing")
     ap.add_argument("--cases", default="get-2MiB,get-100KiB,put-2MiB")
     ap.add_argument("--results")

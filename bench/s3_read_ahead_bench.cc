@@ -3,15 +3,19 @@
 // multi handle (`dlio-bench-s3-ref get BUCKET KEYFILE 1 PASSES IN_FLIGHT`) on the same objects: what the read-ahead
 // itself costs, apart from what the agent does with the bytes (issue 27 item 2's 2 MiB gap).
 //
-//   dlio-bench-s3-read-ahead ENVFILE BUCKET KEYFILE PASSES IN_FLIGHT [COPY [BATCH]]
+//   dlio-bench-s3-read-ahead ENVFILE BUCKET KEYFILE PASSES IN_FLIGHT [COPY [BATCH [DEPTH]]]
 //
 // COPY 1: after each GET the thread copies the object's bytes to a buffer of its own, as a reader thread works on
 // each answer before it asks for the next (the transfers in flight must go on meanwhile); 0 (default): nothing.
-// BATCH b > 0: the key source gives the keys of the batch being read and of the next one only (b keys each), as the
-// loader's key source does within its prefetch bound (agent/loader.cc IndexKeySource); 0 (default): any key ahead.
+// BATCH b > 0: the key source gives the keys of the batch being read and of the DEPTH batches after it only (b keys
+// each; DEPTH default 1: the next batch only, as the loader's key source did before it offered the prefetch depth,
+// agent/loader.cc IndexKeySource; the loader now gives ceil(prefetch_size / read_threads) when its queue is empty);
+// 0 (default): any key ahead.
 // ENVFILE: scripts/ceph-rgw.sh's env file (AWS_* lines). KEYFILE: one object key per line (the objects exist).
-// Prints one JSON line {"bytes": B, "seconds": S, "requests": N}, as the reference does (S: first GET to last answer).
+// Prints one JSON line {"bytes": B, "seconds": S, "requests": N, ...}, as the reference does (S: first GET to last
+// answer), and the read-ahead's in-flight counter (read_ahead.h): "in_flight_mean", "in_flight_max", "short_gets".
 // Exit 1 on a failed GET, 2 on bad usage.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,11 +33,11 @@ namespace {
 
 class RoundSource : public dlio::S3KeySource {
  public:
-  RoundSource(const std::vector<std::string>& keys, size_t total, size_t batch, const size_t* taken)
-      : keys_(keys), left_(total), batch_(batch), taken_(taken) {}
+  RoundSource(const std::vector<std::string>& keys, size_t total, size_t batch, size_t depth, const size_t* taken)
+      : keys_(keys), left_(total), batch_(batch), depth_(depth), taken_(taken) {}
   const std::string* Next() override {
     if (left_ == 0) return nullptr;
-    if (batch_ > 0 && next_ >= (*taken_ / batch_ + 2) * batch_) return nullptr;  // beyond the next batch
+    if (batch_ > 0 && next_ >= (*taken_ / batch_ + 1 + depth_) * batch_) return nullptr;  // beyond DEPTH batches
     --left_;
     return &keys_[next_++ % keys_.size()];
   }
@@ -41,15 +45,16 @@ class RoundSource : public dlio::S3KeySource {
  private:
   const std::vector<std::string>& keys_;
   size_t next_ = 0, left_;
-  const size_t batch_;
+  const size_t batch_, depth_;
   const size_t* taken_;  // objects the thread has taken so far
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 6 || argc > 8) {
-    std::fprintf(stderr, "usage: dlio-bench-s3-read-ahead ENVFILE BUCKET KEYFILE PASSES IN_FLIGHT [COPY [BATCH]]\n");
+  if (argc < 6 || argc > 9) {
+    std::fprintf(stderr,
+                 "usage: dlio-bench-s3-read-ahead ENVFILE BUCKET KEYFILE PASSES IN_FLIGHT [COPY [BATCH [DEPTH]]]\n");
     return 2;
   }
   auto c = std::make_shared<dlio::S3Config>();
@@ -78,9 +83,10 @@ int main(int argc, char** argv) {
   }
   dlio::S3Client client(c);
   dlio::S3ReadAhead ra(client);
-  const size_t batch = argc == 8 ? static_cast<size_t>(std::atoi(argv[7])) : 0;
+  const size_t batch = argc >= 8 ? static_cast<size_t>(std::atoi(argv[7])) : 0;
+  const size_t depth = argc == 9 ? static_cast<size_t>(std::max(1, std::atoi(argv[8]))) : 1;
   size_t taken = 0;
-  RoundSource source(keys, total, batch, &taken);
+  RoundSource source(keys, total, batch, depth, &taken);
   dlio::AlignedBuffer buf;
   const bool copy = argc >= 7 && std::atoi(argv[6]) != 0;
   std::vector<uint8_t> work;  // COPY: the thread's own copy of each object
@@ -101,7 +107,10 @@ int main(int argc, char** argv) {
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"bytes\": %llu, \"seconds\": %.6f, \"requests\": %zu}\n", static_cast<unsigned long long>(bytes),
-              secs, total);
+  const dlio::S3ReadAhead::InFlight f = ra.in_flight();
+  std::printf("{\"bytes\": %llu, \"seconds\": %.6f, \"requests\": %zu, \"in_flight_mean\": %.2f, "
+              "\"in_flight_max\": %zu, \"short_gets\": %llu}\n",
+              static_cast<unsigned long long>(bytes), secs, total, f.mean, f.high_water,
+              static_cast<unsigned long long>(f.short_gets));
   return 0;
 }

@@ -1,6 +1,7 @@
 // Issue 27 item 3: the S3 read-ahead (storage/s3/read_ahead.h, dlio_ext.s3_requests_in_flight) allocates nothing of
 // ours per object once warm, on a real Ceph RADOS Gateway (the suite's s3_gateway fixture: scripts/ceph-rgw.sh, its
-// AWS_* settings in $DLIO_S3_DIR/env).
+// AWS_* settings in $DLIO_S3_DIR/env). Beside it, on the same gateway, the read-ahead's in-flight counter (issue 27's
+// 2 MiB question: are the configured requests in flight, or is the key source short of keys?).
 //
 // Method (the buffer pool of storage/storage.h switched off, as bench/alloc_bench.cc does): the project's counting
 // allocator (base/alloc_counter.h), counting the calls of this thread (the read-ahead does all its work, libcurl's
@@ -131,6 +132,52 @@ TEST(S3ReadAheadAlloc, NoAllocationOfOursPerObjectOnceWarm) {
                                     << b.ours() << " for " << kN2;
   // The GETs were the read-ahead's (all of them 2xx: none went the one-request way).
   EXPECT_EQ(client.stats().Snapshot().ops[static_cast<int>(S3Op::kGet)].requests, 0u);
+}
+
+// The in-flight counter (read_ahead.h "In flight"), on the real gateway: a source with keys to spare keeps all 8
+// requests in flight and no Get is short of keys until the source runs dry; a source that gives only 4 keys ahead of
+// the reader (one batch of 4, as the loader's key source did with batch 4 before it gave the prefetch depth) keeps
+// at most 4 going and leaves nearly every Get short of keys: the measure of the loader's starving of issue 27.
+TEST(S3ReadAheadInFlight, CountsTheRequestsGoingAndTheGetsShortOfKeys) {
+  const std::string bucket = "ra-inflight-" + std::to_string(::getpid());
+  std::shared_ptr<S3Config> config = GatewayConfig(bucket);
+  ASSERT_NE(config, nullptr) << "no gateway: " << S3Dir() << "/env is missing";
+  S3Client client(config);
+  ASSERT_TRUE(client.CreateBucket().ok());
+  std::vector<std::string> keys;
+  std::vector<uint8_t> body(32 << 10, 7);
+  for (int i = 0; i < 16; ++i) {
+    keys.push_back("ra/obj-" + std::to_string(i));
+    ASSERT_TRUE(client.Put(keys.back(), body.data(), body.size()).ok());
+  }
+  AlignedBuffer buf;
+  {
+    S3ReadAhead ra(client);
+    RoundSource source(keys);
+    size_t next = 0;
+    ASSERT_TRUE(ReadObjects(ra, source, keys, &next, 64, buf));
+    const S3ReadAhead::InFlight f = ra.in_flight();
+    EXPECT_EQ(f.high_water, 8u);
+    EXPECT_EQ(f.gets, 64u);
+    EXPECT_LE(f.short_gets, 16u) << "only the last Gets (the window holds 16 keys), when the 64 keys ran out";
+    EXPECT_GT(f.mean, 0.0);
+    EXPECT_GT(f.seconds, 0.0);
+  }
+  {
+    S3ReadAhead ra(client);
+    RoundSource source(keys);
+    size_t next = 0;
+    source.Add(4);  // the reader's key and 3 more: then one key more per object read, 4 ahead at most
+    for (int i = 0; i < 64; ++i) {
+      uint64_t ns = 0;
+      ASSERT_TRUE(ra.Get(keys[next++ % keys.size()], source, buf, &ns).ok());
+      source.Add(1);
+    }
+    const S3ReadAhead::InFlight f = ra.in_flight();
+    EXPECT_LE(f.high_water, 4u);
+    EXPECT_LE(f.mean, 4.0);
+    EXPECT_GE(f.short_gets, 60u);
+  }
 }
 
 }  // namespace

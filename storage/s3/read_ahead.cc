@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/ascii.h"
@@ -145,6 +147,14 @@ S3ReadAhead::S3ReadAhead(S3Client& client)
 }
 
 S3ReadAhead::~S3ReadAhead() {
+  if (const char* e = std::getenv("DLIO_S3_READ_AHEAD_STATS"); e != nullptr && gets_ > 0) {
+    const InFlight f = in_flight();
+    std::fprintf(stderr,
+                 "s3 read-ahead: %llu GETs taken, %.2f of %zu requests in flight on average over %.2f s (most %zu), "
+                 "%llu Gets left fewer in flight for want of keys\n",
+                 static_cast<unsigned long long>(f.gets), f.mean, in_flight_, f.seconds, f.high_water,
+                 static_cast<unsigned long long>(f.short_gets));
+  }
   S3Metrics::Global().Unregister(&stats_);
   for (auto& s : slots_) {
     if (s->active) curl_multi_remove_handle(multi_, s->easy);
@@ -152,6 +162,27 @@ S3ReadAhead::~S3ReadAhead() {
   }
   if (multi_ != nullptr) curl_multi_cleanup(multi_);
   curl_slist_free_all(headers_);
+}
+
+void S3ReadAhead::Account() {
+  const uint64_t now = internal::NowNs();
+  if (first_ns_ == 0) first_ns_ = now;
+  if (last_ns_ != 0) area_ += active_ * (now - last_ns_);
+  last_ns_ = now;
+}
+
+S3ReadAhead::InFlight S3ReadAhead::in_flight() const {
+  InFlight f;
+  const uint64_t end = internal::NowNs();
+  const uint64_t area = area_ + (last_ns_ != 0 ? active_ * (end - last_ns_) : 0);
+  if (first_ns_ != 0 && end > first_ns_) {
+    f.seconds = static_cast<double>(end - first_ns_) / 1e9;
+    f.mean = static_cast<double>(area) / static_cast<double>(end - first_ns_);
+  }
+  f.high_water = high_water_;
+  f.gets = gets_;
+  f.short_gets = short_gets_;
+  return f;
 }
 
 void S3ReadAhead::Start(int slot, const std::string& key) {
@@ -174,8 +205,9 @@ void S3ReadAhead::Start(int slot, const std::string& key) {
     window_.MarkDone(slot);
     return;
   }
+  Account();
   s.active = true;
-  ++active_;
+  high_water_ = std::max(high_water_, ++active_);
 }
 
 void S3ReadAhead::Drop(int slot) {
@@ -184,20 +216,22 @@ void S3ReadAhead::Drop(int slot) {
   stats_.Record(S3Op::kGet, s.got, (s.active ? internal::NowNs() : s.t1) - s.t0, s.status, false, s.endpoint);
   if (s.active) {
     curl_multi_remove_handle(multi_, s.easy);  // abandons the transfer (its connection may close)
+    Account();
     --active_;
   }
   s.active = false;
 }
 
-void S3ReadAhead::Refill(S3KeySource& source) {
+bool S3ReadAhead::Refill(S3KeySource& source) {
   // At most in_flight_ transfers, and at most twice that many answers held (finished ones wait for their turn
   // without holding back the next transfers), all within the byte budget.
   const size_t held = ReadAheadLimit(window_.capacity(), largest_);
   while (active_ < in_flight_ && window_.size() < held) {
     const std::string* key = source.Next();
-    if (key == nullptr) return;  // none now (asked again at the next refill)
+    if (key == nullptr) return true;  // none now (asked again at the next refill)
     Start(window_.Push(key, held), *key);
   }
+  return false;
 }
 
 void S3ReadAhead::Pump() {
@@ -212,6 +246,7 @@ void S3ReadAhead::Pump() {
     s->t1 = internal::NowNs();
     curl_multi_remove_handle(multi_, s->easy);
     s->active = false;
+    Account();
     --active_;
     window_.MarkDone(s->index);
   }
@@ -253,7 +288,8 @@ absl::StatusOr<uint64_t> S3ReadAhead::Get(const std::string& key, S3KeySource& s
     largest_ = std::max(largest_, bytes);
   }
   window_.PopFront();
-  Refill(source);
+  ++gets_;
+  if (Refill(source)) ++short_gets_;
   if (active_ > 0) Pump();  // the GETs just added go out now, while the reader works on this answer
   if (!ok) {  // anything but a 2xx answer: asked again the one-request way (retries, redirects, the error's name)
     const uint64_t t0 = internal::NowNs();

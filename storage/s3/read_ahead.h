@@ -25,6 +25,11 @@
 //    take the freed places are sent before Get returns (the reader's work on an answer overlaps them).
 //  - Connections: one easy handle per slot, reused request after request within one multi handle whose connection
 //    cache keeps the connections alive (HTTP/1.1 keep-alive, TCP_NODELAY, at most `window` connections to the host).
+//  - In flight (a debug counter, issue 27's 2 MiB question): in_flight() says how many transfers were going over the
+//    read-ahead's life (the time-weighted mean from the first issue on, and the most at once) and how many Gets
+//    ended with fewer than requests_in_flight going because the key source had no key to give (it holds keys
+//    back beyond the loader's prefetch bound). Two clock reads per transfer, no lock, no allocation. With the
+//    environment variable DLIO_S3_READ_AHEAD_STATS set (to anything), the destructor prints it on stderr, one line.
 //  - Allocation: once warm, none of ours per object (slot URLs and buffers grow only; a finished buffer is swapped
 //    with the reader's, not copied; tests/s3_read_ahead_alloc_test.cc counts it); libcurl's own allocations (~113
 //    mallocs per GET: the URL copy, the signed headers) are its own.
@@ -113,10 +118,23 @@ class S3ReadAhead {
   absl::StatusOr<uint64_t> Get(const std::string& key, S3KeySource& source, AlignedBuffer& buf,
                                uint64_t* latency_ns);
 
+  // See "In flight" in the contract.
+  struct InFlight {
+    double mean = 0;          // transfers going, averaged over the time since the first one was issued
+    size_t high_water = 0;    // the most going at once
+    uint64_t gets = 0;        // Get calls
+    uint64_t short_gets = 0;  // of them, those that returned with fewer than requests_in_flight going for want of keys
+    double seconds = 0;       // the time the mean is taken over
+  };
+  InFlight in_flight() const;
+
   struct Slot;  // one GET's state (internal; public for libcurl's C callbacks)
 
  private:
-  void Refill(S3KeySource& source);
+  // Returns true when it stopped for want of a key (the source gave none) rather than for want of room.
+  bool Refill(S3KeySource& source);
+  // Before active_ changes: adds the transfers going since the last change to the in-flight time integral.
+  void Account();
   void Start(int slot, const std::string& key);
   // Drives the transfers once without waiting and marks the finished ones done.
   void Pump();
@@ -134,6 +152,10 @@ class S3ReadAhead {
   std::vector<std::unique_ptr<Slot>> slots_;
   uint64_t largest_ = 0;  // the largest object taken so far (ReadAheadLimit)
   S3Stats stats_;
+  // In flight (see the contract): sum of active_ x ns since first_ns_, the last change, and the counters.
+  uint64_t area_ = 0, first_ns_ = 0, last_ns_ = 0;
+  size_t high_water_ = 0;
+  uint64_t gets_ = 0, short_gets_ = 0;
 };
 
 }  // namespace dlio
