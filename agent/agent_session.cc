@@ -268,7 +268,7 @@ const std::atomic<bool>* AgentSession::cancel_flag() const {
 }
 
 void AgentSession::DeliverRelease(const v1::BarrierRelease& r, Clock::time_point now, bool from_relay) {
-  barrier_timing::Release timing{r.wait_after_compute_end_ns(), r.held_ns()};
+  barrier_timing::Release timing{r.wait_after_compute_end_ns(), r.held_ns(), r.announce_received_ns()};
   // A relay's group release from the coordinator: the relay hands out its members' releases and gives back its own.
   if (!from_relay && relay_hook_) {
     if (std::optional<barrier_timing::Release> own = relay_hook_(r.job_id(), r.phase_id(), r.step(), timing, Ns(now))) {

@@ -235,6 +235,14 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   AddSample(bound, {{"agent", agent_}},
             static_cast<double>(std::max<int64_t>(0, barrier_error_bound_ns_.load(std::memory_order_relaxed))) * 1e-9);
   out.push_back(std::move(bound));
+  auto p50 = MetricFamily("dlio_barrier_error_bound_p50_seconds",
+                          "Median over the steps of this agent's latest training phase of the bound on how early it "
+                          "ended a step against the slowest rank's compute end (announce barrier).",
+                          MetricType::Gauge);
+  AddSample(p50, {{"agent", agent_}},
+            static_cast<double>(std::max<int64_t>(0, barrier_error_bound_p50_ns_.load(std::memory_order_relaxed))) *
+                1e-9);
+  out.push_back(std::move(p50));
   AppendS3Families(agent_, S3Metrics::Global().Snapshot(), &out);
   return out;
 }

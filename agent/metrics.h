@@ -100,6 +100,8 @@ class AgentMetrics : public prometheus::Collectable {
   // dlio_ext.barrier: announce: the largest timing error bound of the running (or last) training phase's steps, ns
   // (agent/step_barrier.h AnnounceBarrier; base/barrier_timing.h ErrorBound). Exported as 0 until set.
   void SetBarrierErrorBound(int64_t ns) { barrier_error_bound_ns_.store(ns, std::memory_order_relaxed); }
+  // The same phase's median per-step bound, ns (AnnounceBarrier::p50_error_bound_ns). Exported as 0 until set.
+  void SetBarrierErrorBoundP50(int64_t ns) { barrier_error_bound_p50_ns_.store(ns, std::memory_order_relaxed); }
 
  private:
   struct Job {
@@ -110,6 +112,7 @@ class AgentMetrics : public prometheus::Collectable {
   const size_t jobs_kept_;
   std::atomic<uint64_t> stale_releases_{0};
   std::atomic<int64_t> barrier_error_bound_ns_{-1};  // -1: no announce barrier ran yet
+  std::atomic<int64_t> barrier_error_bound_p50_ns_{-1};
   mutable Mutex mu_;
   uint64_t uses_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);  // at most jobs_kept_ entries

@@ -85,6 +85,24 @@ TEST(AgentMetrics, TheBarrierErrorBoundIsAGaugeInSecondsZeroUntilSet) {
   }
 }
 
+// The median per-step bound beside the largest: its own gauge in seconds, 0 until set, the largest unchanged.
+TEST(AgentMetrics, TheBarrierErrorBoundMedianIsAGaugeBesideTheLargest) {
+  AgentMetrics metrics("agent-a");
+  const auto before = metrics.Collect();
+  const auto* none = Find(before, "dlio_barrier_error_bound_p50_seconds");
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->metric[0].gauge.value, 0) << "no announce barrier yet";
+  metrics.SetBarrierErrorBound(900'000);
+  metrics.SetBarrierErrorBoundP50(30'000);
+  const auto families = metrics.Collect();
+  const auto* p50 = Find(families, "dlio_barrier_error_bound_p50_seconds");
+  ASSERT_NE(p50, nullptr);
+  EXPECT_EQ(p50->type, prometheus::MetricType::Gauge);
+  EXPECT_NEAR(p50->metric[0].gauge.value, 30e-6, 1e-12);
+  EXPECT_EQ(Label(p50->metric[0], "agent"), "agent-a");
+  EXPECT_NEAR(Find(families, "dlio_barrier_error_bound_seconds")->metric[0].gauge.value, 900e-6, 1e-12);
+}
+
 TEST(AgentMetrics, EvaluationReadsAreLabelledPhaseEvalApartFromTraining) {
   AgentMetrics metrics("agent-a");
   const std::shared_ptr<RankMetrics> r = metrics.Rank("job-1", 0);

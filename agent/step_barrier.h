@@ -66,6 +66,9 @@ class AnnounceBarrier {
   using Await = std::function<absl::StatusOr<Received>(uint64_t step)>;
 
   // The steady clock (CLOCK_MONOTONIC), its sleeps cut short by `cancel` (may be null) within base/sleep.h's slice.
+  // A sleep runs to its absolute instant (clock_nanosleep TIMER_ABSTIME: a preemption between reading the clock and
+  // sleeping does not make it late) with the calling thread's timer slack at 1 ns (Linux lets a SCHED_OTHER
+  // thread's timer expire up to 50 us late by default, and the step ends are what the barrier times).
   static Clock Steady(const std::atomic<bool>* cancel);
 
   AnnounceBarrier(int parties, Clock clock, Announce announce, Await await)
@@ -78,10 +81,14 @@ class AnnounceBarrier {
   // A barrier with no compute before it: Start(step, now) then Finish(step).
   absl::Status Arrive(uint64_t step);
   void Cancel(absl::Status why);
-  // The error bound of the latest released step (base/barrier_timing.h ErrorBound), ns; -1 before the first.
+  // The error bound of the latest released step (base/barrier_timing.h OffsetWindow: ErrorBound, tightened over
+  // recent steps when the release carries the coordinator's receipt), ns; -1 before the first.
   int64_t last_error_bound_ns() const;
   // The largest error bound of the barrier's steps so far, ns; -1 before the first.
   int64_t max_error_bound_ns() const;
+  // The median of the error bounds of the barrier's steps so far (base/barrier_timing.h BoundHistogram: at most 9 %
+  // above the exact median), ns; -1 before the first.
+  int64_t p50_error_bound_ns() const;
 
  private:
   const int parties_;
@@ -98,6 +105,8 @@ class AnnounceBarrier {
   bool released_ ABSL_GUARDED_BY(mu_) = false;     // step_'s release came: end_ns_ is its instant
   int64_t end_ns_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_bound_ns_ ABSL_GUARDED_BY(mu_) = -1, max_bound_ns_ ABSL_GUARDED_BY(mu_) = -1;
+  barrier_timing::OffsetWindow offsets_ ABSL_GUARDED_BY(mu_);   // the bound, tightened over recent steps
+  barrier_timing::BoundHistogram bounds_ ABSL_GUARDED_BY(mu_);  // every released step's bound
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -159,6 +159,7 @@ class Sim {
     }
     for (size_t i = 0; i < a_.size(); ++i) {
       a_[i].release = barrier_timing::ReleaseFor(ann[i], est, last);
+      if (receipts) a_[i].release.announce_received_ns = ann[i].received_ns;  // as PhaseDriver sends it
       a_[i].release_true = last;
     }
     // Each rank finishes after its compute; the fake sleep records the end.
@@ -172,6 +173,7 @@ class Sim {
   }
   SimAgent& operator[](size_t i) { return a_[i]; }
   size_t size() const { return a_.size(); }
+  bool receipts = false;  // the releases carry the coordinator's receipt of each announce (its clock: true time)
 
  private:
   int64_t now_ = 0;
@@ -211,6 +213,49 @@ TEST(AnnounceBarrierTest, ALateRankHoldsEveryAgentUntilItsComputeEnds) {
   EXPECT_EQ(sim[1].end_true, slowest);
   // The bound: the announce's round trip less the coordinator's hold, i.e. up + down.
   EXPECT_EQ(sim[0].barrier->last_error_bound_ns(), 40 * kUs);
+}
+
+TEST(AnnounceBarrierTest, TheMedianBoundIgnoresARareSlowStepThatTheLargestKeeps) {
+  // 9 steps with a 40 us round trip, then one whose downlink takes 3 ms: the largest bound is that step's, the median
+  // the others' (to within the histogram's 9 %, never below).
+  Sim sim({Agent(0, 10 * kMs), Agent(0, 20 * kMs)});
+  EXPECT_EQ(sim[0].barrier->p50_error_bound_ns(), -1) << "before the first step";
+  for (uint64_t step = 0; step < 10; ++step) {
+    const int64_t t0 = static_cast<int64_t>(step) * 100 * kMs;
+    sim[0].start = {t0};
+    sim[1].start = {t0};
+    sim[0].down = step == 9 ? 3 * kMs : 20 * kUs;
+    ExpectBarrierHolds(sim, sim.Step(step));
+  }
+  EXPECT_EQ(sim[0].barrier->max_error_bound_ns(), 3 * kMs + 20 * kUs);
+  EXPECT_GE(sim[0].barrier->p50_error_bound_ns(), 40 * kUs);
+  EXPECT_LE(sim[0].barrier->p50_error_bound_ns(), 44 * kUs);
+  EXPECT_EQ(sim[1].barrier->p50_error_bound_ns(), sim[1].barrier->max_error_bound_ns());
+}
+
+TEST(AnnounceBarrierTest, WithTheCoordinatorsReceiptASlowReleaseNoLongerWidensTheBoundAndTheBarrierHolds) {
+  // Skewed clocks (agent 0 5 s ahead, agent 1 3 s behind the coordinator), 40 us round trips, then a step whose
+  // release to agent 0 takes 3 ms and one whose announce from agent 0 takes 3 ms. The releases carry the
+  // coordinator's receipt, so each agent intersects its clock-offset intervals (base/barrier_timing.h OffsetWindow).
+  Sim sim({Agent(0, 10 * kMs, 20 * kUs, 20 * kUs, 5000 * kMs), Agent(0, 20 * kMs, 20 * kUs, 20 * kUs, -3000 * kMs)});
+  sim.receipts = true;
+  for (uint64_t step = 0; step < 7; ++step) {
+    const int64_t t0 = static_cast<int64_t>(step) * 100 * kMs;
+    sim[0].start = {t0};
+    sim[1].start = {t0};
+    sim[0].down = step == 5 ? 3 * kMs : 20 * kUs;
+    sim[0].up = step == 6 ? 3 * kMs : 20 * kUs;
+    const int64_t slowest = sim.Step(step);
+    ExpectBarrierHolds(sim, slowest);
+    if (step == 5) {  // the slow release: without the window the bound would be 3.02 ms
+      EXPECT_LE(sim[0].barrier->last_error_bound_ns(), 100 * kUs);
+      EXPECT_EQ(sim[0].end_true, slowest);
+    }
+    if (step == 6) {  // the slow announce: agent 0 really ends early by 3 ms less agent 1's 20 us, and says so
+      EXPECT_EQ(sim[0].end_true, slowest - (3 * kMs - 20 * kUs));
+      EXPECT_GE(sim[0].barrier->last_error_bound_ns(), 3 * kMs);
+    }
+  }
 }
 
 TEST(AnnounceBarrierTest, ALateReleaseEndsTheStepWhenItComes) {

@@ -421,6 +421,7 @@ class RankSteps {
     prev_step_end_ = t3;
     if (local_ == 0 && group_.announce && ctx_.metrics) {  // the barrier's error bound so far, live
       ctx_.metrics->SetBarrierErrorBound(group_.announce->max_error_bound_ns());
+      ctx_.metrics->SetBarrierErrorBoundP50(group_.announce->p50_error_bound_ns());
     }
     if (rm_) {
       // Per-rank histograms, one short lock per step; the scrape reads copies (never a Prometheus call here).

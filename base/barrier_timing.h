@@ -11,10 +11,13 @@
 // agent i ends at (slowest compute end) + u_slowest - u_i: the only error is a difference of one-way latencies, and
 // the step never ends before the slowest compute end minus u_i <= the round trip of this step's announce and release
 // less the time the coordinator held the announce (ErrorBound: the agent computes it itself, from durations).
-// Thread-safety: pure functions.
+// BoundHistogram keeps a phase's per-step bounds so that their median can be exported beside their maximum.
+// Thread-safety: pure functions; a BoundHistogram is not synchronised (its owner's lock guards it).
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace dlio::barrier_timing {
@@ -34,6 +37,9 @@ inline int64_t EstimatedEnd(const Announce& a) { return a.received_ns + std::max
 struct Release {
   int64_t wait_after_end_ns = 0;  // how long after its own compute end the agent ends the step (>= 0)
   int64_t held_ns = 0;            // how long the coordinator held its announce (receipt to this release)
+  // The coordinator's clock at the announce's receipt (Announce::received_ns), for OffsetWindow; 0: not sent (a
+  // relay's release, whose hold is not a span of the coordinator's clock). Set by PhaseDriver, not by ReleaseFor.
+  int64_t announce_received_ns = 0;
 };
 
 // The release for agent `a`, once the slowest estimated end of the step is known, sent at `now_ns`.
@@ -63,5 +69,101 @@ inline int64_t StepEnd(const AgentStep& s, const Release& r, int64_t received_ns
 inline int64_t ErrorBound(const AgentStep& s, const Release& r, int64_t received_ns) {
   return std::max<int64_t>(0, received_ns - s.announced_ns - std::max<int64_t>(0, r.held_ns));
 }
+
+// The error bound tightened over recent steps (docs/architecture.md, "Timing error"). Step k's exchange places the
+// clock offset theta = (coordinator clock) - (agent clock) in [t3 - t4, t2 - t1]: t1 the announce's send and t4 the
+// release's arrival (agent clock), t2 the announce's receipt and t3 = t2 + held the release's queueing (coordinator
+// clock); the interval's width is the step's ErrorBound. The offset drifts by at most kDriftPpm of the time elapsed
+// (two steady clocks, NTP's slew included; 0 on one machine), so an interval measured `age` ago is widened by
+// kDriftPpm x age, and the intervals of the last kSteps steps are intersected. This step's announce latency is
+// u = t2 - t1 - theta <= (t2 - t1) - lo, lo the intersection's lower end: the bound Add() returns, never above the
+// step's own ErrorBound (the step's interval is in the intersection), near the window's smallest when only the
+// releases were slow. A release without announce_received_ns gets the step's own ErrorBound; an empty intersection
+// (a drift beyond the allowance) restarts the window at this step.
+// Thread-safety: none (its owner's lock guards it).
+class OffsetWindow {
+ public:
+  static constexpr int kSteps = 16;
+  static constexpr int64_t kDriftPpm = 200;
+
+  // Records this step's exchange (`received_ns`: the release's arrival, agent clock) and returns its bound, ns.
+  int64_t Add(const AgentStep& s, const Release& r, int64_t received_ns) {
+    if (r.announce_received_ns == 0) return ErrorBound(s, r, received_ns);
+    const int64_t t2 = r.announce_received_ns;
+    const Interval now{t2 + std::max<int64_t>(0, r.held_ns) - received_ns, t2 - s.announced_ns, s.announced_ns};
+    ring_[static_cast<size_t>(next_)] = now;
+    next_ = (next_ + 1) % kSteps;
+    n_ = std::min(n_ + 1, kSteps);
+    int64_t lo = now.lo, hi = now.hi;
+    for (int k = 0; k < n_; ++k) {
+      const Interval& i = ring_[static_cast<size_t>(k)];
+      const int64_t drift = (std::max<int64_t>(0, received_ns - i.sent) * kDriftPpm + 999'999) / 1'000'000;
+      lo = std::max(lo, i.lo - drift);
+      hi = std::min(hi, i.hi + drift);
+    }
+    if (lo > hi) {  // the offset moved more than the allowance: keep only this step
+      ring_[0] = now;
+      n_ = 1;
+      next_ = 1 % kSteps;
+      lo = now.lo;
+    }
+    return std::max<int64_t>(0, now.hi - lo);
+  }
+
+ private:
+  struct Interval {
+    int64_t lo = 0, hi = 0;  // the offset's interval (ns)
+    int64_t sent = 0;        // t1 of its exchange (agent clock): its age is measured from there
+  };
+  std::array<Interval, kSteps> ring_{};
+  int n_ = 0, next_ = 0;
+};
+
+// The error bounds of a phase's steps, for their quantiles: a log-scale histogram of fixed size (no allocation per
+// step), kPerDoubling buckets per doubling from 1 us up to 2^kDoublings us (~16.8 s; larger bounds count in the last
+// bucket, read as the largest seen). A quantile is read as the upper edge of its bucket, capped by the largest bound
+// seen: never below the true quantile and at most 2^(1/8) - 1 = 9 % above it (or 1 us, in the first bucket).
+class BoundHistogram {
+ public:
+  static constexpr int kPerDoubling = 8, kDoublings = 24, kBuckets = kPerDoubling * kDoublings + 1;
+
+  void Add(int64_t ns) {
+    ns = std::max<int64_t>(0, ns);
+    ++counts_[static_cast<size_t>(BucketOf(ns))];
+    ++count_;
+    max_ = std::max(max_, ns);
+  }
+  // The q-quantile (0 < q <= 1) of the bounds added, ns; -1 when none was.
+  int64_t Quantile(double q) const {
+    if (count_ == 0) return -1;
+    const double want = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(count_));
+    const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(want));
+    uint64_t seen = 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      seen += counts_[static_cast<size_t>(b)];
+      if (seen >= rank) return b == kBuckets - 1 ? max_ : std::min(UpperEdge(b), max_);
+    }
+    return max_;
+  }
+  uint64_t count() const { return count_; }
+
+  // Bucket b holds the bounds in (UpperEdge(b - 1), UpperEdge(b)]; bucket 0 those up to 1 us.
+  static int64_t UpperEdge(int b) {
+    return static_cast<int64_t>(std::ceil(1000.0 * std::exp2(static_cast<double>(b) / kPerDoubling)));
+  }
+  static int BucketOf(int64_t ns) {
+    if (ns <= 1000) return 0;
+    int b = static_cast<int>(std::ceil(std::log2(static_cast<double>(ns) / 1000.0) * kPerDoubling));
+    b = std::clamp(b, 1, kBuckets - 1);
+    while (b < kBuckets - 1 && UpperEdge(b) < ns) ++b;  // rounding of log2: the bucket's edge is never below ns
+    while (b > 1 && UpperEdge(b - 1) >= ns) --b;
+    return b;
+  }
+
+ private:
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t count_ = 0;
+  int64_t max_ = 0;
+};
 
 }  // namespace dlio::barrier_timing

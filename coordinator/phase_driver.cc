@@ -197,7 +197,9 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
   for (const barrier_timing::Announce& a : announces_) slowest = std::max(slowest, barrier_timing::EstimatedEnd(a));
   for (size_t k = 0; k < announces_.size(); ++k) {
     if (const std::shared_ptr<AgentLink>& link = links_[UnitAgent(k)]) {
-      link->ReleaseBarrierTimed(job_id, phase_id, step, barrier_timing::ReleaseFor(announces_[k], slowest, now_ns));
+      barrier_timing::Release r = barrier_timing::ReleaseFor(announces_[k], slowest, now_ns);
+      r.announce_received_ns = announces_[k].received_ns;  // the agent's offset interval (OffsetWindow)
+      link->ReleaseBarrierTimed(job_id, phase_id, step, r);
     }
   }
   return Arrival::kReleased;

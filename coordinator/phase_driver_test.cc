@@ -79,6 +79,25 @@ TEST(PhaseDriverTest, TheReleaseTellsEachAgentHowLongAfterItsComputeEndToWait) {
   EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0 + milliseconds(40), &wait, 1 * ms), PhaseDriver::Arrival::kStale);
 }
 
+// Each release also carries when its agent's announce was received, in the coordinator's clock, so that the agent can
+// place the clock offset in an interval (base/barrier_timing.h OffsetWindow).
+TEST(PhaseDriverTest, TheReleaseCarriesWhenTheAgentsAnnounceWasReceived) {
+  Fleet f(2);
+  PhaseDriver d;
+  const Clock::time_point t0{std::chrono::seconds(100)};
+  f.Start(d, PhaseKind::kTrainEpoch, t0);
+  Clock::duration wait{};
+  const int64_t ms = 1000000, at0 = 100'000 * ms;
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait, 10 * ms), PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("b", "job", "train-epoch-1", 0, t0 + std::chrono::milliseconds(3), &wait, 10 * ms),
+            PhaseDriver::Arrival::kReleased);
+  ASSERT_EQ(f.links[0]->timings.size(), 1u);
+  EXPECT_EQ(f.links[0]->timings[0].announce_received_ns, at0);
+  EXPECT_EQ(f.links[0]->timings[0].held_ns, 3 * ms);
+  EXPECT_EQ(f.links[1]->timings[0].announce_received_ns, at0 + 3 * ms);
+  EXPECT_EQ(f.links[1]->timings[0].held_ns, 0);
+}
+
 TEST(PhaseDriverTest, TheLastArrivalReleasesTheStepOnEveryLinkAndStaleOnesAreTold) {
   Fleet f(3);
   PhaseDriver d;

@@ -1,0 +1,132 @@
+// base/barrier_timing.h: the error bound tightened over recent steps (OffsetWindow) and the per-step bounds'
+// histogram (BoundHistogram). The barrier arithmetic itself is tested with both halves on fake clocks in
+// agent/step_barrier_test.cc.
+#include "base/barrier_timing.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace dlio::barrier_timing {
+namespace {
+
+constexpr int64_t kUs = 1000, kMs = 1000 * kUs;
+
+// One exchange in true time t1 (the agent's clock reads true time): the announce takes `up`, the coordinator (its
+// clock: true + offset) holds it `held`, the release takes `down`. Returns the step as the agent saw it, the release
+// and its arrival.
+struct Exchange {
+  AgentStep step;
+  Release release;
+  int64_t received = 0;
+};
+Exchange At(int64_t t1, int64_t offset, int64_t up, int64_t held, int64_t down) {
+  Exchange e;
+  e.step.announced_ns = t1;
+  e.step.compute_end_ns = t1 + 20 * kMs;
+  e.release.announce_received_ns = t1 + up + offset;
+  e.release.held_ns = held;
+  e.received = t1 + up + held + down;
+  return e;
+}
+
+TEST(OffsetWindow, ASlowReleaseIsHiddenByTheRecentStepsButASlowAnnounceIsNot) {
+  OffsetWindow w;
+  const int64_t offset = 5000 * kMs;  // the coordinator's clock is 5 s ahead
+  int64_t t = 1000 * kMs;
+  for (int k = 0; k < 5; ++k, t += 20 * kMs) {
+    const Exchange e = At(t, offset, 20 * kUs, 2 * kMs, 20 * kUs);
+    EXPECT_EQ(w.Add(e.step, e.release, e.received), 40 * kUs) << "step " << k;  // round trip less the hold
+  }
+  // A release 3 ms late: the step's own bound would be 3.02 ms; the window knows the offset to within the last
+  // step's 20 us downlink plus 200 ppm of its age (25 ms: 5 us).
+  Exchange e = At(t, offset, 20 * kUs, 2 * kMs, 3 * kMs);
+  EXPECT_EQ(ErrorBound(e.step, e.release, e.received), 3 * kMs + 20 * kUs);
+  const int64_t tight = w.Add(e.step, e.release, e.received);
+  EXPECT_GE(tight, 20 * kUs) << "never below the announce's own latency";
+  EXPECT_LE(tight, 50 * kUs);
+  // An announce 3 ms late: that is a real error (the coordinator's estimate of this agent's end is 3 ms late), and
+  // the bound keeps it.
+  t += 20 * kMs;
+  e = At(t, offset, 3 * kMs, 2 * kMs, 20 * kUs);
+  EXPECT_GE(w.Add(e.step, e.release, e.received), 3 * kMs);
+}
+
+TEST(OffsetWindow, TheBoundCoversTheAnnounceLatencyUnderDriftAndRandomLinks) {
+  OffsetWindow w;
+  uint64_t rng = 12345;
+  auto draw = [&rng](int64_t lo, int64_t hi) {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<int64_t>((rng >> 33) % static_cast<uint64_t>(hi - lo));
+  };
+  int64_t t = 1000 * kMs;
+  for (int k = 0; k < 2000; ++k, t += 20 * kMs) {
+    // The coordinator's clock runs 150 ppm slow (within the 200 ppm allowance): its offset shrinks with true time,
+    // so an older interval, unwidened, would sit above the offset of now and cut the bound below the latency.
+    const int64_t up = draw(10 * kUs, 2 * kMs), down = draw(10 * kUs, 2 * kMs);
+    const int64_t offset_at_receipt = 7000 * kMs - (t + up) * 150 / 1'000'000;
+    Exchange e = At(t, 0, up, 0, down);
+    e.release.announce_received_ns += offset_at_receipt;
+    const int64_t bound = w.Add(e.step, e.release, e.received);
+    ASSERT_GE(bound, up) << "step " << k;
+    ASSERT_LE(bound, ErrorBound(e.step, e.release, e.received)) << "step " << k;
+  }
+}
+
+TEST(OffsetWindow, AnOffsetThatJumpsRestartsTheWindowAndAReleaseWithoutReceiptKeepsTheStepsBound) {
+  OffsetWindow w;
+  int64_t t = 1000 * kMs;
+  for (int k = 0; k < 5; ++k, t += 20 * kMs) {
+    const Exchange e = At(t, 0, 20 * kUs, 0, 20 * kUs);
+    w.Add(e.step, e.release, e.received);
+  }
+  // The offset jumps back 1 ms (beyond any drift allowance): the intervals no longer meet, so the window restarts at
+  // this step and its own bound stands.
+  const Exchange jump = At(t, -1 * kMs, 20 * kUs, 0, 500 * kUs);
+  EXPECT_EQ(w.Add(jump.step, jump.release, jump.received), 520 * kUs);
+  // A relay's release carries no receipt: the step's own bound.
+  Exchange relayed = At(t + 20 * kMs, 0, 20 * kUs, 0, 700 * kUs);
+  relayed.release.announce_received_ns = 0;
+  EXPECT_EQ(w.Add(relayed.step, relayed.release, relayed.received), 720 * kUs);
+}
+
+TEST(BoundHistogram, EmptyHasNoQuantile) {
+  BoundHistogram h;
+  EXPECT_EQ(h.Quantile(0.5), -1);
+  EXPECT_EQ(h.count(), 0u);
+}
+
+TEST(BoundHistogram, EveryBucketEdgeIsAtOrAboveItsValuesAndWithinNinePercent) {
+  for (int64_t ns : {0L, 1L, 999L, 1000L, 1001L, 1090L, 1091L, 2000L, 40'000L, 99'999L, 123'457L, 3'000'000L,
+                     1'000'000'000L}) {
+    const int b = BoundHistogram::BucketOf(ns);
+    EXPECT_GE(BoundHistogram::UpperEdge(b), ns) << ns;
+    if (b > 0) {
+      EXPECT_LT(BoundHistogram::UpperEdge(b - 1), ns) << ns;
+      EXPECT_LE(static_cast<double>(BoundHistogram::UpperEdge(b)), 1.0905 * static_cast<double>(ns) + 1) << ns;
+    }
+  }
+  // Beyond the last edge: the last bucket, and the quantile is the largest value seen.
+  BoundHistogram h;
+  h.Add(int64_t{1} << 50);
+  EXPECT_EQ(BoundHistogram::BucketOf(int64_t{1} << 50), BoundHistogram::kBuckets - 1);
+  EXPECT_EQ(h.Quantile(0.5), int64_t{1} << 50);
+}
+
+TEST(BoundHistogram, TheMedianIsTheTypicalStepAndTheTopIsTheLargest) {
+  BoundHistogram h;
+  for (int i = 0; i < 99; ++i) h.Add(50'000 + i);  // 50.0-50.1 us
+  h.Add(4'000'000);                                // one 4 ms spike
+  EXPECT_EQ(h.count(), 100u);
+  EXPECT_GE(h.Quantile(0.5), 50'049);
+  EXPECT_LE(h.Quantile(0.5), 54'600);
+  EXPECT_EQ(h.Quantile(1.0), 4'000'000);  // capped by the largest seen, so the maximum is exact
+  EXPECT_LE(h.Quantile(0.99), 54'600);
+  h.Add(-5);  // a negative bound counts as 0: the first bucket, read as its edge (1 us)
+  EXPECT_EQ(h.count(), 101u);
+  EXPECT_EQ(h.Quantile(0.001), 1000);
+}
+
+}  // namespace
+}  // namespace dlio::barrier_timing
