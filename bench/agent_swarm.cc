@@ -12,10 +12,20 @@
 // how long it has left, and ends the step at the instant base/barrier_timing.h StepEnd gives (the same arithmetic
 // as agent/step_barrier.h AnnounceBarrier, event-driven here: a timer, not a sleeping thread); `after_compute`
 // (`--barrier after_compute`, the previous protocol) arrives when the compute ends and ends the step at the release.
-// A session's barrier messages go through its AgentSession like every other message, so a relay role (a session that
-// aggregates its group's announces) can later sit between the sessions and the coordinator without touching the
-// step loop. The sessions share three kinds of threads: gRPC's callback threads, one timer thread (compute steps,
-// step ends and heartbeats) and the main thread; nothing runs per session.
+// The relay tree (`--relay on`; docs/architecture.md "The relay tree"): every session announces a relay listener
+// (Hello.relay_endpoint), so the coordinator puts a job of dlio_ext.barrier_tree_min_agents sessions or more on a
+// tree, and each session does what its order says, as agent/agent_server.cc does: a relay session runs the agent's
+// own RelayHub (agent/relay.h) for its group (its own arrival goes in locally, the group's one arrival goes to the
+// coordinator, the coordinator's release to the group through the session's relay hook); a member session sends its
+// arrivals over a real BarrierRelay Join stream (its own TCP connection) and reads its releases there. Real: the
+// messages, the loopback hop, the aggregation and release arithmetic, a broken member stream reported lost.
+// Emulated: the relay listener, one for the whole swarm (bench/swarm_relay.h), routing each Join stream by its
+// member's name to the relay session its order names, where each real relay listens on a port of its own. The run
+// counts the releases that came through relays and from the coordinator, and fails when the tree was asked (--relay
+// on, enough sessions) and not used. `--relay off` (the default): no listener, the star.
+// The sessions share three kinds of threads: gRPC's callback threads, the timer threads (compute steps, step ends
+// and heartbeats; one per core by default, --timer-threads, session i on thread i mod T so that a session's timers
+// keep their order) and the main thread; nothing runs per session.
 //
 // The tool starts the coordinator (`serve --listen 127.0.0.1:0 --port-file ...`), attaches the sessions (at most
 // --attach-batch connecting at once, as a real fleet's start-up is staggered too), submits a one-epoch training
@@ -35,10 +45,12 @@
 //     p50/p99/max, the bound's p50/p99/max, how far a step ended before the slowest compute end (at most the
 //     session's bound, by the protocol) and how far after it (the harness's exposed cost).
 // A benchmark, not a timed test: its exit status only says whether every session attached, the job succeeded and
-// every session saw every release of the epoch (1 otherwise); CTest runs it small (bench.SwarmSmoke).
+// every session saw every release of the epoch, and, with the tree asked, every member's came through its relay (1
+// otherwise); CTest runs it small (bench.SwarmSmoke) and with the tree at 1,024 sessions (bench.SwarmTree1024).
 //
 // Usage: dlio-bench-swarm [--agents N] [--jobs J] [--steps S] [--compute SECONDS] [--accelerators K]
-//                         [--barrier announce|after_compute] [--attach-batch B] [--barrier-timeout SECONDS]
+//                         [--barrier announce|after_compute] [--relay on|off] [--fanout F] [--tree-min-agents M]
+//                         [--timer-threads T] [--attach-batch B] [--barrier-timeout SECONDS]
 //                         [--bin-dir DIR] [--work DIR] [--json FILE] [--keep]
 // The coordinator needs one file descriptor per agent: the tool raises its soft RLIMIT_NOFILE to the hard limit,
 // and the coordinator it starts inherits it.
@@ -61,6 +73,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -74,9 +87,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/agent_session.h"
+#include "agent/relay.h"
+#include "bench/swarm_relay.h"
 #include "plan/epoch_plan.h"
 #include "mlperf/rules.h"
 #include "base/barrier_timing.h"
+#include "base/barrier_tree.h"
 #include "base/random.h"
 #include "base/scheduling.h"
 #include "base/write_queue.h"
@@ -156,7 +172,7 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& out, const 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// One timer thread for every session's compute steps and heartbeats
+// A timer thread for sessions' compute steps and heartbeats (one per core, each for its share of the sessions)
 // ---------------------------------------------------------------------------------------------------------------
 
 class Timers {
@@ -227,6 +243,8 @@ struct SwarmStats {
   // Per step of the measured phase: the latest time a session sent its BarrierArrive (announce: at compute start).
   std::vector<std::atomic<int64_t>> last_arrival_ns;
   std::atomic<uint64_t> releases{0};   // releases of the measured phase received, all sessions
+  std::atomic<uint64_t> relay_releases{0};  // ... of them, those a member read from its relay's stream
+  std::atomic<int> relays{0}, members{0};   // sessions whose measured phase's order made them a relay / a member
   void Arrived(int64_t step, int64_t ns) {
     if (step < 0 || static_cast<size_t>(step) >= last_arrival_ns.size()) return;
     std::atomic<int64_t>& a = last_arrival_ns[static_cast<size_t>(step)];
@@ -251,16 +269,32 @@ struct SwarmEvents {
 class SwarmAgent final : public PhaseHost,
                          public grpc::ClientBidiReactor<v1::AgentMessage, v1::CoordinatorMessage> {
  public:
+  // `relays` (null: the session offers no relay listener, the coordinator keeps the star): the swarm's relay
+  // router, where this session's hub is found by its name, and the stub its member role opens Join streams on.
+  struct Relays {
+    swarm::SwarmRelayRouter* router = nullptr;
+    std::unique_ptr<v1::BarrierRelay::Stub> stub;
+  };
   SwarmAgent(AgentSession::Identity id, std::shared_ptr<WorkloadCache> workloads, Timers* timers, SwarmStats* stats,
-             SwarmEvents* events, int64_t measured_steps)
+             SwarmEvents* events, int64_t measured_steps, Relays relays)
       : session_(std::move(id), this, nullptr, std::move(workloads)),
         timers_(timers),
         stats_(stats),
         events_(events),
+        relays_(std::move(relays)),
         release_ns_(static_cast<size_t>(measured_steps), 0),
         ends_(static_cast<size_t>(measured_steps)),
         queue_(kMaxQueued, [this](const v1::AgentMessage* m) { StartWrite(m); }),
-        link_(std::make_shared<QueueLink>(&queue_)) {}
+        link_(std::make_shared<QueueLink>(&queue_)) {
+    if (relays_.router == nullptr) return;
+    relays_.router->AddHub(session_.identity().name, &hub_);
+    // As the agent (agent/agent_server.cc): a coordinator's release of a group this session relays releases the
+    // members first (RelayHub::Released writes their streams) and gives back the relay's own.
+    session_.set_relay_hook([this](const std::string& job, const std::string& phase, uint64_t step,
+                                   const barrier_timing::Release& up, int64_t received_ns) {
+      return hub_.Released(job, phase, step, up, received_ns, received_ns);
+    });
+  }
 
   void Connect(v1::Coordinator::Stub* stub) {
     stub->async()->Attach(&context_, this);
@@ -270,7 +304,10 @@ class SwarmAgent final : public PhaseHost,
     StartRead(&in_);
     StartCall();
   }
-  void Cancel() { context_.TryCancel(); }
+  void Cancel() {
+    context_.TryCancel();
+    CloseRoute(/*cancel=*/true);
+  }
   // Releases of the measured phase received, and their receive times (ns, steady clock; 0 = none). Read after the
   // job ended (the submit exited), when no session touches them any more.
   int64_t releases_seen() const { return releases_seen_; }
@@ -398,11 +435,18 @@ class SwarmAgent final : public PhaseHost,
   void ComputeDone(uint64_t gen);
   std::vector<RankEpochResult> Results(Clock::time_point now);
   void Do(After after);
+  // The phase's barrier route (agent/agent_server.cc OpenRoute, CloseRoute, SendArrival): the coordinator (the
+  // star), this session's own hub (it relays its group), or a Join stream to its relay (it is a member).
+  void OpenRoute(const PhaseCommand& cmd);
+  void CloseRoute(bool cancel);
+  void SendArrival(const After& after);
 
   AgentSession session_;
   Timers* const timers_;
   SwarmStats* const stats_;
   SwarmEvents* const events_;
+  Relays relays_;
+  RelayHub hub_;  // the groups this session relays (agent/relay.h, the agent's own code)
   grpc::ClientContext context_;
   v1::CoordinatorMessage in_;
   bool welcomed_ = false, refused_ = false;  // touched by the reading reaction only
@@ -430,6 +474,12 @@ class SwarmAgent final : public PhaseHost,
   Clock::time_point block_start_, step_start_, compute_end_, prev_step_end_;
   BlockTimings block_;
   Xoshiro256 rng_{1};
+
+  // The barrier route of the running phase (guarded by route_mu_; taken without mu_ held).
+  std::mutex route_mu_;
+  PhaseOrder route_ids_;
+  bool route_relay_ = false;                    // this session relays its group
+  swarm::SwarmRelayLink* route_link_ = nullptr;  // this session is a member: its Join stream
 };
 
 void SwarmAgent::Start(PhaseCommand cmd) {
@@ -457,6 +507,7 @@ void SwarmAgent::Start(PhaseCommand cmd) {
     session_.Finish(cmd, steps.status());
     return;
   }
+  OpenRoute(cmd);
   After after;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -659,12 +710,65 @@ std::vector<RankEpochResult> SwarmAgent::Results(Clock::time_point now) {
 }
 
 void SwarmAgent::Do(After after) {
-  if (after.arrive && after.announce) {
+  if (after.arrive) SendArrival(after);
+  if (after.end) {
+    CloseRoute(/*cancel=*/false);
+    session_.Finish(after.ids, std::move(after.results));
+  }
+}
+
+void SwarmAgent::OpenRoute(const PhaseCommand& cmd) {
+  if (cmd.barrier_relay.empty() || relays_.router == nullptr) return;  // the star
+  const std::string& self = session_.identity().name;
+  const bool measured = cmd.phase_id == kMeasuredPhase;
+  PhaseOrder ids;
+  ids.job_id = cmd.job_id;
+  ids.phase_id = cmd.phase_id;
+  std::lock_guard<std::mutex> lk(route_mu_);
+  route_ids_ = ids;
+  if (cmd.barrier_relay == self) {
+    route_relay_ = true;
+    if (measured) stats_->relays.fetch_add(1);
+    hub_.Open(
+        cmd.job_id, cmd.phase_id, cmd.barrier_group, self,
+        [this, ids](uint64_t step, int64_t left_ns) { session_.Announce(ids, step, left_ns); },
+        [this, ids](const std::string& member, const std::string& why) {
+          spdlog::warn("agent '{}': member {} of its barrier group lost during job {} phase {}: {}",
+                       session_.identity().name, member, ids.job_id, ids.phase_id, why);
+          session_.SendMemberLost(ids, member, why);
+        });
+    return;
+  }
+  if (measured) stats_->members.fetch_add(1);
+  relays_.router->Route(cmd.job_id, self, cmd.barrier_relay);
+  route_link_ = new swarm::SwarmRelayLink(
+      relays_.stub.get(), cmd.job_id, cmd.phase_id, self, [this, measured](const v1::BarrierRelease& r) {
+        if (measured) stats_->relay_releases.fetch_add(1, std::memory_order_relaxed);
+        session_.DeliverRelease(r, Clock::now(), /*from_relay=*/true);
+      });
+}
+
+void SwarmAgent::CloseRoute(bool cancel) {
+  std::lock_guard<std::mutex> lk(route_mu_);
+  if (route_relay_) hub_.Close(route_ids_.job_id, route_ids_.phase_id);
+  route_relay_ = false;
+  if (route_link_ != nullptr) route_link_->Close(cancel);  // the link ends itself
+  route_link_ = nullptr;
+}
+
+void SwarmAgent::SendArrival(const After& after) {
+  const int64_t left = after.announce ? after.compute_left_ns : 0;  // after_compute: the compute is over
+  std::lock_guard<std::mutex> lk(route_mu_);
+  if (route_relay_) {
+    hub_.Arrive(after.ids.job_id, after.ids.phase_id, session_.identity().name, after.step, left, Ns(Clock::now()));
+  } else if (route_link_ != nullptr) {
+    // A relay gone: the member keeps waiting, and the coordinator fails the job naming the relay and its group.
+    route_link_->Send(after.step, left);
+  } else if (after.announce) {
     session_.Announce(after.ids, after.step, after.compute_left_ns);
-  } else if (after.arrive) {
+  } else {
     session_.Arrive(after.ids, after.step);
   }
-  if (after.end) session_.Finish(after.ids, std::move(after.results));
 }
 
 void SwarmAgent::Stop(const std::string& job_id) {
@@ -680,6 +784,7 @@ void SwarmAgent::Stop(const std::string& job_id) {
     ids.job_id = cmd_.job_id;
     ids.phase_id = cmd_.phase_id;
   }
+  CloseRoute(/*cancel=*/false);
   session_.Finish(ids, absl::CancelledError(where));
 }
 
@@ -699,6 +804,12 @@ struct Config {
   uint32_t protocol_version = 0;  // 0 = this build's; an earlier one measures an earlier coordinator
   std::string barrier = "announce";  // the job's dlio_ext.barrier: announce | after_compute
   double barrier_timeout = 60;  // the job's: a lost release fails it after this long
+  // --relay on: every session offers a relay listener (the swarm's one, bench/swarm_relay.h), so the coordinator
+  // puts a job of dlio_ext.barrier_tree_min_agents agents or more on a relay tree; off: none, the star.
+  bool relay = false;
+  int fanout = 0;           // the job's dlio_ext.barrier_fanout; 0 = the default (not written)
+  int tree_min_agents = 0;  // the job's dlio_ext.barrier_tree_min_agents; 0 = the default (not written)
+  int timer_threads = 0;    // timer threads the sessions are spread over; 0 = one per core
   std::string bin_dir;
   std::string work;
   std::string json;
@@ -766,7 +877,19 @@ std::string JobYaml(const Config& c) {
                       "\n  num_samples_per_file: 1\n  record_length_bytes: 1024\n",
                       "reader:\n  data_loader: pytorch\n  batch_size: 1\n  read_threads: 1\n",
                       "train:\n  epochs: 1\n  computation_time: ", absl::StrFormat("%g", c.compute), "\n",
-                      "metric:\n  au: 0\n", "dlio_ext:\n  barrier: ", c.barrier, "\n");
+                      "metric:\n  au: 0\n", "dlio_ext:\n  barrier: ", c.barrier, "\n",
+                      c.fanout > 0 ? absl::StrCat("  barrier_fanout: ", c.fanout, "\n") : "",
+                      c.tree_min_agents > 0 ? absl::StrCat("  barrier_tree_min_agents: ", c.tree_min_agents, "\n")
+                                            : "");
+}
+
+// True when the coordinator must put the job on a relay tree (coordinator/phase_driver.cc: every agent can relay,
+// base/barrier_tree.h GroupAgents: at least min_agents agents and more than one group).
+bool TreeExpected(const Config& c) {
+  const int n = c.agents / c.jobs;
+  const int fanout = c.fanout > 0 ? c.fanout : barrier_tree::kDefaultFanout;
+  const int min_agents = c.tree_min_agents > 0 ? c.tree_min_agents : barrier_tree::kDefaultMinAgents;
+  return c.relay && n >= min_agents && n > fanout;
 }
 
 class Run {
@@ -787,7 +910,9 @@ class Run {
   pid_t coord_ = -1;
   SwarmStats stats_;
   SwarmEvents events_;
-  std::unique_ptr<Timers> timers_;
+  std::vector<std::unique_ptr<Timers>> timers_;  // session i on timers_[i % size]
+  swarm::SwarmRelayRouter router_;
+  std::unique_ptr<swarm::SwarmRelayServer> relay_server_;  // --relay on
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs_;
   std::vector<std::unique_ptr<SwarmAgent>> agents_;
@@ -823,7 +948,15 @@ bool Run::StartCoordinator() {
 }
 
 bool Run::AttachAll() {
-  timers_ = std::make_unique<Timers>();
+  for (int t = 0; t < c_.timer_threads; ++t) timers_.push_back(std::make_unique<Timers>());
+  if (c_.relay) {
+    absl::StatusOr<std::unique_ptr<swarm::SwarmRelayServer>> relay = swarm::SwarmRelayServer::Start(&router_);
+    if (!relay.ok()) {
+      std::cerr << "dlio-bench-swarm: " << relay.status().message() << "\n";
+      return false;
+    }
+    relay_server_ = std::move(*relay);
+  }
   auto workloads = std::make_shared<WorkloadCache>();
   AgentSession::Identity base;
   base.accelerators = c_.accelerators;
@@ -845,8 +978,17 @@ bool Run::AttachAll() {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a TCP connection of its own, as a real node has
     channels_.push_back(grpc::CreateCustomChannel(addr_, ChannelCredentials(Transport()), args));
     stubs_.push_back(v1::Coordinator::NewStub(channels_.back()));
-    agents_.push_back(std::make_unique<SwarmAgent>(std::move(id), workloads, timers_.get(), &stats_, &events_,
-                                                   c_.steps));
+    SwarmAgent::Relays relays;
+    if (relay_server_) {
+      // Every session announces the swarm's one relay listener; as a member it has a connection of its own to it.
+      id.relay_endpoint = relay_server_->endpoint();
+      relays.router = &router_;
+      relays.stub = v1::BarrierRelay::NewStub(
+          grpc::CreateCustomChannel(id.relay_endpoint, ChannelCredentials(Transport()), args));
+    }
+    agents_.push_back(std::make_unique<SwarmAgent>(std::move(id), workloads,
+                                                   timers_[static_cast<size_t>(i) % timers_.size()].get(), &stats_,
+                                                   &events_, c_.steps, std::move(relays)));
     {
       // At most attach_batch sessions connecting at once.
       std::unique_lock<std::mutex> lk(events_.mu);
@@ -991,6 +1133,13 @@ int Run::Report(int submit_rc) {
       {"ended_earlier_than_bound", be.beyond_bound},
       {"exposed_us_p50", pct(be.exposed_us, 0.50)},
       {"exposed_us_p99", pct(be.exposed_us, 0.99)},
+      {"timer_threads", c_.timer_threads},
+      {"relay", c_.relay},
+      {"tree_expected", TreeExpected(c_)},
+      {"relay_sessions", stats_.relays.load()},
+      {"member_sessions", stats_.members.load()},
+      {"releases_through_relays", stats_.relay_releases.load()},
+      {"releases_from_coordinator", stats_.releases.load() - stats_.relay_releases.load()},
   };
   // A measured figure with `digits` decimals and `unit`, else "not measured" (the format string stays constant, as
   // absl::StrFormat checks it at compile time).
@@ -1006,6 +1155,8 @@ int Run::Report(int submit_rc) {
       "    ended at most %.1f us before the slowest compute end (%d session-steps earlier than their bound);\n"
       "    exposed after it p50 %s, p99 %s\n"
       "  coordinator: %d threads attached, %d peak; RSS %.1f MiB, peak %.1f MiB\n"
+      "  barrier tree: %d relay session(s), %d member(s); releases %d through relays, %d from the coordinator "
+      "(%d timer thread(s))\n"
       "  AU %s\n",
       c_.agents, c_.accelerators, c_.steps, c_.compute, attach_s_, attach_cpu_s_, job_s_, job_cpu_s_,
       job_cpu_s_ / agent_steps * 1e6, fmt(j["coordinator_cpu_us_per_agent_step_window"], 1, ""),
@@ -1018,7 +1169,8 @@ int Run::Report(int submit_rc) {
       static_cast<int>(be.beyond_bound), fmt(j["exposed_us_p50"], 1, " us"), fmt(j["exposed_us_p99"], 1, " us"),
       threads_attached_,
       threads_peak_, j["coordinator_rss_mib"].get<double>(), j["coordinator_hwm_mib"].get<double>(),
-      fmt(au, 2, " %"));
+      stats_.relays.load(), stats_.members.load(), static_cast<int>(stats_.relay_releases.load()),
+      static_cast<int>(stats_.releases.load() - stats_.relay_releases.load()), c_.timer_threads, fmt(au, 2, " %"));
   if (!c_.json.empty()) std::ofstream(c_.json) << j.dump(2) << "\n";
   if (!job_ok) {
     std::ifstream err(c_.work + "/submit.err");
@@ -1029,6 +1181,16 @@ int Run::Report(int submit_rc) {
   if (incomplete > 0) {
     std::cerr << "dlio-bench-swarm: " << incomplete << " session(s) did not see every release of " << kMeasuredPhase
               << "\n";
+    return 1;
+  }
+  // With the tree every member's every release comes through its relay.
+  const uint64_t through = stats_.relay_releases.load();
+  const uint64_t want = static_cast<uint64_t>(stats_.members.load()) * static_cast<uint64_t>(c_.steps);
+  if (TreeExpected(c_) && (stats_.relays.load() == 0 || through == 0 || through != want)) {
+    std::cerr << "dlio-bench-swarm: --relay on with " << c_.agents / c_.jobs
+              << " sessions per job asks for the barrier's relay tree, but " << kMeasuredPhase << " had "
+              << stats_.relays.load() << " relay session(s) and " << through << " of " << want
+              << " member releases came through a relay\n";
     return 1;
   }
   return 0;
@@ -1045,12 +1207,17 @@ void Run::Teardown() {
       std::_Exit(1);
     }
   }
+  // The members' relay streams end with their sessions (Cancel closed them); 30 s only bounds a stuck library.
+  for (int i = 0; i < 3000 && swarm::SwarmRelayLink::Live() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (relay_server_) relay_server_->Shutdown();
   if (coord_ > 0) {
     kill(coord_, SIGTERM);
     waitpid(coord_, nullptr, 0);
     coord_ = -1;
   }
-  timers_.reset();
+  timers_.clear();
   agents_.clear();
   if (c_.keep) {
     std::cout << "work folder kept: " << c_.work << "\n";
@@ -1082,6 +1249,20 @@ int main(int argc, char** argv) {
                  "The job's dlio_ext.barrier: announce (at compute start, the default, as real agents) or "
                  "after_compute (the previous protocol)")
       ->check(CLI::IsMember({"announce", "after_compute"}));
+  app.add_option("--relay", c.relay,
+                 "on: every session offers a relay listener (the swarm's one) and acts as a relay or member when "
+                 "the job meets through a relay tree (dlio_ext.barrier_tree_min_agents agents or more); off (the "
+                 "default): none, the star")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}));
+  app.add_option("--fanout", c.fanout, "The job's dlio_ext.barrier_fanout (default: the key's default)")
+      ->check(CLI::Range(2, 4096));
+  app.add_option("--tree-min-agents", c.tree_min_agents,
+                 "The job's dlio_ext.barrier_tree_min_agents (default: the key's default)")
+      ->check(CLI::Range(2, 1000000));
+  app.add_option("--timer-threads", c.timer_threads,
+                 "Timer threads the sessions' compute steps, step ends and heartbeats are spread over (default: one "
+                 "per core)")
+      ->check(CLI::Range(1, 256));
   app.add_option("--attach-batch", c.attach_batch, "Sessions connecting at once")->check(CLI::Range(1, 65536));
   app.add_option("--barrier-timeout", c.barrier_timeout,
                  "The job's barrier timeout, seconds: a lost release fails the job after this long")
@@ -1101,6 +1282,7 @@ int main(int argc, char** argv) {
               << " (each job gets agents/jobs sessions)\n";
     return 2;
   }
+  if (c.timer_threads == 0) c.timer_threads = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   spdlog::set_level(spdlog::level::from_str(c.log_level));
   if (c.bin_dir.empty()) c.bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path().string();
   if (c.work.empty()) {

@@ -23,7 +23,11 @@
 # dlio-bench-swarm), --agents "N ...", --computes "S ..." (seconds), --steps S (default: about 8 s of compute per run,
 # 30 to 400 steps), --barrier after_compute|announce|both (default both: "before" then "after" for each size and
 # compute), --label L (the run column, with one protocol only), --out DIR (one JSON document and log per run;
-# default a temp folder, kept).
+# default a temp folder, kept), --relay on|off (default off: on, the sessions relay and a job of 33 sessions or
+# more meets through the relay tree; the run column says "tree"), --timer-threads "T ..." (the swarm's timer
+# threads; default the swarm's, one per core; with several values each size and compute runs once per value, back
+# to back in the order given, the run column naming it: "after, 1 timer").
+#   bench/ceiling.sh --barrier announce --agents "16 64" --timer-threads "1 2"   one timer thread against two
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib_swarm.sh
@@ -34,12 +38,16 @@ computes="0.0035 0.0475 0.224"
 steps=
 label=
 barrier=both
+relay=off
+timer_threads=default
 while (($#)); do
   if swarm_option "$@"; then shift "$swarm_shift"; continue; fi
   case "$1" in
     --barrier) barrier=$2; shift 2 ;;
+    --relay) relay=$2; shift 2 ;;
+    --timer-threads) timer_threads=$2; shift 2 ;;
     *) echo "ceiling.sh: unknown option $1 (--bin-dir, --swarm, --agents, --computes, --steps, --barrier, --label," \
-            "--out)" >&2
+            "--out, --relay, --timer-threads)" >&2
        exit 2 ;;
   esac
 done
@@ -52,6 +60,14 @@ if [[ -n $label && $barrier == both ]]; then
   echo "ceiling.sh: --label names the runs of one protocol: give --barrier after_compute or announce too" >&2
   exit 2
 fi
+case "$relay" in
+  on|off) ;;
+  *) echo "ceiling.sh: --relay $relay: allowed are on, off" >&2; exit 2 ;;
+esac
+for t in $timer_threads; do
+  [[ $t == default || $t =~ ^[1-9][0-9]*$ ]] || {
+    echo "ceiling.sh: --timer-threads $timer_threads: allowed are positive whole numbers" >&2; exit 2; }
+done
 swarm_setup ceiling.sh dlio-ceiling
 
 echo "| run | agents | compute ms | steps | load (1 min) | AU % | ideal AU % | ceiling % | release p50 / p99 ms | coordinator / swarm CPU us per agent-step | 2-core load % |"
@@ -61,13 +77,19 @@ for n in $agents; do
     # About 8 s of compute per run (3.5 ms: 400 steps), at least 30 so the steady window has steps in it.
     s=${steps:-$(python3 -c "print(max(30, min(400, round(8 / $c))))")}
     for mode in $modes; do
-      if [[ -n $label ]]; then run=$label; elif [[ $mode == announce ]]; then run=after; else run=before; fi
-      swarm_args=(--barrier "$mode")
-      if ! swarm_run "$run" "$n" "$c" "$s"; then
-        echo "| $run | $n | $c | $s | $load | failed: see $log |||||"
-        continue
-      fi
-      python3 - "$json" "$run" "$load" "$s" <<'EOF'
+      for t in $timer_threads; do
+        if [[ -n $label ]]; then run=$label; elif [[ $mode == announce ]]; then run=after; else run=before; fi
+        [[ $relay == on ]] && run="$run, tree"
+        swarm_args=(--barrier "$mode" --relay "$relay")
+        if [[ $t != default ]]; then
+          swarm_args+=(--timer-threads "$t")
+          [[ $timer_threads == *" "* ]] && run="$run, $t timer$([[ $t == 1 ]] || echo s)"
+        fi
+        if ! swarm_run "${run//[ ,]/}" "$n" "$c" "$s"; then
+          echo "| $run | $n | $c | $s | $load | failed: see $log |||||"
+          continue
+        fi
+        python3 - "$json" "$run" "$load" "$s" <<'EOF'
 import json, sys
 j, label, load, steps = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4]
 au, c, n = j["train_au_percent"], j["computation_time_s"], j["agents"]
@@ -81,6 +103,7 @@ busy = (coord + tool) * 1e-6 * n / (2 * step_s) * 100
 print(f"| {label} | {n} | {c * 1000:g} | {steps} | {load} | {au:.2f} | {ideal:.0f} | {100 * au / ideal:.2f} | "
       f"{j['release_latency_ms_p50']:.2f} / {j['release_latency_ms_p99']:.2f} | {coord:.0f} / {tool:.0f} | {busy:.0f} |")
 EOF
+      done
     done
   done
 done
