@@ -301,7 +301,7 @@ AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand&
                  levels[l].size(), absl::StrJoin(levels[l], ","));
   }
   RelayClient* parent = route.client.get();
-  relay_hub.Open(
+  relay_hub.OpenLevels(
       cmd.job_id, cmd.phase_id, levels, opt.name,
       [this, &cmd, parent](uint64_t step, int64_t left_ns) {
         if (parent == nullptr) {

@@ -37,7 +37,7 @@ RelayHub::Phase* RelayHub::StateFor(const std::string& job, const std::string& p
 
 void RelayHub::Open(const std::string& job, const std::string& phase, const std::vector<std::string>& group,
                     const std::string& self, Forward forward, Lost lost) {
-  Open(job, phase, std::vector<std::vector<std::string>>{group}, self, std::move(forward), std::move(lost));
+  OpenLevels(job, phase, std::vector<std::vector<std::string>>{group}, self, std::move(forward), std::move(lost));
 }
 
 std::vector<std::vector<std::string>> RelayHub::LevelsOf(const PhaseOrder& order) {
@@ -48,9 +48,9 @@ std::vector<std::vector<std::string>> RelayHub::LevelsOf(const PhaseOrder& order
   return levels;
 }
 
-void RelayHub::Open(const std::string& job, const std::string& phase,
-                    const std::vector<std::vector<std::string>>& levels, const std::string& self, Forward forward,
-                    Lost lost) {
+void RelayHub::OpenLevels(const std::string& job, const std::string& phase,
+                          const std::vector<std::vector<std::string>>& levels, const std::string& self,
+                          Forward forward, Lost lost) {
   MutexLock lk(&mu_);
   Phase& p = jobs_[job];
   if (p.phase != phase) {

@@ -57,8 +57,9 @@ class RelayHub {
   void Open(const std::string& job, const std::string& phase, const std::vector<std::string>& group,
             const std::string& self, Forward forward, Lost lost);
   // The same for a relay of several levels: `levels` its groups, lowest first, each with `self` in it.
-  void Open(const std::string& job, const std::string& phase, const std::vector<std::vector<std::string>>& levels,
-            const std::string& self, Forward forward, Lost lost);
+  void OpenLevels(const std::string& job, const std::string& phase,
+                  const std::vector<std::vector<std::string>>& levels, const std::string& self, Forward forward,
+                  Lost lost);
   // The groups an order asks its agent to relay, lowest first (PhaseOrder::barrier_group, then barrier_upper);
   // empty for a plain member or the star.
   static std::vector<std::vector<std::string>> LevelsOf(const PhaseOrder& order);

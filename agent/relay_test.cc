@@ -93,7 +93,7 @@ TEST(RelayHubTest, ARelayOfRelaysForwardsOnceForItsSubtreeAndReleasesEveryLevel)
   ASSERT_EQ(levels.size(), 2u);
   std::vector<std::pair<uint64_t, int64_t>> forwarded;
   std::vector<std::string> lost;
-  hub.Open(
+  hub.OpenLevels(
       "j", "train-epoch-1", levels, "a", [&](uint64_t step, int64_t left) { forwarded.emplace_back(step, left); },
       [&](const std::string& m, const std::string&) { lost.push_back(m); });
   hub.Join("j", "train-epoch-1", "b", reply_to("b"));
