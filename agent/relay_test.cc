@@ -98,10 +98,10 @@ TEST(RelayHubTest, ARelayOfRelaysForwardsOnceForItsSubtreeAndReleasesEveryLevel)
       [&](const std::string& m, const std::string&) { lost.push_back(m); });
   hub.Join("j", "train-epoch-1", "b", reply_to("b"));
   hub.Join("j", "train-epoch-1", "c", reply_to("c"));
-  hub.Arrive("j", "train-epoch-1", "c", 0, 10 * ms, 40 * ms);  // c's subtree ends at 50 ms (relay clock)
-  hub.Arrive("j", "train-epoch-1", "b", 0, 12 * ms, 18 * ms);  // ends at 30 ms
+  hub.Arrive("j", "train-epoch-1", "c", 0, 40 * ms, 10 * ms);  // at 10 ms: c's subtree ends at 50 ms
+  hub.Arrive("j", "train-epoch-1", "b", 0, 18 * ms, 12 * ms);  // at 12 ms: ends at 30 ms
   EXPECT_TRUE(forwarded.empty());
-  hub.Arrive("j", "train-epoch-1", "a", 0, 20 * ms, 5 * ms);   // ends at 25 ms; level 0 complete at 20 ms
+  hub.Arrive("j", "train-epoch-1", "a", 0, 5 * ms, 20 * ms);   // at 20 ms: ends at 25 ms; both levels complete
   ASSERT_EQ(forwarded.size(), 1u);  // one arrival for the whole subtree
   EXPECT_EQ(forwarded[0].second, (50 - 20) * ms);
   // The coordinator: 2 ms more after the subtree's end, held 1 ms; it reached a at 60 ms.
