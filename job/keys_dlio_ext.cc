@@ -25,7 +25,8 @@ void AddDlioExtTransportKeys(std::vector<KeyInfo>& v) {
                      "the step barrier goes through a relay tree for a job over at least this many agents (the "
                      "agents are grouped dlio_ext.barrier_fanout to a relay agent, and the relays again, until at most "
                      "dlio_ext.barrier_fanout relays are under the coordinator), a flat star below; 33: the star up "
-                     "to 32 agents, where bench/RESULTS.md's barrier simulation finds the tree no faster (docs/architecture.md, Step barrier)"));
+                     "to 32 agents, where bench/RESULTS.md's barrier simulation finds the tree no faster "
+                     "(docs/architecture.md, Step barrier)"));
   v.push_back(IntKey("dlio_ext.barrier_fanout", &WorkloadSpec::barrier_fanout, 2, 4096,
                      "agents per relay of the step barrier's relay tree (the relay included); 16: within 0.05-0.25 "
                      "ms of the best release latency from 256 to 10,000 agents in bench/RESULTS.md's barrier "
