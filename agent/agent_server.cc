@@ -279,26 +279,42 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
 AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand& cmd) {
   BarrierRoute route;
   if (cmd.barrier_relay.empty()) return route;  // the star
-  if (cmd.barrier_relay == opt.name) {
-    route.relay = true;
-    spdlog::info("agent '{}': relays the step barrier of job {} phase {} for {} agent(s): {}", opt.name, cmd.job_id,
-                 cmd.phase_id, cmd.barrier_group.size(), absl::StrJoin(cmd.barrier_group, ","));
-    relay_hub.Open(
-        cmd.job_id, cmd.phase_id, cmd.barrier_group, opt.name,
-        [this, &cmd](uint64_t step, int64_t left_ns) { session->Announce(cmd, step, left_ns); },
-        [this, &cmd](const std::string& member, const std::string& why) {
-          spdlog::warn("agent '{}': member {} of its barrier group lost during job {} phase {}: {}", opt.name,
-                       member, cmd.job_id, cmd.phase_id, why);
-          session->SendMemberLost(cmd, member, why);
+  // The groups this agent relays (none: a plain member), lowest first; a relay of relays has a parent relay too.
+  const std::vector<std::vector<std::string>> levels = RelayHub::LevelsOf(cmd);
+  if (cmd.barrier_relay != opt.name) {  // its (highest group's) arrivals go to its parent relay
+    route.client = std::make_unique<RelayClient>(
+        cmd.barrier_relay_endpoint, opt.transport, cmd.job_id, cmd.phase_id, opt.name,
+        [this, job = cmd.job_id, phase = cmd.phase_id, relays = !levels.empty()](
+            uint64_t step, const barrier_timing::Release& t, int64_t at_ns) {
+          std::optional<barrier_timing::Release> own;
+          if (relays) own = relay_hub.Released(job, phase, step, t, at_ns, at_ns);  // down its levels first
+          const v1::BarrierRelease m = RelayRelease(job, phase, step, own.value_or(t));
+          const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(at_ns)};
+          session->DeliverRelease(m, at, /*from_relay=*/true);
         });
-    return route;
   }
-  route.client = std::make_unique<RelayClient>(
-      cmd.barrier_relay_endpoint, opt.transport, cmd.job_id, cmd.phase_id, opt.name,
-      [this, job = cmd.job_id, phase = cmd.phase_id](uint64_t step, const barrier_timing::Release& t, int64_t at_ns) {
-        const v1::BarrierRelease m = RelayRelease(job, phase, step, t);
-        const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(at_ns)};
-        session->DeliverRelease(m, at, /*from_relay=*/true);
+  if (levels.empty()) return route;
+  route.relay = true;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    spdlog::info("agent '{}': relays {}the step barrier of job {} phase {} for {} agent(s): {}", opt.name,
+                 l == 0 ? std::string() : absl::StrCat("level ", l, " of "), cmd.job_id, cmd.phase_id,
+                 levels[l].size(), absl::StrJoin(levels[l], ","));
+  }
+  RelayClient* parent = route.client.get();
+  relay_hub.OpenLevels(
+      cmd.job_id, cmd.phase_id, levels, opt.name,
+      [this, &cmd, parent](uint64_t step, int64_t left_ns) {
+        if (parent == nullptr) {
+          session->Announce(cmd, step, left_ns);
+        } else if (!parent->Send(step, left_ns)) {
+          spdlog::warn("agent '{}': its relay {} is gone at step {} of job {} phase {}; waiting for the coordinator",
+                       opt.name, cmd.barrier_relay, step, cmd.job_id, cmd.phase_id);
+        }
+      },
+      [this, &cmd](const std::string& member, const std::string& why) {
+        spdlog::warn("agent '{}': member {} of its barrier group lost during job {} phase {}: {}", opt.name,
+                     member, cmd.job_id, cmd.phase_id, why);
+        session->SendMemberLost(cmd, member, why);
       });
   return route;
 }

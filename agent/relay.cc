@@ -37,6 +37,20 @@ RelayHub::Phase* RelayHub::StateFor(const std::string& job, const std::string& p
 
 void RelayHub::Open(const std::string& job, const std::string& phase, const std::vector<std::string>& group,
                     const std::string& self, Forward forward, Lost lost) {
+  OpenLevels(job, phase, std::vector<std::vector<std::string>>{group}, self, std::move(forward), std::move(lost));
+}
+
+std::vector<std::vector<std::string>> RelayHub::LevelsOf(const PhaseOrder& order) {
+  std::vector<std::vector<std::string>> levels;
+  if (order.barrier_group.empty()) return levels;
+  levels.push_back(order.barrier_group);
+  levels.insert(levels.end(), order.barrier_upper.begin(), order.barrier_upper.end());
+  return levels;
+}
+
+void RelayHub::OpenLevels(const std::string& job, const std::string& phase,
+                          const std::vector<std::vector<std::string>>& levels, const std::string& self,
+                          Forward forward, Lost lost) {
   MutexLock lk(&mu_);
   Phase& p = jobs_[job];
   if (p.phase != phase) {
@@ -48,8 +62,19 @@ void RelayHub::Open(const std::string& job, const std::string& phase, const std:
   p.open = true;
   p.self = self;
   p.index.clear();
-  for (size_t k = 0; k < group.size(); ++k) p.index[group[k]] = k;
-  p.agg.Reset(group.size());
+  p.levels.assign(levels.size(), Phase::Level());
+  for (size_t l = 0; l < levels.size(); ++l) {
+    Phase::Level& v = p.levels[l];
+    v.members = levels[l];
+    v.agg.Reset(levels[l].size());
+    for (size_t k = 0; k < levels[l].size(); ++k) {
+      if (levels[l][k] == self) {
+        v.self = k;
+      } else {
+        p.index[levels[l][k]] = {l, k};
+      }
+    }
+  }
   p.forward = std::move(forward);
   p.lost = std::move(lost);
   std::vector<Arrival> pending = std::move(p.pending);
@@ -79,7 +104,7 @@ void RelayHub::Leave(const std::string& job, const std::string& phase, const std
   if (it == jobs_.end() || it->second.phase != phase) return;
   Phase& p = it->second;
   p.replies.erase(member);
-  if (broken && p.open && p.lost && p.index.count(member) != 0) p.lost(member, why);
+  if (broken && p.open && p.lost && p.index.count(member) != 0) p.lost(member, why);  // a plain member, any level
 }
 
 void RelayHub::Arrive(const std::string& job, const std::string& phase, const std::string& member, uint64_t step,
@@ -96,10 +121,22 @@ void RelayHub::Arrive(const std::string& job, const std::string& phase, const st
 }
 
 void RelayHub::ArriveLocked(Phase& p, const Arrival& a) {
+  if (p.levels.empty()) return;
+  if (a.member == p.self) return ArriveAt(p, 0, p.levels[0].self, a);  // its own arrival enters at its lowest level
   auto it = p.index.find(a.member);
-  if (it == p.index.end()) return;  // not of this group: dropped
-  if (!p.agg.Arrive(it->second, a.step, a.received_ns, a.left_ns)) return;
-  const int64_t left = p.agg.Forward(SteadyNs());
+  if (it == p.index.end()) return;  // not of this relay's groups: dropped
+  ArriveAt(p, it->second.first, it->second.second, a);
+}
+
+void RelayHub::ArriveAt(Phase& p, size_t l, size_t k, const Arrival& a) {
+  if (!p.levels[l].agg.Arrive(k, a.step, a.received_ns, a.left_ns)) return;
+  // The forward's instant: the completing arrival's receipt (the climb and the send follow at once; taking it a few
+  // microseconds early only adds them to the hop's measured round trip: the bound stays conservative).
+  const int64_t now = a.received_ns;
+  const int64_t left = p.levels[l].agg.Forward(now);
+  if (l + 1 < p.levels.size()) {  // the next level up: the relay's own arrival there, local (latency 0)
+    return ArriveAt(p, l + 1, p.levels[l + 1].self, Arrival{p.self, a.step, left, now});
+  }
   if (p.forward) p.forward(a.step, left);
 }
 
@@ -108,28 +145,34 @@ std::optional<barrier_timing::Release> RelayHub::Released(const std::string& job
                                                           int64_t received_ns, int64_t now_ns) {
   MutexLock lk(&mu_);
   auto it = jobs_.find(job);
-  if (it == jobs_.end() || it->second.phase != phase || !it->second.open) return std::nullopt;
+  if (it == jobs_.end() || it->second.phase != phase || !it->second.open || it->second.levels.empty()) {
+    return std::nullopt;
+  }
   Phase& p = it->second;
-  if (step != p.agg.step() || p.agg.arrived() != p.agg.members()) {
+  const barrier_tree::RelayAggregator& top = p.levels.back().agg;
+  if (step != top.step() || top.arrived() != top.members()) {
     return barrier_timing::Release();  // not the step collected: the session drops it as stale, or it is a repeat
   }
-  const std::vector<barrier_timing::Release> out = p.agg.Release(up, received_ns, now_ns);
-  std::optional<barrier_timing::Release> own;
-  for (const auto& [member, k] : p.index) {
-    if (member == p.self) {
-      own = out[k];
-      continue;
+  // Down the levels: each level's own release is the release of the level below, received now (local).
+  barrier_timing::Release own = up;
+  for (size_t l = p.levels.size(); l-- > 0;) {
+    Phase::Level& v = p.levels[l];
+    const std::vector<barrier_timing::Release> out =
+        v.agg.Release(own, l + 1 == p.levels.size() ? received_ns : now_ns, now_ns);
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (k == v.self) continue;
+      auto r = p.replies.find(v.members[k]);
+      if (r != p.replies.end() && !r->second(step, out[k])) p.replies.erase(r);
     }
-    auto r = p.replies.find(member);
-    if (r != p.replies.end() && !r->second(step, out[k])) p.replies.erase(r);
+    own = out[v.self];
   }
-  return own ? own : barrier_timing::Release();
+  return own;
 }
 
 int64_t RelayHub::upstream_bound_ns(const std::string& job) const {
   MutexLock lk(&mu_);
   auto it = jobs_.find(job);
-  return it == jobs_.end() ? -1 : it->second.agg.upstream_bound_ns();
+  return it == jobs_.end() || it->second.levels.empty() ? -1 : it->second.levels[0].agg.upstream_bound_ns();
 }
 
 // --- RelayServer ---

@@ -8,7 +8,12 @@
 //
 // RelayHub: the relay's state, one phase per job: Open() at the relay's phase start, Close() at its end; members
 // may join and arrive before Open() (their orders can come first): their arrivals wait for it. A member whose stream
-// breaks while the phase is open is reported (`lost`, a RelayMemberLost to the coordinator).
+// breaks while the phase is open is reported (`lost`, a RelayMemberLost to the coordinator). A relay of relays
+// (base/barrier_tree.h BuildTree) opens every level it relays, lowest first: one aggregator per level, its own
+// arrival climbing them locally (a complete level arrives at the next as the relay itself), the highest level's
+// arrival handed to `forward` (to the coordinator, or to the relay's own parent relay over a RelayClient); a release
+// of the highest level goes down the levels, each member getting its own, and the lowest level's own release is the
+// relay's. A member name is in one level only (the relay's plain members at each level are distinct agents).
 // RelayServer: the BarrierRelay gRPC service on --relay-listen (host:port; port 0 picks one), guarded by the token
 // and TLS of the agent's Transport (a call without the token is refused UNAUTHENTICATED).
 // RelayClient: a member's Join stream to its relay for one phase; releases are handed to `on_release` from the
@@ -25,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -34,6 +40,7 @@
 #include "base/mutex.h"
 #include "dlio/v1/coordinator.pb.h"
 #include "dlio/v1/transport.h"
+#include "job/phase.h"
 
 namespace dlio {
 
@@ -49,6 +56,13 @@ class RelayHub {
   // The relay's phase `phase` of job `job` starts, relaying `group` (names, itself included; `self` its own name).
   void Open(const std::string& job, const std::string& phase, const std::vector<std::string>& group,
             const std::string& self, Forward forward, Lost lost);
+  // The same for a relay of several levels: `levels` its groups, lowest first, each with `self` in it.
+  void OpenLevels(const std::string& job, const std::string& phase,
+                  const std::vector<std::vector<std::string>>& levels, const std::string& self, Forward forward,
+                  Lost lost);
+  // The groups an order asks its agent to relay, lowest first (PhaseOrder::barrier_group, then barrier_upper);
+  // empty for a plain member or the star.
+  static std::vector<std::vector<std::string>> LevelsOf(const PhaseOrder& order);
   // The relay's phase ended: no more reports of lost members.
   void Close(const std::string& job, const std::string& phase);
   // A member's stream names itself (its first message); its releases go to `reply`.
@@ -59,12 +73,14 @@ class RelayHub {
   // An arrival of `member` (the relay's own too) at `step`, received at now_ns; the last of the group forwards.
   void Arrive(const std::string& job, const std::string& phase, const std::string& member, uint64_t step,
               int64_t compute_left_ns, int64_t now_ns);
-  // The coordinator's release of the group's `step` reached the relay at received_ns: each member gets its own, and
-  // the relay's own is returned; nullopt when no group of that phase is relayed here.
+  // The release of the group's `step` (from the coordinator, or from the relay's parent relay: for its highest
+  // level) reached the relay at received_ns: each member of every level gets its own, and the relay's own is
+  // returned; nullopt when no group of that phase is relayed here.
   std::optional<barrier_timing::Release> Released(const std::string& job, const std::string& phase, uint64_t step,
                                                   const barrier_timing::Release& up, int64_t received_ns,
                                                   int64_t now_ns);
-  // The relay hop's error bound of the job's latest released step (ns), -1 before the first.
+  // The error bound of the relay's hops above it (every level's; ns) of the job's latest released step, -1 before
+  // the first.
   int64_t upstream_bound_ns(const std::string& job) const;
 
  private:
@@ -78,8 +94,13 @@ class RelayHub {
     std::string closed;  // the job's last closed phase: its late messages are dropped
     bool open = false;
     std::string self;
-    std::map<std::string, size_t> index;  // member -> place in the group
-    barrier_tree::RelayAggregator agg;
+    struct Level {
+      std::vector<std::string> members;
+      size_t self = 0;  // the relay's place in the group
+      barrier_tree::RelayAggregator agg;
+    };
+    std::vector<Level> levels;  // lowest first
+    std::map<std::string, std::pair<size_t, size_t>> index;  // plain member -> (level, place in its group)
     Forward forward;
     Lost lost;
     std::map<std::string, Reply> replies;
@@ -88,6 +109,8 @@ class RelayHub {
   // The job's state for `phase`: a newer phase replaces an older one; nullptr for a late message of an older phase.
   Phase* StateFor(const std::string& job, const std::string& phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ArriveLocked(Phase& p, const Arrival& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Place k of level l arrived; a complete level arrives at the next as the relay, the highest forwards.
+  void ArriveAt(Phase& p, size_t l, size_t k, const Arrival& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
   std::map<std::string, Phase> jobs_ ABSL_GUARDED_BY(mu_);  // by job id

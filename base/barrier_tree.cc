@@ -27,7 +27,62 @@ TreePlan GroupAgents(size_t agents, const std::vector<bool>& can_relay, int fano
     if (!found) return TreePlan();  // a group nobody can relay: the star
     plan.groups.push_back(std::move(g));
   }
+  plan.relay_levels.assign(agents, 0);
+  plan.parent.assign(agents, TreePlan::kNone);
+  plan.top_unit.assign(agents, TreePlan::kNone);
+  plan.subtree_begin.assign(agents, 0);
+  plan.subtree_end.assign(agents, 0);
+  for (size_t u = 0; u < plan.groups.size(); ++u) {
+    const Group& g = plan.groups[u];
+    for (size_t m : g.members) plan.parent[m] = m == g.relay ? TreePlan::kNone : g.relay;
+    plan.relay_levels[g.relay] = 1;
+    plan.top_unit[g.relay] = u;
+    plan.subtree_begin[g.relay] = g.members.front();
+    plan.subtree_end[g.relay] = g.members.back() + 1;
+  }
   return plan;
+}
+
+TreePlan BuildTree(size_t agents, const std::vector<bool>& can_relay, int fanout, int min_agents) {
+  TreePlan plan = GroupAgents(agents, can_relay, fanout, min_agents);
+  const size_t f = static_cast<size_t>(std::max(fanout, 2));
+  while (plan.tree() && plan.top().size() > f) {
+    const std::vector<Group>& below = plan.top();
+    std::vector<Group> level;
+    for (size_t first = 0; first < below.size(); first += f) {
+      Group g;
+      g.relay = below[first].relay;
+      for (size_t k = first; k < std::min(below.size(), first + f); ++k) g.members.push_back(below[k].relay);
+      level.push_back(std::move(g));
+    }
+    for (size_t u = 0; u < level.size(); ++u) {
+      const Group& g = level[u];
+      for (size_t m : g.members) {
+        plan.top_unit[m] = TreePlan::kNone;
+        if (m != g.relay) plan.parent[m] = g.relay;
+      }
+      ++plan.relay_levels[g.relay];
+      plan.top_unit[g.relay] = u;
+      plan.subtree_end[g.relay] = plan.subtree_end[g.members.back()];
+    }
+    plan.upper.push_back(std::move(level));
+  }
+  return plan;
+}
+
+const Group& TreePlan::RelayedAt(size_t i, size_t l) const {
+  if (l == 0) return groups[group_of[i]];
+  // Level l's groups are in relay order and each relay appears once: a binary search by relay index.
+  const std::vector<Group>& level = upper[l - 1];
+  auto it = std::lower_bound(level.begin(), level.end(), i, [](const Group& g, size_t v) { return g.relay < v; });
+  return *it;
+}
+
+Group TreePlan::Subtree(size_t i) const {
+  Group g;
+  g.relay = i;
+  for (size_t m = subtree_begin[i]; m < subtree_end[i]; ++m) g.members.push_back(m);
+  return g;
 }
 
 std::string GroupText(const Group& g, const std::vector<std::string>& names) {

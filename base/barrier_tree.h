@@ -21,11 +21,20 @@
 // the part of the hold that may be the upstream hop's latency), so the member's own ErrorBound is the sum of both
 // hops' bounds with no new field on the wire: held_j - b_up >= 0, since held_j spans the upstream round trip.
 // Relays that are members of their own group arrive with a latency of 0 (local).
+//
+// Levels (BuildTree): the relays of the agents' groups are grouped again, fan-out by fan-out, until at most `fanout`
+// relays are under the coordinator; each upper group is relayed by its first member, so an agent relaying level l
+// relays every level below l too (its own arrival climbs its levels locally, latency 0), and a relay's parent is the
+// coordinator or the relay of the upper group it is a plain member of. Aggregation composes: a mid-level relay is
+// a member of its parent's group like any agent, forwarding its subtree's remaining compute; its parent's release
+// feeds its top level's Release and each level's own release feeds the level below, so every hop's bound adds up
+// in the held times and a leaf's ErrorBound covers every hop of its path (docs/architecture.md, "Step barrier").
 // Thread-safety: GroupAgents and the helpers are pure; a RelayAggregator is plain data (its owner locks).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -45,17 +54,36 @@ struct Group {
 
 // The job's tree; no groups = the flat star.
 struct TreePlan {
-  std::vector<Group> groups;
-  std::vector<size_t> group_of;  // per agent (placement order): its group; empty for the star
+  static constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  std::vector<Group> groups;     // level 0: the agents' groups
+  std::vector<size_t> group_of;  // per agent (placement order): its level-0 group; empty for the star
+  // The levels above (BuildTree): upper[0] groups the relays of `groups`, each next level the relays of the one
+  // below (members are agent indices, the relay first); the last level (or `groups`) is under the coordinator.
+  std::vector<std::vector<Group>> upper;
+  // Per agent, filled by GroupAgents and BuildTree: how many levels it relays (0: a plain member; levels 0..n-1),
+  // its parent (the relay it sends its arrivals to; kNone: the coordinator), the top-level group it relays (kNone:
+  // none), and the agents under its highest group, [subtree_begin, subtree_end) in placement order.
+  std::vector<size_t> relay_levels, parent, top_unit, subtree_begin, subtree_end;
   bool tree() const { return !groups.empty(); }
-  // True when agent `i` relays its group.
+  // True when agent `i` relays its (level-0) group.
   bool IsRelay(size_t i) const { return tree() && groups[group_of[i]].relay == i; }
+  size_t levels() const { return tree() ? 1 + upper.size() : 0; }
+  const std::vector<Group>& Level(size_t l) const { return l == 0 ? groups : upper[l - 1]; }
+  // The groups under the coordinator.
+  const std::vector<Group>& top() const { return upper.empty() ? groups : upper.back(); }
+  // The group agent `i` relays at level l (< relay_levels[i]).
+  const Group& RelayedAt(size_t i, size_t l) const;
+  // The agents under relay `i`'s highest group (all of them, as a group relayed by `i`), for messages.
+  Group Subtree(size_t i) const;
 };
 
 // The tree for `agents` agents (placement order); can_relay[i]: agent i has a relay listener (size `agents`).
 // The star when agents < min_agents, fanout < 2, agents <= fanout (one group would be the star with a hop more), or
-// some group has no agent that can relay.
+// some group has no agent that can relay. One level: the coordinator talks to every group's relay.
 TreePlan GroupAgents(size_t agents, const std::vector<bool>& can_relay, int fanout, int min_agents);
+// GroupAgents's groups, then relays of relays (TreePlan::upper) until at most `fanout` are under the coordinator:
+// its CPU per step bounded by the fan-out, not by the fleet (bench/RESULTS.md, "Fan-out and crossover").
+TreePlan BuildTree(size_t agents, const std::vector<bool>& can_relay, int fanout, int min_agents);
 
 // "agent-3..agent-18" (the group's first and last names), or the one name of a group of one.
 std::string GroupText(const Group& g, const std::vector<std::string>& names);

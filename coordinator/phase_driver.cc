@@ -105,7 +105,7 @@ void PhaseDriver::Begin(Setup setup, Clock::time_point now) {
   barrier_step_ = 0;
   links_.assign(n, nullptr);
   PlanTree();
-  const size_t units = tree_.tree() ? tree_.groups.size() : n;
+  const size_t units = tree_.tree() ? tree_.top().size() : n;
   arrived_.assign(units, 0);
   announces_.assign(units, barrier_timing::Announce());
   arrived_count_ = 0;
@@ -127,8 +127,8 @@ void PhaseDriver::PlanTree() {
     can_relay.push_back(!a.relay_endpoint.empty());
     every = every && can_relay.back();
   }
-  tree_ = train() && every ? barrier_tree::GroupAgents(agents.size(), can_relay, setup_.barrier_fanout,
-                                                       setup_.barrier_tree_min_agents)
+  tree_ = train() && every ? barrier_tree::BuildTree(agents.size(), can_relay, setup_.barrier_fanout,
+                                                     setup_.barrier_tree_min_agents)
                            : barrier_tree::TreePlan();
 }
 
@@ -141,19 +141,26 @@ void PhaseDriver::Order(size_t i, std::shared_ptr<AgentLink> link, const PhaseOr
     return;
   }
   PhaseOrder o = order;
-  const barrier_tree::Group& g = tree_.groups[tree_.group_of[i]];
-  o.barrier_relay = NameAt(g.relay);
-  o.barrier_relay_endpoint = (*setup_.agents)[g.relay].relay_endpoint;
-  if (g.relay == i) {
-    for (size_t m : g.members) o.barrier_group.push_back(NameAt(m));
+  // Its parent: the relay it sends its arrivals to; itself when it relays a group under the coordinator.
+  const size_t parent = tree_.parent[i] == barrier_tree::TreePlan::kNone ? i : tree_.parent[i];
+  o.barrier_relay = NameAt(parent);
+  o.barrier_relay_endpoint = (*setup_.agents)[parent].relay_endpoint;
+  for (size_t l = 0; l < tree_.relay_levels[i]; ++l) {
+    std::vector<std::string> names;
+    for (size_t m : tree_.RelayedAt(i, l).members) names.push_back(NameAt(m));
+    if (l == 0) {
+      o.barrier_group = std::move(names);
+    } else {
+      o.barrier_upper.push_back(std::move(names));
+    }
   }
   links_[i]->RunPhase(o);
 }
 
 std::string PhaseDriver::UnitText(size_t u) const {
   if (!tree_.tree()) return absl::StrCat(NameAt(u), " (", RanksOf(NameAt(u)), ")");
-  const barrier_tree::Group& g = tree_.groups[u];
-  return absl::StrCat("relay ", NameAt(g.relay), " (group ", barrier_tree::GroupText(g, names_), ")");
+  const size_t r = tree_.top()[u].relay;
+  return absl::StrCat("relay ", NameAt(r), " (group ", barrier_tree::GroupText(tree_.Subtree(r), names_), ")");
 }
 
 void PhaseDriver::Detached(size_t i) {
@@ -178,8 +185,10 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
                                          Clock::duration* wait, int64_t compute_left_ns) {
   if (!Is(job_id, phase_id) || step != barrier_step_) return Arrival::kStale;
   const std::optional<size_t> agent_i = IndexOf(agent);
-  if (!agent_i || (tree_.tree() && !tree_.IsRelay(*agent_i))) return Arrival::kStale;  // tree: relays only
-  const std::optional<size_t> i = tree_.tree() ? tree_.group_of[*agent_i] : *agent_i;  // the barrier's unit
+  // The barrier's unit: the agent (star), or the top-level group it relays (tree: the coordinator's relays only).
+  const size_t unit = tree_.tree() && agent_i ? tree_.top_unit[*agent_i] : agent_i.value_or(0);
+  if (!agent_i || unit == barrier_tree::TreePlan::kNone) return Arrival::kStale;
+  const std::optional<size_t> i = unit;
   if (arrived_count_ == 0) first_arrival_ = now;
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   if (!arrived_[*i]) {
@@ -243,11 +252,11 @@ void PhaseDriver::Lost(const std::string& agent, const std::string& why) {
   } else {
     where = StepText();
   }
-  // A relay takes its group's barrier with it: say so first, naming the group.
-  const std::string relay = tree_.IsRelay(*i) ? absl::StrCat("relay ", agent, " lost: group ",
-                                                              barrier_tree::GroupText(tree_.groups[tree_.group_of[*i]],
-                                                                                      names_), "; ")
-                                              : std::string();
+  // A relay takes its subtree's barrier with it (every level under it): say so first, naming the agents.
+  const std::string relay =
+      tree_.tree() && tree_.relay_levels[*i] > 0
+          ? absl::StrCat("relay ", agent, " lost: group ", barrier_tree::GroupText(tree_.Subtree(*i), names_), "; ")
+          : std::string();
   Fail(absl::StrCat(relay, "agent '", agent, "' (", RanksOf(agent), ") lost during job ", setup_.job_id, " phase ",
                     setup_.phase_id, " ", where, ": ", why));
 }
@@ -256,7 +265,7 @@ bool PhaseDriver::MemberLost(const std::string& relay, const std::string& job_id
                              const std::string& member, const std::string& why) {
   if (!Is(job_id, phase_id) || !tree_.tree()) return false;
   const std::optional<size_t> r = IndexOf(relay), m = IndexOf(member);
-  if (!r || !m || !tree_.IsRelay(*r) || tree_.group_of[*m] != tree_.group_of[*r]) return false;
+  if (!r || !m || tree_.parent[*m] != *r) return false;  // only a member's own relay (at any level) reports it
   Lost(member, absl::StrCat("reported by its relay ", relay, ": ", why));
   return true;
 }

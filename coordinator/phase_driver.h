@@ -11,8 +11,10 @@
 // arrival releases the step on every agent's link with one pass over the links captured when the orders went out
 // (a link whose agent left is closed and does nothing; the phase fails through Lost()). A training phase over
 // Setup::barrier_tree_min_agents agents or more, every one of them with a relay listener, meets through a relay tree
-// (base/barrier_tree.h): each agent's order names its relay, the relays' name their groups, only the relays' arrivals
-// count (one per group) and only the relays are released; a relay lost fails the phase naming its group.
+// (base/barrier_tree.h BuildTree, relays of relays until at most the fan-out are under the coordinator): each agent's
+// order names its parent relay, the relays' name their groups (every level they relay), only the arrivals of the
+// relays under the coordinator count (one per top group) and only they are released; a relay lost, at any level,
+// fails the phase naming its subtree.
 // Thread-safety: none of its own: it is the coordinator's state, held as `PhaseDriver driver_ ABSL_GUARDED_BY(mu_)`,
 // so clang's analysis checks that every call is made under the coordinator's lock. (Annotations here naming the
 // coordinator's mutex through a reference could not be checked: the analysis does not follow aliases.) It never
@@ -137,10 +139,10 @@ class PhaseDriver {
   // The agent's phase ended without results (its Error): it owes no PhaseDone any more.
   void Settle(const std::string& agent);
   // The agent is gone (closed, expired, replaced): it owes nothing, and the phase fails naming it and how far it got
-  // (a relay: "relay agent-3 lost: group agent-3..agent-18; ...").
+  // (a relay at any level: "relay agent-3 lost: group agent-3..agent-18; ...", the agents under it).
   void Lost(const std::string& agent, const std::string& why);
   // Relay `relay` reports that `member` of its group broke its barrier stream: the member is lost. False (nothing
-  // done) when it is not about this phase, or `member` is not in `relay`'s group.
+  // done) when it is not about this phase, or `relay` is not `member`'s parent (at any level).
   bool MemberLost(const std::string& relay, const std::string& job_id, const std::string& phase_id,
                   const std::string& member, const std::string& why);
   // The running phase's relay tree (no groups: the star).
@@ -178,9 +180,9 @@ class PhaseDriver {
   const std::string& NameAt(size_t i) const { return (*setup_.agents)[i].name; }
   // The relay tree of a training phase whose every agent can relay, else the star (Begin).
   void PlanTree();
-  // The agent whose link a barrier unit (an agent of the star, a group of the tree) is released on.
-  size_t UnitAgent(size_t u) const { return tree_.tree() ? tree_.groups[u].relay : u; }
-  // "relay agent-3 (group agent-3..agent-18)", or the agent and its ranks on the star.
+  // The agent whose link a barrier unit (an agent of the star, a top-level group of the tree) is released on.
+  size_t UnitAgent(size_t u) const { return tree_.tree() ? tree_.top()[u].relay : u; }
+  // "relay agent-3 (group agent-3..agent-18)" (the agents under it), or the agent and its ranks on the star.
   std::string UnitText(size_t u) const;
 
   bool active_ = false;
@@ -191,7 +193,7 @@ class PhaseDriver {
   // release goes out on (each agent's when the orders went out).
   uint64_t barrier_step_ = 0;
   std::vector<std::shared_ptr<AgentLink>> links_;
-  barrier_tree::TreePlan tree_;   // the barrier's units: the agents (star) or the relays' groups (tree)
+  barrier_tree::TreePlan tree_;   // the barrier's units: the agents (star) or the top level's groups (tree)
   std::vector<std::string> names_;  // the job's agents' names, placement order (for group names)
   std::vector<char> arrived_;     // per unit
   std::vector<barrier_timing::Announce> announces_;  // per unit: the current step's arrival (coordinator clock)

@@ -246,5 +246,57 @@ TEST(PhaseDriverTest, AMemberLostIsReportedByItsRelay) {
                        "relay c: its barrier stream to the relay broke");
 }
 
+// The recursive tree (base/barrier_tree.h BuildTree): 9 agents, fan-out 2 forced: groups ab cd ef gh i, their
+// relays grouped (a c) (e g) (i), then (a e) (i): only a and i are under the coordinator. Each order names its parent
+// and every group it relays; only a's and i's arrivals count; a mid-level relay lost names its whole subtree, and
+// a member is reported lost by its own parent only.
+TEST(PhaseDriverTest, ARecursiveTreePutsAtMostTheFanoutUnderTheCoordinator) {
+  Fleet f(9);
+  for (AgentInfo& a : f.agents) a.relay_endpoint = "127.0.0.1:" + std::to_string(7000 + a.first_rank);
+  PhaseDriver d;
+  const Clock::time_point t0{};
+  d.Begin({"job", "train-epoch-1", PhaseKind::kTrainEpoch, 1, &f.agents, &f.index, 2, 2}, t0);
+  for (size_t i = 0; i < f.agents.size(); ++i) d.Order(i, f.links[i], PhaseOrder());
+  ASSERT_EQ(d.tree().levels(), 3u);
+  using Names = std::vector<std::string>;
+  const PhaseOrder& a = f.links[0]->last;
+  EXPECT_EQ(a.barrier_relay, "a");  // under the coordinator
+  EXPECT_EQ(a.barrier_group, Names({"a", "b"}));
+  EXPECT_EQ(a.barrier_upper, std::vector<Names>({{"a", "c"}, {"a", "e"}}));
+  const PhaseOrder& e = f.links[4]->last;  // a mid-level relay: its parent is a
+  EXPECT_EQ(e.barrier_relay, "a");
+  EXPECT_EQ(e.barrier_relay_endpoint, "127.0.0.1:7000");
+  EXPECT_EQ(e.barrier_group, Names({"e", "f"}));
+  EXPECT_EQ(e.barrier_upper, std::vector<Names>({{"e", "g"}}));
+  EXPECT_EQ(f.links[6]->last.barrier_relay, "e");  // a level-0 relay under e
+  EXPECT_TRUE(f.links[6]->last.barrier_upper.empty());
+  EXPECT_EQ(f.links[7]->last.barrier_relay, "g");  // a plain member
+  EXPECT_TRUE(f.links[7]->last.barrier_group.empty());
+  Clock::duration wait{};
+  for (const char* mid : {"b", "c", "e", "g"}) {
+    EXPECT_EQ(d.Arrive(mid, "job", "train-epoch-1", 0, t0, &wait, 0), PhaseDriver::Arrival::kStale) << mid;
+  }
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0, &wait, 0), PhaseDriver::Arrival::kCounted);
+  EXPECT_TRUE(d.BarrierTimedOut(t0 + std::chrono::seconds(6), std::chrono::seconds(5)));
+  EXPECT_NE(d.error().find("1 of 2 relay(s) arrived; waiting for relay i (group i)"), std::string::npos) << d.error();
+
+  d.Begin({"job", "train-epoch-2", PhaseKind::kTrainEpoch, 2, &f.agents, &f.index, 2, 2}, t0);
+  for (size_t i = 0; i < f.agents.size(); ++i) d.Order(i, f.links[i], PhaseOrder());
+  EXPECT_EQ(d.Arrive("i", "job", "train-epoch-2", 0, t0, &wait, 0), PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-2", 0, t0, &wait, 0), PhaseDriver::Arrival::kReleased);
+  for (size_t i = 0; i < f.agents.size(); ++i) {
+    EXPECT_EQ(f.links[i]->releases.size(), i == 0 || i == 8 ? 1u : 0u) << i;  // the top relays only
+  }
+  EXPECT_FALSE(d.MemberLost("c", "job", "train-epoch-2", "e", "gone"));  // e's parent is a, not c
+  d.Lost("e", "stream closed");
+  EXPECT_EQ(d.error().rfind("relay e lost: group e..h; agent 'e' (ranks 8-9) lost during job job phase "
+                            "train-epoch-2 after step 1", 0), 0u) << d.error();
+  d.Begin({"job", "train-epoch-3", PhaseKind::kTrainEpoch, 3, &f.agents, &f.index, 2, 2}, t0);
+  for (size_t i = 0; i < f.agents.size(); ++i) d.Order(i, f.links[i], PhaseOrder());
+  EXPECT_TRUE(d.MemberLost("a", "job", "train-epoch-3", "e", "its barrier stream to the relay broke"));
+  EXPECT_EQ(d.error().rfind("relay e lost: group e..h; agent 'e' (ranks 8-9) lost during job job phase "
+                            "train-epoch-3 after step 0: reported by its relay a", 0), 0u) << d.error();
+}
+
 }  // namespace
 }  // namespace dlio

@@ -23,9 +23,10 @@ void AddDlioExtTransportKeys(std::vector<KeyInfo>& v) {
       [](const WorkloadSpec& s) { return Quote(s.barrier); }));
   v.push_back(IntKey("dlio_ext.barrier_tree_min_agents", &WorkloadSpec::barrier_tree_min_agents, 2, 1000000,
                      "the step barrier goes through a relay tree for a job over at least this many agents (the "
-                     "coordinator talks to one relay agent per dlio_ext.barrier_fanout agents, each relay to its "
-                     "group), a flat star below; 33: the star up to 32 agents, where bench/RESULTS.md's barrier "
-                     "simulation finds the tree no faster (docs/architecture.md, Step barrier)"));
+                     "agents are grouped dlio_ext.barrier_fanout to a relay agent, and the relays again, until at most "
+                     "dlio_ext.barrier_fanout relays are under the coordinator), a flat star below; 33: the star up "
+                     "to 32 agents, where bench/RESULTS.md's barrier simulation finds the tree no faster "
+                     "(docs/architecture.md, Step barrier)"));
   v.push_back(IntKey("dlio_ext.barrier_fanout", &WorkloadSpec::barrier_fanout, 2, 4096,
                      "agents per relay of the step barrier's relay tree (the relay included); 16: within 0.05-0.25 "
                      "ms of the best release latency from 256 to 10,000 agents in bench/RESULTS.md's barrier "

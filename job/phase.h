@@ -45,6 +45,9 @@ struct PhaseOrder {
   std::string barrier_relay;
   std::string barrier_relay_endpoint;
   std::vector<std::string> barrier_group;
+  // On a relay of relays (base/barrier_tree.h BuildTree): the groups it relays above barrier_group, lowest first
+  // (relays' names, itself first); barrier_relay is then its highest group's parent (its own name: the coordinator).
+  std::vector<std::vector<std::string>> barrier_upper;
 };
 
 }  // namespace dlio

@@ -35,11 +35,13 @@ struct RelayLine {
   int group_size = 0;
 };
 
-std::vector<RelayLine> RelayLines(Fleet& fleet, const std::string& job) {
+std::vector<RelayLine> RelayLines(Fleet& fleet, const std::string& job, int agents = kAgents,
+                                  const std::string& level = "") {
   std::vector<RelayLine> out;
-  static const std::regex line(R"(agent '(agent-\d)': relays the step barrier of job (\S+) phase (\S+) for (\d) )"
-                               R"(agent\(s\): ([a-z0-9,-]+))");
-  for (int i = 0; i < kAgents; ++i) {
+  // `level`: "level 1 of " for the relays of relays' lines of level 1 (a recursive tree; none at level 0).
+  const std::regex line("agent '(agent-\\d)': relays " + level +
+                        R"(the step barrier of job (\S+) phase (\S+) for (\d) agent\(s\): ([a-z0-9,-]+))");
+  for (int i = 0; i < agents; ++i) {
     const std::string log = fleet.agent(i).Log();
     for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
       const std::smatch& m = *it;
@@ -49,12 +51,12 @@ std::vector<RelayLine> RelayLines(Fleet& fleet, const std::string& job) {
   return out;
 }
 
-json RunJob(Fleet& fleet, const TempDir& dir, const std::string& name, const std::string& extra) {
+json RunJob(Fleet& fleet, const TempDir& dir, const std::string& name, const std::string& extra, int agents = kAgents) {
   const std::string job = dir.str() + "/" + name + ".yaml";
-  // world 7 x batch 2 x 12 steps = 168 single-sample files, 2 epochs of 50 ms steps.
-  WriteFile(job, Workload("npz", 168, 1, 16384, 2, 0.05, 2, true, extra));
+  // world N x batch 2 x 12 steps = 24 N single-sample files (168 for 7 agents), 2 epochs of 50 ms steps.
+  WriteFile(job, Workload("npz", 24 * agents, 1, 16384, 2, 0.05, 2, true, extra));
   const std::string out = dir.str() + "/out-" + name;
-  const CommandResult r = Submit(fleet, job, out, kAgents);
+  const CommandResult r = Submit(fleet, job, out, agents);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
   if (r.exit_code != 0) return json();
   json metric = LoadJson(out + "/summary.json")["metric"];
@@ -163,6 +165,92 @@ TEST(BarrierTree, ABadFanoutIsRefusedNamingTheKeyAndTheRange) {
   const std::string all = r.out + r.err;
   EXPECT_NE(all.find("dlio_ext.barrier_fanout"), std::string::npos) << all;
   EXPECT_NE(all.find("[2, 4096]"), std::string::npos) << all;
+}
+
+// --- the recursive tree: relays of relays (base/barrier_tree.h BuildTree) ---
+// 9 agents, fan-out 2 forced: groups {0,1} {2,3} {4,5} {6,7} {8}; their relays grouped {0,2} {4,6} {8}; then {0,4}
+// {8}: the coordinator talks to agent-0 and agent-8 only; agent-4 relays levels 0 and 1 under agent-0.
+constexpr int kDeep = 9;
+const char kDeepTree[] = "dlio_ext:\n  barrier_fanout: 2\n  barrier_tree_min_agents: 2\n";
+
+TEST(BarrierTree, ThreeLevelsRunTheStarsStepsAndSamplesAndKeepItsAu) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  Fleet fleet(dir, kDeep, 1);
+  const json star = RunJob(fleet, dir, "star", "", kDeep);
+  const json tree = RunJob(fleet, dir, "tree", kDeepTree, kDeep);
+  const json after = RunJob(fleet, dir, "after", std::string(kDeepTree) + "  barrier: after_compute\n", kDeep);
+  ASSERT_FALSE(star.is_null());
+  ASSERT_FALSE(tree.is_null());
+  ASSERT_FALSE(after.is_null());
+  for (const json* m : {&tree, &after}) {
+    const std::string job = (*m)["job"].get<std::string>();
+    // Per training epoch (2): 5 relays of level 0, 3 of level 1 (agent-0, -4, -8), 2 of level 2 (agent-0, -8).
+    EXPECT_EQ(RelayLines(fleet, job, kDeep).size(), 10u) << fleet.Logs();
+    const std::vector<RelayLine> l1 = RelayLines(fleet, job, kDeep, "level 1 of ");
+    const std::vector<RelayLine> l2 = RelayLines(fleet, job, kDeep, "level 2 of ");
+    EXPECT_EQ(l1.size(), 6u) << fleet.Logs();
+    ASSERT_EQ(l2.size(), 4u) << fleet.Logs();
+    for (const RelayLine& r : l2) {
+      EXPECT_TRUE(r.members == "agent-0,agent-4" || r.members == "agent-8") << r.relay << ": " << r.members;
+    }
+    for (const char* k : {"train_read_bytes", "train_au_mean_percentage"}) ASSERT_TRUE(m->contains(k)) << k;
+    EXPECT_EQ((*m)["train_read_bytes"], star["train_read_bytes"]);
+    EXPECT_NEAR((*m)["train_au_mean_percentage"].get<double>(), star["train_au_mean_percentage"].get<double>(), 5.0)
+        << m->dump(1) << star.dump(1);
+    EXPECT_NEAR((*m)["train_throughput_mean_samples_per_second"].get<double>(),
+                star["train_throughput_mean_samples_per_second"].get<double>(),
+                0.05 * star["train_throughput_mean_samples_per_second"].get<double>());
+  }
+  std::printf("9 agents: AU star %.2f %%, 3-level tree %.2f %%, tree after_compute %.2f %%\n",
+              star["train_au_mean_percentage"].get<double>(), tree["train_au_mean_percentage"].get<double>(),
+              after["train_au_mean_percentage"].get<double>());
+}
+
+// Starts a 9-agent job over the 3-level tree (120 steps of 50 ms, ~6 s), kills `victim` with kill -9 one second
+// into its first epoch, and returns the submit's output (exit code 1 expected, within 20 s of the kill).
+std::string KillMidEpoch(const TempDir& dir, Fleet& fleet, int victim) {
+  WriteFile(dir.str() + "/job.yaml", Workload("npz", kDeep * 120, 1, 4096, 1, 0.05, 1, true, kDeepTree));
+  Process submit({Bin("dlio-coordinator"), "submit", dir.str() + "/job.yaml", "--coordinator", fleet.address(),
+                  "--wait-for-agents", "30", "--agents", std::to_string(kDeep), "--output", dir.str() + "/out"},
+                 dir.str() + "/submit.out");
+  std::string job;
+  EXPECT_TRUE(Eventually([&] { return !(job = JobIdIn(submit.Log())).empty(); }, seconds(30))) << fleet.Logs();
+  // The tree is up: agent-0 relays its level 2.
+  EXPECT_TRUE(Eventually([&] { return !RelayLines(fleet, job, kDeep, "level 2 of ").empty(); }, seconds(60)))
+      << fleet.Logs();
+  std::this_thread::sleep_for(seconds(1));  // mid-epoch: the steps are running (1 s of the epoch's ~6)
+  fleet.agent(victim).Signal(SIGKILL);
+  const int rc = submit.Wait(milliseconds(20000));
+  EXPECT_NE(rc, -1) << "submit did not exit within 20 s of the kill\n" << fleet.Logs();
+  EXPECT_EQ(rc, 1);
+  return submit.Log();
+}
+
+TEST(BarrierTree, AMidLevelRelayKilledFailsTheJobNamingItAndItsSubtree) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  Fleet fleet(dir, kDeep, 1);
+  const std::string out = KillMidEpoch(dir, fleet, 4);  // relays {4,5} and {4,6} under agent-0: agents 4..7
+  EXPECT_NE(out.find("relay agent-4 lost: group agent-4..agent-7; agent 'agent-4'"), std::string::npos)
+      << out << fleet.Logs();
+  EXPECT_NE(out.find("phase train-epoch-1"), std::string::npos) << out;
+}
+
+// A plain member (no relay) lost mid-epoch: its relay's RelayMemberLost or its own session's end, whichever reaches
+// the coordinator first, fails the job; both wordings name the member (and neither calls it a relay).
+TEST(BarrierTree, AMemberKilledMidEpochFailsTheJobNamingTheMember) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  Fleet fleet(dir, kDeep, 1);
+  const std::string out = KillMidEpoch(dir, fleet, 5);  // a plain member of agent-4's level-0 group
+  const size_t at = out.find("agent 'agent-5' (rank 5) lost during job");
+  ASSERT_NE(at, std::string::npos) << out << fleet.Logs();
+  EXPECT_EQ(out.find("relay agent-5"), std::string::npos) << out;
+  EXPECT_NE(out.find("phase train-epoch-1"), std::string::npos) << out;
+  const bool by_relay = out.find("reported by its relay agent-4", at) != std::string::npos;
+  std::printf("the member's loss reached the coordinator first through %s\n",
+              by_relay ? "its relay's RelayMemberLost" : "its own session's end");
 }
 
 }  // namespace

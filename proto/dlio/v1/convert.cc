@@ -268,6 +268,10 @@ void ToProto(const PhaseOrder& o, v1::RunPhase* out) {
     t->set_relay(o.barrier_relay);
     t->set_relay_endpoint(o.barrier_relay_endpoint);
     for (const std::string& g : o.barrier_group) t->add_group(g);
+    for (const std::vector<std::string>& u : o.barrier_upper) {
+      v1::BarrierGroup* g = t->add_upper();
+      for (const std::string& m : u) g->add_members(m);
+    }
   }
 }
 
@@ -291,6 +295,9 @@ PhaseOrder FromProto(const v1::RunPhase& r) {
   o.barrier_relay = r.barrier_tree().relay();
   o.barrier_relay_endpoint = r.barrier_tree().relay_endpoint();
   o.barrier_group.assign(r.barrier_tree().group().begin(), r.barrier_tree().group().end());
+  for (const v1::BarrierGroup& g : r.barrier_tree().upper()) {
+    o.barrier_upper.emplace_back(g.members().begin(), g.members().end());
+  }
   return o;
 }
 
