@@ -395,7 +395,6 @@ nlohmann::json Aggregator::SummaryJson() const {
   AddHostInfo(rank0, &j);
   j["potential_caching"] = caching;
   j["data_size_per_host_GB"] = data_gb;
-
   nlohmann::json metric = nlohmann::json::object();
   nlohmann::json ext;
   ext["job_id"] = job_.job_id;
