@@ -59,9 +59,10 @@ bool IsDataFile(const std::string& name, const std::string& suffix) {
 // The data files of `folder` and, when `descend`, of its subfolders (not deeper). No link is followed
 // (base/confined_dir.h): a symbolic link here is refused, not silently skipped.
 absl::Status ListFolder(const ConfinedDir& data_dir, const std::string& folder, bool descend,
-                        const std::string& suffix, Found& found) {
+                        const std::string& suffix, Found& found, uint64_t* reads) {
   absl::StatusOr<std::vector<ConfinedDir::Entry>> entries = data_dir.List(folder);
   if (!entries.ok()) return entries.status();
+  ++*reads;
   for (const ConfinedDir::Entry& e : *entries) {
     const std::string path = folder + "/" + e.name;
     if (e.type == ConfinedDir::Entry::Type::kLink) {
@@ -69,7 +70,7 @@ absl::Status ListFolder(const ConfinedDir& data_dir, const std::string& folder, 
                                                       "agent follows none below its data root (docs/fleet.md)"));
     }
     if (e.type == ConfinedDir::Entry::Type::kDir && descend) {
-      if (absl::Status s = ListFolder(data_dir, path, false, suffix, found); !s.ok()) return s;
+      if (absl::Status s = ListFolder(data_dir, path, false, suffix, found, reads); !s.ok()) return s;
     } else if (e.type == ConfinedDir::Entry::Type::kFile && IsDataFile(e.name, suffix)) {
       found.emplace_back(e.name, path);
     }
@@ -149,8 +150,10 @@ absl::Status SelectLayout(Found& found, const std::string& prefix, const std::st
 absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& where, const std::string& split,
                                                        const std::string& ext, int64_t count,
                                                        const std::string& count_key, const std::string& hint,
-                                                       const std::string& prefix, std::string* ignored) {
+                                                       const std::string& prefix, std::string* ignored,
+                                                       uint64_t* folders_read) {
   const std::string suffix = "." + ext;
+  uint64_t reads = 0;
   Found found;
   std::string under;  // where the files were looked for, for the error
   std::string place;  // the same, as " under FOLDER"
@@ -161,7 +164,9 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
     under = absl::StrCat(" objects expected", place, " (", where.s3->Describe(), ")");
   } else {
     const std::string dir = where.folder->path() + "/" + split;
-    if (absl::Status s = ListFolder(*where.folder, dir, true, suffix, found); !s.ok()) {
+    const absl::Status s = ListFolder(*where.folder, dir, true, suffix, found, &reads);
+    if (folders_read != nullptr) *folders_read = reads;
+    if (!s.ok()) {
       if (s.code() != absl::StatusCode::kNotFound) return s;
       return absl::NotFoundError(absl::StrCat("dataset.data_folder: cannot list ", s.message(),
                                               " (generate the dataset with workflow.generate_data: true)", hint));

@@ -63,11 +63,13 @@ struct DatasetLocation {
 // several: the job's own layout `<prefix>_*_of_<count>.<ext>` when it holds `count` files, and `*ignored` (may be
 // null) says in one line what was left out; else FailedPrecondition naming `count_key` and every layout with its
 // file count. An empty `prefix` takes the first `count` whatever their layouts (a probe for one file).
+// `folders_read` (may be null): the folders read (one readdir each), for the listing's cost (agent/split_listing.h).
 absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& where, const std::string& split,
                                                        const std::string& ext, int64_t count,
                                                        const std::string& count_key = "dataset.num_files_train",
                                                        const std::string& hint = "", const std::string& prefix = "",
-                                                       std::string* ignored = nullptr);
+                                                       std::string* ignored = nullptr,
+                                                       uint64_t* folders_read = nullptr);
 
 // dataset.skip_listing: the `count` names `<split>/[<subfolder>/]<prefix>_<i>_of_<count>.<ext>` under the location
 // (full paths or object keys, in index order, which is the sorted order a listing gives) as a derived DataFileNames

@@ -4,6 +4,7 @@
 #include "agent/dataset_files.h"
 #include "agent/generate_phase.h"
 #include "agent/phase_context.h"
+#include "agent/split_listing.h"
 #include "agent/steps_phase.h"
 #include "readers/format.h"
 #include "results/host_facts_json.h"
@@ -25,7 +26,13 @@ absl::StatusOr<std::shared_ptr<const S3Config>> PhaseRunner::S3For(const PhaseCo
     absl::StatusOr<std::unique_ptr<Format>> f =
         MakeFormat(cmd.spec.format, FormatOptionsFor(cmd.spec, {}, eval ? "valid" : "train", *c));
     const int64_t count = eval ? cmd.spec.num_files_eval : cmd.spec.num_files_train;
-    if (f.ok() && cmd.spec.SkipsListing(count)) {
+    const SplitListing* shared = SharedListingOf(cmd, eval ? "valid" : "train");
+    if (f.ok() && shared != nullptr) {
+      // The job's listing (agent/split_listing.h): its first name, no LIST of this agent's own.
+      absl::StatusOr<DataFileNames> names = ListingNames(*shared, DatasetLocation::Bucket(*c, cmd.spec.S3DataPrefix()),
+                                                         count, "dataset.num_files_train");
+      if (names.ok() && !names->empty()) first = (*names)[0];
+    } else if (f.ok() && cmd.spec.SkipsListing(count)) {
       // No listing. skip_listing set: the first name as generation gives it; unset (by size): none here, the phase
       // checks that name and lists instead when it is missing (agent/dataset_files.h's FindDataFiles).
       if (cmd.spec.skip_listing == 1) {
@@ -82,6 +89,7 @@ absl::StatusOr<std::vector<RankEpochResult>> PhaseRunner::Run(const PhaseCommand
                           : "";
   absl::StatusOr<std::vector<RankEpochResult>> r = cmd.kind == PhaseKind::kGenerate     ? RunGenerate(ctx)
                                                    : cmd.kind == PhaseKind::kCheckpoint ? RunCheckpoint(ctx)
+                                                   : cmd.kind == PhaseKind::kList       ? RunListPhase(ctx)
                                                                                         : RunSteps(ctx, loader_threads_);
   if (r.ok() && !r->empty() && cmd.spec.IsS3()) {
     (*r)[0].s3 = S3Difference(S3Metrics::Global().Snapshot(), s3_before);

@@ -150,8 +150,10 @@ absl::Status CheckDatasetFits(const fs::path& data_dir, const WorkloadSpec& spec
 }
 
 bool ReadsExistingDataset(const PhaseOrder& order, const WorkloadSpec& spec) {
-  return !spec.generate_data && !spec.IsS3() && spec.train && order.kind == PhaseKind::kTrainEpoch &&
-         order.epoch == 1;
+  if (spec.generate_data || spec.IsS3() || !spec.train) return false;
+  // The job's listing of train/ (issue 27 item 3) is its first read, on one agent; the epochs then carry it.
+  if (order.kind == PhaseKind::kList) return order.list_split == "train";
+  return order.kind == PhaseKind::kTrainEpoch && order.epoch == 1 && order.listing.split.empty();
 }
 
 absl::Status CheckDatasetPresent(const fs::path& data_dir, const PhaseOrder& order, const WorkloadSpec& spec,

@@ -49,7 +49,8 @@ absl::Status CheckDatasetFits(const std::filesystem::path& data_dir, const Workl
 absl::Status CheckSpace(const std::filesystem::path& dir, const std::string& key, uint64_t need,
                         uint64_t reclaimable, const std::string& what);
 
-// True when `order` is the first training epoch of a job that reads a dataset it does not generate, from files.
+// True when `order` is the first read of a job that reads a dataset it does not generate, from files: its listing of
+// train/ (a kList phase), or its first training epoch when that carries no listing.
 bool ReadsExistingDataset(const PhaseOrder& order, const WorkloadSpec& spec);
 
 // OK unless ReadsExistingDataset() and data_dir/train holds no file with extension `ext` (NotFound).

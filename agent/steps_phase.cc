@@ -17,6 +17,7 @@
 #include "agent/dataset_files.h"
 #include "agent/loader.h"
 #include "agent/phase_context.h"
+#include "agent/split_listing.h"
 #include "agent/step_barrier.h"
 #include "base/random.h"
 #include "base/sleep.h"
@@ -114,12 +115,20 @@ absl::StatusOr<std::shared_ptr<const ConfinedDir>> ExistingDataDir(
 
 // The files of the phase's split: DLIO's file discovery (agent/dataset_files.h), a directory listing or
 // ListObjectsV2 over the bucket. The hint is for a data folder only: every agent sees the same bucket.
-absl::StatusOr<DataFileNames> PhaseFiles(const WorkloadSpec& spec, bool eval, const ConfinedDir* data_dir,
+// With the job's listing of the split in the order (agent/split_listing.h), its names: nothing is listed here.
+absl::StatusOr<DataFileNames> PhaseFiles(const PhaseCommand& cmd, bool eval, const ConfinedDir* data_dir,
                                          const std::shared_ptr<const S3Config>& s3, const Format& format,
                                          const std::string& hint, std::string* ignored) {
+  const WorkloadSpec& spec = cmd.spec;
   const char* split = eval ? "valid" : "train";
   const int64_t count = eval ? spec.num_files_eval : spec.num_files_train;
   const char* key = eval ? "dataset.num_files_eval" : "dataset.num_files_train";
+  if (const SplitListing* shared = SharedListingOf(cmd, split)) {
+    *ignored = shared->note;
+    const DatasetLocation where =
+        s3 ? DatasetLocation::Bucket(s3, spec.S3DataPrefix()) : DatasetLocation::Folder(*data_dir);
+    return ListingNames(*shared, where, count, key);
+  }
   DataFileNaming naming;  // dataset.skip_listing (issue 27 item 3): derived names, or listed
   naming.derive = spec.SkipsListing(count);
   naming.list_if_other_names = spec.skip_listing < 0;
@@ -200,7 +209,7 @@ absl::StatusOr<std::unique_ptr<StepsSetup>> SetUpSteps(const PhaseContext& ctx) 
   setup->format = std::move(*format);
   std::string ignored;  // files of other layouts left out: said once per job, at its first phase of the split
   absl::StatusOr<DataFileNames> files =
-      PhaseFiles(spec, eval, setup->data_dir.get(), *s3, *setup->format, hint, &ignored);
+      PhaseFiles(cmd, eval, setup->data_dir.get(), *s3, *setup->format, hint, &ignored);
   if (!files.ok()) return Annotate(files.status(), ctx.Where(cmd.first_rank));
   if (!ignored.empty() && cmd.epoch == (eval ? spec.eval_after_epoch : 1)) {
     spdlog::warn("{}: {}", ctx.Where(cmd.first_rank), ignored);

@@ -218,7 +218,8 @@ std::string ListingText(const WorkloadSpec& spec) {
                               : fmt::format("dataset.skip_listing unset and {} files {} {}", n,
                                             n >= kSkipListingAutoFiles ? ">=" : "<", kSkipListingAutoFiles);
   if (!spec.SkipsListing(n)) {
-    return fmt::format("train/ listed ({}) by every agent ({})", spec.IsS3() ? "ListObjectsV2" : "directory", why);
+    return fmt::format("train/ listed ({}) once for the job by the agent of rank 0, shared with the others as a "
+                       "pattern or compressed names ({})", spec.IsS3() ? "ListObjectsV2" : "directory", why);
   }
   const int64_t every = spec.listing_validation_interval;
   const std::string fallback = spec.skip_listing < 0 ? " (listed instead if the first name is missing)" : "";

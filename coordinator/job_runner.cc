@@ -258,10 +258,30 @@ bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
     return RunPhase(job, lk, absl::StrCat(load ? "load-checkpoint-" : "save-checkpoint-", index),
                     PhaseKind::kCheckpoint, epoch, c);
   };
+  // Issue 27 item 3: a split that is listed is listed once for the job, by the first agent, before its first read;
+  // every order of the split then carries the listing (job.result.listings), so no other agent lists.
+  std::set<std::string> asked;  // splits a listing phase ran for (once, even when its agent answered none)
+  auto listed = [&](const std::string& split, PhaseOrder* o) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (job.spec.SkipsListing(split == "valid" ? job.spec.num_files_eval : job.spec.num_files_train)) return true;
+    const auto has = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      for (const SplitListing& l : job.result.listings) {
+        if (l.split == split) return &l;
+      }
+      return static_cast<const SplitListing*>(nullptr);
+    };
+    if (has() == nullptr && asked.insert(split).second) {
+      PhaseOrder list;
+      list.list_split = split;
+      if (!RunPhase(job, lk, "list-" + split, PhaseKind::kList, 0, list)) return false;
+    }
+    if (const SplitListing* l = has()) o->listing = *l;
+    return true;
+  };
   for (int e = 1; ok && job.spec.train && e <= job.spec.epochs; ++e) {
     PhaseOrder first;
     first.checkpoint_index = job.next_save_index;  // step-based saves inside the epoch count up from here
-    ok = RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseKind::kTrainEpoch, e, first);
+    ok = listed("train", &first) &&
+         RunPhase(job, lk, absl::StrCat("train-epoch-", e), PhaseKind::kTrainEpoch, e, first);
     if (ok) EmitEpochLine(job, e);
     if (ok && CheckpointAfterEpoch(job.spec, e)) {
       absl::StatusOr<EpochPlan> plan = EpochPlan::Make(TrainPlanParams(job.spec, rec.world), e);
@@ -269,7 +289,8 @@ bool Coordinator::RunPhases(Job& job, MutexLock& lk) {
       ok = checkpoint_phase(false, job.next_save_index++, e, EpochCheckpointStep(steps));
     }
     if (ok && job.spec.EvaluatesAfter(e)) {
-      ok = RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseKind::kEval, e);
+      PhaseOrder eval;
+      ok = listed("valid", &eval) && RunPhase(job, lk, absl::StrCat("eval-epoch-", e), PhaseKind::kEval, e, eval);
     }
     // Completed epochs reach the disk while the next phase runs (RecordCompletedEpoch, called by RunPhase once its
     // orders are out), so the agents do not wait for the result files and the store between epochs.
@@ -364,7 +385,10 @@ bool Coordinator::RunPhase(Job& job, MutexLock& lk, const std::string& phase_id,
 }
 
 void Coordinator::SendPhaseOrders(Job& job, PhaseKind kind, int epoch, const PhaseOrder& ckpt) {
-  for (size_t i = 0; i < job.rec.agent_names.size(); ++i) {
+  // A listing phase goes to the first agent only; the others owe it nothing (PhaseDriver counts the ordered ones).
+  const size_t agents = kind == PhaseKind::kList ? std::min<size_t>(1, job.rec.agent_names.size())
+                                                 : job.rec.agent_names.size();
+  for (size_t i = 0; i < agents; ++i) {
     auto it = agents_.find(job.rec.agent_names[i]);
     if (it == agents_.end()) {
       job.driver.Detached(i);
@@ -386,6 +410,11 @@ void Coordinator::SendPhaseOrders(Job& job, PhaseKind kind, int epoch, const Pha
     o.checkpoint_index = ckpt.checkpoint_index;
     o.checkpoint_step = ckpt.checkpoint_step;
     o.share_agent = job.rec.share_agents;
+    o.list_split = ckpt.list_split;
+    // Only a shareable listing travels: one too large to share leaves every agent to list (agent/split_listing.h).
+    if (!ckpt.listing.split.empty() && (ckpt.listing.pattern || !ckpt.listing.names_zstd.empty())) {
+      o.listing = ckpt.listing;
+    }
     job.driver.Order(i, it->second.link, o);
   }
 }
@@ -444,7 +473,7 @@ void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
   const bool generate = job.driver.generate();
   // Every PhaseDone is in (the phase settled): the results are ours, also while the lock is released for the trace.
   std::vector<RankEpochResult> results = job.driver.TakeResults();
-  if (job.spec.trace && !generate) {
+  if (job.spec.trace && !generate && kind != PhaseKind::kList) {
     if (!job.trace) {
       absl::StatusOr<std::shared_ptr<const ConfinedDir>> dir = JobFolder(job);
       if (dir.ok()) job.trace = std::make_unique<TraceWriter>(*dir, job.rec.id, job.result.start_unix_us);
@@ -477,6 +506,12 @@ void Coordinator::CollectPhaseResults(Job& job, MutexLock& lk, PhaseKind kind) {
   }
   if (generate) {
     for (const RankEpochResult& r : results) job.result.generate_io += r.io;
+    return;
+  }
+  if (kind == PhaseKind::kList) {  // the split's listing, kept for its orders and summary.json's dlio_ext.listing
+    for (RankEpochResult& r : results) {
+      if (!r.listing.split.empty()) job.result.listings.push_back(std::move(r.listing));
+    }
     return;
   }
   // Checkpoints (of a checkpoint phase, or step-based inside training) go to the job's checkpoint list.

@@ -17,6 +17,27 @@ enum class PhaseKind {
   kTrainEpoch,  // one training epoch, with the per-step barrier (and any step-based checkpoints)
   kEval,        // one evaluation over valid/ after a training epoch, without a step barrier
   kCheckpoint,  // save or load one checkpoint (epoch-based or checkpoint-only mode)
+  kList,        // list one split's data files once for the job, on one agent (issue 27 item 3; SplitListing)
+};
+
+// One split's data files as one agent listed them for the whole job (issue 27 item 3): the answer of a kList phase,
+// and what every later order of that split carries, so no other agent lists (agent/split_listing.h builds and reads
+// it). The compact form: `pattern` when the sorted names are exactly DLIO's derived names of `count` files
+// (`<split>/[<subfolder>/]<file_prefix>_<i>_of_<count>.<ext>`, readers/format.h's DataFileRelPath), else the names
+// relative to the split's folder or key prefix, '\n'-joined and zstd-compressed in `names_zstd`. Plus what the
+// listing cost, for summary.json's dlio_ext.listing.
+struct SplitListing {
+  std::string split;           // "train" or "valid"; empty: none (the agent finds its files itself)
+  bool pattern = false;
+  int64_t count = 0;           // names
+  std::string file_prefix;     // pattern: dataset.file_prefix
+  int64_t subfolders = 0;      // pattern: num_subfolders_<split>
+  std::string ext;             // pattern: the format's extension
+  std::string names_zstd;      // !pattern: the names, compressed
+  std::string note;            // the listing's one line about files of other layouts left out (may be empty)
+  double seconds = 0;          // the listing's wall time on its agent
+  uint64_t requests = 0;       // LIST requests (s3) or folders read (files)
+  std::string agent;           // the agent that listed
 };
 
 // What the coordinator asks one agent to run (the RunPhase message).
@@ -48,6 +69,10 @@ struct PhaseOrder {
   // On a relay of relays (base/barrier_tree.h BuildTree): the groups it relays above barrier_group, lowest first
   // (relays' names, itself first); barrier_relay is then its highest group's parent (its own name: the coordinator).
   std::vector<std::vector<std::string>> barrier_upper;
+  // kList: the split to list ("train" or "valid"). kTrainEpoch and kEval: the job's listing of the phase's split
+  // (listing.split empty: none; the agent then finds the files itself, as with dataset.skip_listing).
+  std::string list_split;
+  SplitListing listing;
 };
 
 }  // namespace dlio

@@ -244,6 +244,21 @@ void AddS3Summary(const S3Snapshot& s3, nlohmann::json* ext) {
   }
 }
 
+// dlio_ext.listing: per split listed once for the job (issue 27 item 3), what the listing cost and its compact form.
+void AddListingSummary(const std::vector<SplitListing>& listings, nlohmann::json* ext) {
+  if (listings.empty()) return;
+  nlohmann::json out = nlohmann::json::object();
+  for (const SplitListing& l : listings) {
+    out[l.split] = {{"seconds", l.seconds},
+                    {"requests", l.requests},
+                    {"names", l.count},
+                    // per-agent: names too many to share (agent/split_listing.h); every agent listed them itself
+                    {"form", l.pattern ? "pattern" : l.names_zstd.empty() && l.count > 0 ? "per-agent" : "names"},
+                    {"agent", l.agent}};
+  }
+  (*ext)["listing"] = out;
+}
+
 // dlio_ext.evict_cache in summary.json's train_epochs: per epoch how the agents cleared the page cache ("drop_caches",
 // "fadvise", "mixed" when they differ; absent when none did) and the bytes the data roots' devices delivered during
 // the epoch (each host counted once: its agents share its devices; null when some host measured nothing).
@@ -380,7 +395,6 @@ nlohmann::json Aggregator::SummaryJson() const {
   AddHostInfo(rank0, &j);
   j["potential_caching"] = caching;
   j["data_size_per_host_GB"] = data_gb;
-
   nlohmann::json metric = nlohmann::json::object();
   nlohmann::json ext;
   ext["job_id"] = job_.job_id;
@@ -406,6 +420,7 @@ nlohmann::json Aggregator::SummaryJson() const {
                        {"write_latency_seconds", LatencyJson(g.latency)}};
   }
   AddS3Summary(job_.s3, &ext);
+  AddListingSummary(job_.listings, &ext);
   if (job_.spec.train) AddTrainSummary(job_, c, &j, &metric, &ext);
   AddHostAndEpochLimits(job_, &ext);
   AddHostFactsChanges(job_, &ext);

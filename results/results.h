@@ -41,6 +41,7 @@
 #include "base/mount_id.h"
 #include "results/host_telemetry.h"
 #include "results/s3_stats.h"
+#include "job/phase.h"
 #include "job/workload_spec.h"
 #include "nlohmann/json.hpp"
 
@@ -100,6 +101,9 @@ struct RankEpochResult {
   // Host facts (results/host_facts_json.h), on the agent's first local rank: its wire text ({"start"} at its first
   // phase of the job, {"end"} when they changed since); the coordinator folds it into JobResult::host_facts.
   std::string host_facts;
+  // A kList phase (job/phase.h): the split's listing, on the listing agent's first local rank only; the coordinator
+  // keeps it for the split's later orders and moves its figures into JobResult::listings.
+  SplitListing listing;
 };
 
 // One line of <agent>_host.jsonl: a sample and the phase it was taken in.
@@ -228,6 +232,8 @@ struct JobResult {
   std::map<std::string, std::vector<HostLine>> host_series;
   // Every agent's host facts, {"start", "end"} (MergeHostFactsWire): <agent>_host_facts.json.
   std::map<std::string, nlohmann::json> host_facts;
+  // The job's listings, one per split listed (kList phases; names_zstd dropped): dlio_ext.listing in summary.json.
+  std::vector<SplitListing> listings;
 };
 
 struct FleetSummary {

@@ -784,8 +784,9 @@ TEST_F(S3, MlcommonsObjectStorageWorkloadsRunWithEndpointOverride) {
     ASSERT_EQ(explain.exit_code, 0) << explain.err;
     EXPECT_THAT(explain.out,
                 HasSubstr("client: the agents' own S3 client (libcurl, SigV4); storage.storage_library '"));
-    EXPECT_THAT(explain.out, HasSubstr("listing: train/ listed (ListObjectsV2) by every agent (dataset.skip_listing "
-                                       "unset and 168 files < 100000)"));
+    EXPECT_THAT(explain.out, HasSubstr("listing: train/ listed (ListObjectsV2) once for the job by the agent of "
+                                       "rank 0, shared with the others as a pattern or compressed names "
+                                       "(dataset.skip_listing unset and 168 files < 100000)"));
     TempDir dir;
     const auto t0 = std::chrono::steady_clock::now();
     CommandResult r =

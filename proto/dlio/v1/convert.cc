@@ -81,6 +81,7 @@ void ToProto(const RankEpochResult& r, v1::RankResult* out) {
   }
   if (!r.host.empty()) out->set_host_telemetry(HostTelemetryText(r.host));
   out->set_host_facts(r.host_facts);
+  if (!r.listing.split.empty()) ToProto(r.listing, out->mutable_listing());
 }
 
 RankEpochResult FromProto(const v1::RankResult& r) {
@@ -124,6 +125,7 @@ RankEpochResult FromProto(const v1::RankResult& r) {
   out.cache_drop = r.cache_drop();
   out.device_read_bytes = r.has_device_read_bytes() ? r.device_read_bytes() : -1;
   out.host_facts = r.host_facts();
+  if (r.has_listing()) out.listing = FromProto(r.listing());
   for (const v1::S3OpResult& p : r.s3_ops()) {
     for (int i = 0; i < kS3OpCount; ++i) {
       if (p.operation() != S3OpName(static_cast<S3Op>(i))) continue;  // unknown operations are dropped
@@ -234,6 +236,7 @@ v1::PhaseKind ToProto(PhaseKind k) {
     case PhaseKind::kTrainEpoch: return v1::PHASE_KIND_TRAIN_EPOCH;
     case PhaseKind::kEval: return v1::PHASE_KIND_EVAL;
     case PhaseKind::kCheckpoint: return v1::PHASE_KIND_CHECKPOINT;
+    case PhaseKind::kList: return v1::PHASE_KIND_LIST;
   }
   return v1::PHASE_KIND_TRAIN_EPOCH;
 }
@@ -243,8 +246,39 @@ PhaseKind FromProto(v1::PhaseKind k) {
     case v1::PHASE_KIND_GENERATE: return PhaseKind::kGenerate;
     case v1::PHASE_KIND_EVAL: return PhaseKind::kEval;
     case v1::PHASE_KIND_CHECKPOINT: return PhaseKind::kCheckpoint;
+    case v1::PHASE_KIND_LIST: return PhaseKind::kList;
     default: return PhaseKind::kTrainEpoch;
   }
+}
+
+void ToProto(const SplitListing& l, v1::SplitListing* out) {
+  out->set_split(l.split);
+  out->set_pattern(l.pattern);
+  out->set_count(static_cast<uint64_t>(std::max<int64_t>(0, l.count)));
+  out->set_file_prefix(l.file_prefix);
+  out->set_subfolders(static_cast<uint64_t>(std::max<int64_t>(0, l.subfolders)));
+  out->set_ext(l.ext);
+  out->set_names_zstd(l.names_zstd);
+  out->set_note(l.note);
+  out->set_seconds(l.seconds);
+  out->set_requests(l.requests);
+  out->set_agent(l.agent);
+}
+
+SplitListing FromProto(const v1::SplitListing& l) {
+  SplitListing out;
+  out.split = l.split();
+  out.pattern = l.pattern();
+  out.count = Saturated<int64_t>(l.count());
+  out.file_prefix = l.file_prefix();
+  out.subfolders = Saturated<int64_t>(l.subfolders());
+  out.ext = l.ext();
+  out.names_zstd = l.names_zstd();
+  out.note = l.note();
+  out.seconds = l.seconds();
+  out.requests = l.requests();
+  out.agent = l.agent();
+  return out;
 }
 
 void ToProto(const PhaseOrder& o, v1::RunPhase* out) {
@@ -273,6 +307,8 @@ void ToProto(const PhaseOrder& o, v1::RunPhase* out) {
       for (const std::string& m : u) g->add_members(m);
     }
   }
+  out->set_list_split(o.list_split);
+  if (!o.listing.split.empty()) ToProto(o.listing, out->mutable_listing());
 }
 
 PhaseOrder FromProto(const v1::RunPhase& r) {
@@ -298,6 +334,8 @@ PhaseOrder FromProto(const v1::RunPhase& r) {
   for (const v1::BarrierGroup& g : r.barrier_tree().upper()) {
     o.barrier_upper.emplace_back(g.members().begin(), g.members().end());
   }
+  o.list_split = r.list_split();
+  if (r.has_listing()) o.listing = FromProto(r.listing());
   return o;
 }
 

@@ -38,6 +38,9 @@ Verdict FromProto(const v1::Verdict& v);
 // training epoch, as it always has; numbers beyond the C++ field's range read as its maximum.
 v1::PhaseKind ToProto(PhaseKind k);
 PhaseKind FromProto(v1::PhaseKind k);
+// A split's listing (issue 27 item 3): in a RunPhase of its split and in the listing phase's RankResult.
+void ToProto(const SplitListing& l, v1::SplitListing* out);
+SplitListing FromProto(const v1::SplitListing& l);
 void ToProto(const PhaseOrder& o, v1::RunPhase* out);
 PhaseOrder FromProto(const v1::RunPhase& r);
 

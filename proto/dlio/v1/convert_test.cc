@@ -19,12 +19,16 @@ TEST(PhaseOrderWire, EveryFieldAndKindRoundTrips) {
            first_rank: 8 local_ranks: 4 epoch: 2 num_agents: 4 agent_index: 2 checkpoint_load: true
            checkpoint_index: 3 checkpoint_step: 1099511627776 s3_secret_access_key: "secret" share_agent: true
            barrier_tree { relay: "a1" relay_endpoint: "10.0.0.1:7000" group: "a1" group: "a2"
-                          upper { members: "a1" members: "a3" } upper { members: "a1" members: "a5" } })pb",
+                          upper { members: "a1" members: "a3" } upper { members: "a1" members: "a5" } }
+           list_split: "valid"
+           listing { split: "train" pattern: true count: 200000 file_prefix: "img" subfolders: 4 ext: "npz"
+                     names_zstd: "\x28\xb5" note: "left out 2 files" seconds: 1.25 requests: 201 agent: "a0" })pb",
       &wire));
   const std::vector<std::pair<v1::PhaseKind, PhaseKind>> kinds = {{v1::PHASE_KIND_GENERATE, PhaseKind::kGenerate},
                                                                   {v1::PHASE_KIND_TRAIN_EPOCH, PhaseKind::kTrainEpoch},
                                                                   {v1::PHASE_KIND_EVAL, PhaseKind::kEval},
-                                                                  {v1::PHASE_KIND_CHECKPOINT, PhaseKind::kCheckpoint}};
+                                                                  {v1::PHASE_KIND_CHECKPOINT, PhaseKind::kCheckpoint},
+                                                                  {v1::PHASE_KIND_LIST, PhaseKind::kList}};
   for (const auto& [w, k] : kinds) {
     wire.set_kind(w);
     std::vector<const google::protobuf::FieldDescriptor*> set;
