@@ -75,7 +75,8 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
 // (full paths or object keys, in index order, which is the sorted order a listing gives) as a derived DataFileNames
 // (agent/data_file_names.h: the pattern, O(1) memory whatever the count), with `subfolders` DLIO's
 // num_subfolders_<split>. Validation: names 0, `interval`, 2*`interval`, ... and the last (the one a short dataset
-// lacks) are checked, by HEAD (bucket) or a confined open (folder); `interval` 0 checks none. A missing one is
+// lacks) are checked, by HEAD (bucket, 16 in flight) or a confined open (folder); `interval` 0 checks none. The
+// first missing one (lowest index, whatever the order the HEADs answer in) is
 // NotFound naming it, `count_key` and how to list instead; other errors (credentials, a link) come back as they are.
 absl::StatusOr<DataFileNames> DeriveDataFiles(const DatasetLocation& where, const std::string& split,
                                               const std::string& ext, int64_t count, int64_t subfolders,
