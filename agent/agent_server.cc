@@ -135,6 +135,7 @@ struct AgentServer::Impl : public PhaseHost {
   struct BarrierRoute {
     bool relay = false;
     std::unique_ptr<RelayClient> client;
+    absl::Status error;  // the member cannot use its relay (TLS: no TLS offered, a failed handshake): the phase fails
   };
   BarrierRoute OpenRoute(const PhaseCommand& cmd);
   void CloseRoute(const PhaseCommand& cmd, BarrierRoute& route);
@@ -263,6 +264,7 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
     announce.await = [&](uint64_t step) { return session->AwaitRelease(cmd.job_id, step); };
     bool refused = false;
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(*runner, cmd, &refused);
+    if (r.ok() && !route.error.ok()) r = route.error;
     if (r.ok()) {
       // Host telemetry is the host's: every phase, a concurrent job's too, carries the figures of its own span.
       const HostSampler::PhaseId sampled = sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
@@ -293,13 +295,25 @@ AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand&
         });
     return route;
   }
+  absl::StatusOr<Transport> t = RelayMemberTransport(opt.transport, opt.name, cmd.barrier_relay,
+                                                     cmd.barrier_relay_endpoint, cmd.barrier_relay_tls_name);
+  if (!t.ok()) {
+    route.error = t.status();
+    return route;
+  }
   route.client = std::make_unique<RelayClient>(
-      cmd.barrier_relay_endpoint, opt.transport, cmd.job_id, cmd.phase_id, opt.name,
+      cmd.barrier_relay_endpoint, *t, cmd.job_id, cmd.phase_id, opt.name,
       [this, job = cmd.job_id, phase = cmd.phase_id](uint64_t step, const barrier_timing::Release& t, int64_t at_ns) {
         const v1::BarrierRelease m = RelayRelease(job, phase, step, t);
         const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(at_ns)};
         session->DeliverRelease(m, at, /*from_relay=*/true);
       });
+  if (!route.client->handshake_failure().empty()) {
+    route.error = absl::FailedPreconditionError(RelayHandshakeCause(
+        route.client->handshake_failure(), opt.name, cmd.barrier_relay, cmd.barrier_relay_endpoint,
+        cmd.barrier_relay_tls_name));
+    spdlog::error("{}", route.error.message());
+  }
   return route;
 }
 
@@ -337,7 +351,10 @@ AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instan
     const auto ports = exposer->GetListeningPorts();
     if (!ports.empty()) id.metrics_endpoint = AdvertisedMetricsEndpoint(opt.metrics_listen, ports.front());
   }
-  if (relay_server) id.relay_endpoint = AdvertisedMetricsEndpoint(opt.relay_listen, relay_server->port());
+  if (relay_server) {
+    id.relay_endpoint = AdvertisedMetricsEndpoint(opt.relay_listen, relay_server->port());
+    if (opt.relay_tls.on()) id.relay_tls_name = opt.relay_tls.name;
+  }
   id.host_cpu_count = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   id.provenance = CollectHostProvenance(opt.data_root);
   id.data_root_mount = ProbeMount(opt.data_root);
@@ -517,16 +534,20 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
     impl->exposer->RegisterCollectable(impl->metrics);
     impl->exposer->RegisterCollectable(impl->sampler);
   }
-  if (!impl->opt.relay_listen.empty() && impl->opt.transport.tls()) {
-    // The relay hop has no TLS of its own yet (a member would expect the coordinator's certificate name): an agent
-    // of a TLS fleet offers no listener, so its jobs keep the flat star rather than fail their handshakes.
-    spdlog::info("agent '{}': no barrier relay listener under TLS (jobs over this agent keep the flat star)",
-                 impl->opt.name);
+  if (!impl->opt.relay_listen.empty() && !OffersRelayListener(impl->opt.transport, impl->opt.relay_tls)) {
+    // Under TLS the relay hop needs a certificate of its own (agent/relay_credentials.h): without one the agent
+    // offers no listener, so its jobs keep the flat star rather than talk plain text or fail their handshakes.
+    spdlog::info("agent '{}': no barrier relay listener under TLS without --relay-tls-cert (jobs over this agent "
+                 "keep the flat star)", impl->opt.name);
   } else if (!impl->opt.relay_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<RelayServer>> relay =
-        RelayServer::Start(impl->opt.relay_listen, impl->opt.transport, &impl->relay_hub);
+    absl::StatusOr<std::unique_ptr<RelayServer>> relay = RelayServer::Start(
+        impl->opt.relay_listen, RelayServerTransport(impl->opt.transport, impl->opt.relay_tls), &impl->relay_hub);
     if (!relay.ok()) return relay.status();
     impl->relay_server = std::move(*relay);
+    if (impl->opt.relay_tls.on()) {
+      spdlog::info("agent '{}': barrier relay listener on port {} serves TLS as '{}'", impl->opt.name,
+                   impl->relay_server->port(), impl->opt.relay_tls.name);
+    }
   }
   impl->session = std::make_unique<AgentSession>(impl->MakeIdentity(instance), impl.get(), impl->metrics.get());
   impl->session->set_relay_hook([hub = &impl->relay_hub](const std::string& job, const std::string& phase,

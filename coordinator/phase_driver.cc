@@ -144,6 +144,7 @@ void PhaseDriver::Order(size_t i, std::shared_ptr<AgentLink> link, const PhaseOr
   const barrier_tree::Group& g = tree_.groups[tree_.group_of[i]];
   o.barrier_relay = NameAt(g.relay);
   o.barrier_relay_endpoint = (*setup_.agents)[g.relay].relay_endpoint;
+  o.barrier_relay_tls_name = (*setup_.agents)[g.relay].relay_tls_name;
   if (g.relay == i) {
     for (size_t m : g.members) o.barrier_group.push_back(NameAt(m));
   }

@@ -44,6 +44,7 @@ struct PhaseOrder {
   // relay) and its listener; on a relay, its group in placement order, itself included. Empty = the flat star.
   std::string barrier_relay;
   std::string barrier_relay_endpoint;
+  std::string barrier_relay_tls_name;  // the name in the relay's TLS certificate; empty = its listener is plaintext
   std::vector<std::string> barrier_group;
 };
 

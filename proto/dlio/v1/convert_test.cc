@@ -18,7 +18,8 @@ TEST(PhaseOrderWire, EveryFieldAndKindRoundTrips) {
       R"pb(job_id: "j" phase_id: "save-checkpoint-3" workload_yaml: "model:\n  name: x\n" world_size: 16
            first_rank: 8 local_ranks: 4 epoch: 2 num_agents: 4 agent_index: 2 checkpoint_load: true
            checkpoint_index: 3 checkpoint_step: 1099511627776 s3_secret_access_key: "secret" share_agent: true
-           barrier_tree { relay: "a1" relay_endpoint: "10.0.0.1:7000" group: "a1" group: "a2" })pb",
+           barrier_tree { relay: "a1" relay_endpoint: "10.0.0.1:7000" group: "a1" group: "a2"
+                          relay_tls_name: "relay-1.example" })pb",
       &wire));
   const std::vector<std::pair<v1::PhaseKind, PhaseKind>> kinds = {{v1::PHASE_KIND_GENERATE, PhaseKind::kGenerate},
                                                                   {v1::PHASE_KIND_TRAIN_EPOCH, PhaseKind::kTrainEpoch},
