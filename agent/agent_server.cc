@@ -312,7 +312,7 @@ AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand&
     route.error = absl::FailedPreconditionError(RelayHandshakeCause(
         route.client->handshake_failure(), opt.name, cmd.barrier_relay, cmd.barrier_relay_endpoint,
         cmd.barrier_relay_tls_name));
-    spdlog::error("{}", route.error.message());
+    spdlog::error("{}", std::string(route.error.message()));
   }
   return route;
 }
