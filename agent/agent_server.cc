@@ -135,8 +135,12 @@ struct AgentServer::Impl : public PhaseHost {
   struct BarrierRoute {
     bool relay = false;
     std::unique_ptr<RelayClient> client;
+    absl::Status error;  // the member cannot use its relay (TLS: no TLS offered, a failed handshake): the phase fails
   };
   BarrierRoute OpenRoute(const PhaseCommand& cmd);
+  // A member's (or a relay of relays') stream to its parent relay, TLS when the fleet has it (agent/
+  // relay_credentials.h); false with route.error set when the transport is refused or the handshake failed.
+  bool OpenParent(const PhaseCommand& cmd, bool relays, BarrierRoute& route);
   void CloseRoute(const PhaseCommand& cmd, BarrierRoute& route);
   // Sends the agent's arrival of `step` (compute_left_ns 0 after compute) along `route`; false when the session is
   // gone. A member whose relay is gone keeps waiting: the coordinator fails the job naming the relay.
@@ -263,6 +267,7 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
     announce.await = [&](uint64_t step) { return session->AwaitRelease(cmd.job_id, step); };
     bool refused = false;
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(*runner, cmd, &refused);
+    if (r.ok() && !route.error.ok()) r = route.error;
     if (r.ok()) {
       // Host telemetry is the host's: every phase, a concurrent job's too, carries the figures of its own span.
       const HostSampler::PhaseId sampled = sampler->BeginPhase(std::chrono::seconds(cmd.spec.telemetry_interval));
@@ -281,18 +286,8 @@ AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand&
   if (cmd.barrier_relay.empty()) return route;  // the star
   // The groups this agent relays (none: a plain member), lowest first; a relay of relays has a parent relay too.
   const std::vector<std::vector<std::string>> levels = RelayHub::LevelsOf(cmd);
-  if (cmd.barrier_relay != opt.name) {  // its (highest group's) arrivals go to its parent relay
-    route.client = std::make_unique<RelayClient>(
-        cmd.barrier_relay_endpoint, opt.transport, cmd.job_id, cmd.phase_id, opt.name,
-        [this, job = cmd.job_id, phase = cmd.phase_id, relays = !levels.empty()](
-            uint64_t step, const barrier_timing::Release& t, int64_t at_ns) {
-          std::optional<barrier_timing::Release> own;
-          if (relays) own = relay_hub.Released(job, phase, step, t, at_ns, at_ns);  // down its levels first
-          const v1::BarrierRelease m = RelayRelease(job, phase, step, own.value_or(t));
-          const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(at_ns)};
-          session->DeliverRelease(m, at, /*from_relay=*/true);
-        });
-  }
+  // Its (highest group's) arrivals go to its parent relay.
+  if (cmd.barrier_relay != opt.name && !OpenParent(cmd, !levels.empty(), route)) return route;
   if (levels.empty()) return route;
   route.relay = true;
   for (size_t l = 0; l < levels.size(); ++l) {
@@ -317,6 +312,31 @@ AgentServer::Impl::BarrierRoute AgentServer::Impl::OpenRoute(const PhaseCommand&
         session->SendMemberLost(cmd, member, why);
       });
   return route;
+}
+
+bool AgentServer::Impl::OpenParent(const PhaseCommand& cmd, bool relays, BarrierRoute& route) {
+  absl::StatusOr<Transport> t = RelayMemberTransport(opt.transport, opt.name, cmd.barrier_relay,
+                                                     cmd.barrier_relay_endpoint, cmd.barrier_relay_tls_name);
+  if (!t.ok()) {
+    route.error = t.status();
+    return false;
+  }
+  route.client = std::make_unique<RelayClient>(
+      cmd.barrier_relay_endpoint, *t, cmd.job_id, cmd.phase_id, opt.name,
+      [this, job = cmd.job_id, phase = cmd.phase_id, relays](uint64_t step, const barrier_timing::Release& t,
+                                                             int64_t at_ns) {
+        std::optional<barrier_timing::Release> own;
+        if (relays) own = relay_hub.Released(job, phase, step, t, at_ns, at_ns);  // down its levels first
+        const v1::BarrierRelease m = RelayRelease(job, phase, step, own.value_or(t));
+        const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(at_ns)};
+        session->DeliverRelease(m, at, /*from_relay=*/true);
+      });
+  if (route.client->handshake_failure().empty()) return true;
+  route.error = absl::FailedPreconditionError(RelayHandshakeCause(route.client->handshake_failure(), opt.name,
+                                                                  cmd.barrier_relay, cmd.barrier_relay_endpoint,
+                                                                  cmd.barrier_relay_tls_name));
+  spdlog::error("{}", std::string(route.error.message()));
+  return false;
 }
 
 void AgentServer::Impl::CloseRoute(const PhaseCommand& cmd, BarrierRoute& route) {
@@ -353,7 +373,10 @@ AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instan
     const auto ports = exposer->GetListeningPorts();
     if (!ports.empty()) id.metrics_endpoint = AdvertisedMetricsEndpoint(opt.metrics_listen, ports.front());
   }
-  if (relay_server) id.relay_endpoint = AdvertisedMetricsEndpoint(opt.relay_listen, relay_server->port());
+  if (relay_server) {
+    id.relay_endpoint = AdvertisedMetricsEndpoint(opt.relay_listen, relay_server->port());
+    if (opt.relay_tls.on()) id.relay_tls_name = opt.relay_tls.name;
+  }
   id.host_cpu_count = static_cast<uint32_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   id.provenance = CollectHostProvenance(opt.data_root);
   id.data_root_mount = ProbeMount(opt.data_root);
@@ -533,16 +556,20 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(Options options)
     impl->exposer->RegisterCollectable(impl->metrics);
     impl->exposer->RegisterCollectable(impl->sampler);
   }
-  if (!impl->opt.relay_listen.empty() && impl->opt.transport.tls()) {
-    // The relay hop has no TLS of its own yet (a member would expect the coordinator's certificate name): an agent
-    // of a TLS fleet offers no listener, so its jobs keep the flat star rather than fail their handshakes.
-    spdlog::info("agent '{}': no barrier relay listener under TLS (jobs over this agent keep the flat star)",
-                 impl->opt.name);
+  if (!impl->opt.relay_listen.empty() && !OffersRelayListener(impl->opt.transport, impl->opt.relay_tls)) {
+    // Under TLS the relay hop needs a certificate of its own (agent/relay_credentials.h): without one the agent
+    // offers no listener, so its jobs keep the flat star rather than talk plain text or fail their handshakes.
+    spdlog::info("agent '{}': no barrier relay listener under TLS without --relay-tls-cert (jobs over this agent "
+                 "keep the flat star)", impl->opt.name);
   } else if (!impl->opt.relay_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<RelayServer>> relay =
-        RelayServer::Start(impl->opt.relay_listen, impl->opt.transport, &impl->relay_hub);
+    absl::StatusOr<std::unique_ptr<RelayServer>> relay = RelayServer::Start(
+        impl->opt.relay_listen, RelayServerTransport(impl->opt.transport, impl->opt.relay_tls), &impl->relay_hub);
     if (!relay.ok()) return relay.status();
     impl->relay_server = std::move(*relay);
+    if (impl->opt.relay_tls.on()) {
+      spdlog::info("agent '{}': barrier relay listener on port {} serves TLS as '{}'", impl->opt.name,
+                   impl->relay_server->port(), impl->opt.relay_tls.name);
+    }
   }
   impl->session = std::make_unique<AgentSession>(impl->MakeIdentity(instance), impl.get(), impl->metrics.get());
   impl->session->set_relay_hook([hub = &impl->relay_hub](const std::string& job, const std::string& phase,

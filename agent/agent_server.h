@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/relay_credentials.h"
 #include "dlio/v1/transport.h"
 
 namespace dlio {
@@ -46,6 +47,9 @@ class AgentServer {
     // with a wildcard host resolved by the coordinator); empty = none (the agent never relays, and a job over it
     // keeps the flat star).
     std::string relay_listen = "0.0.0.0:0";
+    // --relay-tls-cert/--relay-tls-key/--relay-tls-name: the relay listener's own TLS (agent/relay_credentials.h).
+    // Under TLS (transport.tls()) without it the agent offers no listener, and jobs over it keep the flat star.
+    RelayTls relay_tls;
     std::chrono::milliseconds reconnect_window{30000};
     uint32_t protocol_version = 0;           // 0 = ours; tests set another to check the refusal
     Transport transport;                     // token and TLS material (LoadTransport); empty = plaintext

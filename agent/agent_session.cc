@@ -47,6 +47,7 @@ v1::AgentMessage AgentSession::Hello() const {
   hello->set_accelerators(static_cast<uint32_t>(id_.accelerators));
   hello->set_metrics_endpoint(id_.metrics_endpoint);
   hello->set_relay_endpoint(id_.relay_endpoint);
+  hello->set_relay_tls_name(id_.relay_tls_name);
   hello->set_host_memory_bytes(id_.host_memory_bytes);
   hello->set_host_memory_source(id_.host_memory_source);
   hello->set_host_cpu_count(id_.host_cpu_count);

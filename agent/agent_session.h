@@ -96,6 +96,7 @@ class AgentSession {
     uint32_t protocol_version = 0;   // 0 = kProtocolVersion (tests announce another to check the refusal)
     std::string metrics_endpoint;    // host:port of the agent's /metrics, empty = none
     std::string relay_endpoint;      // host:port of the agent's step-barrier relay listener, empty = none
+    std::string relay_tls_name;      // the name in the relay listener's TLS certificate, empty = plaintext or none
     uint64_t host_memory_bytes = 0;
     std::string host_memory_source;  // "meminfo", "cgroup" or "--host-memory" (Hello.host_memory_source)
     uint32_t host_cpu_count = 1;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "agent/relay_credentials.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
@@ -255,6 +256,24 @@ absl::StatusOr<std::unique_ptr<RelayServer>> RelayServer::Start(const std::strin
 
 using ClientStream = grpc::ClientReaderWriter<v1::RelayArrive, v1::BarrierRelease>;
 
+namespace {
+// gRPC's reason for a channel that did not connect when it is the TLS handshake's, else empty: a call on a channel in
+// TRANSIENT_FAILURE fails at once with it (1 s bounds one still connecting, or connecting meanwhile: it then ends
+// cleanly, sending nothing).
+std::string HandshakeFailure(v1::BarrierRelay::Stub& stub, const Transport& transport) {
+  grpc::ClientContext probe;
+  probe.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  AddToken(&probe, transport);
+  std::unique_ptr<ClientStream> s = stub.Join(&probe);
+  s->WritesDone();
+  v1::BarrierRelease ignored;
+  while (s->Read(&ignored)) {
+  }
+  const grpc::Status st = s->Finish();
+  return !st.ok() && IsHandshakeFailure(st.error_message()) ? st.error_message() : "";
+}
+}  // namespace
+
 struct RelayClient::Impl {
   std::string job, phase, member;
   std::shared_ptr<grpc::Channel> channel;
@@ -262,6 +281,7 @@ struct RelayClient::Impl {
   grpc::ClientContext ctx;
   std::unique_ptr<ClientStream> stream;
   std::thread reader;
+  std::string handshake_failure;
   Mutex mu;
   bool closed ABSL_GUARDED_BY(mu) = false;
 };
@@ -272,10 +292,12 @@ RelayClient::RelayClient(const std::string& endpoint, const Transport& transport
   Impl& im = *impl_;
   im.job = std::move(job), im.phase = std::move(phase), im.member = std::move(member);
   im.channel = grpc::CreateCustomChannel(endpoint, ChannelCredentials(transport), SessionChannelArgs(transport));
+  im.stub = v1::BarrierRelay::NewStub(im.channel);
   // 2 s to connect, as the agent's session: a relay not there by then is gone (the member waits for the
   // coordinator's verdict; a call on a channel still connecting would fail its first write).
-  im.channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  im.stub = v1::BarrierRelay::NewStub(im.channel);
+  if (!im.channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2)) && transport.tls()) {
+    im.handshake_failure = HandshakeFailure(*im.stub, transport);
+  }
   AddToken(&im.ctx, transport);
   im.stream = im.stub->Join(&im.ctx);
   im.reader = std::thread([&im, on_release = std::move(on_release)] {
@@ -289,6 +311,8 @@ RelayClient::RelayClient(const std::string& endpoint, const Transport& transport
 }
 
 RelayClient::~RelayClient() { Close(); }
+
+const std::string& RelayClient::handshake_failure() const { return impl_->handshake_failure; }
 
 bool RelayClient::Send(uint64_t step, int64_t compute_left_ns) {
   v1::RelayArrive a;

@@ -18,7 +18,8 @@
 // and TLS of the agent's Transport (a call without the token is refused UNAUTHENTICATED).
 // RelayClient: a member's Join stream to its relay for one phase; releases are handed to `on_release` from the
 // client's reader thread. If the relay goes away the member keeps waiting: the coordinator fails the job naming the
-// relay and its group, and cancels the phase.
+// relay and its group, and cancels the phase. Under TLS (agent/relay_credentials.h) a failed handshake is kept
+// (handshake_failure()) for the member to fail its phase with.
 // Time: the steady clock (ns) throughout. No gRPC type in this header (pimpl).
 // Thread-safety: every RelayHub method from any thread (one mutex; callbacks `forward`, `reply` and `lost` are
 // called under it and must not call back into the hub); RelayClient::Send and Close from any thread.
@@ -142,6 +143,10 @@ class RelayClient {
   bool Send(uint64_t step, int64_t compute_left_ns);
   // Ends the stream (the relay sees a clean end, not a lost member) and joins the reader.
   void Close();
+  // gRPC's reason when the connection failed in its TLS handshake (agent/relay_credentials.h IsHandshakeFailure: the
+  // relay's certificate lacks its announced name or no trusted CA signed it): the member fails its phase naming it
+  // rather than wait for a barrier that cannot come. Empty when connected, or unreachable for another reason.
+  const std::string& handshake_failure() const;
 
  private:
   struct Impl;

@@ -28,6 +28,7 @@ struct AgentFlags {
   double reconnect_window_s = 30;
   std::string name, node_name;
   dlio::TransportFiles tls;
+  dlio::RelayTlsFiles relay_tls;
   std::string log_level = "info";
   std::vector<std::string> link_speeds;  // --link-speed IFACE=MBPS, parsed by LinkSpeeds
 };
@@ -77,8 +78,15 @@ void AddAgentOptions(CLI::App* app, AgentFlags* f) {
   app->add_option("--relay-listen", f->opt.relay_listen,
                   "Listen for the step barrier's relay tree on HOST:PORT (port 0 picks a free port, announced at "
                   "attach; a wildcard host is the address the coordinator sees); empty = never relay (jobs over this "
-                  "agent keep the flat star; docs/fleet.md); not under TLS yet (--tls-ca: no listener)")
+                  "agent keep the flat star; docs/fleet.md); under TLS (--tls-ca) only with --relay-tls-cert")
       ->default_val("0.0.0.0:0");
+  app->add_option("--relay-tls-cert", f->relay_tls.cert,
+                  "Certificate (PEM) the relay listener serves TLS with, signed by the CA of the fleet's --tls-ca; "
+                  "needs --tls-ca. Without it an agent with TLS offers no relay listener");
+  app->add_option("--relay-tls-key", f->relay_tls.key, "Private key (PEM) of --relay-tls-cert");
+  app->add_option("--relay-tls-name", f->relay_tls.name,
+                  "Name --relay-tls-cert holds, announced at attach: members expect it in the relay's certificate "
+                  "(default: this host's name)");
   app->add_option("--reconnect-window", f->reconnect_window_s,
                   "Seconds to keep retrying (with backoff) while the coordinator is unreachable, then give up (exit 3, "
                   "one line naming the coordinator and the cause)")
@@ -147,6 +155,19 @@ int RunAgent(AgentFlags& f) {
     return 2;
   }
   f.opt.transport = *transport;
+  absl::StatusOr<dlio::RelayTls> relay_tls = dlio::LoadRelayTls(f.relay_tls, f.tls, f.opt.hostname);
+  if (!relay_tls.ok()) {
+    std::cerr << "dlio-agent: " << relay_tls.status().message() << "\n";
+    return 2;
+  }
+  if (relay_tls->on()) {
+    if (const std::string problem = dlio::CertificateNameProblem(relay_tls->cert_pem, relay_tls->name);
+        !problem.empty()) {
+      spdlog::warn("agent '{}': --relay-tls-cert '{}': {} (--relay-tls-name): members will refuse this relay and "
+                   "fail jobs it relays", f.opt.name, f.relay_tls.cert, problem);
+    }
+  }
+  f.opt.relay_tls = *std::move(relay_tls);
   f.opt.reconnect_window = std::chrono::milliseconds(static_cast<int64_t>(f.reconnect_window_s * 1000));
 
   auto server = dlio::AgentServer::Start(f.opt);

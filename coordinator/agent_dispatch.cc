@@ -13,7 +13,7 @@ absl::Status CheckHello(const v1::Hello& h) {
       {&h.name(), "Hello.name"},         {&h.hostname(), "Hello.hostname"}, {&h.instance(), "Hello.instance"},
       {&h.metrics_endpoint(), "Hello.metrics_endpoint"}, {&h.kernel(), "Hello.kernel"},
       {&h.cpu_model(), "Hello.cpu_model"}, {&h.data_root_fs(), "Hello.data_root_fs"},
-      {&h.relay_endpoint(), "Hello.relay_endpoint"}};
+      {&h.relay_endpoint(), "Hello.relay_endpoint"}, {&h.relay_tls_name(), "Hello.relay_tls_name"}};
   for (const auto& [text, field] : texts) {
     // 255: a host name's limit; the longer provenance strings (uname's version, a CPU model) fit too.
     if (absl::Status s = CheckText(*text, field, 255); !s.ok()) {
@@ -75,6 +75,7 @@ AgentInfo AgentInfoFromHello(const v1::Hello& hello) {
   }
   info.memory_source = hello.host_memory_source();
   info.relay_endpoint = hello.relay_endpoint();
+  info.relay_tls_name = hello.relay_tls_name();
   info.ranks = static_cast<int>(hello.accelerators());
   return info;
 }

@@ -145,6 +145,7 @@ void PhaseDriver::Order(size_t i, std::shared_ptr<AgentLink> link, const PhaseOr
   const size_t parent = tree_.parent[i] == barrier_tree::TreePlan::kNone ? i : tree_.parent[i];
   o.barrier_relay = NameAt(parent);
   o.barrier_relay_endpoint = (*setup_.agents)[parent].relay_endpoint;
+  o.barrier_relay_tls_name = (*setup_.agents)[parent].relay_tls_name;
   for (size_t l = 0; l < tree_.relay_levels[i]; ++l) {
     std::vector<std::string> names;
     for (size_t m : tree_.RelayedAt(i, l).members) names.push_back(NameAt(m));

@@ -203,6 +203,7 @@ TEST(PhaseDriverTest, FailuresNameAgentRanksJobPhaseAndStepAndTheFirstOneWins) {
 TEST(PhaseDriverTest, ATreeTalksToTheRelaysOnlyAndALostRelayNamesItsGroup) {
   Fleet f(7);
   for (AgentInfo& a : f.agents) a.relay_endpoint = "127.0.0.1:" + std::to_string(7000 + a.first_rank);
+  f.agents[0].relay_tls_name = "relay-a.example";  // a TLS listener: its members verify this name
   PhaseDriver d;
   const Clock::time_point t0{};
   d.Begin({"job", "train-epoch-1", PhaseKind::kTrainEpoch, 1, &f.agents, &f.index, 3, 2}, t0);
@@ -210,6 +211,8 @@ TEST(PhaseDriverTest, ATreeTalksToTheRelaysOnlyAndALostRelayNamesItsGroup) {
   ASSERT_TRUE(d.tree().tree());
   EXPECT_EQ(f.links[1]->last.barrier_relay, "a");
   EXPECT_EQ(f.links[1]->last.barrier_relay_endpoint, "127.0.0.1:7000");
+  EXPECT_EQ(f.links[1]->last.barrier_relay_tls_name, "relay-a.example");
+  EXPECT_EQ(f.links[4]->last.barrier_relay_tls_name, "");
   EXPECT_TRUE(f.links[1]->last.barrier_group.empty());
   EXPECT_EQ(f.links[3]->last.barrier_group, std::vector<std::string>({"d", "e", "f"}));
   EXPECT_EQ(f.links[6]->last.barrier_group, std::vector<std::string>({"g"}));

@@ -65,6 +65,7 @@ struct PhaseOrder {
   // relay) and its listener; on a relay, its group in placement order, itself included. Empty = the flat star.
   std::string barrier_relay;
   std::string barrier_relay_endpoint;
+  std::string barrier_relay_tls_name;  // the name in the relay's TLS certificate; empty = its listener is plaintext
   std::vector<std::string> barrier_group;
   // On a relay of relays (base/barrier_tree.h BuildTree): the groups it relays above barrier_group, lowest first
   // (relays' names, itself first); barrier_relay is then its highest group's parent (its own name: the coordinator).

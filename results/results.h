@@ -207,6 +207,7 @@ struct AgentInfo {
   // host:port of its step-barrier relay listener (Hello.relay_endpoint, resolved); empty = it cannot relay. Not
   // written to result files.
   std::string relay_endpoint;
+  std::string relay_tls_name;  // the name in its relay listener's TLS certificate (Hello.relay_tls_name); empty = plain
   // The mount holding the data root (base/mount_id.h); empty from older agents. Last, so that positional
   // initialisers of the fields above keep their meaning.
   MountId data_root_mount;

@@ -2,10 +2,15 @@
 // forced by dlio_ext.barrier_fanout and dlio_ext.barrier_tree_min_agents (relays at placement 0, 3 and 6, groups of
 // 3, 3 and 1). The tree runs the same steps and samples as the star and keeps its AU (announce and after_compute); a
 // relay killed mid-epoch (kill -9) fails the job naming the relay and its group; a bad fan-out is refused naming the
-// key. Run alone: it measures timing.
+// key. Under TLS: without relay certificates the star stays; with them the tree runs over TLS; a relay whose
+// certificate lacks its announced name fails the job naming it; bad relay certificate flags are refused naming the
+// flag. Run alone: it measures timing.
 #include <signal.h>
 
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <regex>
 #include <thread>
 
@@ -130,7 +135,7 @@ TEST(BarrierTree, ARelayKilledMidEpochFailsTheJobNamingTheRelayAndItsGroup) {
   EXPECT_NE(out.find("phase train-epoch-1"), std::string::npos) << out;
 }
 
-// The relay hop has no TLS of its own yet: the agents of a TLS fleet offer no relay listener, so a job that asks for
+// Agents of a TLS fleet without relay certificates (--relay-tls-cert) offer no relay listener, so a job that asks for
 // the tree keeps the star and runs, rather than its members failing their handshakes with the relays.
 TEST(BarrierTree, ATlsFleetKeepsTheStar) {
   TempDir dir;
@@ -251,6 +256,149 @@ TEST(BarrierTree, AMemberKilledMidEpochFailsTheJobNamingTheMember) {
   const bool by_relay = out.find("reported by its relay agent-4", at) != std::string::npos;
   std::printf("the member's loss reached the coordinator first through %s\n",
               by_relay ? "its relay's RelayMemberLost" : "its own session's end");
+}
+
+// --- TLS on the relay hop: 4 agents of a mutual-TLS fleet with fan-out 3 forced (relays agent-0 and agent-3,
+// groups of 3 and 1) ---
+
+// The TLS material in `d` (the CAs, the coordinator's and the agents' client certificates), the relay certificates
+// `relays` (stem -> DNS names; signed by the test CA unless the stem starts with "untrusted") and a TLS fleet of 4
+// agents, agent-i given `relay_flags(i)` beside its client TLS flags.
+struct TlsTreeFleet {
+  std::vector<std::string> client_tls;
+  std::unique_ptr<Fleet> fleet;
+};
+
+TlsTreeFleet StartTlsTreeFleet(const TempDir& dir, const std::map<std::string, std::vector<std::string>>& relays,
+                               const std::function<std::vector<std::string>(int)>& relay_flags) {
+  const std::string d = dir.str();
+  TlsTreeFleet out;
+  const CommandResult ssl = MakeTestCertificates(d);
+  EXPECT_EQ(ssl.exit_code, 0) << ssl.out << ssl.err;
+  for (const auto& [stem, dns] : relays) {
+    const CommandResult c = MakeRelayCertificate(d, stem, dns, stem.rfind("untrusted", 0) == 0 ? "other-ca" : "ca");
+    EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  }
+  out.client_tls = {"--tls-ca", d + "/ca.pem", "--tls-cert", d + "/client.pem", "--tls-key", d + "/client.key"};
+  fs::create_directories(dir.path() / "root");
+  out.fleet = std::make_unique<Fleet>(
+      dir, std::vector<std::string>{"--tls-cert", d + "/server.pem", "--tls-key", d + "/server.key", "--tls-ca",
+                                    d + "/ca.pem"},
+      out.client_tls);
+  for (int i = 0; i < 4; ++i) {
+    std::vector<std::string> flags = out.client_tls;
+    for (const std::string& f : relay_flags(i)) flags.push_back(f);
+    out.fleet->AddAgent("agent-" + std::to_string(i), flags);
+  }
+  return out;
+}
+
+// Per-node relay certificates (agent-i holds agent-i.relay.test, announced with --relay-tls-name): the job asking for
+// the tree runs through it over TLS (the relays log their groups; under the tree the coordinator counts only the
+// relays' arrivals, so a job that completes had every step through them) with the star's steps and samples.
+TEST(BarrierTree, ATlsFleetWithRelayCertificatesRunsTheTreeWithTheStarsSteps) {
+  TempDir dir;
+  const std::string d = dir.str();
+  std::map<std::string, std::vector<std::string>> certs;
+  for (int i = 0; i < 4; ++i) certs["relay-" + std::to_string(i)] = {"agent-" + std::to_string(i) + ".relay.test"};
+  TlsTreeFleet tls = StartTlsTreeFleet(dir, certs, [&](int i) {
+    const std::string stem = d + "/relay-" + std::to_string(i);
+    return std::vector<std::string>{"--relay-tls-cert", stem + ".pem", "--relay-tls-key", stem + ".key",
+                                    "--relay-tls-name", "agent-" + std::to_string(i) + ".relay.test"};
+  });
+  Fleet& fleet = *tls.fleet;
+  json metric[2];
+  std::string job[2];
+  for (int t = 0; t < 2; ++t) {  // the star (4 agents: below the default threshold of 33), then the tree
+    const std::string name = t == 0 ? "star" : "tree";
+    WriteFile(d + "/" + name + ".yaml", Workload("npz", 4 * 12, 1, 4096, 1, 0.02, 2, true, t == 0 ? "" : kTree));
+    const CommandResult r = fleet.Client({"submit", d + "/" + name + ".yaml", "--wait-for-agents", "30", "--agents",
+                                          "4", "--barrier-timeout", "30", "--output", d + "/out-" + name},
+                                         seconds(120));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << fleet.Logs();
+    job[t] = JobIdIn(r.out + r.err);
+    metric[t] = LoadJson(d + "/out-" + name + "/summary.json")["metric"];
+  }
+  EXPECT_TRUE(RelayLines(fleet, job[0], 4).empty()) << "the star has no relays";
+  const std::vector<RelayLine> relays = RelayLines(fleet, job[1], 4);
+  EXPECT_EQ(relays.size(), 4u) << fleet.Logs();  // relays agent-0 (3 agents) and agent-3 (1), 2 epochs
+  for (const RelayLine& l : relays) EXPECT_TRUE(l.relay == "agent-0" || l.relay == "agent-3") << l.relay;
+  const std::string logs = fleet.Logs();
+  EXPECT_NE(logs.find("barrier relay listener on port"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("serves TLS as 'agent-0.relay.test'"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("TLS handshake with relay"), std::string::npos) << logs;
+  EXPECT_EQ(metric[1]["train_read_bytes"], metric[0]["train_read_bytes"]);
+  EXPECT_NEAR(metric[1]["train_throughput_mean_samples_per_second"].get<double>(),
+              metric[0]["train_throughput_mean_samples_per_second"].get<double>(),
+              0.1 * metric[0]["train_throughput_mean_samples_per_second"].get<double>())
+      << metric[1].dump(1) << metric[0].dump(1);
+}
+
+// The relays share one wildcard certificate (*.relay.test), each announcing a name under it; agent-0 (a relay)
+// announces one its certificate does not hold: its members' handshakes fail, and the job fails at its first training
+// epoch with one line naming the relay and the certificate problem, long before the barrier timeout (120 s).
+TEST(BarrierTree, ARelayWhoseCertificateLacksItsNameFailsTheJobNamingIt) {
+  TempDir dir;
+  const std::string d = dir.str();
+  TlsTreeFleet tls = StartTlsTreeFleet(dir, {{"relay", {"*.relay.test"}}}, [&](int i) {
+    const std::string name = i == 0 ? "agent-0.elsewhere.test" : "agent-" + std::to_string(i) + ".relay.test";
+    return std::vector<std::string>{"--relay-tls-cert", d + "/relay.pem", "--relay-tls-key", d + "/relay.key",
+                                    "--relay-tls-name", name};
+  });
+  Fleet& fleet = *tls.fleet;
+  WriteFile(d + "/job.yaml", Workload("npz", 4 * 8, 1, 4096, 1, 0.02, 1, true, kTree));
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r = fleet.Client({"submit", d + "/job.yaml", "--wait-for-agents", "30", "--agents", "4",
+                                        "--barrier-timeout", "120", "--output", d + "/out"},
+                                       seconds(110));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err << fleet.Logs();
+  EXPECT_LT(took, seconds(60)) << "bounded by the handshake, not the barrier timeout";
+  const std::string out = r.out + r.err;
+  EXPECT_NE(out.find("TLS handshake with relay agent-0 (127.0.0.1:"), std::string::npos) << out << fleet.Logs();
+  EXPECT_NE(out.find("its certificate does not hold the name 'agent-0.elsewhere.test' it announced"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("phase train-epoch-1"), std::string::npos) << out;
+  // agent-0 said so at its start already.
+  EXPECT_NE(fleet.agent(0).Log().find("the certificate holds DNS:*.relay.test, not 'agent-0.elsewhere.test'"),
+            std::string::npos) << fleet.agent(0).Log();
+}
+
+// The relay certificate flags alone, before anything connects: each bad combination or file is one line naming its
+// flag, exit 2.
+TEST(BarrierTree, BadRelayTlsFlagsAreOneLineNamingTheFlag) {
+  TempDir dir;
+  const std::string d = dir.str();
+  ASSERT_EQ(MakeTestCertificates(d).exit_code, 0);
+  ASSERT_EQ(MakeRelayCertificate(d, "relay", {"relay.test"}).exit_code, 0);
+  fs::create_directories(dir.path() / "root");
+  const std::vector<std::string> tls = {"--tls-ca", d + "/ca.pem"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--relay-tls-cert", d + "/relay.pem"}, "dlio-agent: --relay-tls-cert needs --relay-tls-key"},
+      {{"--relay-tls-key", d + "/relay.key"}, "dlio-agent: --relay-tls-key needs --relay-tls-cert"},
+      {{"--relay-tls-name", "relay.test"}, "dlio-agent: --relay-tls-name needs --relay-tls-cert"},
+      {{"--relay-tls-cert", d + "/nowhere.pem", "--relay-tls-key", d + "/relay.key"},
+       "dlio-agent: --relay-tls-cert: cannot read '" + d + "/nowhere.pem' (No such file or directory)"},
+      {{"--relay-tls-cert", d + "/relay.pem", "--relay-tls-key", d + "/client.key"},
+       "dlio-agent: --relay-tls-key: does not match --relay-tls-cert"},
+  };
+  for (const auto& [flags, want] : cases) {
+    std::vector<std::string> argv = {Bin("dlio-agent"), "--coordinator", "127.0.0.1:1", "--data-root",
+                                     d + "/root", "--reconnect-window", "0"};
+    argv.insert(argv.end(), tls.begin(), tls.end());
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const CommandResult r = RunCommand(argv, seconds(30), d);
+    EXPECT_EQ(r.exit_code, 2) << want << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // Without --tls-ca (a plaintext fleet) a relay certificate is refused: its members could not verify it.
+  const CommandResult plain = RunCommand({Bin("dlio-agent"), "--coordinator", "127.0.0.1:1", "--data-root",
+                                          d + "/root", "--relay-tls-cert", d + "/relay.pem", "--relay-tls-key",
+                                          d + "/relay.key"},
+                                         seconds(30), d);
+  EXPECT_EQ(plain.exit_code, 2) << plain.out << plain.err;
+  EXPECT_NE(plain.err.find("dlio-agent: --relay-tls-cert needs --tls-ca"), std::string::npos) << plain.err;
 }
 
 }  // namespace

@@ -170,6 +170,19 @@ CommandResult MakeTestCertificates(const std::string& dir) {
   return RunCommand({"sh", "-c", script}, std::chrono::seconds(60));
 }
 
+CommandResult MakeRelayCertificate(const std::string& dir, const std::string& stem, const std::vector<std::string>& dns,
+                                   const std::string& ca) {
+  std::string san = "subjectAltName=";
+  for (size_t i = 0; i < dns.size(); ++i) san += (i ? ",DNS:" : "DNS:") + dns[i];
+  const std::string script =
+      "set -e; cd " + dir + "; "
+      "openssl req -newkey rsa:2048 -nodes -keyout " + stem + ".key -out " + stem + ".csr -subj /CN=" + stem + "; "
+      "printf '" + san + "\\n' > " + stem + ".ext; "
+      "openssl x509 -req -in " + stem + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key -CAcreateserial -out " + stem +
+      ".pem -days 1 -extfile " + stem + ".ext";
+  return RunCommand({"sh", "-c", script}, std::chrono::seconds(60));
+}
+
 std::string HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

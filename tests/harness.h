@@ -203,6 +203,12 @@ bool WaitForListening(int port, std::chrono::milliseconds timeout = std::chrono:
 // server certificate for 127.0.0.1 and localhost signed by the first (server.pem, server.key) and a client
 // certificate (client.pem, client.key). The result of the script: exit code 0 when all were made.
 CommandResult MakeTestCertificates(const std::string& dir);
+// A relay listener's certificate for dlio-agent --relay-tls-cert/--relay-tls-key, made in `dir` (where
+// MakeTestCertificates made its CAs): `<stem>.pem` and `<stem>.key`, signed by `<ca>.pem`/`<ca>.key` (the test CA by
+// default; "other-ca" for one the fleet does not trust), holding the DNS names `dns` in its subjectAltName (e.g.
+// {"agent-0.relay.test"} for a per-node certificate, {"*.relay.test"} for one shared by a fleet).
+CommandResult MakeRelayCertificate(const std::string& dir, const std::string& stem, const std::vector<std::string>& dns,
+                                   const std::string& ca = "ca");
 // HTTP GET http://127.0.0.1:port/path; empty on failure.
 std::string HttpGet(int port, const std::string& path);
 // Reads a whole file.

@@ -301,6 +301,7 @@ void ToProto(const PhaseOrder& o, v1::RunPhase* out) {
     v1::BarrierTree* t = out->mutable_barrier_tree();
     t->set_relay(o.barrier_relay);
     t->set_relay_endpoint(o.barrier_relay_endpoint);
+    t->set_relay_tls_name(o.barrier_relay_tls_name);
     for (const std::string& g : o.barrier_group) t->add_group(g);
     for (const std::vector<std::string>& u : o.barrier_upper) {
       v1::BarrierGroup* g = t->add_upper();
@@ -330,6 +331,7 @@ PhaseOrder FromProto(const v1::RunPhase& r) {
   o.share_agent = r.share_agent();
   o.barrier_relay = r.barrier_tree().relay();
   o.barrier_relay_endpoint = r.barrier_tree().relay_endpoint();
+  o.barrier_relay_tls_name = r.barrier_tree().relay_tls_name();
   o.barrier_group.assign(r.barrier_tree().group().begin(), r.barrier_tree().group().end());
   for (const v1::BarrierGroup& g : r.barrier_tree().upper()) {
     o.barrier_upper.emplace_back(g.members().begin(), g.members().end());

@@ -19,7 +19,8 @@ TEST(PhaseOrderWire, EveryFieldAndKindRoundTrips) {
            first_rank: 8 local_ranks: 4 epoch: 2 num_agents: 4 agent_index: 2 checkpoint_load: true
            checkpoint_index: 3 checkpoint_step: 1099511627776 s3_secret_access_key: "secret" share_agent: true
            barrier_tree { relay: "a1" relay_endpoint: "10.0.0.1:7000" group: "a1" group: "a2"
-                          upper { members: "a1" members: "a3" } upper { members: "a1" members: "a5" } }
+                          upper { members: "a1" members: "a3" } upper { members: "a1" members: "a5" }
+                          relay_tls_name: "relay-1.example" }
            list_split: "valid"
            listing { split: "train" pattern: true count: 200000 file_prefix: "img" subfolders: 4 ext: "npz"
                      names_zstd: "\x28\xb5" note: "left out 2 files" seconds: 1.25 requests: 201 agent: "a0" })pb",
