@@ -192,9 +192,9 @@ JobResult SyntheticJob() {
   job.spec.au_threshold = 0.5;
   job.spec.num_files_eval = 5;
   job.world = 4;  // 64 / 2 / 4 = 8 steps
-  job.agents = {{"a0", "host-a", 16.0, 8, 0, 2, "", "", "", {{"vendor_id", "AuthenticAMD"}}, {{"MemTotal", "16 kB"}}, "EPYC", {}, "", "", {}},
-                {"a1", "host-b", 32.0, 4, 2, 1, "", "", "", {}, {}, "", {}, "", "", {}},
-                {"a2", "host-b", 32.0, 4, 3, 1, "", "", "", {}, {}, "", {}, "", "", {}}};
+  job.agents = {{"a0", "host-a", 16.0, 8, 0, 2, "", "", "", {{"vendor_id", "AuthenticAMD"}}, {{"MemTotal", "16 kB"}}, "EPYC", {}, "", "", "", {}},
+                {"a1", "host-b", 32.0, 4, 2, 1, "", "", "", {}, {}, "", {}, "", "", "", {}},
+                {"a2", "host-b", 32.0, 4, 3, 1, "", "", "", {}, {}, "", {}, "", "", "", {}}};
   job.start_unix_us = 1'800'000'000'000'000;
   job.end_unix_us = job.start_unix_us + 5'000'000;
   for (int epoch = 1; epoch <= 2; ++epoch) {
@@ -791,7 +791,7 @@ TEST(DlioGolden, OurFilesUseDliosKeys) {
     JobResult job;
     job.spec = run.spec;
     job.world = 1;
-    job.agents = {{"a0", "vm", 23.5, 2, 0, 1, "", "", "", {}, {}, "", {}, "", "", {}}};
+    job.agents = {{"a0", "vm", 23.5, 2, 0, 1, "", "", "", {}, {}, "", {}, "", "", "", {}}};
     RankEpochResult r;
     r.blocks = {Block(4, 0.001, 0.01, 1'800'000'000'000'000)};
     job.train = {r};
