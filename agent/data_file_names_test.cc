@@ -16,6 +16,7 @@
 
 #include "agent/dataset_files.h"
 #include "agent/loader.h"
+#include "agent/test_dir.h"
 #include "base/alloc_counter.h"
 #include "plan/epoch_plan.h"
 #include "readers/format.h"
@@ -26,21 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Dir {
- public:
-  Dir() {
-    std::string t = "/tmp/dlio_data_file_names_test.XXXXXX";
-    path_ = ::mkdtemp(t.data());
-    root_ = *ConfinedDir::OpenRoot(path_.string());
-  }
-  ~Dir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  const ConfinedDir& root() const { return *root_; }
-
- private:
-  fs::path path_;
-  std::shared_ptr<const ConfinedDir> root_;
-};
+using Dir = TestDir;
 
 size_t HeapInUse() {
   const struct mallinfo2 m = ::mallinfo2();

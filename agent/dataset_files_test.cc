@@ -12,30 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "agent/test_dir.h"
+
 namespace dlio {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Dir {
- public:
-  Dir() {
-    std::string t = "/tmp/dlio_dataset_files_test.XXXXXX";
-    path_ = ::mkdtemp(t.data());
-    root_ = *ConfinedDir::OpenRoot(path_.string());
-  }
-  ~Dir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  const ConfinedDir& root() const { return *root_; }
-  void Touch(const std::string& rel) const {
-    fs::create_directories((path_ / rel).parent_path());
-    std::ofstream(path_ / rel) << "x";
-  }
-
- private:
-  fs::path path_;
-  std::shared_ptr<const ConfinedDir> root_;
-};
+using Dir = TestDir;
 
 DatasetLocation Folder(const Dir& d) { return DatasetLocation::Folder(d.root()); }
 

@@ -14,24 +14,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/test_dir.h"
 
 namespace dlio {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Dir {
- public:
-  Dir() {
-    std::string t = "/tmp/dlio_phase_runner_test.XXXXXX";
-    path_ = ::mkdtemp(t.data());
-  }
-  ~Dir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using Dir = TestDir;
 
 // A checkpoint phase run directly: one agent holding rank 0 of 2, a non-transformer model (only rank 0 writes).
 // Loads read rank 0's own file, or with recovery_rank_shift the files of rank (0 + 1) % 2 = 1, which holds none.

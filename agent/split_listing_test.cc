@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/test_dir.h"
 #include "readers/format.h"
 
 namespace dlio {
@@ -19,21 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Dir {
- public:
-  Dir() {
-    std::string t = "/tmp/dlio_split_listing_test.XXXXXX";
-    path_ = ::mkdtemp(t.data());
-    root_ = *ConfinedDir::OpenRoot(path_.string());
-  }
-  ~Dir() { fs::remove_all(path_); }
-  const ConfinedDir& root() const { return *root_; }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-  std::shared_ptr<const ConfinedDir> root_;
-};
+using Dir = TestDir;
 
 std::vector<std::string> Derived(const std::string& head, int64_t count, int64_t subfolders) {
   std::vector<std::string> out;
@@ -48,7 +35,7 @@ std::vector<std::string> Derived(const std::string& head, int64_t count, int64_t
 TEST(SplitListing, DlioNamesTravelAsAPatternAndRebuildUnderAnotherFolder) {
   Dir lister, reader;
   absl::StatusOr<SplitListing> l =
-      CompactListing(Derived(lister.path() + "/", 1000, 4), DatasetLocation::Folder(lister.root()), "train", "npz", 4,
+      CompactListing(Derived(lister.path().string() + "/", 1000, 4), DatasetLocation::Folder(lister.root()), "train", "npz", 4,
                      "img");
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_TRUE(l->pattern);
@@ -62,7 +49,7 @@ TEST(SplitListing, DlioNamesTravelAsAPatternAndRebuildUnderAnotherFolder) {
       ListingNames(*l, DatasetLocation::Folder(reader.root()), 1000, "dataset.num_files_train");
   ASSERT_TRUE(names.ok()) << names.status();
   EXPECT_TRUE(names->derived());
-  EXPECT_EQ(names->All(), Derived(reader.path() + "/", 1000, 4));
+  EXPECT_EQ(names->All(), Derived(reader.path().string() + "/", 1000, 4));
 }
 
 // Other names (not the job's file_prefix, one out of order of the convention) travel compressed and come back
@@ -71,7 +58,7 @@ TEST(SplitListing, OtherNamesTravelCompressedAndRoundTripExactly) {
   Dir lister, reader;
   const std::vector<std::string> rel = {"a.npz", "sub/b_1.npz", "zz/unicode-\xc3\xa9.npz", "img_3_of_9.npz"};
   std::vector<std::string> names;
-  for (const std::string& r : rel) names.push_back(lister.path() + "/train/" + r);
+  for (const std::string& r : rel) names.push_back(lister.path().string() + "/train/" + r);
   absl::StatusOr<SplitListing> l =
       CompactListing(names, DatasetLocation::Folder(lister.root()), "train", "npz", 0, "img");
   ASSERT_TRUE(l.ok()) << l.status();
@@ -82,7 +69,7 @@ TEST(SplitListing, OtherNamesTravelCompressedAndRoundTripExactly) {
       ListingNames(*l, DatasetLocation::Folder(reader.root()), 4, "dataset.num_files_train");
   ASSERT_TRUE(back.ok()) << back.status();
   std::vector<std::string> want;
-  for (const std::string& r : rel) want.push_back(reader.path() + "/train/" + r);
+  for (const std::string& r : rel) want.push_back(reader.path().string() + "/train/" + r);
   EXPECT_EQ(back->All(), want);
 
   auto s3 = std::make_shared<S3Config>();
@@ -101,7 +88,7 @@ TEST(SplitListing, OtherNamesTravelCompressedAndRoundTripExactly) {
 TEST(SplitListing, AListingOfAnotherCountOrCorruptNamesIsRefusedNamingTheKey) {
   Dir d;
   absl::StatusOr<SplitListing> l =
-      CompactListing({d.path() + "/train/x.npz"}, DatasetLocation::Folder(d.root()), "train", "npz", 0, "img");
+      CompactListing({d.path().string() + "/train/x.npz"}, DatasetLocation::Folder(d.root()), "train", "npz", 0, "img");
   ASSERT_TRUE(l.ok());
   l->agent = "agent-0";
   absl::StatusOr<DataFileNames> more =
@@ -128,7 +115,7 @@ TEST(SplitListing, NamesTooLargeToShareAreNotSharedAndLargeRealisticSetsFit) {
     std::string n(40, ' ');
     for (char& c : n) c = static_cast<char>('!' + rng() % 90);
     for (char& c : n) c = c == '/' ? '_' : c;
-    random.push_back(d.path() + "/train/" + std::to_string(1000000 + i) + n + ".npz");
+    random.push_back(d.path().string() + "/train/" + std::to_string(1000000 + i) + n + ".npz");
   }
   absl::StatusOr<SplitListing> big = CompactListing(random, DatasetLocation::Folder(d.root()), "train", "npz", 0, "");
   ASSERT_TRUE(big.ok());
@@ -137,7 +124,7 @@ TEST(SplitListing, NamesTooLargeToShareAreNotSharedAndLargeRealisticSetsFit) {
 
   std::vector<std::string> other;
   for (int64_t i = 0; i < 200000; ++i) {
-    other.push_back(d.path() + "/" + DataFileRelPath("train", "sample", i, 200000, 8, "jpeg"));
+    other.push_back(d.path().string() + "/" + DataFileRelPath("train", "sample", i, 200000, 8, "jpeg"));
   }
   absl::StatusOr<SplitListing> l = CompactListing(other, DatasetLocation::Folder(d.root()), "train", "jpeg", 8, "img");
   ASSERT_TRUE(l.ok());
