@@ -115,10 +115,11 @@ TEST_F(Listing, OtherNamesTravelCompressedAndEveryOneIsRead) {
 TEST_F(Listing, AnEmptyPrefixFailsNamingItAndTheAgent) {
   SetUpS3();
   TempDir dir;
-  WriteFile(dir.str() + "/read.yaml", Workload("npz", 4, 1, 4096, 2, 0, 1, false, Storage(bucket_)));
+  // 6 files: batch 2 x world size 3 fits, so the job gets as far as its listing.
+  WriteFile(dir.str() + "/read.yaml", Workload("npz", 6, 1, 4096, 2, 0, 1, false, Storage(bucket_)));
   CommandResult r = RunJob(dir, dir.str() + "/read.yaml", dir.str() + "/out", {}, 3);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_THAT(r.out + r.err, HasSubstr("dataset.num_files_train: 4 .npz objects expected under s3://" + bucket_ +
+  EXPECT_THAT(r.out + r.err, HasSubstr("dataset.num_files_train: 6 .npz objects expected under s3://" + bucket_ +
                                        "/data/train/"));
   EXPECT_THAT(r.out + r.err, HasSubstr("phase list-train"));
   EXPECT_THAT(r.out + r.err, HasSubstr("agent '"));
