@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -871,10 +872,11 @@ BarrierErrors MeasureBarrier(const std::vector<std::unique_ptr<SwarmAgent>>& age
 std::string JobYaml(const Config& c) {
   const int64_t world = static_cast<int64_t>(c.agents / c.jobs) * c.accelerators;  // of one job
   // One sample per file, batch 1: `steps` samples per rank and epoch. The synthetic format reads nothing; the job
-  // measures the coordinator, not storage. No AU target: the figure is reported, not judged.
+  // measures the coordinator, not storage (skip_listing: no list phase to emulate). No AU target: the figure is
+  // reported, not judged.
   return absl::StrCat("model:\n  name: swarm-bench\nframework: pytorch\nworkflow:\n  generate_data: false\n  train: true\n",
                       "dataset:\n  data_folder: data\n  format: synthetic\n  num_files_train: ", world * c.steps,
-                      "\n  num_samples_per_file: 1\n  record_length_bytes: 1024\n",
+                      "\n  num_samples_per_file: 1\n  record_length_bytes: 1024\n  skip_listing: true\n",
                       "reader:\n  data_loader: pytorch\n  batch_size: 1\n  read_threads: 1\n",
                       "train:\n  epochs: 1\n  computation_time: ", absl::StrFormat("%g", c.compute), "\n",
                       "metric:\n  au: 0\n", "dlio_ext:\n  barrier: ", c.barrier, "\n",
@@ -1281,6 +1283,18 @@ int main(int argc, char** argv) {
     std::cerr << "dlio-bench-swarm: --agents " << c.agents << " must be a multiple of --jobs " << c.jobs
               << " (each job gets agents/jobs sessions)\n";
     return 2;
+  }
+  // The coordinator builds relays of relays (base/barrier_tree.h BuildTree) when more than fan-out relays would be
+  // under it; the swarm's sessions relay one level only (a relay whose parent is a relay is not emulated).
+  if (TreeExpected(c)) {
+    const int n = c.agents / c.jobs;
+    const int fanout = c.fanout > 0 ? c.fanout : dlio::barrier_tree::kDefaultFanout;
+    if ((n + fanout - 1) / fanout > fanout) {
+      std::cerr << "dlio-bench-swarm: --relay on emulates one level of relays: " << n << " sessions per job need "
+                << "--fanout F with ceil(" << n << "/F) <= F (e.g. --fanout " << static_cast<int>(std::ceil(std::sqrt(n)))
+                << "), or the coordinator puts relays under relays\n";
+      return 2;
+    }
   }
   if (c.timer_threads == 0) c.timer_threads = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   spdlog::set_level(spdlog::level::from_str(c.log_level));
