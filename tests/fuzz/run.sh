@@ -28,6 +28,7 @@ if [[ $target == fuzz_workload ]]; then
   for f in "$src"/configs/workloads/*.yaml "$src"/tests/fixtures/dlio-workloads/*.yaml; do
     [[ -f $f ]] || continue
     { printf '\002'; cat "$f"; } > "$work/seeds/$((n++))"
+    { printf '\003'; cat "$f"; } > "$work/seeds/$((n++))"  # --strict too: its error lists several lines
   done
 fi
 artifacts=${DLIO_FUZZ_ARTIFACTS:-/tmp}/dlio-fuzz-$target-$$-
