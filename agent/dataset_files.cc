@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <thread>
 #include <utility>
@@ -58,21 +60,54 @@ bool IsDataFile(const std::string& name, const std::string& suffix) {
   return name.size() > suffix.size() && absl::EndsWith(name, suffix);
 }
 
-// The data files of `folder` and, when `descend`, of its subfolders (not deeper). No link is followed
-// (base/confined_dir.h): a symbolic link here is refused, not silently skipped.
-absl::Status ListFolder(const ConfinedDir& data_dir, const std::string& folder, bool descend,
-                        const std::string& suffix, Found& found, uint64_t* reads) {
+// Folders or key prefixes listed at once (issue 27 item 3: listing parallel across the subfolders): on a bucket each
+// subfolder is its own ListObjectsV2 chain, on a parallel file system its own readdir round trips.
+constexpr size_t kListInFlight = 8;
+
+// Runs `work` on `n` threads, the caller's one of them (at least one), and returns when every one has.
+void RunWorkers(size_t n, const std::function<void()>& work) {
+  std::vector<std::thread> workers;
+  for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+}
+
+// Lists item k into `part`.
+using Lister = std::function<absl::Status(size_t k, Found* part)>;
+
+// Items [0, n) listed kListInFlight at a time: each worker thread makes its own Lister (`make`: e.g. with its own
+// S3Client, reused for every item it takes), each item into its own part; the parts appended to `found` in order.
+// The first failure in that order is the answer (as a sequential walk would give it).
+absl::Status ListConcurrently(size_t n, const std::function<Lister()>& make, Found& found) {
+  if (n == 0) return absl::OkStatus();
+  std::vector<Found> parts(n);
+  std::vector<absl::Status> status(n);
+  std::atomic<size_t> next{0};
+  RunWorkers(std::min(kListInFlight, n), [&] {
+    const Lister list = make();
+    for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) status[k] = list(k, &parts[k]);
+  });
+  for (size_t k = 0; k < n; ++k) {
+    if (!status[k].ok()) return status[k];
+    found.insert(found.end(), std::make_move_iterator(parts[k].begin()), std::make_move_iterator(parts[k].end()));
+  }
+  return absl::OkStatus();
+}
+
+// The data files of `folder`, and the paths of its subfolders into `subfolders` when that is given (else they are
+// skipped). No link is followed (base/confined_dir.h): a symbolic link here is refused, not silently skipped.
+absl::Status ListFolder(const ConfinedDir& data_dir, const std::string& folder, const std::string& suffix,
+                        Found& found, std::vector<std::string>* subfolders) {
   absl::StatusOr<std::vector<ConfinedDir::Entry>> entries = data_dir.List(folder);
   if (!entries.ok()) return entries.status();
-  ++*reads;
   for (const ConfinedDir::Entry& e : *entries) {
     const std::string path = folder + "/" + e.name;
     if (e.type == ConfinedDir::Entry::Type::kLink) {
       return absl::PermissionDeniedError(absl::StrCat("dataset.data_folder: '", path, "' is a symbolic link; the "
                                                       "agent follows none below its data root (docs/fleet.md)"));
     }
-    if (e.type == ConfinedDir::Entry::Type::kDir && descend) {
-      if (absl::Status s = ListFolder(data_dir, path, false, suffix, found, reads); !s.ok()) return s;
+    if (e.type == ConfinedDir::Entry::Type::kDir && subfolders != nullptr) {
+      subfolders->push_back(path);
     } else if (e.type == ConfinedDir::Entry::Type::kFile && IsDataFile(e.name, suffix)) {
       found.emplace_back(e.name, path);
     }
@@ -80,19 +115,49 @@ absl::Status ListFolder(const ConfinedDir& data_dir, const std::string& folder, 
   return absl::OkStatus();
 }
 
-// The data objects under `dir` (a key prefix ending in '/') and one level of "subfolders" below it.
-absl::Status ListBucket(const std::shared_ptr<const S3Config>& config, const std::string& dir,
-                        const std::string& suffix, Found& found) {
-  S3Client client(config);
-  absl::StatusOr<std::vector<S3Object>> objects = client.List(dir);
-  if (!objects.ok()) return objects.status();
-  for (S3Object& o : *objects) {
-    const std::string rel = o.key.substr(dir.size());
-    if (std::count(rel.begin(), rel.end(), '/') > 1) continue;  // the split folder and one level of subfolders
-    std::string base = rel.substr(rel.rfind('/') + 1);
+// The data files of `dir` and of its subfolders (one level down), the subfolders read concurrently; `*reads`: the
+// folders read.
+absl::Status ListFolderTree(const ConfinedDir& data_dir, const std::string& dir, const std::string& suffix,
+                            Found& found, uint64_t* reads) {
+  std::vector<std::string> subfolders;
+  if (absl::Status s = ListFolder(data_dir, dir, suffix, found, &subfolders); !s.ok()) return s;
+  *reads = 1 + subfolders.size();
+  return ListConcurrently(
+      subfolders.size(),
+      [&]() -> Lister {
+        return [&](size_t k, Found* part) { return ListFolder(data_dir, subfolders[k], suffix, *part, nullptr); };
+      },
+      found);
+}
+
+// The data objects of one listing level: its objects whose basename (after the last '/') is a data file.
+void TakeDataObjects(std::vector<S3Object>& objects, const std::string& suffix, Found& found) {
+  for (S3Object& o : objects) {
+    std::string base = o.key.substr(o.key.rfind('/') + 1);
     if (IsDataFile(base, suffix)) found.emplace_back(std::move(base), std::move(o.key));
   }
-  return absl::OkStatus();
+}
+
+// The data objects under `dir` (a key prefix ending in '/') and one level of "subfolders" below it: the level of
+// `dir` with the delimiter '/', then each subfolder's level, kListInFlight at once (deeper prefixes are skipped).
+absl::Status ListBucket(const std::shared_ptr<const S3Config>& config, const std::string& dir,
+                        const std::string& suffix, Found& found) {
+  absl::StatusOr<S3Listing> top = S3Client(config).ListLevel(dir);
+  if (!top.ok()) return top.status();
+  TakeDataObjects(top->objects, suffix, found);
+  const std::vector<std::string>& subfolders = top->common_prefixes;
+  return ListConcurrently(
+      subfolders.size(),
+      [&]() -> Lister {
+        auto client = std::make_shared<S3Client>(config);  // this worker's connection, for every subfolder it takes
+        return [&, client](size_t k, Found* part) -> absl::Status {
+          absl::StatusOr<S3Listing> level = client->ListLevel(subfolders[k]);
+          if (!level.ok()) return level.status();
+          TakeDataObjects(level->objects, suffix, *part);
+          return absl::OkStatus();
+        };
+      },
+      found);
 }
 
 // The layout of a generated name: "<p>_<digits>_of_<N><suffix>" is "<p>_*_of_<N><suffix>"; any other name has
@@ -166,7 +231,7 @@ absl::StatusOr<std::vector<std::string>> ListDataFiles(const DatasetLocation& wh
     under = absl::StrCat(" objects expected", place, " (", where.s3->Describe(), ")");
   } else {
     const std::string dir = where.folder->path() + "/" + split;
-    const absl::Status s = ListFolder(*where.folder, dir, true, suffix, found, &reads);
+    const absl::Status s = ListFolderTree(*where.folder, dir, suffix, found, &reads);
     if (folders_read != nullptr) *folders_read = reads;
     if (!s.ok()) {
       if (s.code() != absl::StatusCode::kNotFound) return s;
@@ -239,11 +304,7 @@ std::pair<int64_t, absl::Status> FirstMissing(const DatasetLocation& where, cons
       }
     }
   };
-  std::vector<std::thread> workers;
-  const size_t n = where.s3 ? std::min(kValidationInFlight, idx.size()) : 1;
-  for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
-  work();
-  for (std::thread& t : workers) t.join();
+  RunWorkers(where.s3 ? std::min(kValidationInFlight, idx.size()) : 1, work);
   const size_t bad = first_bad.load();
   if (bad >= idx.size()) return {-1, absl::OkStatus()};
   return {idx[bad], status[bad]};

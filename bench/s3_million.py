@@ -7,7 +7,9 @@ with DLIO's names (npz), then read them with one agent twice, for one epoch (or 
 (dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not (dataset.skip_listing: true, names derived,
 a HEAD of every listing_validation_interval-th: 1000, or --validation-interval). For each read it reports
 
-  listing    seconds spent in LIST requests (summary.json dlio_ext.s3.list: count x mean latency), their count
+  listing    seconds spent in LIST requests (summary.json dlio_ext.s3.list: count x mean latency), their count, and
+             the listing's wall time on its agent (dlio_ext.listing.train.seconds: with --subfolders N the subfolders
+             are listed concurrently, so less than the sum)
   first      time to first batch: from the job's start (trace start_unix_us) to the end of the step thread's first
              wait for a batch (--trace), listing and planning included
   rss        the agent's peak RSS (VmHWM of the dlio-agent process, polled while it runs)
@@ -48,7 +50,9 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3", steps=0, interval=None):
+def job_yaml(objects, record, threads, in_flight, generate, skip_listing, storage="s3", steps=0, interval=None,
+             subfolders=0):
+    sub = f"  num_subfolders_train: {subfolders}\n" if subfolders > 0 else ""
     root = "  storage_root: million\n" if storage == "s3" else ""
     cap = f"  total_training_steps: {steps}\n" if steps > 0 else ""
     check = f"  listing_validation_interval: {interval}\n" if interval is not None else ""
@@ -67,7 +71,7 @@ storage:
   num_samples_per_file: 1
   record_length_bytes: {record}
   skip_listing: {str(skip_listing).lower()}
-{check}reader:
+{sub}{check}reader:
   data_loader: pytorch
   batch_size: 64
   read_threads: {threads}
@@ -240,8 +244,8 @@ class Million:
     def generate(self):
         a = self.args
         if a.generator == "agent":
-            d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False),
-                                  False)
+            d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False,
+                                                       subfolders=a.subfolders), False)
         else:
             # One object of the job's shape from the agent (on the local file system), then copies of it under
             # every name DLIO's generation gives: {prefix}_{i padded to digits(N)}_of_{N}.npz.
@@ -258,9 +262,13 @@ class Million:
     def read(self, name, skip_listing):
         a = self.args
         d, secs, rss_kib = self.run(name, job_yaml(a.objects, a.record, a.threads, a.in_flight, False, skip_listing,
-                                                   steps=a.steps, interval=a.validation_interval))
+                                                   steps=a.steps, interval=a.validation_interval,
+                                                   subfolders=a.subfolders))
         with open(os.path.join(d, "out", "summary.json")) as f:
-            s3 = json.load(f)["dlio_ext"]["s3"]
+            summary = json.load(f)["dlio_ext"]
+        s3 = summary["s3"]
+        # the listing's wall time on its agent (subfolders are listed concurrently: less than the latencies' sum)
+        wall = summary.get("listing", {}).get("train", {}).get("seconds", 0.0)
         lst = s3.get("list", {})
         list_req = lst.get("requests", 0)
         lat = lst.get("latency_seconds", {})
@@ -274,9 +282,9 @@ class Million:
         ts = lambda x: datetime.datetime.fromisoformat(x).timestamp()
         epoch = max(ts(m["end"]) for m in marks) - min(ts(m["start"]) for m in marks)
         gets = s3["get"]["requests"]
-        row = (name, list_req, list_s, first, rss_kib / 1024, gets / epoch, secs)
-        log(f"  {name}: LIST {list_req} in {list_s:.2f} s, first batch {first:.2f} s, agent RSS {rss_kib / 1024:.0f} "
-            f"MiB, {gets / epoch:.0f} GETs/s, run {secs:.0f} s")
+        row = (name, list_req, list_s, wall, first, rss_kib / 1024, gets / epoch, secs)
+        log(f"  {name}: LIST {list_req} in {list_s:.2f} s (wall {wall:.2f} s), first batch {first:.2f} s, "
+            f"agent RSS {rss_kib / 1024:.0f} MiB, {gets / epoch:.0f} GETs/s, run {secs:.0f} s")
         self.rows.append(row)
 
     def report(self, final=True):
@@ -290,13 +298,15 @@ class Million:
         span = f"{a.steps} steps of 64" if a.steps else "one epoch"
         if a.validation_interval is not None:
             span += f", listing_validation_interval {a.validation_interval}"
-        lines = [f"{a.objects} objects of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
+        sub = f" in {a.subfolders} subfolders" if a.subfolders else ""
+        lines = [f"{a.objects} objects{sub} of {a.record} B (npz), 1 agent, {a.threads} loader threads x {a.in_flight} in "
                  f"flight, {span}; {gen}; {self.shards} index shards, {self.objectstore()} OSD",
                  "",
-                 "| read | LIST requests | listing s | first batch s | agent peak RSS MiB | GETs/s | run s |",
-                 "|---|---|---|---|---|---|---|"]
-        for name, lr, ls, first, rss, rate, secs in self.rows:
-            lines.append(f"| {name} | {lr} | {ls:.2f} | {first:.2f} | {rss:.0f} | {rate:.0f} | {secs:.0f} |")
+                 "| read | LIST requests | listing s (sum of latencies) | listing wall s | first batch s | agent peak RSS MiB "
+                 "| GETs/s | run s |",
+                 "|---|---|---|---|---|---|---|---|"]
+        for name, lr, ls, wall, first, rss, rate, secs in self.rows:
+            lines.append(f"| {name} | {lr} | {ls:.2f} | {wall:.2f} | {first:.2f} | {rss:.0f} | {rate:.0f} | {secs:.0f} |")
         text = "\n".join(lines)
         if final:
             print(text)
@@ -325,8 +335,13 @@ def main():
                     help="train.total_training_steps of the reads (0: the whole epoch, objects / 64 steps)")
     ap.add_argument("--validation-interval", type=int,
                     help="dataset.listing_validation_interval of the reads (default: the job's default, 1000)")
+    ap.add_argument("--subfolders", type=int, default=0,
+                    help="dataset.num_subfolders_train (0: none); with subfolders generation is --generator agent")
     ap.add_argument("--results")
     args = ap.parse_args()
+    if args.subfolders < 0 or (args.subfolders > 0 and args.generator != "agent" and not args.reuse):
+        raise ValueError(f"--subfolders: {args.subfolders} (allowed: 0, or a count with --generator agent: the copies "
+                         "generator names no subfolders)")
     if args.validation_interval is not None and args.validation_interval < 0:
         raise ValueError(f"--validation-interval: {args.validation_interval} (allowed: 0 for no HEAD, or an interval)")
     if args.steps < 0:

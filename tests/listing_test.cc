@@ -111,6 +111,30 @@ TEST_F(Listing, OtherNamesTravelCompressedAndEveryOneIsRead) {
   EXPECT_EQ(s["dlio_ext"]["train_io"]["files"].get<double>(), 9) << s["dlio_ext"]["train_io"].dump();
 }
 
+// A split with subfolders on a bucket: the split's level is listed with the delimiter '/', then each subfolder on its
+// own, up to 8 at once (issue 27 item 3: listing parallel across prefixes): 1 + 4 LIST requests. One level down
+// only, as DLIO and the folder listing: an object two levels down ("aaa.npz", which would sort first and break the
+// pattern) is left out.
+TEST_F(Listing, ABucketsSubfoldersAreListedEachOnItsOwnOneLevelDown) {
+  SetUpS3();
+  TempDir dir;
+  Generate(dir, bucket_, 12, "  num_subfolders_train: 4\n");
+  WriteFile(dir.str() + "/deeper/aaa.npz", "not an npz");
+  ASSERT_EQ(S3Tool({"upload", bucket_, "data/train/1/deeper", dir.str() + "/deeper"}).exit_code, 0);
+  std::string job = Workload("npz", 12, 1, 4096, 2, 0, 1, false, Storage(bucket_));
+  job = std::regex_replace(job, std::regex("dataset:\n"), "dataset:\n  num_subfolders_train: 4\n");
+  WriteFile(dir.str() + "/read.yaml", job);
+  CommandResult r = RunJob(dir, dir.str() + "/read.yaml", dir.str() + "/out", {}, 2);
+  ASSERT_PRED1(JobRan, r.exit_code) << r.out << r.err;
+  const json s = LoadJson(dir.str() + "/out/summary.json");
+  EXPECT_EQ(ListRequests(s), 5) << s["dlio_ext"]["s3"].dump();
+  const json& l = s["dlio_ext"]["listing"]["train"];
+  EXPECT_EQ(l["requests"].get<double>(), 5) << l.dump();
+  EXPECT_EQ(l["names"].get<double>(), 12) << l.dump();
+  EXPECT_EQ(l["form"], "pattern") << l.dump();
+  EXPECT_EQ(s["dlio_ext"]["train_io"]["samples"].get<double>(), 12);
+}
+
 // An empty listing is the error it always was, naming the prefix, and now the agent that listed.
 TEST_F(Listing, AnEmptyPrefixFailsNamingItAndTheAgent) {
   SetUpS3();

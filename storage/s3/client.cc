@@ -700,12 +700,18 @@ absl::Status S3Client::Delete(absl::string_view key) {
   return Perform(r);
 }
 
-absl::StatusOr<S3ListPage> S3Client::ListPage(absl::string_view prefix, const std::string& token) {
+absl::StatusOr<S3ListPage> S3Client::ListPage(absl::string_view prefix, const std::string& token,
+                                              absl::string_view delimiter) {
   // The canonical query: keys in order, every value URI-encoded ('/' too), always k=v.
   std::string q;
   if (!token.empty()) {
     q = "continuation-token=";
     Encode(token, false, &q);
+    q += "&";
+  }
+  if (!delimiter.empty()) {
+    q += "delimiter=";
+    Encode(delimiter, false, &q);
     q += "&";
   }
   q += "list-type=2&max-keys=1000&prefix=";
@@ -730,20 +736,11 @@ absl::StatusOr<S3ListPage> S3Client::ListPage(absl::string_view prefix, const st
     o.size = c.child("Size").text().as_ullong();
     page.objects.push_back(std::move(o));
   }
+  for (pugi::xml_node c = root.child("CommonPrefixes"); c; c = c.next_sibling("CommonPrefixes")) {
+    page.common_prefixes.emplace_back(c.child_value("Prefix"));
+  }
   if (root.child("IsTruncated").text().as_bool()) page.next_token = root.child_value("NextContinuationToken");
   return page;
-}
-
-absl::StatusOr<std::vector<S3Object>> S3Client::List(absl::string_view prefix) {
-  std::vector<S3Object> all;
-  std::string token;
-  do {
-    absl::StatusOr<S3ListPage> p = ListPage(prefix, token);
-    if (!p.ok()) return p.status();
-    for (S3Object& o : p->objects) all.push_back(std::move(o));
-    token = std::move(p->next_token);
-  } while (!token.empty());
-  return all;
 }
 
 void SetS3HandleOptions(CURL* h, const std::string& sigv4, const std::string& userpwd, curl_slist* headers,

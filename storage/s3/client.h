@@ -166,7 +166,13 @@ struct S3Object {
 };
 struct S3ListPage {
   std::vector<S3Object> objects;
-  std::string next_token;  // empty = last page
+  std::vector<std::string> common_prefixes;  // with a delimiter: the "subfolders" (each ends in the delimiter)
+  std::string next_token;                    // empty = last page
+};
+// Every page of a listing: the objects and, with a delimiter, the common prefixes.
+struct S3Listing {
+  std::vector<S3Object> objects;
+  std::vector<std::string> common_prefixes;
 };
 
 // Multipart upload sizes (kS3PartBytes, kS3MaxParts, ...): job/s3_limits.h.
@@ -205,10 +211,15 @@ class S3Client {
   absl::Status AbortMultipart(absl::string_view key, const std::string& upload_id);
   // The multipart uploads in progress under `prefix`: (key, upload id) pairs (first 1000).
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ListMultipartUploads(absl::string_view prefix);
-  // One page of ListObjectsV2 under `prefix` (at most 1000 keys), continuing at `token` ("" = first page).
-  absl::StatusOr<S3ListPage> ListPage(absl::string_view prefix, const std::string& token);
+  // One page of ListObjectsV2 under `prefix` (at most 1000 keys and common prefixes), continuing at `token` ("" =
+  // first page). With a `delimiter` ("/"), keys that hold it after the prefix come back once each as the common
+  // prefix up to it (a "subfolder") instead of as objects.
+  absl::StatusOr<S3ListPage> ListPage(absl::string_view prefix, const std::string& token,
+                                      absl::string_view delimiter = "");
   // Every object under `prefix`, all pages.
   absl::StatusOr<std::vector<S3Object>> List(absl::string_view prefix);
+  // One level under `prefix`, all pages: the objects directly below it and the common prefixes up to `delimiter`.
+  absl::StatusOr<S3Listing> ListLevel(absl::string_view prefix, absl::string_view delimiter = "/");
   absl::Status Delete(absl::string_view key);
   // HEAD of the bucket (the preflight): NoSuchBucket and credential errors come back as their own messages.
   absl::Status HeadBucket();
