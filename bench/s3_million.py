@@ -18,7 +18,10 @@ a HEAD of every listing_validation_interval-th: 1000, or --validation-interval).
 Generation (--generator): `agent`, the agent's own generate phase (--threads writer threads, one PUT each at a
 time); `copies` (the default, the fastest measured), the agent generates one object of the same shape on the local
 file system and the reference client (bench/s3_ref.c `put ... @FILE`) PUTs copies of it under every DLIO name with
---gen-threads PUTs in flight. The read phases are the agent's in both cases (the objects are valid npz either way).
+--gen-threads PUTs in flight; `sparse`, the same copies of only the objects a `--steps` skip_listing read touches
+(the first (steps + 16) x 64, every validation interval-th, the last ten: a time to first batch at a million names
+without a million PUTs; --reuse of such a bucket needs --generator sparse too). The read phases are the agent's in
+every case (the objects are valid npz either way).
 
 Reads again without generating: --keep-gateway leaves the gateway and its bucket running (folder WORK/gateway);
 `--reuse GATEWAY_DIR` then takes that gateway's settings from GATEWAY_DIR/env (written by scripts/ceph-rgw.sh
@@ -191,7 +194,7 @@ class Million:
             raise RuntimeError(f"--reuse {gw}: radosgw-admin bucket stats --bucket million: {p.stderr[-2000:]}")
         stats = json.loads(p.stdout)
         count = stats.get("usage", {}).get("rgw.main", {}).get("num_objects", 0)
-        if count < self.args.objects:
+        if count < self.args.objects and self.args.generator != "sparse":  # sparse: only what a read touches
             raise RuntimeError(f"--reuse {gw}: bucket million holds {count} objects, fewer than --objects "
                                f"{self.args.objects}")
         self.shards = stats.get("num_shards", 0)
@@ -243,6 +246,8 @@ class Million:
 
     def generate(self):
         a = self.args
+        if a.generator == "sparse":
+            return self.generate_sparse()
         if a.generator == "agent":
             d, secs, _ = self.run("generate", job_yaml(a.objects, a.record, a.threads, a.in_flight, True, False,
                                                        subfolders=a.subfolders), False)
@@ -258,6 +263,35 @@ class Million:
             secs = time.time() - t0
         log(f"generated {a.objects} objects in {secs:.0f} s ({a.objects / secs:.0f} PUTs/s, {a.generator})")
         self.gen_seconds = secs
+
+    def generate_sparse(self):
+        """Only the objects a --steps skip_listing read touches: the first (steps + 16) x 64 (the read and its
+        read-ahead), the validation's every interval-th and the last; copies of one agent-made object (as `copies`).
+        The names as DLIO gives them, so the agent derives, validates and reads them as in a full bucket; its time
+        to first batch does not depend on the objects nobody reads. Needs --objects and the interval powers of 10."""
+        a = self.args
+        d, _, _ = self.run("seed", job_yaml(1, a.record, 1, 1, True, False, "local_fs"), False)
+        seed = os.path.join(d, "m", "train", "img_0_of_1.npz")
+        digits = len(str(a.objects))
+        interval = 1000 if a.validation_interval is None else a.validation_interval
+        zeros = len(str(interval)) - 1
+        last = str(a.objects - 1).zfill(digits)
+        batches = [  # (printf key, count): s3_ref's put names i in [0, count)
+            (f"m/train/img_%0{digits}zu_of_{a.objects}.npz", min(a.objects, (a.steps + 16) * 64)),
+            (f"m/train/img_{last[:-1]}%zu_of_{a.objects}.npz", 10),
+        ]
+        if interval > 0:
+            batches.append((f"m/train/img_%0{digits - zeros}zu{'0' * zeros}_of_{a.objects}.npz", a.objects // interval))
+        t0 = time.time()
+        n = 0
+        for fmt, count in batches:
+            subprocess.run([os.path.join(a.bin_dir, "dlio-bench-s3-ref"), "put", "million", fmt, str(count),
+                            "@" + seed, str(a.gen_threads)], env=self.env, check=True, capture_output=True)
+            n += count
+        secs = time.time() - t0
+        log(f"generated {n} of the {a.objects} names (sparse: what the read touches) in {secs:.0f} s")
+        self.gen_seconds = secs
+        self.gen_count = n
 
     def read(self, name, skip_listing):
         a = self.args
@@ -293,8 +327,9 @@ class Million:
         if self.gen_seconds is None:
             gen = f"generated before (--reuse {self.gw})"
         else:
-            gen = (f"generation {self.gen_seconds:.0f} s, {a.objects / self.gen_seconds:.0f} PUTs/s ({a.generator}, "
-                   f"{a.gen_threads} in flight)")
+            made = getattr(self, "gen_count", a.objects)  # sparse: fewer than the names
+            gen = (f"generation of {made} objects {self.gen_seconds:.0f} s, {made / self.gen_seconds:.0f} PUTs/s "
+                   f"({a.generator}, {a.gen_threads} in flight)")
         span = f"{a.steps} steps of 64" if a.steps else "one epoch"
         if a.validation_interval is not None:
             span += f", listing_validation_interval {a.validation_interval}"
@@ -323,7 +358,8 @@ def main():
     ap.add_argument("--record", type=int, default=4096, help="record_length_bytes (4096: 64x64 uint8 samples)")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--in-flight", type=int, default=8)
-    ap.add_argument("--generator", choices=["copies", "agent"], default="copies")
+    ap.add_argument("--generator", choices=["copies", "agent", "sparse"], default="copies",
+                    help="sparse: only the objects a --steps skip_listing read touches (see generate_sparse)")
     ap.add_argument("--gen-threads", type=int, default=32, help="PUTs in flight of the copies generator")
     ap.add_argument("--index-shards", type=int, default=0, help="bucket index shards (0: one per 50,000 objects)")
     ap.add_argument("--keep-gateway", action="store_true", help="leave the gateway running (its folder: WORK/gateway)")
@@ -346,6 +382,13 @@ def main():
         raise ValueError(f"--validation-interval: {args.validation_interval} (allowed: 0 for no HEAD, or an interval)")
     if args.steps < 0:
         raise ValueError(f"--steps: {args.steps} (allowed: 0 for the whole epoch, or a step count)")
+    if args.generator == "sparse":
+        iv = 1000 if args.validation_interval is None else args.validation_interval
+        pow10 = lambda n: n >= 10 and str(n).rstrip("0") == "1"
+        if args.steps <= 0 or args.reads != "skip_listing" or args.subfolders or not pow10(args.objects) or \
+                not (iv == 0 or (pow10(iv) and iv <= args.objects)):
+            raise ValueError("--generator sparse: needs --reads skip_listing, --steps > 0, no --subfolders, and "
+                             "--objects and --validation-interval powers of 10 (or the interval 0)")
     reads = [r for r in args.reads.split(",") if r]
     for r in reads:
         if r not in READS:
