@@ -15,8 +15,11 @@ namespace dlio {
 // Bumped whenever the wire contract changes incompatibly within dlio.v1; checked at attach. Version 2: agents
 // rely on the heartbeat echo and the lease in Welcome. Version 3: PHASE_KIND_CHECKPOINT and step-based checkpoints
 // inside training phases (an older agent would run a checkpoint phase as a training epoch, and number barriers by
-// step only). Version 4: Error.code is the ErrorCode enum (field 220), no longer a string (field 1).
-inline constexpr uint32_t kProtocolVersion = 4;
+// step only). Version 4: Error.code is the ErrorCode enum (field 220), no longer a string (field 1). Version 5: the
+// announce step barrier (an older agent arrives after its compute, without compute_left, and ignores the release's
+// timing), PHASE_KIND_LIST with the shared listing in RunPhase, and the recursive relay tree (an older agent made a
+// relay of relays would relay one level only, and the step barrier would wait for its timeout).
+inline constexpr uint32_t kProtocolVersion = 5;
 
 // The largest message a coordinator (and an agent) accepts. Small, so that nobody can make the coordinator buffer
 // large messages (memory exhaustion); the client RPCs need far less (a job file is at most 1 MiB, common/
