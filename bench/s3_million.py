@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The million-object S3 bench (issue 27 item 6): generate --objects small objects (default 1,000,000 of 4 KiB) on a
 one-node Ceph RGW this script starts (scripts/ceph-rgw.sh; memstore sized to the data, or CEPH_RGW_OBJECTSTORE=
-bluestore for a file-backed OSD, its block file WORK/gateway/osd/block.img: memstore holds ~40 KiB of memory per
+bluestore for a file-backed OSD, its block file WORK/gateway/osd/block-0.img: memstore holds ~40 KiB of memory per
 4 KiB object, so a million need bluestore; the bucket's index pre-sharded for the object count, --index-shards)
 with DLIO's names (npz), then read them with one agent twice, for one epoch (or --steps steps): listing
 (dataset.skip_listing: false, ListObjectsV2 of the whole prefix) and not (dataset.skip_listing: true, names derived,
@@ -135,13 +135,9 @@ class Million:
         shutil.rmtree(self.gw, ignore_errors=True)
         # memstore keeps the objects in the OSD's memory: room for the data, its replicas of metadata and the index.
         self.env.setdefault("CEPH_RGW_MEMSTORE_BYTES", str(max(4 << 30, self.args.objects * self.args.record * 3)))
-        if self.env.get("CEPH_RGW_OBJECTSTORE") == "bluestore" and "CEPH_ARGS" not in self.env:
-            # ceph-rgw.sh's block path is the OSD folder's `block`, where mkfs puts its symlink to the path: a link
-            # to itself, and the OSD fails to start. A file beside the folder instead, sparse, sized for the data:
-            # measured ~20 KiB of it per 4 KiB object (RocksDB and the bucket index included), 24 KiB allowed.
-            size = max(10 << 30, self.args.objects * 24 << 10)
-            self.env["CEPH_ARGS"] = (f"--bluestore_block_path={self.gw}/osd/block.img "
-                                     f"--bluestore_block_size={size}")
+        # bluestore: a sparse block file sized for the data, measured ~20 KiB of it per 4 KiB object (RocksDB and
+        # the bucket index included), 24 KiB allowed.
+        self.env.setdefault("CEPH_RGW_BLUESTORE_BYTES", str(max(10 << 30, self.args.objects * 24 << 10)))
         p = subprocess.run(["bash", os.path.join(self.src, "scripts/ceph-rgw.sh"), "start", self.gw], env=self.env,
                            capture_output=True, text=True, timeout=300)
         if p.returncode != 0:

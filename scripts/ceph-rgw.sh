@@ -19,7 +19,9 @@
 #  - `tcp_nodelay=1` on the beast frontend: removes ~40 ms stalls on reused connections (Nagle + delayed ACK).
 #  - the S3 user is made with `radosgw-admin user create` before radosgw starts.
 # Environment: CEPH_RGW_OBJECTSTORE (default memstore: data in the OSD's memory; `bluestore` keeps it in a file under
-# DIR for larger data), CEPH_RGW_MEMSTORE_BYTES (memstore capacity, default 4 GiB).
+# DIR for larger data: a sparse file DIR/osd/block-0.img of CEPH_RGW_BLUESTORE_BYTES, default 10 GiB; not the OSD
+# folder's `block`, where mkfs puts its own link to the block path), CEPH_RGW_MEMSTORE_BYTES (memstore capacity,
+# default 4 GiB).
 set -euo pipefail
 
 cmd=${1:-}
@@ -142,8 +144,8 @@ mon data = $dir/mon/ceph-\$id
 osd data = $dir/osd/ceph-\$id
 osd objectstore = $objectstore
 memstore device bytes = ${CEPH_RGW_MEMSTORE_BYTES:-4294967296}
-bluestore block path = $dir/osd/ceph-\$id/block
-bluestore block size = 10737418240
+bluestore block path = $dir/osd/block-\$id.img
+bluestore block size = ${CEPH_RGW_BLUESTORE_BYTES:-10737418240}
 bluestore block create = true
 osd pool default size = 1
 osd pool default min size = 1
