@@ -50,7 +50,8 @@
 //
 // Usage: dlio-bench-swarm [--agents N] [--jobs J] [--steps S] [--compute SECONDS] [--accelerators K]
 //                         [--barrier announce|after_compute] [--relay on|off] [--fanout F] [--tree-min-agents M]
-//                         [--timer-threads T] [--attach-batch B] [--barrier-timeout SECONDS]
+//                         [--timer-threads T] [--wake processed|scheduled] [--attach-batch B]
+//                         [--barrier-timeout SECONDS]
 //                         [--bin-dir DIR] [--work DIR] [--json FILE] [--keep]
 // The coordinator needs one file descriptor per agent: the tool raises its soft RLIMIT_NOFILE to the hard limit,
 // and the coordinator it starts inherits it.
@@ -277,8 +278,9 @@ class SwarmAgent final : public PhaseHost,
     std::unique_ptr<v1::BarrierRelay::Stub> stub;
   };
   SwarmAgent(AgentSession::Identity id, std::shared_ptr<WorkloadCache> workloads, Timers* timers, SwarmStats* stats,
-             SwarmEvents* events, int64_t measured_steps, Relays relays)
+             SwarmEvents* events, int64_t measured_steps, Relays relays, bool scheduled_wake)
       : session_(std::move(id), this, nullptr, std::move(workloads)),
+        scheduled_wake_(scheduled_wake),
         timers_(timers),
         stats_(stats),
         events_(events),
@@ -442,7 +444,13 @@ class SwarmAgent final : public PhaseHost,
   void CloseRoute(bool cancel);
   void SendArrival(const After& after);
 
+  // The instant a timer of this session fired: `scheduled` with --wake scheduled (as a real agent's rank, on a core
+  // of its own, wakes at its instant), else when the shared timer thread reached it (the sessions ahead of it on the
+  // thread delay it: the emulator's cost, not the protocol's).
+  Clock::time_point WokeAt(Clock::time_point scheduled) const { return scheduled_wake_ ? scheduled : Clock::now(); }
+
   AgentSession session_;
+  const bool scheduled_wake_;
   Timers* const timers_;
   SwarmStats* const stats_;
   SwarmEvents* const events_;
@@ -473,6 +481,7 @@ class SwarmAgent final : public PhaseHost,
   uint64_t gen_ = 0;                      // bumped per phase and at a stop: a stale timer does nothing
   int64_t steps_ = 0, step_ = 0, dropped_ = 0, start_unix_us_ = 0;
   Clock::time_point block_start_, step_start_, compute_end_, prev_step_end_;
+  Clock::time_point planned_end_, end_at_;  // the current step's compute end and (announce) end instant, planned
   BlockTimings block_;
   Xoshiro256 rng_{1};
 
@@ -553,6 +562,7 @@ void SwarmAgent::Advance(Clock::time_point now, After* after) {
     const Distribution& d = cmd_.kind == PhaseKind::kEval ? cmd_.spec.eval_time : cmd_.spec.computation_time;
     const double compute = d.IsZero() ? 0 : d.Sample(rng_);
     const Clock::time_point planned_end = now + std::chrono::nanoseconds(static_cast<int64_t>(compute * 1e9));
+    planned_end_ = planned_end;
     if (measured_ && step_ < static_cast<int64_t>(ends_.size())) {
       ends_[static_cast<size_t>(step_)].compute_end = Ns(planned_end);
     }
@@ -603,14 +613,15 @@ void SwarmAgent::Announce(After* after) {
 
 void SwarmAgent::EndStep(Clock::time_point now, After* after) {
   const int64_t end = barrier_timing::StepEnd(agent_step_, release_.release, release_.received_ns);
+  end_at_ = Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(end)));
   if (end <= Ns(now)) {
-    RecordStep(now);
-    Advance(now, after);
+    const Clock::time_point t = scheduled_wake_ ? end_at_ : now;  // a late release: its arrival's stamp
+    RecordStep(t);
+    Advance(t, after);
     return;
   }
   wait_ = Wait::kEnd;
-  timers_->At(Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(end))),
-              [this, g = gen_] { StepEnded(g); });
+  timers_->At(end_at_, [this, g = gen_] { StepEnded(g); });
 }
 
 void SwarmAgent::StepEnded(uint64_t gen) {
@@ -618,7 +629,7 @@ void SwarmAgent::StepEnded(uint64_t gen) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (gen != gen_ || !running_ || wait_ != Wait::kEnd) return;
-    const Clock::time_point now = Clock::now();
+    const Clock::time_point now = WokeAt(end_at_);
     RecordStep(now);
     Advance(now, &after);
   }
@@ -648,7 +659,7 @@ void SwarmAgent::ComputeDone(uint64_t gen) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (gen != gen_ || !running_) return;
-    compute_end_ = Clock::now();
+    compute_end_ = WokeAt(planned_end_);
     if (announce_ && released_) {
       EndStep(compute_end_, &after);
     } else if (announce_) {
@@ -811,6 +822,7 @@ struct Config {
   int fanout = 0;           // the job's dlio_ext.barrier_fanout; 0 = the default (not written)
   int tree_min_agents = 0;  // the job's dlio_ext.barrier_tree_min_agents; 0 = the default (not written)
   int timer_threads = 0;    // timer threads the sessions are spread over; 0 = one per core
+  bool scheduled_wake = false;  // --wake scheduled: a session's steps run from its timers' instants (SwarmAgent::WokeAt)
   std::string bin_dir;
   std::string work;
   std::string json;
@@ -990,7 +1002,7 @@ bool Run::AttachAll() {
     }
     agents_.push_back(std::make_unique<SwarmAgent>(std::move(id), workloads,
                                                    timers_[static_cast<size_t>(i) % timers_.size()].get(), &stats_,
-                                                   &events_, c_.steps, std::move(relays)));
+                                                   &events_, c_.steps, std::move(relays), c_.scheduled_wake));
     {
       // At most attach_batch sessions connecting at once.
       std::unique_lock<std::mutex> lk(events_.mu);
@@ -1136,6 +1148,7 @@ int Run::Report(int submit_rc) {
       {"exposed_us_p50", pct(be.exposed_us, 0.50)},
       {"exposed_us_p99", pct(be.exposed_us, 0.99)},
       {"timer_threads", c_.timer_threads},
+      {"wake", c_.scheduled_wake ? "scheduled" : "processed"},
       {"relay", c_.relay},
       {"tree_expected", TreeExpected(c_)},
       {"relay_sessions", stats_.relays.load()},
@@ -1265,6 +1278,11 @@ int main(int argc, char** argv) {
                  "Timer threads the sessions' compute steps, step ends and heartbeats are spread over (default: one "
                  "per core)")
       ->check(CLI::Range(1, 256));
+  app.add_option("--wake", c.scheduled_wake,
+                 "processed (the default): a session's compute and step end run from when its timer thread reached "
+                 "them, behind the sessions ahead of it on that thread; scheduled: from the timers' own instants, as "
+                 "agents with a core each would (the protocol's ceiling without the emulator's serialisation)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"scheduled", true}, {"processed", false}}));
   app.add_option("--attach-batch", c.attach_batch, "Sessions connecting at once")->check(CLI::Range(1, 65536));
   app.add_option("--barrier-timeout", c.barrier_timeout,
                  "The job's barrier timeout, seconds: a lost release fails the job after this long")

@@ -26,7 +26,9 @@
 # default a temp folder, kept), --relay on|off (default off: on, the sessions relay and a job of 33 sessions or
 # more meets through the relay tree; the run column says "tree"), --timer-threads "T ..." (the swarm's timer
 # threads; default the swarm's, one per core; with several values each size and compute runs once per value, back
-# to back in the order given, the run column naming it: "after, 1 timer").
+# to back in the order given, the run column naming it: "after, 1 timer"), --wake "W ..." (the swarm's --wake:
+# processed, the default, or scheduled: the sessions' steps from their timers' instants, as agents with a core each;
+# several values run back to back, the run column naming it).
 #   bench/ceiling.sh --barrier announce --agents "16 64" --timer-threads "1 2"   one timer thread against two
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,14 +42,16 @@ label=
 barrier=both
 relay=off
 timer_threads=default
+wake=processed
 while (($#)); do
   if swarm_option "$@"; then shift "$swarm_shift"; continue; fi
   case "$1" in
     --barrier) barrier=$2; shift 2 ;;
     --relay) relay=$2; shift 2 ;;
     --timer-threads) timer_threads=$2; shift 2 ;;
+    --wake) wake=$2; shift 2 ;;
     *) echo "ceiling.sh: unknown option $1 (--bin-dir, --swarm, --agents, --computes, --steps, --barrier, --label," \
-            "--out, --relay, --timer-threads)" >&2
+            "--out, --relay, --timer-threads, --wake)" >&2
        exit 2 ;;
   esac
 done
@@ -68,6 +72,10 @@ for t in $timer_threads; do
   [[ $t == default || $t =~ ^[1-9][0-9]*$ ]] || {
     echo "ceiling.sh: --timer-threads $timer_threads: allowed are positive whole numbers" >&2; exit 2; }
 done
+for w in $wake; do
+  [[ $w == processed || $w == scheduled ]] || {
+    echo "ceiling.sh: --wake $wake: allowed are processed, scheduled (or both, space-separated)" >&2; exit 2; }
+done
 swarm_setup ceiling.sh dlio-ceiling
 
 echo "| run | agents | compute ms | steps | load (1 min) | AU % | ideal AU % | ceiling % | release p50 / p99 ms | coordinator / swarm CPU us per agent-step | 2-core load % |"
@@ -78,6 +86,7 @@ for n in $agents; do
     s=${steps:-$(python3 -c "print(max(30, min(400, round(8 / $c))))")}
     for mode in $modes; do
       for t in $timer_threads; do
+      for w in $wake; do
         if [[ -n $label ]]; then run=$label; elif [[ $mode == announce ]]; then run=after; else run=before; fi
         [[ $relay == on ]] && run="$run, tree"
         swarm_args=(--barrier "$mode" --relay "$relay")
@@ -85,6 +94,8 @@ for n in $agents; do
           swarm_args+=(--timer-threads "$t")
           [[ $timer_threads == *" "* ]] && run="$run, $t timer$([[ $t == 1 ]] || echo s)"
         fi
+        swarm_args+=(--wake "$w")
+        [[ $wake == *" "* || $w == scheduled ]] && run="$run, wake $w"
         if ! swarm_run "${run//[ ,]/}" "$n" "$c" "$s"; then
           echo "| $run | $n | $c | $s | $load | failed: see $log |||||"
           continue
@@ -103,6 +114,7 @@ busy = (coord + tool) * 1e-6 * n / (2 * step_s) * 100
 print(f"| {label} | {n} | {c * 1000:g} | {steps} | {load} | {au:.2f} | {ideal:.0f} | {100 * au / ideal:.2f} | "
       f"{j['release_latency_ms_p50']:.2f} / {j['release_latency_ms_p99']:.2f} | {coord:.0f} / {tool:.0f} | {busy:.0f} |")
 EOF
+      done
       done
     done
   done
