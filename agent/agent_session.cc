@@ -285,6 +285,7 @@ void AgentSession::DeliverRelease(const v1::BarrierRelease& r, Clock::time_point
            it->second.releases.Release(r.job_id(), r.phase_id(), r.step(), timing, Ns(now));
     if (ours) cv_.notify_all();
   }
+  if (barrier_timing::HopsOn()) barrier_timing::Hop("recv", r.step(), Ns(now), id_.name);
   if (ours) {
     host_->Released(r.job_id(), r.step());
   } else {  // a late release of an earlier phase or job: dropped, and counted
@@ -320,7 +321,9 @@ bool AgentSession::Announce(const PhaseOrder& order, uint64_t step, int64_t comp
   a->set_phase_id(order.phase_id);
   a->set_step(step);
   a->set_compute_left_ns(compute_left_ns);
-  return Send(m);
+  const bool sent = Send(m);
+  if (barrier_timing::HopsOn()) barrier_timing::Hop("sent", step, barrier_timing::SteadyNs(), id_.name);
+  return sent;
 }
 
 absl::StatusOr<AnnounceBarrier::Received> AgentSession::AwaitRelease(const std::string& job_id, uint64_t step) {

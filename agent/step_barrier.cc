@@ -86,6 +86,10 @@ absl::Status AnnounceBarrier::Start(uint64_t step, int64_t compute_end_ns) {
   const int64_t now = clock_.now();
   agent_step_.announced_ns = now;
   const int64_t left = agent_step_.compute_end_ns - now;
+  if (barrier_timing::HopsOn()) {
+    barrier_timing::Hop("compute_end", step, agent_step_.compute_end_ns);
+    barrier_timing::Hop("announce", step, now);
+  }
   lk.Unlock();
   absl::Status s = announce_ ? announce_(step, left) : absl::OkStatus();
   lk.Lock();
@@ -103,6 +107,7 @@ absl::Status AnnounceBarrier::Finish(uint64_t step) {
     awaiting_ = true;
     lk.Unlock();
     absl::StatusOr<Received> r = await_ ? await_(step) : Received{};
+    if (barrier_timing::HopsOn()) barrier_timing::Hop("awaited", step, clock_.now());
     lk.Lock();
     if (!r.ok()) {
       if (error_.ok()) error_ = r.status();
@@ -129,6 +134,10 @@ absl::Status AnnounceBarrier::Finish(uint64_t step) {
   lk.Unlock();
   if (!clock_.sleep_until(end)) {
     return absl::CancelledError(absl::StrCat("step barrier: cancelled waiting for the end of step ", step));
+  }
+  if (barrier_timing::HopsOn()) {
+    barrier_timing::Hop("end_at", step, end);
+    barrier_timing::Hop("ended", step, clock_.now());
   }
   return absl::OkStatus();
 }

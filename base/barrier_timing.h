@@ -12,13 +12,16 @@
 // the step never ends before the slowest compute end minus u_i <= the round trip of this step's announce and release
 // less the time the coordinator held the announce (ErrorBound: the agent computes it itself, from durations).
 // BoundHistogram keeps a phase's per-step bounds so that their median can be exported beside their maximum.
-// Thread-safety: pure functions; a BoundHistogram is not synchronised (its owner's lock guards it).
+// Hop() stamps the hops of a step for profiling (DLIO_BARRIER_HOPS; off by default).
+// Thread-safety: pure functions; a BoundHistogram is not synchronised (its owner's lock guards it); Hop() from any
+// thread.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 
 namespace dlio::barrier_timing {
 
@@ -165,5 +168,16 @@ class BoundHistogram {
   uint64_t count_ = 0;
   int64_t max_ = 0;
 };
+
+// --- profiling: the hops of a step (docs/architecture.md, "Where the time goes") ---
+
+// CLOCK_MONOTONIC in ns: one clock for every process of one machine, so the hops of the agents and the coordinator
+// line up.
+int64_t SteadyNs();
+// True when the environment variable DLIO_BARRIER_HOPS named a folder at the first call (read once per process).
+bool HopsOn();
+// When HopsOn(): appends "<hop> <step> <ns> <who>" to <DLIO_BARRIER_HOPS>/<pid>.hops (one write(2), no allocation).
+// A debug aid: each stamp costs a system call, so runs that measure the error itself leave the variable unset.
+void Hop(std::string_view hop, uint64_t step, int64_t ns, std::string_view who = {});
 
 }  // namespace dlio::barrier_timing

@@ -80,7 +80,7 @@ AgentInfo AgentInfoFromHello(const v1::Hello& hello) {
   return info;
 }
 
-void AgentInbox::Deliver(const v1::AgentMessage& in) {
+void AgentInbox::Deliver(const v1::AgentMessage& in, Coordinator::Clock::time_point received) {
   switch (in.msg_case()) {
     case v1::AgentMessage::kHeartbeat:
       core_->OnHeartbeat(agent_);
@@ -88,7 +88,7 @@ void AgentInbox::Deliver(const v1::AgentMessage& in) {
       break;
     case v1::AgentMessage::kBarrierArrive:
       core_->OnBarrierArrive(agent_, in.barrier_arrive().job_id(), in.barrier_arrive().phase_id(),
-                             in.barrier_arrive().step(), in.barrier_arrive().compute_left_ns());
+                             in.barrier_arrive().step(), in.barrier_arrive().compute_left_ns(), received);
       break;
     case v1::AgentMessage::kProgress: {
       const v1::Progress& p = in.progress();

@@ -461,6 +461,7 @@ class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     StartRead(&in_);
   }
   void OnReadDone(bool ok) override {
+    const Coordinator::Clock::time_point read_at = Coordinator::Clock::now();  // where gRPC hands the message over
     if (!ok) {
       End();
       return;
@@ -478,7 +479,12 @@ class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       Hello(m);
       return;
     } else {
-      inbox_->Deliver(m);
+      if (m.has_barrier_arrive() && barrier_timing::HopsOn()) {
+        barrier_timing::Hop("read", m.barrier_arrive().step(),
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(read_at.time_since_epoch()).count(),
+                            info_.name);
+      }
+      inbox_->Deliver(m, read_at);
     }
     StartRead(&in_);
   }
