@@ -327,6 +327,7 @@ bool AgentSession::Announce(const PhaseOrder& order, uint64_t step, int64_t comp
     a->mutable_compute_end()->set_lo_ns(end->lo_ns);
     a->mutable_compute_end()->set_hi_ns(end->hi_ns);
   }
+  if (barrier_timing::HopsOn()) barrier_timing::Hop("sending", step, barrier_timing::SteadyNs(), id_.name);
   const bool sent = Send(m);
   if (barrier_timing::HopsOn()) barrier_timing::Hop("sent", step, barrier_timing::SteadyNs(), id_.name);
   return sent;
