@@ -222,7 +222,7 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
       barrier_timing::Release r = barrier_timing::ReleaseFor(announces_[k], slowest, at, slack);
       r.announce_received_ns = announces_[k].received_ns;  // the agent's offset interval (OffsetWindow)
       link->ReleaseBarrierTimed(job_id, phase_id, step, r);
-      if (barrier_timing::HopsOn()) barrier_timing::Hop("queued", step, barrier_timing::SteadyNs(), NameAt(UnitAgent(k)));
+      if (barrier_timing::HopsOn()) barrier_timing::Hop("queued", step, at, NameAt(UnitAgent(k)));  // t3
     }
   }
   return Arrival::kReleased;
