@@ -351,7 +351,9 @@ void RandomFleetsKeepTheBarrier(bool offsets) {
   }
 }
 
-TEST(AnnounceBarrierTest, TheStepNeverEndsBeforeTheSlowestComputeEndMinusTheBound) { RandomFleetsKeepTheBarrier(false); }
+TEST(AnnounceBarrierTest, TheStepNeverEndsBeforeTheSlowestComputeEndMinusTheBound) {
+  RandomFleetsKeepTheBarrier(false);
+}
 
 TEST(AnnounceBarrierTest, PlacedByTheOffsetsTheStepStillNeverEndsBeforeTheSlowestComputeEndMinusTheBound) {
   RandomFleetsKeepTheBarrier(true);

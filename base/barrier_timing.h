@@ -42,7 +42,8 @@ struct EndInterval {
 struct Announce {
   int64_t received_ns = 0;      // coordinator clock
   int64_t compute_left_ns = 0;  // from the agent's send to its latest compute end (0: compute already over)
-  std::optional<EndInterval> end = std::nullopt;  // sent once the agent's offset window holds a step (not through relays)
+  // The agent's compute end placed in this clock by its offset window: sent from its second step (not by relays).
+  std::optional<EndInterval> end = std::nullopt;
 };
 
 // The agent's compute end, estimated in the coordinator's clock (late by the announce's one-way latency).
