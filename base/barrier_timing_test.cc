@@ -3,7 +3,14 @@
 // agent/step_barrier_test.cc.
 #include "base/barrier_timing.h"
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -178,6 +185,26 @@ TEST(OffsetWindow, TheOffsetIntervalIsTheIntersectionWidenedToTheInstantPlaced) 
   ASSERT_TRUE(o.has_value());
   EXPECT_EQ(o->lo_ns, offset - 10 * kUs - 200 * kUs);
   EXPECT_EQ(o->hi_ns, offset + 30 * kUs + 220 * kUs);
+}
+
+// DLIO_BARRIER_HOPS (read once per process, at the first call: no other test of this binary stamps a hop) names a
+// folder; every hop is one line of <pid>.hops there.
+TEST(Hop, EachHopIsOneLineOfThePidsFileInTheNamedFolder) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dlio-hops-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  setenv("DLIO_BARRIER_HOPS", dir.c_str(), 1);
+  ASSERT_TRUE(HopsOn());
+  Hop("announce", 7, 123456789);
+  Hop("read", 7, SteadyNs(), "agent-3");
+  std::ifstream in(dir / (std::to_string(getpid()) + ".hops"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  EXPECT_EQ(all.rfind("announce 7 123456789 \nread 7 ", 0), 0u) << all;
+  EXPECT_NE(all.find(" agent-3\n"), std::string::npos) << all;
+  unsetenv("DLIO_BARRIER_HOPS");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
