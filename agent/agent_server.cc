@@ -144,7 +144,8 @@ struct AgentServer::Impl : public PhaseHost {
   void CloseRoute(const PhaseCommand& cmd, BarrierRoute& route);
   // Sends the agent's arrival of `step` (compute_left_ns 0 after compute) along `route`; false when the session is
   // gone. A member whose relay is gone keeps waiting: the coordinator fails the job naming the relay.
-  bool SendArrival(const PhaseCommand& cmd, BarrierRoute& route, uint64_t step, int64_t compute_left_ns);
+  bool SendArrival(const PhaseCommand& cmd, BarrierRoute& route, uint64_t step, int64_t compute_left_ns,
+                   const barrier_timing::EndInterval* end = nullptr);
   const PhaseProgress& progress(const std::string& job_id) const override;
   // The job's runner, made at its first phase (idle runners of older jobs dropped beyond kKeptJobs).
   JobPhases& PhasesOf(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu);
@@ -260,8 +261,8 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
       return session->WaitRelease(cmd.job_id, step);
     };
     PhaseRunner::AnnounceFns announce;  // dlio_ext.barrier: announce (agent/step_barrier.h)
-    announce.announce = [&](uint64_t step, int64_t left_ns) -> absl::Status {
-      if (!SendArrival(cmd, route, step, left_ns)) return absl::UnavailableError("connection to coordinator lost");
+    announce.announce = [&](uint64_t step, int64_t left_ns, const barrier_timing::EndInterval* end) -> absl::Status {
+      if (!SendArrival(cmd, route, step, left_ns, end)) return absl::UnavailableError("connection to coordinator lost");
       return absl::OkStatus();
     };
     announce.await = [&](uint64_t step) { return session->AwaitRelease(cmd.job_id, step); };
@@ -345,7 +346,7 @@ void AgentServer::Impl::CloseRoute(const PhaseCommand& cmd, BarrierRoute& route)
 }
 
 bool AgentServer::Impl::SendArrival(const PhaseCommand& cmd, BarrierRoute& route, uint64_t step,
-                                    int64_t compute_left_ns) {
+                                    int64_t compute_left_ns, const barrier_timing::EndInterval* end) {
   if (route.relay) {
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -359,7 +360,9 @@ bool AgentServer::Impl::SendArrival(const PhaseCommand& cmd, BarrierRoute& route
     }
     return session->session_alive();
   }
-  return session->Announce(cmd, step, compute_left_ns);
+  // Only the coordinator places an end by its interval (a relay aggregates receipts): through a relay, `end` stays.
+  return session->Announce(cmd, step, compute_left_ns,
+                           end ? std::optional<barrier_timing::EndInterval>(*end) : std::nullopt);
 }
 
 AgentSession::Identity AgentServer::Impl::MakeIdentity(const std::string& instance) const {

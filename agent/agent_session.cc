@@ -269,7 +269,8 @@ const std::atomic<bool>* AgentSession::cancel_flag() const {
 }
 
 void AgentSession::DeliverRelease(const v1::BarrierRelease& r, Clock::time_point now, bool from_relay) {
-  barrier_timing::Release timing{r.wait_after_compute_end_ns(), r.held_ns(), r.announce_received_ns()};
+  barrier_timing::Release timing{r.wait_after_compute_end_ns(), r.held_ns(), r.announce_received_ns(), r.slack_ns(),
+                                 r.placed_by_offset() ? r.placed_early_ns() : -1};
   // A relay's group release from the coordinator: the relay hands out its members' releases and gives back its own.
   if (!from_relay && relay_hook_) {
     if (std::optional<barrier_timing::Release> own = relay_hook_(r.job_id(), r.phase_id(), r.step(), timing, Ns(now))) {
@@ -285,6 +286,7 @@ void AgentSession::DeliverRelease(const v1::BarrierRelease& r, Clock::time_point
            it->second.releases.Release(r.job_id(), r.phase_id(), r.step(), timing, Ns(now));
     if (ours) cv_.notify_all();
   }
+  if (barrier_timing::HopsOn()) barrier_timing::Hop("recv", r.step(), Ns(now), id_.name);
   if (ours) {
     host_->Released(r.job_id(), r.step());
   } else {  // a late release of an earlier phase or job: dropped, and counted
@@ -313,14 +315,22 @@ bool AgentSession::Arrive(const PhaseOrder& order, uint64_t step) {
   return Send(m);
 }
 
-bool AgentSession::Announce(const PhaseOrder& order, uint64_t step, int64_t compute_left_ns) {
+bool AgentSession::Announce(const PhaseOrder& order, uint64_t step, int64_t compute_left_ns,
+                            std::optional<barrier_timing::EndInterval> end) {
   v1::AgentMessage m;
   v1::BarrierArrive* a = m.mutable_barrier_arrive();
   a->set_job_id(order.job_id);
   a->set_phase_id(order.phase_id);
   a->set_step(step);
   a->set_compute_left_ns(compute_left_ns);
-  return Send(m);
+  if (end) {
+    a->mutable_compute_end()->set_lo_ns(end->lo_ns);
+    a->mutable_compute_end()->set_hi_ns(end->hi_ns);
+  }
+  if (barrier_timing::HopsOn()) barrier_timing::Hop("sending", step, barrier_timing::SteadyNs(), id_.name);
+  const bool sent = Send(m);
+  if (barrier_timing::HopsOn()) barrier_timing::Hop("sent", step, barrier_timing::SteadyNs(), id_.name);
+  return sent;
 }
 
 absl::StatusOr<AnnounceBarrier::Received> AgentSession::AwaitRelease(const std::string& job_id, uint64_t step) {

@@ -147,8 +147,10 @@ class AgentSession {
   // Sends the BarrierArrive of `step` of the running phase; false when the session is gone.
   bool Arrive(const PhaseOrder& order, uint64_t step);
   // dlio_ext.barrier: announce: the BarrierArrive of `step` sent as the ranks' compute starts, its compute ending
-  // `compute_left_ns` after the send; false when the session is gone.
-  bool Announce(const PhaseOrder& order, uint64_t step, int64_t compute_left_ns);
+  // `compute_left_ns` after the send (and, with `end`, that end placed in the coordinator's clock by the agent's
+  // offset window); false when the session is gone.
+  bool Announce(const PhaseOrder& order, uint64_t step, int64_t compute_left_ns,
+                std::optional<barrier_timing::EndInterval> end = std::nullopt);
   // A BarrierRelease, from the coordinator (OnMessage) or, in a relay tree, from this agent's relay (`from_relay`:
   // the relay hook is not asked): recorded for the running phase of its job, or dropped and counted as stale.
   void DeliverRelease(const v1::BarrierRelease& r, Clock::time_point now, bool from_relay);

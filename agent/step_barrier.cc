@@ -86,8 +86,18 @@ absl::Status AnnounceBarrier::Start(uint64_t step, int64_t compute_end_ns) {
   const int64_t now = clock_.now();
   agent_step_.announced_ns = now;
   const int64_t left = agent_step_.compute_end_ns - now;
+  // The compute end placed in the coordinator's clock by the offsets of the recent steps (none on the first).
+  std::optional<barrier_timing::EndInterval> end = offsets_.Offset(agent_step_.compute_end_ns);
+  if (end) {
+    end->lo_ns += agent_step_.compute_end_ns;
+    end->hi_ns += agent_step_.compute_end_ns;
+  }
+  if (barrier_timing::HopsOn()) {
+    barrier_timing::Hop("compute_end", step, agent_step_.compute_end_ns);
+    barrier_timing::Hop("announce", step, now);
+  }
   lk.Unlock();
-  absl::Status s = announce_ ? announce_(step, left) : absl::OkStatus();
+  absl::Status s = announce_ ? announce_(step, left, end ? &*end : nullptr) : absl::OkStatus();
   lk.Lock();
   if (!s.ok() && error_.ok()) error_ = s;
   cv_.notify_all();
@@ -103,14 +113,20 @@ absl::Status AnnounceBarrier::Finish(uint64_t step) {
     awaiting_ = true;
     lk.Unlock();
     absl::StatusOr<Received> r = await_ ? await_(step) : Received{};
+    if (barrier_timing::HopsOn()) barrier_timing::Hop("awaited", step, clock_.now());
     lk.Lock();
     if (!r.ok()) {
       if (error_.ok()) error_ = r.status();
     } else {
       released_ = true;
       end_ns_ = barrier_timing::StepEnd(agent_step_, r->release, r->received_ns);
-      last_bound_ns_ = offsets_.Add(agent_step_, r->release, r->received_ns);
+      last_bound_ns_ = barrier_timing::PlacedBound(r->release, offsets_.Add(agent_step_, r->release, r->received_ns));
       max_bound_ns_ = std::max(max_bound_ns_, last_bound_ns_);
+      if (barrier_timing::HopsOn()) {
+        barrier_timing::Hop("bound", step, last_bound_ns_);
+        barrier_timing::Hop("slack", step, r->release.slack_ns);
+        barrier_timing::Hop("placed_early", step, r->release.placed_early_ns);
+      }
       bounds_.Add(last_bound_ns_);
     }
     cv_.notify_all();
@@ -129,6 +145,10 @@ absl::Status AnnounceBarrier::Finish(uint64_t step) {
   lk.Unlock();
   if (!clock_.sleep_until(end)) {
     return absl::CancelledError(absl::StrCat("step barrier: cancelled waiting for the end of step ", step));
+  }
+  if (barrier_timing::HopsOn()) {
+    barrier_timing::Hop("end_at", step, end);
+    barrier_timing::Hop("ended", step, clock_.now());
   }
   return absl::OkStatus();
 }

@@ -60,8 +60,11 @@ class AnnounceBarrier {
     barrier_timing::Release release;
     int64_t received_ns = 0;
   };
-  // Sends the agent's announce of `step`: its latest compute end is `compute_left_ns` after now. Must not block.
-  using Announce = std::function<absl::Status(uint64_t step, int64_t compute_left_ns)>;
+  // Sends the agent's announce of `step`: its latest compute end is `compute_left_ns` after now and, once the offset
+  // window holds a step, in `end` of the coordinator's clock (base/barrier_timing.h OffsetWindow::Offset; null
+  // before). Must not block.
+  using Announce =
+      std::function<absl::Status(uint64_t step, int64_t compute_left_ns, const barrier_timing::EndInterval* end)>;
   // Blocks until the release of `step` came (or the phase stops: an error).
   using Await = std::function<absl::StatusOr<Received>(uint64_t step)>;
 

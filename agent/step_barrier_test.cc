@@ -101,6 +101,7 @@ struct SimAgent {
   std::vector<int64_t> start, compute;  // per local rank: true start of compute and its duration
   // Filled by the step:
   int64_t announced_true = 0, left = 0;
+  std::optional<barrier_timing::EndInterval> end;  // its compute end placed in the coordinator's clock, once it can
   int64_t end_true = -1;  // when its ranks ended the step (the latest rank's wake-up)
   std::shared_ptr<AnnounceBarrier> barrier;  // made by Sim
   barrier_timing::Release release;
@@ -120,9 +121,10 @@ class Sim {
       };
       g.barrier = std::make_shared<AnnounceBarrier>(
           static_cast<int>(g.start.size()), c,
-          [this, &g](uint64_t, int64_t left) {
+          [this, &g](uint64_t, int64_t left, const barrier_timing::EndInterval* end) {
             g.announced_true = now_;
             g.left = left;
+            g.end = end ? std::optional<barrier_timing::EndInterval>(*end) : std::nullopt;
             return absl::OkStatus();
           },
           [&g](uint64_t) -> absl::StatusOr<AnnounceBarrier::Received> {
@@ -150,15 +152,16 @@ class Sim {
       EXPECT_TRUE(g.barrier->Start(step, now_ + g.skew + g.compute[e.rank]).ok());
     }
     // The coordinator (its clock: true time), as PhaseDriver::Arrive.
-    int64_t last = 0, est = std::numeric_limits<int64_t>::min();
+    int64_t last = 0, est = std::numeric_limits<int64_t>::min(), slack = 0;
     std::vector<barrier_timing::Announce> ann;
     for (const SimAgent& g : a_) {
-      ann.push_back({g.announced_true + g.up, g.left});
+      ann.push_back({g.announced_true + g.up, g.left, offsets ? g.end : std::nullopt});
       last = std::max(last, g.announced_true + g.up);
-      est = std::max(est, barrier_timing::EstimatedEnd(ann.back()));
+      est = std::max(est, barrier_timing::Place(ann.back()).at_ns);
+      slack = std::max(slack, barrier_timing::Place(ann.back()).late_ns);
     }
     for (size_t i = 0; i < a_.size(); ++i) {
-      a_[i].release = barrier_timing::ReleaseFor(ann[i], est, last);
+      a_[i].release = barrier_timing::ReleaseFor(ann[i], est, last, slack);
       if (receipts) a_[i].release.announce_received_ns = ann[i].received_ns;  // as PhaseDriver sends it
       a_[i].release_true = last;
     }
@@ -174,6 +177,7 @@ class Sim {
   SimAgent& operator[](size_t i) { return a_[i]; }
   size_t size() const { return a_.size(); }
   bool receipts = false;  // the releases carry the coordinator's receipt of each announce (its clock: true time)
+  bool offsets = false;   // the coordinator places the ends by the agents' intervals (as the star does; relays do not)
 
  private:
   int64_t now_ = 0;
@@ -312,8 +316,9 @@ TEST(AnnounceBarrierTest, ARankWaitingForDataAnnouncesLateAndEveryoneEndsLater) 
   EXPECT_EQ(sim[1].end_true, 30 * kMs);
 }
 
-TEST(AnnounceBarrierTest, TheStepNeverEndsBeforeTheSlowestComputeEndMinusTheBound) {
-  // Random fleets: latencies 0-2 ms each way, skews of seconds, compute 0-60 ms, late starts; 50 steps each.
+// Random fleets: latencies 0-2 ms each way, skews of seconds, compute 0-60 ms, late starts; 50 steps each. With
+// `offsets` the releases carry the receipts and the coordinator places the ends by the agents' offset intervals.
+void RandomFleetsKeepTheBarrier(bool offsets) {
   std::mt19937_64 rng(7);
   auto u = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   for (int fleet = 0; fleet < 20; ++fleet) {
@@ -321,6 +326,7 @@ TEST(AnnounceBarrierTest, TheStepNeverEndsBeforeTheSlowestComputeEndMinusTheBoun
     const int n = static_cast<int>(u(2, 6));
     for (int i = 0; i < n; ++i) agents.push_back(Agent(0, 0, 0, 0, u(-5000, 5000) * kMs));
     Sim sim(std::move(agents));
+    sim.receipts = sim.offsets = offsets;
     int64_t t = 0;
     for (uint64_t step = 0; step < 50; ++step) {
       int64_t next = t;
@@ -339,8 +345,38 @@ TEST(AnnounceBarrierTest, TheStepNeverEndsBeforeTheSlowestComputeEndMinusTheBoun
         EXPECT_LE(sim[i].end_true, std::max(slowest + max_bound, sim[i].release_true + sim[i].down));
         next = std::max(next, sim[i].end_true);
       }
-      if (HasFailure()) return;
+      if (::testing::Test::HasFailure()) return;
       t = next;
+    }
+  }
+}
+
+TEST(AnnounceBarrierTest, TheStepNeverEndsBeforeTheSlowestComputeEndMinusTheBound) {
+  RandomFleetsKeepTheBarrier(false);
+}
+
+TEST(AnnounceBarrierTest, PlacedByTheOffsetsTheStepStillNeverEndsBeforeTheSlowestComputeEndMinusTheBound) {
+  RandomFleetsKeepTheBarrier(true);
+}
+
+TEST(AnnounceBarrierTest, PlacedByTheOffsetsASlowAnnounceNoLongerMakesItsAgentEndEarly) {
+  // As WithTheCoordinatorsReceipt... but the coordinator places the ends by the agents' offset intervals: the
+  // announce that takes 3 ms at step 6 no longer makes agent 0 end 3 ms early (the receipt's estimate would), and
+  // both bounds stay at the windows' uncertainty: a 40 us wide interval per agent (20 us each way), widened by the
+  // 200 ppm drift allowance over its age (the previous step's, ~110 ms: 22 us).
+  Sim sim({Agent(0, 10 * kMs, 20 * kUs, 20 * kUs, 5000 * kMs), Agent(0, 20 * kMs, 20 * kUs, 20 * kUs, -3000 * kMs)});
+  sim.receipts = sim.offsets = true;
+  for (uint64_t step = 0; step < 7; ++step) {
+    const int64_t t0 = static_cast<int64_t>(step) * 100 * kMs;
+    sim[0].start = {t0};
+    sim[1].start = {t0};
+    sim[0].up = step == 6 ? 3 * kMs : 20 * kUs;
+    const int64_t slowest = sim.Step(step);
+    ExpectBarrierHolds(sim, slowest);
+    if (step == 0) continue;  // no interval yet: placed by the receipts
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_LE(std::abs(sim[i].end_true - slowest), 20 * kUs) << "agent " << i << " step " << step;
+      EXPECT_LE(sim[i].barrier->last_error_bound_ns(), 90 * kUs) << "agent " << i << " step " << step;
     }
   }
 }
@@ -353,7 +389,7 @@ TEST(AnnounceBarrierTest, ThreadsOnTheSteadyClockAnnounceOncePerStep) {
   CondVar cv;
   AnnounceBarrier b(
       3, AnnounceBarrier::Steady(nullptr),
-      [&](uint64_t step, int64_t left) {
+      [&](uint64_t step, int64_t left, const barrier_timing::EndInterval*) {
         ++announces;
         // Never more than the longest compute any rank drew; below 0 when the last rank started after every
         // compute had ended (a thread preempted between drawing its end and Start: legal, not asserted).
@@ -391,7 +427,8 @@ TEST(AnnounceBarrierTest, CancelWakesTheRanksWaitingForTheRelease) {
   std::atomic<bool> cancel{false};
   AnnounceBarrier* bp = nullptr;
   AnnounceBarrier b(
-      2, AnnounceBarrier::Steady(&cancel), [](uint64_t, int64_t) { return absl::OkStatus(); },
+      2, AnnounceBarrier::Steady(&cancel),
+      [](uint64_t, int64_t, const barrier_timing::EndInterval*) { return absl::OkStatus(); },
       [&](uint64_t) -> absl::StatusOr<AnnounceBarrier::Received> {
         while (!cancel) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         return absl::CancelledError("phase cancelled");

@@ -11,27 +11,65 @@
 // agent i ends at (slowest compute end) + u_slowest - u_i: the only error is a difference of one-way latencies, and
 // the step never ends before the slowest compute end minus u_i <= the round trip of this step's announce and release
 // less the time the coordinator held the announce (ErrorBound: the agent computes it itself, from durations).
+// Once an agent's OffsetWindow holds a step, its announce also carries its compute end in the coordinator's clock as
+// an interval (OffsetWindow::Offset); the coordinator then places that end at the interval's middle (Place), so the
+// announce's latency is no longer the error, and the bound is the step's slack plus the agent's own placement
+// uncertainty (PlacedBound).
 // BoundHistogram keeps a phase's per-step bounds so that their median can be exported beside their maximum.
-// Thread-safety: pure functions; a BoundHistogram is not synchronised (its owner's lock guards it).
+// Hop() stamps the hops of a step for profiling (DLIO_BARRIER_HOPS; off by default).
+// Thread-safety: pure functions; a BoundHistogram is not synchronised (its owner's lock guards it); Hop() from any
+// thread.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
+#include <string_view>
 
 namespace dlio::barrier_timing {
 
 // --- the coordinator's half (its steady clock) ---
 
+// An agent's latest compute end in the coordinator's clock as the agent's OffsetWindow places it: in [lo_ns, hi_ns].
+struct EndInterval {
+  int64_t lo_ns = 0, hi_ns = 0;
+};
+
 // One agent's announce as the coordinator received it.
 struct Announce {
   int64_t received_ns = 0;      // coordinator clock
   int64_t compute_left_ns = 0;  // from the agent's send to its latest compute end (0: compute already over)
+  // The agent's compute end placed in this clock by its offset window: sent from its second step (not by relays).
+  std::optional<EndInterval> end = std::nullopt;
 };
 
 // The agent's compute end, estimated in the coordinator's clock (late by the announce's one-way latency).
 inline int64_t EstimatedEnd(const Announce& a) { return a.received_ns + std::max<int64_t>(0, a.compute_left_ns); }
+
+// Where the coordinator places an agent's compute end (its clock), and how far the true end may lie from there.
+// The receipt's estimate is late by the announce's one-way latency: never early, but by an amount only the agent
+// can bound (early_ns -1). With the agent's interval, cut at the receipt's estimate (a true upper end: the
+// announce cannot arrive before it was sent), the end is placed at the middle and may lie early_ns before it or
+// late_ns after it: the announce's latency no longer matters, only how well the agent knows the clock offset.
+struct Placed {
+  int64_t at_ns = 0;
+  int64_t early_ns = -1;  // the true end is at most this much before at_ns; -1: unknown (placed by the receipt)
+  int64_t late_ns = 0;    // the true end is at most this much after at_ns
+};
+inline Placed Place(const Announce& a) {
+  const int64_t by_receipt = EstimatedEnd(a);
+  if (a.end) {
+    const int64_t lo = a.end->lo_ns, hi = std::min(a.end->hi_ns, by_receipt);
+    if (lo <= hi) {  // else the offset moved beyond the agent's allowance: its interval is not trusted
+      const int64_t mid = lo + (hi - lo) / 2;
+      return {mid, mid - lo, hi - mid};
+    }
+  }
+  return {by_receipt, -1, 0};
+}
 
 // What the release tells one agent: durations only.
 struct Release {
@@ -40,13 +78,22 @@ struct Release {
   // The coordinator's clock at the announce's receipt (Announce::received_ns), for OffsetWindow; 0: not sent (a
   // relay's release, whose hold is not a span of the coordinator's clock). Set by PhaseDriver, not by ReleaseFor.
   int64_t announce_received_ns = 0;
+  // How far after the latest placed end the slowest true end may lie (the largest Placed::late_ns of the step's
+  // agents; 0 when every end was placed by its receipt), and how far before this agent's placed end its own true
+  // end may lie (Placed::early_ns: -1 when placed by the receipt, the agent then bounds it by its round trip).
+  int64_t slack_ns = 0;
+  int64_t placed_early_ns = -1;
 };
 
-// The release for agent `a`, once the slowest estimated end of the step is known, sent at `now_ns`.
-inline Release ReleaseFor(const Announce& a, int64_t slowest_end_ns, int64_t now_ns) {
+// The release for agent `a`, once the slowest placed end of the step and the step's largest Placed::late_ns are
+// known, sent at `now_ns`.
+inline Release ReleaseFor(const Announce& a, int64_t slowest_end_ns, int64_t now_ns, int64_t slack_ns = 0) {
+  const Placed p = Place(a);
   Release r;
-  r.wait_after_end_ns = std::max<int64_t>(0, slowest_end_ns - EstimatedEnd(a));
+  r.wait_after_end_ns = std::max<int64_t>(0, slowest_end_ns - p.at_ns);
   r.held_ns = std::max<int64_t>(0, now_ns - a.received_ns);
+  r.slack_ns = std::max<int64_t>(0, slack_ns);
+  r.placed_early_ns = p.early_ns;
   return r;
 }
 
@@ -68,6 +115,13 @@ inline int64_t StepEnd(const AgentStep& s, const Release& r, int64_t received_ns
 // one-way latency, at most the round trip from its send to the release's arrival less the coordinator's hold.
 inline int64_t ErrorBound(const AgentStep& s, const Release& r, int64_t received_ns) {
   return std::max<int64_t>(0, received_ns - s.announced_ns - std::max<int64_t>(0, r.held_ns));
+}
+
+// The whole bound of a step whose own end was placed as the release says: the slowest true end lies at most
+// slack_ns after the latest placed end, and this agent's true end at most placed_early_ns before its placed end, or
+// (placed by the receipt) `latency_bound_ns` (ErrorBound, or OffsetWindow::Add's tighter one) before.
+inline int64_t PlacedBound(const Release& r, int64_t latency_bound_ns) {
+  return std::max<int64_t>(0, r.slack_ns) + (r.placed_early_ns >= 0 ? r.placed_early_ns : latency_bound_ns);
 }
 
 // The error bound tightened over recent steps (docs/architecture.md, "Timing error"). Step k's exchange places the
@@ -108,6 +162,22 @@ class OffsetWindow {
       lo = now.lo;
     }
     return std::max<int64_t>(0, now.hi - lo);
+  }
+
+  // The offset's interval at `at_ns` (agent clock) from the steps recorded, each widened by its drift to `at_ns`;
+  // nullopt before the first step (or when they disagree). Placing a compute end E (agent clock) in the
+  // coordinator's clock: [E + lo_ns, E + hi_ns].
+  std::optional<EndInterval> Offset(int64_t at_ns) const {
+    if (n_ == 0) return std::nullopt;
+    EndInterval o{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    for (int k = 0; k < n_; ++k) {
+      const Interval& i = ring_[static_cast<size_t>(k)];
+      const int64_t drift = (std::max<int64_t>(0, at_ns - i.sent) * kDriftPpm + 999'999) / 1'000'000;
+      o.lo_ns = std::max(o.lo_ns, i.lo - drift);
+      o.hi_ns = std::min(o.hi_ns, i.hi + drift);
+    }
+    if (o.lo_ns > o.hi_ns) return std::nullopt;
+    return o;
   }
 
  private:
@@ -165,5 +235,16 @@ class BoundHistogram {
   uint64_t count_ = 0;
   int64_t max_ = 0;
 };
+
+// --- profiling: the hops of a step (docs/architecture.md, "Where the time goes") ---
+
+// CLOCK_MONOTONIC in ns: one clock for every process of one machine, so the hops of the agents and the coordinator
+// line up.
+int64_t SteadyNs();
+// True when the environment variable DLIO_BARRIER_HOPS named a folder at the first call (read once per process).
+bool HopsOn();
+// When HopsOn(): appends "<hop> <step> <ns> <who>" to <DLIO_BARRIER_HOPS>/<pid>.hops (one write(2), no allocation).
+// A debug aid: each stamp costs a system call, so runs that measure the error itself leave the variable unset.
+void Hop(std::string_view hop, uint64_t step, int64_t ns, std::string_view who = {});
 
 }  // namespace dlio::barrier_timing

@@ -3,7 +3,14 @@
 // agent/step_barrier_test.cc.
 #include "base/barrier_timing.h"
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -126,6 +133,78 @@ TEST(BoundHistogram, TheMedianIsTheTypicalStepAndTheTopIsTheLargest) {
   h.Add(-5);  // a negative bound counts as 0: the first bucket, read as its edge (1 us)
   EXPECT_EQ(h.count(), 101u);
   EXPECT_EQ(h.Quantile(0.001), 1000);
+}
+
+// The coordinator places an end by the agent's interval, cut at the receipt's estimate (never early), at the middle;
+// without an interval, or with one the receipt contradicts, by the receipt.
+TEST(Place, TheMiddleOfTheAgentsIntervalCutAtTheReceiptOrElseTheReceipt) {
+  Announce a{100 * kMs, 10 * kMs};  // received at 100 ms, 10 ms left: by the receipt 110 ms
+  Placed p = Place(a);
+  EXPECT_EQ(p.at_ns, 110 * kMs);
+  EXPECT_EQ(p.early_ns, -1);
+  EXPECT_EQ(p.late_ns, 0);
+  a.end = EndInterval{109 * kMs + 900 * kUs, 109 * kMs + 960 * kUs};
+  p = Place(a);
+  EXPECT_EQ(p.at_ns, 109 * kMs + 930 * kUs);
+  EXPECT_EQ(p.early_ns, 30 * kUs);
+  EXPECT_EQ(p.late_ns, 30 * kUs);
+  a.end = EndInterval{109 * kMs + 980 * kUs, 110 * kMs + 500 * kUs};  // above the receipt's estimate: cut there
+  p = Place(a);
+  EXPECT_EQ(p.at_ns, 109 * kMs + 990 * kUs);
+  EXPECT_EQ(p.early_ns, 10 * kUs);
+  EXPECT_EQ(p.late_ns, 10 * kUs);
+  a.end = EndInterval{110 * kMs + 1, 111 * kMs};  // the offset moved: the receipt contradicts the interval
+  p = Place(a);
+  EXPECT_EQ(p.at_ns, 110 * kMs);
+  EXPECT_EQ(p.early_ns, -1);
+  // The release: the wait to the slowest placed end, the step's slack, this end's own uncertainty; and the bound.
+  a.end = EndInterval{109 * kMs + 900 * kUs, 109 * kMs + 960 * kUs};
+  const Release r = ReleaseFor(a, 112 * kMs, 115 * kMs, 25 * kUs);
+  EXPECT_EQ(r.wait_after_end_ns, 2 * kMs + 70 * kUs);
+  EXPECT_EQ(r.held_ns, 15 * kMs);
+  EXPECT_EQ(PlacedBound(r, 400 * kUs), 55 * kUs);
+  EXPECT_EQ(PlacedBound(ReleaseFor(Announce{100 * kMs, 10 * kMs}, 112 * kMs, 115 * kMs, 25 * kUs), 400 * kUs),
+            425 * kUs);
+}
+
+// The window's offset interval, for placing an end: none before a step; then the intersection of the steps'
+// intervals [t3 - t4, t2 - t1], each widened by 200 ppm of its age at the instant placed.
+TEST(OffsetWindow, TheOffsetIntervalIsTheIntersectionWidenedToTheInstantPlaced) {
+  OffsetWindow w;
+  EXPECT_FALSE(w.Offset(0).has_value());
+  const int64_t offset = 7 * kMs;
+  Exchange e = At(0, offset, 30 * kUs, 1 * kMs, 50 * kUs);  // [offset - 50 us, offset + 30 us]
+  w.Add(e.step, e.release, e.received);
+  e = At(100 * kMs, offset, 80 * kUs, 1 * kMs, 10 * kUs);  // [offset - 10 us, offset + 80 us]
+  w.Add(e.step, e.release, e.received);
+  std::optional<EndInterval> o = w.Offset(100 * kMs);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->lo_ns, offset - 10 * kUs);             // the second step's, age 0
+  EXPECT_EQ(o->hi_ns, offset + 30 * kUs + 20 * kUs);  // the first step's, 100 ms old: + 20 us
+  o = w.Offset(1100 * kMs);  // a second later: both widened by 200 ppm of their ages
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->lo_ns, offset - 10 * kUs - 200 * kUs);
+  EXPECT_EQ(o->hi_ns, offset + 30 * kUs + 220 * kUs);
+}
+
+// DLIO_BARRIER_HOPS (read once per process, at the first call: no other test of this binary stamps a hop) names a
+// folder; every hop is one line of <pid>.hops there.
+TEST(Hop, EachHopIsOneLineOfThePidsFileInTheNamedFolder) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dlio-hops-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  setenv("DLIO_BARRIER_HOPS", dir.c_str(), 1);
+  ASSERT_TRUE(HopsOn());
+  Hop("announce", 7, 123456789);
+  Hop("read", 7, SteadyNs(), "agent-3");
+  std::ifstream in(dir / (std::to_string(getpid()) + ".hops"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  EXPECT_EQ(all.rfind("announce 7 123456789 \nread 7 ", 0), 0u) << all;
+  EXPECT_NE(all.find(" agent-3\n"), std::string::npos) << all;
+  unsetenv("DLIO_BARRIER_HOPS");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

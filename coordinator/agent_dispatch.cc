@@ -80,16 +80,19 @@ AgentInfo AgentInfoFromHello(const v1::Hello& hello) {
   return info;
 }
 
-void AgentInbox::Deliver(const v1::AgentMessage& in) {
+void AgentInbox::Deliver(const v1::AgentMessage& in, Coordinator::Clock::time_point received) {
   switch (in.msg_case()) {
     case v1::AgentMessage::kHeartbeat:
       core_->OnHeartbeat(agent_);
       if (echo_) echo_(in.heartbeat().agent_time_ns());
       break;
-    case v1::AgentMessage::kBarrierArrive:
-      core_->OnBarrierArrive(agent_, in.barrier_arrive().job_id(), in.barrier_arrive().phase_id(),
-                             in.barrier_arrive().step(), in.barrier_arrive().compute_left_ns());
+    case v1::AgentMessage::kBarrierArrive: {
+      const v1::BarrierArrive& a = in.barrier_arrive();
+      std::optional<barrier_timing::EndInterval> end;
+      if (a.has_compute_end()) end = barrier_timing::EndInterval{a.compute_end().lo_ns(), a.compute_end().hi_ns()};
+      core_->OnBarrierArrive(agent_, a.job_id(), a.phase_id(), a.step(), a.compute_left_ns(), received, end);
       break;
+    }
     case v1::AgentMessage::kProgress: {
       const v1::Progress& p = in.progress();
       AgentProgress ap;

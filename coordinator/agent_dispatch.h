@@ -34,7 +34,8 @@ class AgentInbox {
   // `echo` answers a heartbeat (the facade queues the echo on the agent's stream).
   AgentInbox(Coordinator* core, std::string agent, std::function<void(int64_t)> echo)
       : core_(core), agent_(std::move(agent)), echo_(std::move(echo)) {}
-  void Deliver(const v1::AgentMessage& m);
+  // `received`: when gRPC handed `m` over (steady clock; the barrier's estimate of an agent's end starts there).
+  void Deliver(const v1::AgentMessage& m, Coordinator::Clock::time_point received = {});
 
  private:
   Coordinator* const core_;

@@ -329,7 +329,8 @@ void Coordinator::OnHeartbeat(const std::string& agent) {
 }
 
 void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                                  uint64_t step, int64_t compute_left_ns) {
+                                  uint64_t step, int64_t compute_left_ns, Clock::time_point received,
+                                  std::optional<barrier_timing::EndInterval> end) {
   MutexLock lk(&mu_);
   Touch(agent);
   // An arrival counts only for the running phase's barrier, from one of its agents; anything else (a late arrival of
@@ -340,7 +341,8 @@ void Coordinator::OnBarrierArrive(const std::string& agent, const std::string& j
     ++stale_arrivals_;
     return;
   }
-  switch (job->driver.Arrive(agent, job_id, phase_id, step, options_.now(), &wait, compute_left_ns)) {
+  switch (job->driver.Arrive(agent, job_id, phase_id, step, options_.now(), &wait, compute_left_ns, received,
+                             options_.now, end)) {
     case PhaseDriver::Arrival::kStale:
       ++stale_arrivals_;
       return;

@@ -59,6 +59,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "results/latency_histogram.h"
+#include "base/barrier_timing.h"
 #include "base/confined_dir.h"
 #include "base/mutex.h"
 #include "results/results.h"
@@ -196,8 +197,12 @@ class Coordinator {
   // Agent events. Every one renews the agent's lease.
   void OnHeartbeat(const std::string& agent);
   // `compute_left_ns`: dlio_ext.barrier: announce, how long after the agent's send its compute ends (0: over).
+  // `received`: when gRPC handed the message over, on Options::now's clock (the server stamps the steady clock,
+  // Options::now's default); unset: read under the lock. `end`: the agent's compute end placed in this clock by its
+  // offset window (PhaseDriver::Arrive).
   void OnBarrierArrive(const std::string& agent, const std::string& job_id, const std::string& phase_id,
-                       uint64_t step, int64_t compute_left_ns = 0);
+                       uint64_t step, int64_t compute_left_ns = 0, Clock::time_point received = {},
+                       std::optional<barrier_timing::EndInterval> end = std::nullopt);
   void OnProgress(const std::string& agent, const std::string& job_id, const std::string& phase_id,
                   const AgentProgress& progress);
   void OnPhaseDone(const std::string& agent, const std::string& job_id, const std::string& phase_id,

@@ -75,11 +75,17 @@ class ReleaseCache {
   grpc::ByteBuffer GetTimed(const std::string& job_id, const std::string& phase_id, uint64_t step,
                             const barrier_timing::Release& t) {
     grpc::ByteBuffer shared = Get(job_id, phase_id, step);
-    if (t.wait_after_end_ns == 0 && t.held_ns == 0 && t.announce_received_ns == 0) return shared;
+    if (t.wait_after_end_ns == 0 && t.held_ns == 0 && t.announce_received_ns == 0 && t.slack_ns == 0 &&
+        t.placed_early_ns < 0) {
+      return shared;
+    }
     v1::CoordinatorMessage m;
     m.mutable_barrier_release()->set_wait_after_compute_end_ns(t.wait_after_end_ns);
     m.mutable_barrier_release()->set_held_ns(t.held_ns);
     m.mutable_barrier_release()->set_announce_received_ns(t.announce_received_ns);
+    m.mutable_barrier_release()->set_slack_ns(t.slack_ns);
+    m.mutable_barrier_release()->set_placed_by_offset(t.placed_early_ns >= 0);
+    m.mutable_barrier_release()->set_placed_early_ns(std::max<int64_t>(0, t.placed_early_ns));
     std::string bytes;
     {
       MutexLock lk(&mu_);
@@ -461,6 +467,7 @@ class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     StartRead(&in_);
   }
   void OnReadDone(bool ok) override {
+    const Coordinator::Clock::time_point read_at = Coordinator::Clock::now();  // where gRPC hands the message over
     if (!ok) {
       End();
       return;
@@ -478,7 +485,12 @@ class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       Hello(m);
       return;
     } else {
-      inbox_->Deliver(m);
+      if (m.has_barrier_arrive() && barrier_timing::HopsOn()) {
+        barrier_timing::Hop("read", m.barrier_arrive().step(),
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(read_at.time_since_epoch()).count(),
+                            info_.name);
+      }
+      inbox_->Deliver(m, read_at);
     }
     StartRead(&in_);
   }

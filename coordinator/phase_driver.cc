@@ -183,7 +183,9 @@ void PhaseDriver::SettleAt(size_t i) {
 
 PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::string& job_id,
                                          const std::string& phase_id, uint64_t step, Clock::time_point now,
-                                         Clock::duration* wait, int64_t compute_left_ns) {
+                                         Clock::duration* wait, int64_t compute_left_ns, Clock::time_point received,
+                                         const std::function<Clock::time_point()>& release_clock,
+                                         std::optional<barrier_timing::EndInterval> end) {
   if (!Is(job_id, phase_id) || step != barrier_step_) return Arrival::kStale;
   const std::optional<size_t> agent_i = IndexOf(agent);
   // The barrier's unit: the agent (star), or the top-level group it relays (tree: the coordinator's relays only).
@@ -191,11 +193,15 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
   if (!agent_i || unit == barrier_tree::TreePlan::kNone) return Arrival::kStale;
   const std::optional<size_t> i = unit;
   if (arrived_count_ == 0) first_arrival_ = now;
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  auto ns = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  if (barrier_timing::HopsOn()) barrier_timing::Hop("locked", step, barrier_timing::SteadyNs(), agent);
   if (!arrived_[*i]) {
     arrived_[*i] = 1;
     ++arrived_count_;
-    announces_[*i] = barrier_timing::Announce{now_ns, compute_left_ns};
+    announces_[*i] =
+        barrier_timing::Announce{ns(received == Clock::time_point{} ? now : received), compute_left_ns, end};
   }
   if (arrived_count_ < arrived_.size()) return Arrival::kCounted;
   *wait = now - first_arrival_;
@@ -203,13 +209,20 @@ PhaseDriver::Arrival PhaseDriver::Arrive(const std::string& agent, const std::st
   arrived_count_ = 0;
   ++barrier_step_;
   last_advance_ = now;
-  int64_t slowest = std::numeric_limits<int64_t>::min();  // the slowest estimated compute end (base/barrier_timing.h)
-  for (const barrier_timing::Announce& a : announces_) slowest = std::max(slowest, barrier_timing::EstimatedEnd(a));
+  // The slowest placed compute end, and how far after it the slowest true end may lie (base/barrier_timing.h Place).
+  int64_t slowest = std::numeric_limits<int64_t>::min(), slack = 0;
+  for (const barrier_timing::Announce& a : announces_) {
+    const barrier_timing::Placed p = barrier_timing::Place(a);
+    slowest = std::max(slowest, p.at_ns);
+    slack = std::max(slack, p.late_ns);
+  }
   for (size_t k = 0; k < announces_.size(); ++k) {
     if (const std::shared_ptr<AgentLink>& link = links_[UnitAgent(k)]) {
-      barrier_timing::Release r = barrier_timing::ReleaseFor(announces_[k], slowest, now_ns);
+      const int64_t at = ns(release_clock ? release_clock() : now);  // this release's queueing: its hold ends here
+      barrier_timing::Release r = barrier_timing::ReleaseFor(announces_[k], slowest, at, slack);
       r.announce_received_ns = announces_[k].received_ns;  // the agent's offset interval (OffsetWindow)
       link->ReleaseBarrierTimed(job_id, phase_id, step, r);
+      if (barrier_timing::HopsOn()) barrier_timing::Hop("queued", step, at, NameAt(UnitAgent(k)));  // t3
     }
   }
   return Arrival::kReleased;

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,8 +129,16 @@ class PhaseDriver {
   // from the step's first arrival to its release. `compute_left_ns` (dlio_ext.barrier: announce; 0 after compute):
   // how long after the agent sent it its compute ends; each agent's release says how long after its own compute
   // end to wait, so that all end at the slowest estimated end (base/barrier_timing.h), and how long it was held.
+  // `received`: when gRPC handed the announce over (the estimate of the agent's end starts there, so waits for the
+  // coordinator's lock are not in it); `now` when none was stamped. `release_clock`: read once per release as it is
+  // queued, so each agent's hold runs to its own release (a release queued late in the fan-out does not count the
+  // writes before it as its link's latency); null: `now` for all. `end`: the agent's compute end in this clock as
+  // its offset window places it (base/barrier_timing.h Place: the end is then placed independently of the
+  // announce's latency, and every release carries the step's slack).
   Arrival Arrive(const std::string& agent, const std::string& job_id, const std::string& phase_id, uint64_t step,
-                 Clock::time_point now, Clock::duration* wait, int64_t compute_left_ns = 0);
+                 Clock::time_point now, Clock::duration* wait, int64_t compute_left_ns = 0,
+                 Clock::time_point received = {}, const std::function<Clock::time_point()>& release_clock = nullptr,
+                 std::optional<barrier_timing::EndInterval> end = std::nullopt);
   void Report(const std::string& agent, const std::string& job_id, const std::string& phase_id,
               const AgentProgress& progress);
   // The agent's PhaseDone: its results are kept, or (not about its own ranks, malformed) the phase fails. False for

@@ -79,6 +79,44 @@ TEST(PhaseDriverTest, TheReleaseTellsEachAgentHowLongAfterItsComputeEndToWait) {
   EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0 + milliseconds(40), &wait, 1 * ms), PhaseDriver::Arrival::kStale);
 }
 
+// The estimate of an agent's end starts when gRPC handed its announce over (`received`), not when the coordinator's
+// lock was taken; each release's hold runs to its own queueing (`release_clock`, read once per release), so an
+// agent late in the fan-out is not told that the writes before its own were its link's latency.
+TEST(PhaseDriverTest, TheEstimateStartsAtTheReceiptAndEachHoldEndsAtItsOwnRelease) {
+  Fleet f(3);
+  PhaseDriver d;
+  using std::chrono::milliseconds;
+  const Clock::time_point t0 = Clock::time_point{} + milliseconds(1000);  // an unset receipt is the epoch
+  f.Start(d, PhaseKind::kTrainEpoch, t0);
+  Clock::duration wait{};
+  const int64_t ms = 1000000;
+  Clock::time_point release_at = t0 + milliseconds(7);
+  const std::function<Clock::time_point()> release_clock = [&] {
+    release_at += milliseconds(1);
+    return release_at - milliseconds(1);  // 7, 8, 9 ms: a, b, c in placement order
+  };
+  // a: received at 0 but the lock taken at 4 ms, 10 ms left (ends 10); b: received at 2, locked at 3, 30 ms left
+  // (ends 32, the slowest); c: received at 5, locked at 6, compute over (ends 5).
+  EXPECT_EQ(d.Arrive("a", "job", "train-epoch-1", 0, t0 + milliseconds(4), &wait, 10 * ms, t0, release_clock),
+            PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("b", "job", "train-epoch-1", 0, t0 + milliseconds(3), &wait, 30 * ms, t0 + milliseconds(2),
+                     release_clock),
+            PhaseDriver::Arrival::kCounted);
+  EXPECT_EQ(d.Arrive("c", "job", "train-epoch-1", 0, t0 + milliseconds(6), &wait, 0, t0 + milliseconds(5),
+                     release_clock),
+            PhaseDriver::Arrival::kReleased);
+  ASSERT_EQ(f.links[0]->timings.size(), 1u);
+  EXPECT_EQ(f.links[0]->timings[0].wait_after_end_ns, 22 * ms);  // read at the lock: 33 - 14 = 19
+  EXPECT_EQ(f.links[0]->timings[0].announce_received_ns, 1000 * ms);
+  EXPECT_EQ(f.links[0]->timings[0].held_ns, 7 * ms);
+  EXPECT_EQ(f.links[1]->timings[0].wait_after_end_ns, 0);
+  EXPECT_EQ(f.links[1]->timings[0].held_ns, 6 * ms);
+  EXPECT_EQ(f.links[1]->timings[0].announce_received_ns, 1002 * ms);
+  EXPECT_EQ(f.links[2]->timings[0].wait_after_end_ns, 27 * ms);
+  EXPECT_EQ(f.links[2]->timings[0].held_ns, 4 * ms);  // one release clock for all: 7 - 5 = 2
+  EXPECT_EQ(f.links[2]->timings[0].announce_received_ns, 1005 * ms);
+}
+
 // Each release also carries when its agent's announce was received, in the coordinator's clock, so that the agent can
 // place the clock offset in an interval (base/barrier_timing.h OffsetWindow).
 TEST(PhaseDriverTest, TheReleaseCarriesWhenTheAgentsAnnounceWasReceived) {
