@@ -78,6 +78,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <random>
 #include <sstream>
@@ -418,6 +419,7 @@ class SwarmAgent final : public PhaseHost,
     bool arrive = false;               // send the BarrierArrive of `step`
     bool announce = false;             // send it as an announce, the compute ending `compute_left_ns` after the send
     int64_t compute_left_ns = 0;
+    std::optional<barrier_timing::EndInterval> placed;  // announce: that end in the coordinator's clock (OffsetWindow)
     bool end = false;                  // the phase ended: send `results`
     PhaseOrder ids;                    // job and phase ids
     uint64_t step = 0;
@@ -476,6 +478,7 @@ class SwarmAgent final : public PhaseHost,
   enum class Wait { kNone, kCompute, kRelease, kEnd } wait_ = Wait::kNone;
   bool announce_ = false;                 // dlio_ext.barrier: announce (else after_compute)
   barrier_timing::AgentStep agent_step_;  // announce: the step's announce and planned compute end (steady ns)
+  barrier_timing::OffsetWindow offsets_;  // announce: as AnnounceBarrier, the clock offset over the recent steps
   bool released_ = false;                 // announce: the current step's release came
   AnnounceBarrier::Received release_;     // ... and its timing
   uint64_t gen_ = 0;                      // bumped per phase and at a stop: a stale timer does nothing
@@ -527,6 +530,7 @@ void SwarmAgent::Start(PhaseCommand cmd) {
     wait_ = Wait::kNone;
     barrier_ = !eval && cmd_.local_ranks < cmd_.world;  // a single-agent job's barrier stays inside the agent
     announce_ = barrier_ && cmd_.spec.barrier == "announce";  // as agent/steps_phase.cc chooses
+    offsets_ = barrier_timing::OffsetWindow();                 // a window per phase, as the agent's AnnounceBarrier
     measured_ = barrier_ && cmd_.phase_id == kMeasuredPhase;
     steps_ = *steps;
     step_ = 0;
@@ -606,6 +610,12 @@ void SwarmAgent::Announce(After* after) {
   if (measured_) stats_->Arrived(step_, agent_step_.announced_ns);
   after->arrive = after->announce = true;
   after->compute_left_ns = agent_step_.compute_end_ns - agent_step_.announced_ns;
+  // As AnnounceBarrier::Start: the compute end placed in the coordinator's clock by the recent steps' offsets.
+  after->placed = offsets_.Offset(agent_step_.compute_end_ns);
+  if (after->placed) {
+    after->placed->lo_ns += agent_step_.compute_end_ns;
+    after->placed->hi_ns += agent_step_.compute_end_ns;
+  }
   after->ids.job_id = cmd_.job_id;
   after->ids.phase_id = cmd_.phase_id;
   after->step = static_cast<uint64_t>(step_);
@@ -696,9 +706,10 @@ void SwarmAgent::Released(const std::string& job_id, uint64_t step) {
     } else {
       released_ = true;
       release_ = *r;
-      if (measured_ && step_ < static_cast<int64_t>(ends_.size())) {
-        ends_[static_cast<size_t>(step_)].bound = barrier_timing::ErrorBound(agent_step_, r->release, r->received_ns);
-      }
+      // As AnnounceBarrier::Finish: the window takes this exchange; the bound is the placed one when the end was.
+      const int64_t bound =
+          barrier_timing::PlacedBound(r->release, offsets_.Add(agent_step_, r->release, r->received_ns));
+      if (measured_ && step_ < static_cast<int64_t>(ends_.size())) ends_[static_cast<size_t>(step_)].bound = bound;
       if (wait_ == Wait::kRelease) EndStep(now, &after);  // else the compute timer ends the step
     }
   }
@@ -777,7 +788,7 @@ void SwarmAgent::SendArrival(const After& after) {
     // A relay gone: the member keeps waiting, and the coordinator fails the job naming the relay and its group.
     route_link_->Send(after.step, left);
   } else if (after.announce) {
-    session_.Announce(after.ids, after.step, after.compute_left_ns);
+    session_.Announce(after.ids, after.step, after.compute_left_ns, after.placed);  // only the coordinator places by it
   } else {
     session_.Arrive(after.ids, after.step);
   }
