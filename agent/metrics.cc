@@ -230,7 +230,8 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   // Always exported (0 until the first announce barrier), so a dashboard or the catalogue check sees the family.
   auto bound = MetricFamily("dlio_barrier_error_bound_seconds",
                             "Largest bound on how early this agent ended a step of its latest training phase against "
-                            "the slowest rank's compute end (announce barrier: its announce's one-way latency).",
+                            "the slowest rank's compute end (announce barrier: how well the ends were placed, by the "
+                            "agents' clock offsets or by the announce's receipt).",
                             MetricType::Gauge);
   AddSample(bound, {{"agent", agent_}},
             static_cast<double>(std::max<int64_t>(0, barrier_error_bound_ns_.load(std::memory_order_relaxed))) * 1e-9);
