@@ -38,12 +38,6 @@ void StepBarrier::Cancel(absl::Status why) {
 
 namespace {
 
-int64_t MonotonicNs() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
 // The calling thread's timer slack at 1 ns, once per thread (the rank threads sleep through Steady() every step).
 void TightenTimerSlack() {
   thread_local bool done = false;
@@ -57,13 +51,13 @@ void TightenTimerSlack() {
 AnnounceBarrier::Clock AnnounceBarrier::Steady(const std::atomic<bool>* cancel) {
   static_assert(std::chrono::steady_clock::is_steady);  // libstdc++'s steady_clock reads CLOCK_MONOTONIC
   Clock c;
-  c.now = MonotonicNs;
+  c.now = barrier_timing::SteadyNs;
   c.sleep_until = [cancel](int64_t until_ns) {
     TightenTimerSlack();
     const int64_t slice = std::chrono::duration_cast<std::chrono::nanoseconds>(kCancelSlice).count();
     for (;;) {  // base/sleep.h's slices: a cancel is seen within kCancelSlice
       if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return false;
-      const int64_t now = MonotonicNs();
+      const int64_t now = barrier_timing::SteadyNs();
       if (now >= until_ns) return true;
       const int64_t to = std::min(until_ns, now + slice);
       const timespec at{static_cast<time_t>(to / 1'000'000'000), static_cast<long>(to % 1'000'000'000)};
@@ -87,11 +81,7 @@ absl::Status AnnounceBarrier::Start(uint64_t step, int64_t compute_end_ns) {
   agent_step_.announced_ns = now;
   const int64_t left = agent_step_.compute_end_ns - now;
   // The compute end placed in the coordinator's clock by the offsets of the recent steps (none on the first).
-  std::optional<barrier_timing::EndInterval> end = offsets_.Offset(agent_step_.compute_end_ns);
-  if (end) {
-    end->lo_ns += agent_step_.compute_end_ns;
-    end->hi_ns += agent_step_.compute_end_ns;
-  }
+  const std::optional<barrier_timing::EndInterval> end = offsets_.PlaceEnd(agent_step_.compute_end_ns);
   if (barrier_timing::HopsOn()) {
     barrier_timing::Hop("compute_end", step, agent_step_.compute_end_ns);
     barrier_timing::Hop("announce", step, now);

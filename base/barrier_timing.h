@@ -179,6 +179,16 @@ class OffsetWindow {
     if (o.lo_ns > o.hi_ns) return std::nullopt;
     return o;
   }
+  // The compute end `end_ns` (agent clock) placed in the coordinator's clock: Offset(end_ns) shifted by it; what an
+  // announce carries (Announce::end). nullopt as Offset.
+  std::optional<EndInterval> PlaceEnd(int64_t end_ns) const {
+    std::optional<EndInterval> o = Offset(end_ns);
+    if (o) {
+      o->lo_ns += end_ns;
+      o->hi_ns += end_ns;
+    }
+    return o;
+  }
 
  private:
   struct Interval {

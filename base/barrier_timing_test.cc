@@ -185,6 +185,12 @@ TEST(OffsetWindow, TheOffsetIntervalIsTheIntersectionWidenedToTheInstantPlaced) 
   ASSERT_TRUE(o.has_value());
   EXPECT_EQ(o->lo_ns, offset - 10 * kUs - 200 * kUs);
   EXPECT_EQ(o->hi_ns, offset + 30 * kUs + 220 * kUs);
+  // PlaceEnd: the end itself in the coordinator's clock, the interval at that instant shifted by it.
+  const std::optional<EndInterval> end = w.PlaceEnd(1100 * kMs);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->lo_ns, 1100 * kMs + o->lo_ns);
+  EXPECT_EQ(end->hi_ns, 1100 * kMs + o->hi_ns);
+  EXPECT_FALSE(OffsetWindow().PlaceEnd(5).has_value());
 }
 
 // DLIO_BARRIER_HOPS (read once per process, at the first call: no other test of this binary stamps a hop) names a

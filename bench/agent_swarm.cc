@@ -611,11 +611,7 @@ void SwarmAgent::Announce(After* after) {
   after->arrive = after->announce = true;
   after->compute_left_ns = agent_step_.compute_end_ns - agent_step_.announced_ns;
   // As AnnounceBarrier::Start: the compute end placed in the coordinator's clock by the recent steps' offsets.
-  after->placed = offsets_.Offset(agent_step_.compute_end_ns);
-  if (after->placed) {
-    after->placed->lo_ns += agent_step_.compute_end_ns;
-    after->placed->hi_ns += agent_step_.compute_end_ns;
-  }
+  after->placed = offsets_.PlaceEnd(agent_step_.compute_end_ns);
   after->ids.job_id = cmd_.job_id;
   after->ids.phase_id = cmd_.phase_id;
   after->step = static_cast<uint64_t>(step_);

@@ -720,8 +720,10 @@ absl::StatusOr<S3ListPage> S3Client::ListPage(absl::string_view prefix, const st
   path_ += q;
   Request r;
   r.op = S3Op::kList;
-  r.key = "";
-  if (absl::Status s = Perform(r); !s.ok()) return s;
+  r.key = "";  // not an object: a 404 here is the bucket's
+  if (absl::Status s = Perform(r); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(s.message(), " (list of prefix '", prefix, "')"));
+  }
   pugi::xml_document doc;
   const pugi::xml_parse_result parsed = doc.load_buffer(body_.data(), body_.size());
   pugi::xml_node root = doc.child("ListBucketResult");
