@@ -266,6 +266,7 @@ void AgentServer::Impl::Start(PhaseCommand cmd) {
       return absl::OkStatus();
     };
     announce.await = [&](uint64_t step) { return session->AwaitRelease(cmd.job_id, step); };
+    announce.offsets = &session->clock();
     bool refused = false;
     absl::StatusOr<std::vector<RankEpochResult>> r = Preflight(*runner, cmd, &refused);
     if (r.ok() && !route.error.ok()) r = route.error;
@@ -487,13 +488,13 @@ SessionEnd AgentServer::Impl::Session() {
 
 SessionEnd AgentServer::Impl::Serve(grpc::ClientContext& context, Stream& stream,
                                     std::shared_ptr<StreamLink> stream_link, const AgentSession::Timing& timing) {
-  session->Begin(std::move(stream_link), std::chrono::steady_clock::now());
+  session->Begin(std::move(stream_link), std::chrono::steady_clock::now(), timing);
   bool ended = false;  // guarded by mu: the read loop is over
   // Heartbeats and progress, from their own thread so a long phase never starves them.
   std::thread heart([&] {
     MutexLock lk(&mu);
-    while (!ended && !shutdown) {
-      cv.WaitFor(&lk, timing.heartbeat);
+    for (int beat = 0; !ended && !shutdown; ++beat) {
+      cv.WaitFor(&lk, timing.Before(beat));
       if (ended || shutdown) break;
       AgentSession::Clock::duration silent{};
       if (session->LeaseExpired(std::chrono::steady_clock::now(), timing, &silent)) {

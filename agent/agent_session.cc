@@ -82,11 +82,13 @@ absl::StatusOr<AgentSession::Timing> AgentSession::Welcome(const v1::Coordinator
   // At least 50 ms between heartbeats whatever the coordinator asks; a missing lease (0) means 8 intervals.
   t.heartbeat = std::chrono::milliseconds(std::max<uint32_t>(50, first.welcome().heartbeat_interval_ms()));
   t.lease = first.welcome().lease_ms() > 0 ? std::chrono::milliseconds(first.welcome().lease_ms()) : 8 * t.heartbeat;
+  t.clock = barrier_timing::RelateClocks(first.welcome().clock_domain(), barrier_timing::ClockDomain());
   return t;
 }
 
-void AgentSession::Begin(std::shared_ptr<CoordinatorLink> link, Clock::time_point now) {
+void AgentSession::Begin(std::shared_ptr<CoordinatorLink> link, Clock::time_point now, const Timing& timing) {
   last_heard_ns_ = Ns(now);
+  clock_.Reset(timing.clock);
   MutexLock lk(&mu_);
   link_ = std::move(link);
   session_alive_ = true;
@@ -154,7 +156,14 @@ void AgentSession::OnMessage(const v1::CoordinatorMessage& in, Clock::time_point
     case v1::CoordinatorMessage::kError:
       spdlog::error("coordinator: {}", in.error().message());
       break;
-    default:  // the heartbeat's echo only renews last_heard_ns_
+    case v1::CoordinatorMessage::kHeartbeat: {  // the echo: an exchange of the clock offset (0: not stamped)
+      const v1::Heartbeat& h = in.heartbeat();
+      if (h.coordinator_received_ns() != 0) {
+        clock_.Exchange(h.agent_time_ns(), h.coordinator_received_ns(), h.coordinator_sent_ns(), Ns(now));
+      }
+      break;
+    }
+    default:
       break;
   }
 }

@@ -107,6 +107,14 @@ class AgentSession {
   struct Timing {
     std::chrono::milliseconds heartbeat{1000};
     std::chrono::milliseconds lease{8000};
+    // How the coordinator's steady clock relates to this agent's (Welcome.clock_domain).
+    barrier_timing::ClockRelation clock = barrier_timing::ClockRelation::kUnrelated;
+    // The wait before the connection's heartbeat number `n` (0: the first). The first kClockProbes come
+    // kClockProbeGap apart, so the clock-offset estimate (clock()) holds the fastest of several exchanges before a
+    // job's first step (with no drift it keeps them for the whole connection); then one every `heartbeat`.
+    static constexpr int kClockProbes = 8;
+    static constexpr std::chrono::milliseconds kClockProbeGap{10};
+    std::chrono::milliseconds Before(int n) const { return n < kClockProbes ? kClockProbeGap : heartbeat; }
   };
 
   // `metrics` (may be null) counts stale releases; `workloads` (may be null: one of its own) caches parsed jobs.
@@ -126,7 +134,8 @@ class AgentSession {
   v1::AgentMessage Hello() const;
   // The coordinator's first message: Welcome gives the session's timing, anything else is a refusal naming why.
   absl::StatusOr<Timing> Welcome(const v1::CoordinatorMessage& first) const;
-  void Begin(std::shared_ptr<CoordinatorLink> link, Clock::time_point now);
+  // Starts a connection; resets the clock-offset estimate (clock()) for its coordinator (timing.clock).
+  void Begin(std::shared_ptr<CoordinatorLink> link, Clock::time_point now, const Timing& timing);
   void OnMessage(const v1::CoordinatorMessage& m, Clock::time_point now);
   // True once the coordinator has been silent for longer than the lease (*silent says how long).
   bool LeaseExpired(Clock::time_point now, const Timing& timing, Clock::duration* silent) const;
@@ -140,6 +149,9 @@ class AgentSession {
   bool SendShutdownNotice();
 
   // --- the phase host's side ---
+  // The clock offset to the coordinator (agent/step_barrier.h ClockSync), fed by the heartbeats' echoes; the phases'
+  // announce barriers feed it their steps and place their compute ends by it.
+  ClockSync& clock() { return clock_; }
   // True once job `job_id`'s running phase must stop (valid until its Finish(); a job with no phase: false).
   const std::atomic<bool>* cancel_flag(const std::string& job_id) const;
   // The same for the phase started last (hosts and tests that run one phase at a time).
@@ -189,6 +201,7 @@ class AgentSession {
   AgentMetrics* const metrics_;
   const std::shared_ptr<WorkloadCache> workloads_;
   RelayHook relay_hook_;  // set before Begin(), read only after
+  ClockSync clock_;       // its own lock
   // Steady-clock time (ns since the clock's epoch) of the last message from the coordinator, for the lease.
   std::atomic<int64_t> last_heard_ns_{0};
   // One job's phase on this agent: running (`phase` set) until its Finish(), then kept (phase empty) until the job's

@@ -182,7 +182,7 @@ AgentSession::Identity Id() {
 // A session attached on a fake link at kT0, with a fake host and metrics.
 struct Fixture {
   explicit Fixture(AgentSession::Identity id = Id()) : session(std::move(id), &host, &metrics) {
-    session.Begin(link, kT0);
+    session.Begin(link, kT0, AgentSession::Timing());
   }
   // The one message sent since the last Take(); a test failure when there is not exactly one.
   v1::AgentMessage One() {
@@ -438,7 +438,7 @@ TEST(AgentSession, AReconnectKeepsTheLastAnswer) {
   const v1::AgentMessage done = f.RunToDone("job-1", "train-epoch-1");
   f.session.End();
   auto link2 = std::make_shared<FakeLink>();
-  f.session.Begin(link2, kT0 + std::chrono::seconds(5));
+  f.session.Begin(link2, kT0 + std::chrono::seconds(5), AgentSession::Timing());
   f.session.OnMessage(RunMsg(Order("job-1", "train-epoch-1")), kT0 + std::chrono::seconds(5));
   EXPECT_EQ(f.host.Started().size(), 1u);
   std::vector<v1::AgentMessage> sent = link2->Take();
@@ -457,7 +457,7 @@ TEST(AgentSession, AnAnswerFinishedWhileDisconnectedIsSentOnTheRepeat) {
   EXPECT_TRUE(f.link->Sent().empty());  // no link to send it on
 
   auto link2 = std::make_shared<FakeLink>();
-  f.session.Begin(link2, kT0);
+  f.session.Begin(link2, kT0, AgentSession::Timing());
   f.session.OnMessage(RunMsg(Order("job-1", "generate")), kT0);
   EXPECT_EQ(f.host.Started().size(), 1u);
   std::vector<v1::AgentMessage> sent = link2->Take();
@@ -611,8 +611,62 @@ TEST(AgentSession, TheLeaseExpiresAfterSilenceAndAnyMessageRenewsIt) {
 
   // A new connection starts its own lease.
   f.session.End();
-  f.session.Begin(f.link, kT0 + milliseconds(5000));
+  f.session.Begin(f.link, kT0 + milliseconds(5000), AgentSession::Timing());
   EXPECT_FALSE(f.session.LeaseExpired(kT0 + milliseconds(5500), timing, nullptr));
+}
+
+// The Welcome says which steady clock the coordinator reads (Welcome.clock_domain); a heartbeat's echo with the
+// coordinator's stamps is one exchange of the session's clock-offset estimate (the announce barriers read it).
+TEST(AgentSession, TheWelcomeRelatesTheClocksAndAHeartbeatsEchoPlacesTheOffset) {
+  Fixture f;  // began with a default Timing: clocks unrelated
+  v1::CoordinatorMessage w;
+  w.mutable_welcome()->set_heartbeat_interval_ms(1000);
+  w.mutable_welcome()->set_lease_ms(8000);
+  w.mutable_welcome()->set_clock_domain(barrier_timing::ClockDomain());
+  EXPECT_EQ(f.session.Welcome(w)->clock, barrier_timing::ClockRelation::kSame);
+  w.mutable_welcome()->set_clock_domain("elsewhere");
+  EXPECT_EQ(f.session.Welcome(w)->clock, barrier_timing::ClockRelation::kUnrelated);
+  w.mutable_welcome()->clear_clock_domain();  // a coordinator that does not say
+  EXPECT_EQ(f.session.Welcome(w)->clock, barrier_timing::ClockRelation::kUnrelated);
+
+  const auto ns = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  EXPECT_FALSE(f.session.clock().exact());
+  EXPECT_FALSE(f.session.clock().PlaceEnd(ns(kT0)).has_value()) << "no exchange yet";
+  f.session.OnMessage(Echo(), kT0 + milliseconds(1));  // an echo without the coordinator's stamps: the lease only
+  EXPECT_FALSE(f.session.clock().PlaceEnd(ns(kT0)).has_value());
+  // Sent at kT0, received 30 us later by a coordinator whose clock is 5 ms ahead, echoed 100 us after, back at
+  // kT0 + 200 us: the offset is in [5 ms - 70 us, 5 ms + 30 us].
+  v1::CoordinatorMessage echo;
+  v1::Heartbeat* h = echo.mutable_heartbeat();
+  h->set_agent_time_ns(ns(kT0));
+  h->set_coordinator_received_ns(ns(kT0) + 5'030'000);
+  h->set_coordinator_sent_ns(ns(kT0) + 5'130'000);
+  f.session.OnMessage(echo, kT0 + std::chrono::microseconds(200));
+  const std::optional<barrier_timing::EndInterval> end = f.session.clock().PlaceEnd(ns(kT0));
+  ASSERT_TRUE(end.has_value());
+  EXPECT_NEAR(static_cast<double>(end->lo_ns - ns(kT0)), 4'930'000, 1'000);  // + 200 ppm of its 200 us age: 40 ns
+  EXPECT_NEAR(static_cast<double>(end->hi_ns - ns(kT0)), 5'030'000, 1'000);
+
+  // A new connection, to a coordinator on this machine's clock: the offset is exact (0), known at once.
+  f.session.End();
+  AgentSession::Timing same;
+  same.clock = barrier_timing::ClockRelation::kSame;
+  f.session.Begin(f.link, kT0 + std::chrono::seconds(1), same);
+  EXPECT_TRUE(f.session.clock().exact());
+  const std::optional<barrier_timing::EndInterval> exact = f.session.clock().PlaceEnd(ns(kT0));
+  ASSERT_TRUE(exact.has_value());
+  EXPECT_EQ(exact->lo_ns, ns(kT0));
+  EXPECT_EQ(exact->hi_ns, ns(kT0));
+}
+
+// The first heartbeats of a connection come 10 ms apart (clock probes), then one per interval.
+TEST(AgentSession, TheFirstHeartbeatsOfAConnectionProbeTheClock) {
+  AgentSession::Timing t;
+  t.heartbeat = milliseconds(1000);
+  for (int n = 0; n < AgentSession::Timing::kClockProbes; ++n) EXPECT_EQ(t.Before(n), milliseconds(10)) << n;
+  EXPECT_EQ(t.Before(AgentSession::Timing::kClockProbes), milliseconds(1000));
 }
 
 TEST(AgentSession, AHeartbeatIsSentAloneWhenIdleAndWithProgressWhileAPhaseRuns) {

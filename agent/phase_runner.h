@@ -66,6 +66,7 @@ class PhaseRunner {
   struct AnnounceFns {
     AnnounceBarrier::Announce announce;
     AnnounceBarrier::Await await;
+    ClockSync* offsets = nullptr;  // the session's clock offset (null: the barrier keeps its own)
   };
 
   // Opens `data_root` (base/confined_dir.h): every file of every phase is opened, created, renamed and listed

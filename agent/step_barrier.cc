@@ -81,7 +81,7 @@ absl::Status AnnounceBarrier::Start(uint64_t step, int64_t compute_end_ns) {
   agent_step_.announced_ns = now;
   const int64_t left = agent_step_.compute_end_ns - now;
   // The compute end placed in the coordinator's clock by the offsets of the recent steps (none on the first).
-  const std::optional<barrier_timing::EndInterval> end = offsets_.PlaceEnd(agent_step_.compute_end_ns);
+  const std::optional<barrier_timing::EndInterval> end = offsets_->PlaceEnd(agent_step_.compute_end_ns);
   if (barrier_timing::HopsOn()) {
     barrier_timing::Hop("compute_end", step, agent_step_.compute_end_ns);
     barrier_timing::Hop("announce", step, now);
@@ -110,7 +110,7 @@ absl::Status AnnounceBarrier::Finish(uint64_t step) {
     } else {
       released_ = true;
       end_ns_ = barrier_timing::StepEnd(agent_step_, r->release, r->received_ns);
-      last_bound_ns_ = barrier_timing::PlacedBound(r->release, offsets_.Add(agent_step_, r->release, r->received_ns));
+      last_bound_ns_ = barrier_timing::PlacedBound(r->release, offsets_->Add(agent_step_, r->release, r->received_ns));
       max_bound_ns_ = std::max(max_bound_ns_, last_bound_ns_);
       if (barrier_timing::HopsOn()) {
         barrier_timing::Hop("bound", step, last_bound_ns_);

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -48,6 +49,57 @@ class StepBarrier {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
+// ClockSync: the agent's clock offset to its coordinator (base/barrier_timing.h OffsetWindow), shared by the
+// session, which feeds it every heartbeat's echo, and the phases' announce barriers, which feed it every step's
+// release and place their compute ends by it. Reset() at each connection: a new coordinator (or the same one
+// restarted elsewhere) is a new offset, related to this agent's clock as Welcome.clock_domain says
+// (base/barrier_timing.h RelateClocks): one clock, the offset is exactly 0; one boot, it is estimated with no drift
+// allowance; else with OffsetWindow::kDriftPpm. Before the first Reset(): unrelated.
+// Thread-safety: every method from any thread.
+class ClockSync {
+ public:
+  void Reset(barrier_timing::ClockRelation relation) {
+    MutexLock lk(&mu_);
+    switch (relation) {
+      case barrier_timing::ClockRelation::kSame:
+        window_ = barrier_timing::OffsetWindow::Exact(0);
+        break;
+      case barrier_timing::ClockRelation::kSameBoot:
+        window_ = barrier_timing::OffsetWindow(0);
+        break;
+      case barrier_timing::ClockRelation::kUnrelated:
+        window_ = barrier_timing::OffsetWindow();
+        break;
+    }
+  }
+  // The offset known exactly (one clock), and the drift allowance of its estimate, ppm.
+  bool exact() const {
+    MutexLock lk(&mu_);
+    return window_.exact();
+  }
+  int64_t drift_ppm() const {
+    MutexLock lk(&mu_);
+    return window_.drift_ppm();
+  }
+  // OffsetWindow::Exchange, ::Add and ::PlaceEnd under the lock.
+  void Exchange(int64_t t1, int64_t t2, int64_t t3, int64_t t4) {
+    MutexLock lk(&mu_);
+    window_.Exchange(t1, t2, t3, t4);
+  }
+  int64_t Add(const barrier_timing::AgentStep& s, const barrier_timing::Release& r, int64_t received_ns) {
+    MutexLock lk(&mu_);
+    return window_.Add(s, r, received_ns);
+  }
+  std::optional<barrier_timing::EndInterval> PlaceEnd(int64_t end_ns) const {
+    MutexLock lk(&mu_);
+    return window_.PlaceEnd(end_ns);
+  }
+
+ private:
+  mutable Mutex mu_;
+  barrier_timing::OffsetWindow window_ ABSL_GUARDED_BY(mu_);
+};
+
 class AnnounceBarrier {
  public:
   // The agent's steady clock (ns) and a sleep until an instant of it; false when the sleep was cancelled.
@@ -74,8 +126,11 @@ class AnnounceBarrier {
   // thread's timer expire up to 50 us late by default, and the step ends are what the barrier times).
   static Clock Steady(const std::atomic<bool>* cancel);
 
-  AnnounceBarrier(int parties, Clock clock, Announce announce, Await await)
-      : parties_(parties), clock_(std::move(clock)), announce_(std::move(announce)), await_(std::move(await)) {}
+  // `offsets` (may be null: one of its own, with the default drift allowance) is the session's ClockSync; it must
+  // outlive the barrier.
+  AnnounceBarrier(int parties, Clock clock, Announce announce, Await await, ClockSync* offsets = nullptr)
+      : parties_(parties), clock_(std::move(clock)), announce_(std::move(announce)), await_(std::move(await)),
+        offsets_(offsets != nullptr ? offsets : &own_offsets_) {}
 
   // This rank's compute of `step` started and ends at `compute_end_ns` (this clock).
   absl::Status Start(uint64_t step, int64_t compute_end_ns);
@@ -85,7 +140,7 @@ class AnnounceBarrier {
   absl::Status Arrive(uint64_t step);
   void Cancel(absl::Status why);
   // The error bound of the latest released step (base/barrier_timing.h OffsetWindow: ErrorBound, tightened over
-  // recent steps when the release carries the coordinator's receipt), ns; -1 before the first.
+  // recent exchanges when the release carries the coordinator's receipt), ns; -1 before the first.
   int64_t last_error_bound_ns() const;
   // The largest error bound of the barrier's steps so far, ns; -1 before the first.
   int64_t max_error_bound_ns() const;
@@ -108,7 +163,8 @@ class AnnounceBarrier {
   bool released_ ABSL_GUARDED_BY(mu_) = false;     // step_'s release came: end_ns_ is its instant
   int64_t end_ns_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_bound_ns_ ABSL_GUARDED_BY(mu_) = -1, max_bound_ns_ ABSL_GUARDED_BY(mu_) = -1;
-  barrier_timing::OffsetWindow offsets_ ABSL_GUARDED_BY(mu_);   // the bound, tightened over recent steps
+  ClockSync own_offsets_;       // without the session's
+  ClockSync* const offsets_;    // the bound, tightened over recent exchanges (its own lock)
   barrier_timing::BoundHistogram bounds_ ABSL_GUARDED_BY(mu_);  // every released step's bound
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };

@@ -264,7 +264,8 @@ class RankSteps {
       if (ctx.announce != nullptr && cmd.kind == PhaseKind::kTrainEpoch && cmd.local_ranks < cmd.world &&
           cmd.spec.barrier == "announce") {
         announce = std::make_unique<AnnounceBarrier>(cmd.local_ranks, AnnounceBarrier::Steady(ctx.cancel),
-                                                     ctx.announce->announce, ctx.announce->await);
+                                                     ctx.announce->announce, ctx.announce->await,
+                                                     ctx.announce->offsets);
       }
     }
     // A barrier with no compute before it (step-based checkpoints).

@@ -32,6 +32,34 @@ int64_t SteadyNs() {
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
+std::string ClockDomain() {
+  static const std::string domain = [] {
+    if (const char* env = std::getenv("DLIO_CLOCK_DOMAIN"); env != nullptr) return std::string(env);
+    std::string id(64, '\0');
+    FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f == nullptr) return std::string();
+    const size_t n = std::fread(id.data(), 1, id.size(), f);
+    std::fclose(f);
+    id.resize(n);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    if (id.empty()) return id;
+    char ns[64];
+    const ssize_t len = readlink("/proc/self/ns/time", ns, sizeof(ns) - 1);
+    return id + "/" + (len > 0 ? std::string(ns, static_cast<size_t>(len)) : std::string("-"));
+  }();
+  return domain;
+}
+
+ClockRelation RelateClocks(std::string_view a, std::string_view b) {
+  if (a.empty() || b.empty()) return ClockRelation::kUnrelated;
+  if (a == b) return ClockRelation::kSame;
+  const size_t sa = a.find('/'), sb = b.find('/');
+  if (sa != std::string_view::npos && sb != std::string_view::npos && sa > 0 && a.substr(0, sa) == b.substr(0, sb)) {
+    return ClockRelation::kSameBoot;
+  }
+  return ClockRelation::kUnrelated;
+}
+
 bool HopsOn() { return HopFd() >= 0; }
 
 void Hop(std::string_view hop, uint64_t step, int64_t ns, std::string_view who) {

@@ -11,7 +11,7 @@
 // agent i ends at (slowest compute end) + u_slowest - u_i: the only error is a difference of one-way latencies, and
 // the step never ends before the slowest compute end minus u_i <= the round trip of this step's announce and release
 // less the time the coordinator held the announce (ErrorBound: the agent computes it itself, from durations).
-// Once an agent's OffsetWindow holds a step, its announce also carries its compute end in the coordinator's clock as
+// Once an agent's OffsetWindow holds an exchange (a heartbeat's echo or a step's), its announce also carries its compute end in the coordinator's clock as
 // an interval (OffsetWindow::Offset); the coordinator then places that end at the interval's middle (Place), so the
 // announce's latency is no longer the error, and the bound is the step's slack plus the agent's own placement
 // uncertainty (PlacedBound).
@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace dlio::barrier_timing {
@@ -42,7 +43,8 @@ struct EndInterval {
 struct Announce {
   int64_t received_ns = 0;      // coordinator clock
   int64_t compute_left_ns = 0;  // from the agent's send to its latest compute end (0: compute already over)
-  // The agent's compute end placed in this clock by its offset window: sent from its second step (not by relays).
+  // The agent's compute end placed in this clock by its offset window: sent once the window holds an exchange (its
+  // first heartbeat's echo, or its first step's release), not through relays.
   std::optional<EndInterval> end = std::nullopt;
 };
 
@@ -124,58 +126,64 @@ inline int64_t PlacedBound(const Release& r, int64_t latency_bound_ns) {
   return std::max<int64_t>(0, r.slack_ns) + (r.placed_early_ns >= 0 ? r.placed_early_ns : latency_bound_ns);
 }
 
-// The error bound tightened over recent steps (docs/architecture.md, "Timing error"). Step k's exchange places the
-// clock offset theta = (coordinator clock) - (agent clock) in [t3 - t4, t2 - t1]: t1 the announce's send and t4 the
-// release's arrival (agent clock), t2 the announce's receipt and t3 = t2 + held the release's queueing (coordinator
-// clock); the interval's width is the step's ErrorBound. The offset drifts by at most kDriftPpm of the time elapsed
-// (two steady clocks, NTP's slew included; 0 on one machine), so an interval measured `age` ago is widened by
-// kDriftPpm x age, and the intervals of the last kSteps steps are intersected. This step's announce latency is
+// The clock offset theta = (coordinator clock) - (agent clock) as an interval, and the error bound tightened by it
+// (docs/architecture.md, "Timing error"). Every exchange of a message out and its answer back places theta in
+// [t3 - t4, t2 - t1]: t1 the agent's send and t4 the answer's arrival (agent clock), t2 the coordinator's receipt
+// and t3 (>= t2) a coordinator instant no later than the answer left (coordinator clock). A step's exchange is its
+// announce and release (t3 = t2 + held; Add), a heartbeat's is the heartbeat and its echo (Exchange). The offset
+// drifts by at most drift_ppm of the time elapsed (two steady clocks, NTP's slew included: kDriftPpm; 0 when both
+// sides read one machine's CLOCK_MONOTONIC, a single clock for every process of one boot, which a time namespace
+// only shifts), so an interval measured `age` ago is widened by drift_ppm x age. The window intersects the intervals
+// of the last kSteps exchanges and of two anchors, the exchanges with the highest lower end and the lowest upper end
+// seen (widened to now, each is replaced by a newer exchange that is tighter now): the min-RTT filter of NTP, which
+// with no drift keeps the fastest exchange of each direction for the whole session. A step's announce latency is
 // u = t2 - t1 - theta <= (t2 - t1) - lo, lo the intersection's lower end: the bound Add() returns, never above the
-// step's own ErrorBound (the step's interval is in the intersection), near the window's smallest when only the
-// releases were slow. A release without announce_received_ns gets the step's own ErrorBound; an empty intersection
-// (a drift beyond the allowance) restarts the window at this step.
-// Thread-safety: none (its owner's lock guards it).
+// step's own ErrorBound (the step's interval is in the intersection). A release without announce_received_ns gets
+// the step's own ErrorBound; an empty intersection (a drift beyond the allowance) restarts the window at the
+// exchange that emptied it.
+// When both sides read one clock (ClockRelation::kSame: one boot, one time namespace), the offset is known exactly:
+// Exact(0) is a window that places every end at its own instant (an interval of width 0) and ignores exchanges.
+// Thread-safety: none (its owner's lock guards it; agent/step_barrier.h ClockSync).
 class OffsetWindow {
  public:
   static constexpr int kSteps = 16;
   static constexpr int64_t kDriftPpm = 200;
 
-  // Records this step's exchange (`received_ns`: the release's arrival, agent clock) and returns its bound, ns.
+  explicit OffsetWindow(int64_t drift_ppm = kDriftPpm) : drift_ppm_(std::max<int64_t>(0, drift_ppm)) {}
+  // A window that knows the offset: `theta_ns` exactly.
+  static OffsetWindow Exact(int64_t theta_ns) {
+    OffsetWindow w(0);
+    w.exact_ = theta_ns;
+    return w;
+  }
+  int64_t drift_ppm() const { return drift_ppm_; }
+  bool exact() const { return exact_.has_value(); }
+
+  // Records this step's exchange (`received_ns`: the release's arrival, agent clock) and returns its bound, ns (with
+  // an exact offset: the announce's latency itself).
   int64_t Add(const AgentStep& s, const Release& r, int64_t received_ns) {
     if (r.announce_received_ns == 0) return ErrorBound(s, r, received_ns);
     const int64_t t2 = r.announce_received_ns;
+    if (exact_) return std::max<int64_t>(0, t2 - s.announced_ns - *exact_);
     const Interval now{t2 + std::max<int64_t>(0, r.held_ns) - received_ns, t2 - s.announced_ns, s.announced_ns};
-    ring_[static_cast<size_t>(next_)] = now;
-    next_ = (next_ + 1) % kSteps;
-    n_ = std::min(n_ + 1, kSteps);
-    int64_t lo = now.lo, hi = now.hi;
-    for (int k = 0; k < n_; ++k) {
-      const Interval& i = ring_[static_cast<size_t>(k)];
-      const int64_t drift = (std::max<int64_t>(0, received_ns - i.sent) * kDriftPpm + 999'999) / 1'000'000;
-      lo = std::max(lo, i.lo - drift);
-      hi = std::min(hi, i.hi + drift);
-    }
-    if (lo > hi) {  // the offset moved more than the allowance: keep only this step
-      ring_[0] = now;
-      n_ = 1;
-      next_ = 1 % kSteps;
-      lo = now.lo;
-    }
-    return std::max<int64_t>(0, now.hi - lo);
+    const EndInterval o = Record(now, received_ns);
+    return std::max<int64_t>(0, now.hi - o.lo_ns);
+  }
+  // Records an exchange that is not a step's (a heartbeat and its echo): t1, t4 agent clock, t2 <= t3 coordinator
+  // clock. An exchange whose answer came before its message left (t4 < t1), or that was held longer than its round
+  // trip, cannot be a true one and is ignored.
+  void Exchange(int64_t t1, int64_t t2, int64_t t3, int64_t t4) {
+    if (exact_ || t4 < t1 || t3 < t2 || t3 - t2 > t4 - t1) return;
+    Record(Interval{t3 - t4, t2 - t1, t1}, t4);
   }
 
-  // The offset's interval at `at_ns` (agent clock) from the steps recorded, each widened by its drift to `at_ns`;
-  // nullopt before the first step (or when they disagree). Placing a compute end E (agent clock) in the
+  // The offset's interval at `at_ns` (agent clock) from the exchanges recorded, each widened by its drift to `at_ns`;
+  // nullopt before the first exchange (or when they disagree). Placing a compute end E (agent clock) in the
   // coordinator's clock: [E + lo_ns, E + hi_ns].
   std::optional<EndInterval> Offset(int64_t at_ns) const {
+    if (exact_) return EndInterval{*exact_, *exact_};
     if (n_ == 0) return std::nullopt;
-    EndInterval o{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
-    for (int k = 0; k < n_; ++k) {
-      const Interval& i = ring_[static_cast<size_t>(k)];
-      const int64_t drift = (std::max<int64_t>(0, at_ns - i.sent) * kDriftPpm + 999'999) / 1'000'000;
-      o.lo_ns = std::max(o.lo_ns, i.lo - drift);
-      o.hi_ns = std::min(o.hi_ns, i.hi + drift);
-    }
+    const EndInterval o = Intersect(at_ns);
     if (o.lo_ns > o.hi_ns) return std::nullopt;
     return o;
   }
@@ -195,7 +203,47 @@ class OffsetWindow {
     int64_t lo = 0, hi = 0;  // the offset's interval (ns)
     int64_t sent = 0;        // t1 of its exchange (agent clock): its age is measured from there
   };
+  int64_t Drift(const Interval& i, int64_t at_ns) const {
+    if (drift_ppm_ == 0) return 0;
+    return (std::max<int64_t>(0, at_ns - i.sent) * drift_ppm_ + 999'999) / 1'000'000;
+  }
+  // The intersection of the ring and the anchors, each widened to `at_ns` (lo > hi: they disagree).
+  EndInterval Intersect(int64_t at_ns) const {
+    EndInterval o{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    auto cut = [&](const Interval& i) {
+      const int64_t d = Drift(i, at_ns);
+      o.lo_ns = std::max(o.lo_ns, i.lo - d);
+      o.hi_ns = std::min(o.hi_ns, i.hi + d);
+    };
+    for (int k = 0; k < n_; ++k) cut(ring_[static_cast<size_t>(k)]);
+    cut(best_lo_);
+    cut(best_hi_);
+    return o;
+  }
+  // Adds `now` (its answer arrived at `at_ns`) and returns the intersection at `at_ns`.
+  EndInterval Record(const Interval& now, int64_t at_ns) {
+    if (n_ == 0) best_lo_ = best_hi_ = now;
+    if (now.lo >= best_lo_.lo - Drift(best_lo_, now.sent)) best_lo_ = now;
+    if (now.hi <= best_hi_.hi + Drift(best_hi_, now.sent)) best_hi_ = now;
+    ring_[static_cast<size_t>(next_)] = now;
+    next_ = (next_ + 1) % kSteps;
+    n_ = std::min(n_ + 1, kSteps);
+    EndInterval o = Intersect(at_ns);
+    o.lo_ns = std::max(o.lo_ns, now.lo);  // `now` holds at its own answer's arrival unwidened
+    o.hi_ns = std::min(o.hi_ns, now.hi);
+    if (o.lo_ns > o.hi_ns) {  // the offset moved more than the allowance: keep only this exchange
+      ring_[0] = best_lo_ = best_hi_ = now;
+      n_ = 1;
+      next_ = 1 % kSteps;
+      o = {now.lo, now.hi};
+    }
+    return o;
+  }
+
+  int64_t drift_ppm_;
+  std::optional<int64_t> exact_;  // the offset, when known exactly
   std::array<Interval, kSteps> ring_{};
+  Interval best_lo_, best_hi_;  // the anchors (valid once n_ > 0)
   int n_ = 0, next_ = 0;
 };
 
@@ -251,6 +299,15 @@ class BoundHistogram {
 // CLOCK_MONOTONIC in ns: one clock for every process of one machine, so the hops of the agents and the coordinator
 // line up.
 int64_t SteadyNs();
+// Which CLOCK_MONOTONIC SteadyNs() reads: "<boot id>/<time namespace>" (/proc/sys/kernel/random/boot_id: every
+// process of one boot reads one clock; /proc/self/ns/time: a time namespace shifts it by a constant; "-" on a kernel
+// without them), or DLIO_CLOCK_DOMAIN when set (tests: agents as if on another machine); empty when the boot id
+// cannot be read. Read once per process.
+std::string ClockDomain();
+// How the steady clocks of two processes relate, from their ClockDomain()s: one clock (offset exactly 0), one boot
+// in two time namespaces (a constant offset: no drift), or unrelated (an empty domain is unrelated to any).
+enum class ClockRelation { kUnrelated, kSameBoot, kSame };
+ClockRelation RelateClocks(std::string_view a, std::string_view b);
 // True when the environment variable DLIO_BARRIER_HOPS named a folder at the first call (read once per process).
 bool HopsOn();
 // When HopsOn(): appends "<hop> <step> <ns> <who>" to <DLIO_BARRIER_HOPS>/<pid>.hops (one write(2), no allocation).

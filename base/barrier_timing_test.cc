@@ -193,6 +193,86 @@ TEST(OffsetWindow, TheOffsetIntervalIsTheIntersectionWidenedToTheInstantPlaced) 
   EXPECT_FALSE(OffsetWindow().PlaceEnd(5).has_value());
 }
 
+// The anchors: the exchange with the highest lower end and the one with the lowest upper end stay in the
+// intersection after the 16-step ring has moved on. With no drift (one boot) they hold for good; with the 200 ppm
+// allowance they widen with age, and still cut slower exchanges.
+TEST(OffsetWindow, TheFastestExchangeOfEachDirectionOutlivesTheRingWidenedByItsDrift) {
+  const int64_t offset = -3 * kMs;
+  for (const int64_t ppm : {int64_t{0}, OffsetWindow::kDriftPpm}) {
+    OffsetWindow w(ppm);
+    EXPECT_EQ(w.drift_ppm(), ppm);
+    int64_t t = 1000 * kMs;
+    Exchange e = At(t, offset, 20 * kUs, 0, 30 * kUs);  // the fast one: [offset - 30 us, offset + 20 us]
+    w.Add(e.step, e.release, e.received);
+    for (int k = 0; k < 40; ++k) {  // 40 slow ones, 20 ms apart: [offset - 500 us, offset + 400 us]
+      t += 20 * kMs;
+      e = At(t, offset, 400 * kUs, 0, 500 * kUs);
+      w.Add(e.step, e.release, e.received);
+    }
+    const std::optional<EndInterval> o = w.Offset(t);
+    ASSERT_TRUE(o.has_value());
+    const int64_t age = t - 1000 * kMs, drift = (age * ppm + 999'999) / 1'000'000;  // 800 ms: 160 us at 200 ppm
+    EXPECT_EQ(o->lo_ns, offset - 30 * kUs - drift) << ppm << " ppm";
+    EXPECT_EQ(o->hi_ns, offset + 20 * kUs + drift) << ppm << " ppm";
+  }
+}
+
+// A heartbeat's exchange (t1, t4 agent clock; t2 receipt, t3 echo's queueing, coordinator clock) places the offset
+// as a step's does; one that cannot have happened (an echo before its heartbeat, a hold longer than the round trip)
+// is ignored.
+TEST(OffsetWindow, AHeartbeatsExchangePlacesTheOffsetAndAnImpossibleOneIsIgnored) {
+  OffsetWindow w(0);
+  const int64_t offset = 42 * kMs;
+  w.Exchange(100 * kMs, 100 * kMs + 5 * kUs, 100 * kMs + offset, 100 * kMs - 1);  // answer before the send
+  w.Exchange(100 * kMs, 100 * kMs + offset, 100 * kMs + offset + 2 * kMs, 100 * kMs + 1 * kMs);  // held > RTT
+  EXPECT_FALSE(w.Offset(100 * kMs).has_value());
+  // Sent at 100 ms, received 30 us later (+ offset), held 1 ms, back 40 us later: [offset - 40 us, offset + 30 us].
+  w.Exchange(100 * kMs, 100 * kMs + 30 * kUs + offset, 100 * kMs + 1030 * kUs + offset, 100 * kMs + 1070 * kUs);
+  const std::optional<EndInterval> o = w.Offset(101 * kMs);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->lo_ns, offset - 40 * kUs);
+  EXPECT_EQ(o->hi_ns, offset + 30 * kUs);
+  // A step's bound then uses it: the announce took 25 us, its release was slow (2 ms).
+  const Exchange e = At(200 * kMs, offset, 25 * kUs, 0, 2 * kMs);
+  EXPECT_EQ(w.Add(e.step, e.release, e.received), 25 * kUs + 40 * kUs);  // its upper end less the window's lower
+}
+
+// One clock: the offset is known, every end is placed at its own instant and exchanges change nothing; a step's
+// Add() is the announce's latency itself.
+TEST(OffsetWindow, AnExactOffsetPlacesEveryEndAtItsInstant) {
+  OffsetWindow w = OffsetWindow::Exact(0);
+  EXPECT_TRUE(w.exact());
+  EXPECT_FALSE(OffsetWindow().exact());
+  const std::optional<EndInterval> end = w.PlaceEnd(5 * kMs);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->lo_ns, 5 * kMs);
+  EXPECT_EQ(end->hi_ns, 5 * kMs);
+  w.Exchange(0, 1 * kMs, 1 * kMs, 3 * kMs);  // a wrong exchange (it says the offset is in [-2 ms, 1 ms]) is ignored
+  EXPECT_EQ(w.Offset(7 * kMs)->lo_ns, 0);
+  const Exchange e = At(10 * kMs, 0, 70 * kUs, 1 * kMs, 3 * kMs);
+  EXPECT_EQ(w.Add(e.step, e.release, e.received), 70 * kUs);
+  // The coordinator then places the end exactly: no early or late margin.
+  Announce a{e.release.announce_received_ns, e.step.compute_end_ns - e.step.announced_ns, w.PlaceEnd(e.step.compute_end_ns)};
+  const Placed p = Place(a);
+  EXPECT_EQ(p.at_ns, e.step.compute_end_ns);
+  EXPECT_EQ(p.early_ns, 0);
+  EXPECT_EQ(p.late_ns, 0);
+}
+
+// ClockDomain: this boot and time namespace; RelateClocks: one clock, one boot (another time namespace), or not.
+TEST(ClockDomain, TwoDomainsAreOneClockOneBootOrUnrelated) {
+  const std::string mine = ClockDomain();
+  ASSERT_FALSE(mine.empty()) << "no /proc/sys/kernel/random/boot_id";
+  EXPECT_EQ(mine.find('/'), 36u) << mine;  // a boot id is a 36-character UUID
+  EXPECT_EQ(RelateClocks(mine, mine), ClockRelation::kSame);
+  EXPECT_EQ(RelateClocks("b00t/time:[1]", "b00t/time:[2]"), ClockRelation::kSameBoot);
+  EXPECT_EQ(RelateClocks("b00t/time:[1]", "other/time:[1]"), ClockRelation::kUnrelated);
+  EXPECT_EQ(RelateClocks("", ""), ClockRelation::kUnrelated);
+  EXPECT_EQ(RelateClocks(mine, ""), ClockRelation::kUnrelated);
+  EXPECT_EQ(RelateClocks("elsewhere-1", mine), ClockRelation::kUnrelated);
+  EXPECT_EQ(RelateClocks("/x", "/y"), ClockRelation::kUnrelated);  // no boot id: nothing shared
+}
+
 // DLIO_BARRIER_HOPS (read once per process, at the first call: no other test of this binary stamps a hop) names a
 // folder; every hop is one line of <pid>.hops there.
 TEST(Hop, EachHopIsOneLineOfThePidsFileInTheNamedFolder) {

@@ -347,7 +347,7 @@ class SwarmAgent final : public PhaseHost,
       }
       welcomed_ = true;
       timing_ = *t;
-      session_.Begin(link_, now);
+      session_.Begin(link_, now, timing_);
       {
         std::lock_guard<std::mutex> lk(events_->mu);
         ++events_->attached;
@@ -403,15 +403,16 @@ class SwarmAgent final : public PhaseHost,
     session_.End();
     if (queue_.Close()) RemoveHold();
   }
-  void ScheduleHeartbeat(Clock::time_point from) {
-    timers_->At(from + timing_.heartbeat, [this] {
+  // Heartbeat number `beat` of the connection, AgentSession::Timing::Before(beat) after `from` (as the agent's).
+  void ScheduleHeartbeat(Clock::time_point from, int beat = 0) {
+    timers_->At(from + timing_.Before(beat), [this, beat] {
       if (ended_) return;
       if (session_.LeaseExpired(Clock::now(), timing_, nullptr)) {
         context_.TryCancel();
         return;
       }
       session_.SendHeartbeat();
-      ScheduleHeartbeat(Clock::now());
+      ScheduleHeartbeat(Clock::now(), beat + 1);
     });
   }
   // What a step transition leaves to do once mu_ is released (messages are sent outside it).
@@ -478,7 +479,6 @@ class SwarmAgent final : public PhaseHost,
   enum class Wait { kNone, kCompute, kRelease, kEnd } wait_ = Wait::kNone;
   bool announce_ = false;                 // dlio_ext.barrier: announce (else after_compute)
   barrier_timing::AgentStep agent_step_;  // announce: the step's announce and planned compute end (steady ns)
-  barrier_timing::OffsetWindow offsets_;  // announce: as AnnounceBarrier, the clock offset over the recent steps
   bool released_ = false;                 // announce: the current step's release came
   AnnounceBarrier::Received release_;     // ... and its timing
   uint64_t gen_ = 0;                      // bumped per phase and at a stop: a stale timer does nothing
@@ -530,7 +530,6 @@ void SwarmAgent::Start(PhaseCommand cmd) {
     wait_ = Wait::kNone;
     barrier_ = !eval && cmd_.local_ranks < cmd_.world;  // a single-agent job's barrier stays inside the agent
     announce_ = barrier_ && cmd_.spec.barrier == "announce";  // as agent/steps_phase.cc chooses
-    offsets_ = barrier_timing::OffsetWindow();                 // a window per phase, as the agent's AnnounceBarrier
     measured_ = barrier_ && cmd_.phase_id == kMeasuredPhase;
     steps_ = *steps;
     step_ = 0;
@@ -610,8 +609,8 @@ void SwarmAgent::Announce(After* after) {
   if (measured_) stats_->Arrived(step_, agent_step_.announced_ns);
   after->arrive = after->announce = true;
   after->compute_left_ns = agent_step_.compute_end_ns - agent_step_.announced_ns;
-  // As AnnounceBarrier::Start: the compute end placed in the coordinator's clock by the recent steps' offsets.
-  after->placed = offsets_.PlaceEnd(agent_step_.compute_end_ns);
+  // As AnnounceBarrier::Start: the compute end placed in the coordinator's clock by the session's offset estimate.
+  after->placed = session_.clock().PlaceEnd(agent_step_.compute_end_ns);
   after->ids.job_id = cmd_.job_id;
   after->ids.phase_id = cmd_.phase_id;
   after->step = static_cast<uint64_t>(step_);
@@ -704,7 +703,7 @@ void SwarmAgent::Released(const std::string& job_id, uint64_t step) {
       release_ = *r;
       // As AnnounceBarrier::Finish: the window takes this exchange; the bound is the placed one when the end was.
       const int64_t bound =
-          barrier_timing::PlacedBound(r->release, offsets_.Add(agent_step_, r->release, r->received_ns));
+          barrier_timing::PlacedBound(r->release, session_.clock().Add(agent_step_, r->release, r->received_ns));
       if (measured_ && step_ < static_cast<int64_t>(ends_.size())) ends_[static_cast<size_t>(step_)].bound = bound;
       if (wait_ == Wait::kRelease) EndStep(now, &after);  // else the compute timer ends the step
     }

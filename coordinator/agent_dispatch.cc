@@ -84,7 +84,10 @@ void AgentInbox::Deliver(const v1::AgentMessage& in, Coordinator::Clock::time_po
   switch (in.msg_case()) {
     case v1::AgentMessage::kHeartbeat:
       core_->OnHeartbeat(agent_);
-      if (echo_) echo_(in.heartbeat().agent_time_ns());
+      if (echo_) {
+        echo_(in.heartbeat().agent_time_ns(),
+              std::chrono::duration_cast<std::chrono::nanoseconds>(received.time_since_epoch()).count());
+      }
       break;
     case v1::AgentMessage::kBarrierArrive: {
       const v1::BarrierArrive& a = in.barrier_arrive();

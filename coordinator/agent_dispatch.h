@@ -31,8 +31,9 @@ AgentInfo AgentInfoFromHello(const v1::Hello& hello);
 
 class AgentInbox {
  public:
-  // `echo` answers a heartbeat (the facade queues the echo on the agent's stream).
-  AgentInbox(Coordinator* core, std::string agent, std::function<void(int64_t)> echo)
+  // `echo` answers a heartbeat (the facade queues the echo on the agent's stream): the agent's send time and the
+  // heartbeat's receipt (steady clock, ns).
+  AgentInbox(Coordinator* core, std::string agent, std::function<void(int64_t, int64_t)> echo)
       : core_(core), agent_(std::move(agent)), echo_(std::move(echo)) {}
   // `received`: when gRPC handed `m` over (steady clock; the barrier's estimate of an agent's end starts there).
   void Deliver(const v1::AgentMessage& m, Coordinator::Clock::time_point received = {});
@@ -40,7 +41,7 @@ class AgentInbox {
  private:
   Coordinator* const core_;
   const std::string agent_;
-  const std::function<void(int64_t)> echo_;
+  const std::function<void(int64_t, int64_t)> echo_;
   std::vector<RankEpochResult> parts_;  // PhaseDone parts received so far, of (parts_job_, parts_phase_)
   std::string parts_job_, parts_phase_;
   uint64_t parts_bytes_ = 0;

@@ -117,12 +117,12 @@ class StreamLink : public AgentLink {
         ctx_(ctx) {}
 
   void Accepted(std::chrono::milliseconds heartbeat, std::chrono::milliseconds lease) override {
-    heartbeat_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(heartbeat).count();
     v1::CoordinatorMessage m;
     m.mutable_welcome()->set_protocol_version(kProtocolVersion);
     m.mutable_welcome()->set_agent(agent_);
     m.mutable_welcome()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat.count()));
     m.mutable_welcome()->set_lease_ms(static_cast<uint32_t>(lease.count()));
+    m.mutable_welcome()->set_clock_domain(barrier_timing::ClockDomain());
     Push(Serialize(m));
   }
   void RunPhase(const PhaseOrder& o) override {
@@ -144,12 +144,16 @@ class StreamLink : public AgentLink {
     Push(Serialize(m));
   }
   void Drop(const std::string& reason) override { Break(reason); }
-  // The answer to a heartbeat, which tells the agent the coordinator is alive: not needed when the agent got another
-  // message within the last heartbeat interval (a running job's releases are many per second).
-  void Echo(int64_t agent_time_ns) {
-    if (NowNs() - last_push_ns_.load(std::memory_order_relaxed) < heartbeat_ns_) return;
+  // The answer to a heartbeat, which tells the agent the coordinator is alive and, with the heartbeat's receipt and
+  // the echo's queueing in this clock, gives it one exchange of its clock-offset estimate (base/barrier_timing.h
+  // OffsetWindow::Exchange). Every heartbeat is echoed: one message per agent and heartbeat interval, as an idle
+  // coordinator always sent.
+  void Echo(int64_t agent_time_ns, int64_t received_ns) {
     v1::CoordinatorMessage m;
-    m.mutable_heartbeat()->set_agent_time_ns(agent_time_ns);
+    v1::Heartbeat* h = m.mutable_heartbeat();
+    h->set_agent_time_ns(agent_time_ns);
+    h->set_coordinator_received_ns(received_ns);
+    h->set_coordinator_sent_ns(NowNs());  // before the write: no later than the echo leaves
     Push(Serialize(m));
   }
 
@@ -174,7 +178,6 @@ class StreamLink : public AgentLink {
  private:
   static int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
   void Push(grpc::ByteBuffer b) {
-    last_push_ns_.store(NowNs(), std::memory_order_relaxed);
     if (queue_.Push(std::move(b)) == WriteQueue<grpc::ByteBuffer>::Pushed::kFull) {
       Break(absl::StrCat("it stopped reading its stream (", kMaxQueuedMessages, " messages queued)"));
     }
@@ -189,8 +192,6 @@ class StreamLink : public AgentLink {
   const std::string agent_;
   ReleaseCache* const releases_;
   WriteQueue<grpc::ByteBuffer> queue_;
-  int64_t heartbeat_ns_ = 0;                    // from Accepted(), before any heartbeat can arrive
-  std::atomic<int64_t> last_push_ns_{0};        // steady clock, of the latest message queued
   Mutex mu_;
   grpc::CallbackServerContext* ctx_ ABSL_GUARDED_BY(mu_);  // null once the stream is ending
   std::string drop_reason_ ABSL_GUARDED_BY(mu_);
@@ -533,8 +534,8 @@ class AttachReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     }
     service_->UpdateTargets(info_.name, info_.hostname,
                             ResolveMetricsEndpoint(hello.metrics_endpoint(), ctx_->peer()));
-    inbox_ = std::make_unique<AgentInbox>(service_->core(), info_.name,
-                                          [link = link_.get()](int64_t t) { link->Echo(t); });
+    inbox_ = std::make_unique<AgentInbox>(
+        service_->core(), info_.name, [link = link_.get()](int64_t t, int64_t received) { link->Echo(t, received); });
     StartRead(&in_);
   }
   // The refusal of an attach: an Error naming the cause, then the status.

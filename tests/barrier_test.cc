@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/barrier_timing.h"
 #include "gtest/gtest.h"
 #include "tests/harness.h"
 
@@ -113,13 +114,19 @@ struct ErrorRun {
 // from waking for up to 6 ms past their end instant (DLIO_BARRIER_HOPS profile, load 0.5, main and this branch
 // alike). That is a scheduling effect after the barrier, not the barrier; every measured step is followed by a
 // step's compute, as in a training run.
-ErrorRun MeasureError(const TempDir& dir, int n, int steps, double compute) {
+// `domain` empty: the agents read the coordinator's clock (one machine: the offset is exact); else each agent i
+// reports DLIO_CLOCK_DOMAIN=<domain>-i: "<this boot id>/..." as an agent in another time namespace of this machine
+// (its offset estimated with no drift allowance), anything else as an agent on another machine (200 ppm).
+ErrorRun MeasureError(const TempDir& dir, int n, int steps, double compute, const std::string& domain = "") {
   Fleet fleet(dir);
   std::vector<int> ports;
   for (int i = 0; i < n; ++i) {
     ports.push_back(FreePort());
+    std::vector<std::string> prefix;
+    if (!domain.empty()) prefix = {"env", "DLIO_CLOCK_DOMAIN=" + domain + "-" + std::to_string(i)};
     fleet.AddAgent("agent-" + std::to_string(i),
-                   {"--accelerators", "1", "--metrics-listen", "127.0.0.1:" + std::to_string(ports.back())});
+                   {"--accelerators", "1", "--metrics-listen", "127.0.0.1:" + std::to_string(ports.back())}, 3,
+                   prefix);
   }
   const std::string job = dir.str() + "/error.yaml";
   WriteFile(job,
@@ -136,7 +143,7 @@ ErrorRun MeasureError(const TempDir& dir, int n, int steps, double compute) {
     const double b = Sample(exposition, "dlio_barrier_error_bound_seconds");
     const double p50 = Sample(exposition, "dlio_barrier_error_bound_p50_seconds");
     EXPECT_GE(b, 0) << "agent on port " << port << " exports no dlio_barrier_error_bound_seconds";
-    EXPECT_GT(p50, 0) << "agent on port " << port << " exports no dlio_barrier_error_bound_p50_seconds";
+    EXPECT_GE(p50, 0) << "agent on port " << port << " exports no dlio_barrier_error_bound_p50_seconds";
     EXPECT_LE(p50, b) << "agent on port " << port << ": the median step's bound above the largest";
     run.bound_us.push_back(b * 1e6);
     run.p50_us.push_back(p50 * 1e6);
@@ -165,6 +172,60 @@ ErrorRun MeasureError(const TempDir& dir, int n, int steps, double compute) {
   return run;
 }
 
+// One measured run of `n` agents (MeasureError's `domain`, `how` says it): its figures printed, and the real spread
+// of the step ends checked against the largest bound.
+void CheckErrorRun(int n, const std::string& how, const std::string& domain) {
+  TempDir dir;
+  const ErrorRun r = MeasureError(dir, n, 60, 0.02, domain);
+  ASSERT_EQ(r.bound_us.size(), static_cast<size_t>(n));
+  ASSERT_EQ(r.spread_us.size(), 60u) << "every step of every agent in the trace";
+  const double bound_max = *std::max_element(r.bound_us.begin(), r.bound_us.end());
+  const std::string what = std::to_string(n) + " agents, " + how;
+  std::string load;
+  std::getline(std::ifstream("/proc/loadavg"), load);
+  std::printf("%s (load %s): error bound per agent, largest of the phase: p50 %.1f us, p99 %.1f us, max %.1f us; "
+              "median of its steps: p50 %.1f us, max %.1f us; step-end spread (per step) p50 %.1f us, p99 %.1f us, "
+              "max %.1f us; earliest end before the slowest compute end: max %.1f us\n",
+              what.c_str(), load.substr(0, load.find(' ')).c_str(), Quantile(r.bound_us, 0.5),
+              Quantile(r.bound_us, 0.99), bound_max, Quantile(r.p50_us, 0.5), Quantile(r.p50_us, 1),
+              Quantile(r.spread_us, 0.5), Quantile(r.spread_us, 0.99), Quantile(r.spread_us, 1),
+              Quantile(r.early_us, 1));
+  if (domain.empty()) {
+    // One machine, one CLOCK_MONOTONIC: the offsets are exact (0), every end is placed where it is, and the bound of
+    // every step is 0.
+    EXPECT_EQ(bound_max, 0) << what;
+  } else {
+    // The bound is as wide as the agent's fastest exchanges of two small loopback messages, one each way (heartbeat
+    // echoes and step releases, min-RTT filtered; docs/architecture.md "Timing error"): 117-180 us per agent-step
+    // here at load 1.1-1.8 with no drift allowance, more with the 200 ppm of unrelated clocks. Each agent's median
+    // stays under 2 ms. The largest of a phase is one scheduling hiccup in 60 steps on 2 shared cores (3.7-4.6 ms
+    // here, 5.3 ms in a clean-clone CI run at load 2.85, which failed the former 5 ms limit on the largest): under
+    // 10 ms, half a 20 ms step.
+    EXPECT_LT(Quantile(r.p50_us, 1), 2000) << what;
+    EXPECT_LT(bound_max, 10000) << what;
+  }
+  // The spread is a difference of one-way latencies (at most the largest bound) plus the agents' wake-up from
+  // their sleep to the end instant, which the bound does not cover: 2 ms of margin for a loaded machine. The
+  // earliest end before the slowest compute end is at most its agent's bound plus the same wake-ups (the compute
+  // ends in the trace are measured after the sleep, so a late wake-up of the slowest agent counts here too).
+  // Now and then the 2 shared cores wake a rank thread milliseconds late, which no bound covers (8 agent processes
+  // and another test beside them: 4.2 ms at step 29 of a clean-clone CI run at load 2.5, once the bound placed by
+  // the offsets was 1.7 ms): at most 3 of the 60 steps may pass the 2 ms margin, and none half a step (10 ms).
+  int beyond_margin = 0;
+  for (size_t k = 0; k < r.spread_us.size(); ++k) {
+    EXPECT_LE(r.spread_us[k], bound_max + 10000) << what << ", step " << k;
+    EXPECT_LE(r.early_us[k], bound_max + 10000) << what << ", step " << k;
+    if (r.spread_us[k] > bound_max + 2000 || r.early_us[k] > bound_max + 2000) {
+      ++beyond_margin;
+      std::printf("%s, step %zu: spread %.1f us, early %.1f us, beyond the largest bound + 2 ms\n", what.c_str(), k,
+                  r.spread_us[k], r.early_us[k]);
+    }
+  }
+  EXPECT_LE(beyond_margin, 3) << what << ": steps whose ends spread beyond the largest bound + 2 ms";
+}
+
+// The three ways an agent knows its clock offset: on the coordinator's clock (exact), on its boot in another time
+// namespace (estimated, no drift) and as if on another machine (estimated, 200 ppm of drift allowed).
 TEST(Barrier, TheErrorBoundStaysSmallAndTheRealSpreadOfStepEndsWithinIt) {
   std::vector<int> sizes = {8};
   if (const char* env = std::getenv("DLIO_BARRIER_ERROR_AGENTS")) {
@@ -172,46 +233,12 @@ TEST(Barrier, TheErrorBoundStaysSmallAndTheRealSpreadOfStepEndsWithinIt) {
     std::stringstream in(env);
     for (std::string n; std::getline(in, n, ',');) sizes.push_back(std::stoi(n));
   }
+  const std::string boot = barrier_timing::ClockDomain().substr(0, barrier_timing::ClockDomain().find('/'));
+  ASSERT_FALSE(boot.empty()) << "no boot id";
   for (int n : sizes) {
-    TempDir dir;
-    const ErrorRun r = MeasureError(dir, n, 60, 0.02);
-    ASSERT_EQ(r.bound_us.size(), static_cast<size_t>(n));
-    ASSERT_EQ(r.spread_us.size(), 60u) << "every step of every agent in the trace";
-    const double bound_max = *std::max_element(r.bound_us.begin(), r.bound_us.end());
-    std::string load;
-    std::getline(std::ifstream("/proc/loadavg"), load);
-    std::printf("%d agents (load %s): error bound per agent, largest of the phase: p50 %.1f us, p99 %.1f us, max %.1f "
-                "us; median of its steps: p50 %.1f us, max %.1f us; step-end spread (per step) p50 %.1f us, p99 %.1f "
-                "us, max %.1f us; earliest end before the slowest compute end: max %.1f us\n",
-                n, load.substr(0, load.find(' ')).c_str(), Quantile(r.bound_us, 0.5), Quantile(r.bound_us, 0.99),
-                bound_max, Quantile(r.p50_us, 0.5), Quantile(r.p50_us, 1), Quantile(r.spread_us, 0.5),
-                Quantile(r.spread_us, 0.99), Quantile(r.spread_us, 1), Quantile(r.early_us, 1));
-    // The bound is as wide as the agent's fastest recent exchange of two small loopback messages (ends placed by the
-    // clock offsets; docs/architecture.md "Timing error"). Per step it is hundreds of microseconds here (the median of
-    // an agent's steps: 430-940 us measured at load 3-8 when the receipts placed the ends, 235-360 us at load 1.6-3.9
-    // placed by the offsets): each agent's median stays under 2 ms. The largest
-    // of a phase is one scheduling hiccup in 60 steps on 2 shared cores (3.7-4.6 ms here, 5.3 ms in a clean-clone CI
-    // run at load 2.85, which failed the former 5 ms limit on the largest): under 10 ms, half a 20 ms step.
-    EXPECT_LT(Quantile(r.p50_us, 1), 2000) << n << " agents";
-    EXPECT_LT(bound_max, 10000) << n << " agents";
-    // The spread is a difference of one-way latencies (at most the largest bound) plus the agents' wake-up from
-    // their sleep to the end instant, which the bound does not cover: 2 ms of margin for a loaded machine. The
-    // earliest end before the slowest compute end is at most its agent's bound plus the same wake-ups (the compute
-    // ends in the trace are measured after the sleep, so a late wake-up of the slowest agent counts here too).
-    // Now and then the 2 shared cores wake a rank thread milliseconds late, which no bound covers (8 agent processes
-    // and another test beside them: 4.2 ms at step 29 of a clean-clone CI run at load 2.5, once the bound placed by
-    // the offsets was 1.7 ms): at most 3 of the 60 steps may pass the 2 ms margin, and none half a step (10 ms).
-    int beyond_margin = 0;
-    for (size_t k = 0; k < r.spread_us.size(); ++k) {
-      EXPECT_LE(r.spread_us[k], bound_max + 10000) << n << " agents, step " << k;
-      EXPECT_LE(r.early_us[k], bound_max + 10000) << n << " agents, step " << k;
-      if (r.spread_us[k] > bound_max + 2000 || r.early_us[k] > bound_max + 2000) {
-        ++beyond_margin;
-        std::printf("%d agents, step %zu: spread %.1f us, early %.1f us, beyond the largest bound + 2 ms\n", n, k,
-                    r.spread_us[k], r.early_us[k]);
-      }
-    }
-    EXPECT_LE(beyond_margin, 3) << n << " agents: steps whose ends spread beyond the largest bound + 2 ms";
+    CheckErrorRun(n, "one clock", "");
+    CheckErrorRun(n, "one boot, offsets estimated", boot + "/elsewhere");
+    CheckErrorRun(n, "other machines, offsets estimated", "elsewhere");
   }
 }
 
