@@ -1,6 +1,7 @@
 #include "agent/metrics.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "agent/loader.h"
 #include "results/prometheus_family.h"
@@ -227,22 +228,23 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   AddSample(stale, {{"agent", agent_}}, static_cast<double>(stale_releases_.load(std::memory_order_relaxed)));
   std::vector<prometheus::MetricFamily> out = families.Take();
   out.push_back(std::move(stale));
-  // Always exported (0 until the first announce barrier), so a dashboard or the catalogue check sees the family.
+  // Always exported, so a dashboard or the catalogue check sees the family; NaN (not measured) until the first
+  // announce barrier: 0 is a measured bound (agents on the coordinator's clock place every end exactly).
+  const auto seconds = [](int64_t ns) {
+    return ns < 0 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(ns) * 1e-9;
+  };
   auto bound = MetricFamily("dlio_barrier_error_bound_seconds",
                             "Largest bound on how early this agent ended a step of its latest training phase against "
                             "the slowest rank's compute end (announce barrier: how well the ends were placed, by the "
                             "agents' clock offsets or by the announce's receipt).",
                             MetricType::Gauge);
-  AddSample(bound, {{"agent", agent_}},
-            static_cast<double>(std::max<int64_t>(0, barrier_error_bound_ns_.load(std::memory_order_relaxed))) * 1e-9);
+  AddSample(bound, {{"agent", agent_}}, seconds(barrier_error_bound_ns_.load(std::memory_order_relaxed)));
   out.push_back(std::move(bound));
   auto p50 = MetricFamily("dlio_barrier_error_bound_p50_seconds",
                           "Median over the steps of this agent's latest training phase of the bound on how early it "
                           "ended a step against the slowest rank's compute end (announce barrier).",
                           MetricType::Gauge);
-  AddSample(p50, {{"agent", agent_}},
-            static_cast<double>(std::max<int64_t>(0, barrier_error_bound_p50_ns_.load(std::memory_order_relaxed))) *
-                1e-9);
+  AddSample(p50, {{"agent", agent_}}, seconds(barrier_error_bound_p50_ns_.load(std::memory_order_relaxed)));
   out.push_back(std::move(p50));
   AppendS3Families(agent_, S3Metrics::Global().Snapshot(), &out);
   return out;

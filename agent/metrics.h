@@ -98,9 +98,9 @@ class AgentMetrics : public prometheus::Collectable {
   // job or phase; agent/step_barrier.h ReleaseBoard).
   void CountStaleRelease() { stale_releases_.fetch_add(1, std::memory_order_relaxed); }
   // dlio_ext.barrier: announce: the largest timing error bound of the running (or last) training phase's steps, ns
-  // (agent/step_barrier.h AnnounceBarrier; base/barrier_timing.h ErrorBound). Exported as 0 until set.
+  // (agent/step_barrier.h AnnounceBarrier; base/barrier_timing.h ErrorBound). Exported as NaN until set.
   void SetBarrierErrorBound(int64_t ns) { barrier_error_bound_ns_.store(ns, std::memory_order_relaxed); }
-  // The same phase's median per-step bound, ns (AnnounceBarrier::p50_error_bound_ns). Exported as 0 until set.
+  // The same phase's median per-step bound, ns (AnnounceBarrier::p50_error_bound_ns). Exported as NaN until set.
   void SetBarrierErrorBoundP50(int64_t ns) { barrier_error_bound_p50_ns_.store(ns, std::memory_order_relaxed); }
 
  private:

@@ -63,12 +63,16 @@ TEST(AgentMetrics, StepHistogramsAreExportedPerRankInSeconds) {
   EXPECT_EQ(Label(Find(families, "dlio_write_bytes_total")->metric[0], "phase"), "generate");
 }
 
-// Issue 29: the announce barrier's error bound, a gauge in seconds (0 until set); promtool-clean.
-TEST(AgentMetrics, TheBarrierErrorBoundIsAGaugeInSecondsZeroUntilSet) {
+// Issue 29: the announce barrier's error bound, a gauge in seconds (NaN, not measured, until set: 0 is a measured
+// bound); promtool-clean.
+TEST(AgentMetrics, TheBarrierErrorBoundIsAGaugeInSecondsNotMeasuredUntilSet) {
   AgentMetrics metrics("agent-a");
   const auto before = metrics.Collect();
   ASSERT_NE(Find(before, "dlio_barrier_error_bound_seconds"), nullptr);
-  EXPECT_EQ(Find(before, "dlio_barrier_error_bound_seconds")->metric[0].gauge.value, 0) << "no announce barrier yet";
+  EXPECT_TRUE(std::isnan(Find(before, "dlio_barrier_error_bound_seconds")->metric[0].gauge.value))
+      << "no announce barrier yet";
+  metrics.SetBarrierErrorBound(0);  // every end placed exactly (one clock)
+  EXPECT_EQ(Find(metrics.Collect(), "dlio_barrier_error_bound_seconds")->metric[0].gauge.value, 0);
   metrics.SetBarrierErrorBound(42'000);
   const auto families = metrics.Collect();
   const auto* b = Find(families, "dlio_barrier_error_bound_seconds");
@@ -85,13 +89,13 @@ TEST(AgentMetrics, TheBarrierErrorBoundIsAGaugeInSecondsZeroUntilSet) {
   }
 }
 
-// The median per-step bound beside the largest: its own gauge in seconds, 0 until set, the largest unchanged.
+// The median per-step bound beside the largest: its own gauge in seconds, NaN until set, the largest unchanged.
 TEST(AgentMetrics, TheBarrierErrorBoundMedianIsAGaugeBesideTheLargest) {
   AgentMetrics metrics("agent-a");
   const auto before = metrics.Collect();
   const auto* none = Find(before, "dlio_barrier_error_bound_p50_seconds");
   ASSERT_NE(none, nullptr);
-  EXPECT_EQ(none->metric[0].gauge.value, 0) << "no announce barrier yet";
+  EXPECT_TRUE(std::isnan(none->metric[0].gauge.value)) << "no announce barrier yet";
   metrics.SetBarrierErrorBound(900'000);
   metrics.SetBarrierErrorBoundP50(30'000);
   const auto families = metrics.Collect();
