@@ -505,7 +505,7 @@ SessionEnd AgentServer::Impl::Serve(grpc::ClientContext& context, Stream& stream
         break;
       }
       lk.Unlock();
-      session->SendHeartbeat();
+      session->SendHeartbeat(AgentSession::Timing::Probe(beat));
       lk.Lock();
     }
     if (shutdown) {

@@ -420,7 +420,7 @@ bool AgentSession::LeaseExpired(Clock::time_point now, const Timing& timing, Clo
   return s > timing.lease;
 }
 
-void AgentSession::SendHeartbeat() {
+void AgentSession::SendHeartbeat(bool probe) {
   std::vector<std::pair<std::string, std::string>> running;  // job, phase
   {
     MutexLock lk(&mu_);
@@ -432,6 +432,7 @@ void AgentSession::SendHeartbeat() {
   v1::AgentMessage hb;
   hb.mutable_heartbeat()->set_agent_time_ns(Ns(Clock::now()));
   Send(hb);
+  if (probe) return;
   for (const auto& [job, phase] : running) SendProgress(job, phase);
 }
 

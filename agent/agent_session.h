@@ -114,7 +114,8 @@ class AgentSession {
     // job's first step (with no drift it keeps them for the whole connection); then one every `heartbeat`.
     static constexpr int kClockProbes = 8;
     static constexpr std::chrono::milliseconds kClockProbeGap{10};
-    std::chrono::milliseconds Before(int n) const { return n < kClockProbes ? kClockProbeGap : heartbeat; }
+    std::chrono::milliseconds Before(int n) const { return Probe(n) ? kClockProbeGap : heartbeat; }
+    static bool Probe(int n) { return n < kClockProbes; }
   };
 
   // `metrics` (may be null) counts stale releases; `workloads` (may be null: one of its own) caches parsed jobs.
@@ -139,8 +140,9 @@ class AgentSession {
   void OnMessage(const v1::CoordinatorMessage& m, Clock::time_point now);
   // True once the coordinator has been silent for longer than the lease (*silent says how long).
   bool LeaseExpired(Clock::time_point now, const Timing& timing, Clock::duration* silent) const;
-  // The heartbeat, and the progress of every running phase.
-  void SendHeartbeat();
+  // The heartbeat, and the progress of every running phase unless `probe` (a clock probe: Timing::Before's first
+  // heartbeats of a connection, which leave the progress at about one a second).
+  void SendHeartbeat(bool probe = false);
   // The stream is gone: a running phase is told to stop, WaitRelease() returns. Idempotent.
   void End();
   bool session_alive() const;

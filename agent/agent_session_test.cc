@@ -706,6 +706,12 @@ TEST(AgentSession, AHeartbeatIsSentAloneWhenIdleAndWithProgressWhileAPhaseRuns) 
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_TRUE(sent[0].has_heartbeat());
 
+  // A clock probe (the first heartbeats of a connection) goes alone: the progress stays at about one a second.
+  f.session.SendHeartbeat(/*probe=*/true);
+  sent = f.link->Take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(sent[0].has_heartbeat());
+
   f.session.End();
   f.session.SendHeartbeat();
   EXPECT_TRUE(f.link->Sent().empty());  // nothing once the session is gone

@@ -411,7 +411,7 @@ class SwarmAgent final : public PhaseHost,
         context_.TryCancel();
         return;
       }
-      session_.SendHeartbeat();
+      session_.SendHeartbeat(AgentSession::Timing::Probe(beat));
       ScheduleHeartbeat(Clock::now(), beat + 1);
     });
   }
