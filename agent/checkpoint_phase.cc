@@ -110,7 +110,7 @@ void CheckpointRank(const PhaseContext& ctx, CheckpointGroup& group, int rank, R
     io.set_limiter(group.limiter);
     io.set_cancel(ctx.cancel);  // a cancel stops the save between chunks and wakes the cap's sleep
     io.set_randomize(spec.checkpoint_randomize_tensor);
-    const int64_t ck0 = TraceNowNs();
+    const int64_t ck0 = SteadyNs();
     absl::StatusOr<RankCheckpointResult> c =
         TakeCheckpoint(spec, group.setup, io, rank, cmd.world, cmd.local_ranks, cmd.checkpoint_load,
                        cmd.checkpoint_index, cmd.epoch, cmd.checkpoint_step,
@@ -119,7 +119,7 @@ void CheckpointRank(const PhaseContext& ctx, CheckpointGroup& group, int rank, R
       // --trace: the save or load as one event on the rank's step track (its bytes the rank's files).
       const std::unique_ptr<TraceBuffer> t = TraceBuffer::Make(StepTrackId(rank), 1);
       t->Record(c->load ? TraceKind::kCheckpointRead : TraceKind::kCheckpointWrite, ck0,
-                static_cast<uint64_t>(TraceNowNs() - ck0), c->bytes);
+                static_cast<uint64_t>(SteadyNs() - ck0), c->bytes);
       t->Pack(TraceClockOffsetNs(), &r.trace_events);
     }
     if (c.ok()) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "agent/relay_credentials.h"
+#include "base/steady_ns.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/coordinator.grpc.pb.h"
 #include "dlio/v1/credentials.h"
@@ -13,13 +14,6 @@
 #include "spdlog/spdlog.h"
 
 namespace dlio {
-
-namespace {
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 // --- RelayHub ---
 

@@ -459,7 +459,7 @@ class RankSteps {
     block_ = BlockTimings();
     block_.block = number + 1;
     if (rm_) rm_->SetPhase(RankPhase::kCheckpoint);
-    const int64_t ck0 = step_trace_ != nullptr ? TraceNowNs() : 0;
+    const int64_t ck0 = step_trace_ != nullptr ? SteadyNs() : 0;
     absl::StatusOr<RankCheckpointResult> c = TakeCheckpoint(
         spec_, *setup_.ckpt, *ckpt_io_, rank_, cmd_.world, cmd_.local_ranks, false,
         cmd_.checkpoint_index + static_cast<int>(next_ckpt_), cmd_.epoch, step + 1,
@@ -472,7 +472,7 @@ class RankSteps {
       return false;
     }
     if (step_trace_ != nullptr) {  // one event per rank and save, its bytes the rank's files
-      step_trace_->Record(TraceKind::kCheckpointWrite, ck0, static_cast<uint64_t>(TraceNowNs() - ck0), c->bytes);
+      step_trace_->Record(TraceKind::kCheckpointWrite, ck0, static_cast<uint64_t>(SteadyNs() - ck0), c->bytes);
     }
     r_.checkpoints.push_back(*c);
     ++next_ckpt_;

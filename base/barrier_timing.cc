@@ -26,12 +26,6 @@ int HopFd() {
 
 }  // namespace
 
-int64_t SteadyNs() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
 std::string ClockDomain() {
   static const std::string domain = [] {
     if (const char* env = std::getenv("DLIO_CLOCK_DOMAIN"); env != nullptr) return std::string(env);

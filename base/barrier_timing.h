@@ -30,6 +30,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/steady_ns.h"
+
 namespace dlio::barrier_timing {
 
 // --- the coordinator's half (its steady clock) ---
@@ -296,9 +298,9 @@ class BoundHistogram {
 
 // --- profiling: the hops of a step (docs/architecture.md, "Where the time goes") ---
 
-// CLOCK_MONOTONIC in ns: one clock for every process of one machine, so the hops of the agents and the coordinator
-// line up.
-int64_t SteadyNs();
+// CLOCK_MONOTONIC in ns (base/steady_ns.h): one clock for every process of one machine, so the hops of the agents
+// and the coordinator line up.
+using ::dlio::SteadyNs;
 // Which CLOCK_MONOTONIC SteadyNs() reads: "<boot id>/<time namespace>" (/proc/sys/kernel/random/boot_id: every
 // process of one boot reads one clock; /proc/self/ns/time: a time namespace shifts it by a constant; "-" on a kernel
 // without them), or DLIO_CLOCK_DOMAIN when set (tests: agents as if on another machine); empty when the boot id

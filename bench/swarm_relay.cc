@@ -4,17 +4,13 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/steady_ns.h"
 #include "dlio/v1/convert.h"
 #include "dlio/v1/credentials.h"
 
 namespace dlio::swarm {
 
 namespace {
-
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Links not yet over (SwarmRelayLink::Live).
 std::atomic<int> live_links{0};

@@ -28,7 +28,7 @@ class IoStats {
   // One read/write call of `bytes` that took `ns`.
   void AddOp(uint64_t bytes, uint64_t ns) {
     if (trace_ != nullptr) {
-      trace_->Record(TraceKind::kRead, TraceNowNs() - static_cast<int64_t>(ns), ns, bytes);
+      trace_->Record(TraceKind::kRead, SteadyNs() - static_cast<int64_t>(ns), ns, bytes);
     }
     bytes_.fetch_add(bytes, std::memory_order_relaxed);
     ops_.fetch_add(1, std::memory_order_relaxed);
@@ -38,7 +38,7 @@ class IoStats {
   }
   void AddSamples(uint64_t n) { samples_.fetch_add(n, std::memory_order_relaxed); }
   void AddFile() {
-    if (trace_ != nullptr) trace_->Record(TraceKind::kOpen, TraceNowNs(), 0, 0);
+    if (trace_ != nullptr) trace_->Record(TraceKind::kOpen, SteadyNs(), 0, 0);
     files_.fetch_add(1, std::memory_order_relaxed);
   }
   // --trace: every AddOp() becomes a read event and every AddFile() an open event in `t` (owned by the same thread

@@ -7,7 +7,7 @@
 //    counted in dropped() and not kept (the first `capacity` events of the phase survive: an explicit cap, so an
 //    agent's trace memory is capacity x 32 bytes per thread whatever the run length).
 //  - Tracing off costs one branch where an event would be recorded (IoStats::AddOp/AddFile test a null pointer).
-//  - Times: start_ns on the steady clock (TraceNowNs, CLOCK_MONOTONIC); Pack() converts them to Unix-epoch
+//  - Times: start_ns on the steady clock (SteadyNs, CLOCK_MONOTONIC); Pack() converts them to Unix-epoch
 //    nanoseconds with one offset taken at pack time, so agents on different hosts line up as well as their
 //    system clocks do.
 //  - Reading (Pack, size) only after the owning thread finished the phase (the caller joins the threads first).
@@ -21,6 +21,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "base/steady_ns.h"
 
 namespace dlio {
 
@@ -38,12 +40,6 @@ const char* TraceKindName(TraceKind k);
 // Events kept per thread and phase unless dlio_ext.trace_events_per_thread says otherwise: 65536 x 32 B = 2 MiB
 // per thread, enough for a 1000-step epoch with 60 reads per step on each loader thread.
 inline constexpr int64_t kDefaultTraceEventsPerThread = 65536;
-
-inline int64_t TraceNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // tid of a track inside an agent (Chrome trace: pid = agent, tid = track): the rank's step thread is rank * 1000,
 // its loader thread t is rank * 1000 + 1 + t.
@@ -88,7 +84,7 @@ class TraceBuffer {
   const PackedTraceEvent* events() const { return events_; }
 
   // Appends this buffer's events to `out` in the wire form, times moved to the Unix epoch by `offset_ns`
-  // (= Unix-epoch ns - TraceNowNs() at the same instant, see TraceClockOffsetNs()).
+  // (= Unix-epoch ns - SteadyNs() at the same instant, see TraceClockOffsetNs()).
   void Pack(int64_t offset_ns, std::string* out) const {
     const size_t at = out->size();
     out->resize(at + n_ * sizeof(PackedTraceEvent));
@@ -107,10 +103,10 @@ class TraceBuffer {
   uint64_t dropped_ = 0;
 };
 
-// Unix-epoch ns minus TraceNowNs(), read now.
+// Unix-epoch ns minus SteadyNs(), read now.
 inline int64_t TraceClockOffsetNs() {
   timespec real;
-  const int64_t mono = TraceNowNs();
+  const int64_t mono = SteadyNs();
   clock_gettime(CLOCK_REALTIME, &real);
   return static_cast<int64_t>(real.tv_sec) * 1000000000 + real.tv_nsec - mono;
 }
