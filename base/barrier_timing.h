@@ -11,10 +11,10 @@
 // agent i ends at (slowest compute end) + u_slowest - u_i: the only error is a difference of one-way latencies, and
 // the step never ends before the slowest compute end minus u_i <= the round trip of this step's announce and release
 // less the time the coordinator held the announce (ErrorBound: the agent computes it itself, from durations).
-// Once an agent's OffsetWindow holds an exchange (a heartbeat's echo or a step's), its announce also carries its compute end in the coordinator's clock as
-// an interval (OffsetWindow::Offset); the coordinator then places that end at the interval's middle (Place), so the
-// announce's latency is no longer the error, and the bound is the step's slack plus the agent's own placement
-// uncertainty (PlacedBound).
+// Once an agent's OffsetWindow holds an exchange (a heartbeat's echo or a step's), its announce also carries its
+// compute end in the coordinator's clock as an interval (OffsetWindow::Offset); the coordinator then places that end
+// at the interval's middle (Place), so the announce's latency is no longer the error, and the bound is the step's
+// slack plus the agent's own placement uncertainty (PlacedBound): 0 when the agent reads the coordinator's clock.
 // BoundHistogram keeps a phase's per-step bounds so that their median can be exported beside their maximum.
 // Hop() stamps the hops of a step for profiling (DLIO_BARRIER_HOPS; off by default).
 // Thread-safety: pure functions; a BoundHistogram is not synchronised (its owner's lock guards it); Hop() from any

@@ -252,7 +252,8 @@ TEST(OffsetWindow, AnExactOffsetPlacesEveryEndAtItsInstant) {
   const Exchange e = At(10 * kMs, 0, 70 * kUs, 1 * kMs, 3 * kMs);
   EXPECT_EQ(w.Add(e.step, e.release, e.received), 70 * kUs);
   // The coordinator then places the end exactly: no early or late margin.
-  Announce a{e.release.announce_received_ns, e.step.compute_end_ns - e.step.announced_ns, w.PlaceEnd(e.step.compute_end_ns)};
+  const Announce a{e.release.announce_received_ns, e.step.compute_end_ns - e.step.announced_ns,
+                   w.PlaceEnd(e.step.compute_end_ns)};
   const Placed p = Place(a);
   EXPECT_EQ(p.at_ns, e.step.compute_end_ns);
   EXPECT_EQ(p.early_ns, 0);
