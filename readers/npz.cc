@@ -384,6 +384,30 @@ class BufferDestination {
   zip_error_t error_{};
 };
 
+// libzip 1.7.3 (Debian 12) fills two static bitmasks on its first zip_open_from_source call without a lock
+// (needed_support_read, then needed_support_write; objdump shows the two stores). A thread that sees the first set
+// and the second not yet treats every write command as needed, finds the source read-only and refuses to truncate
+// it: "libzip open: Read-only archive" on an agent's first npz file (two agents in one clean-clone CI run). One
+// archive opened before any generate thread does fills both, under the lock of a C++ function-local static.
+void FillLibzipStatics() {
+  static const bool filled = [] {
+    AlignedBuffer buf;
+    BufferDestination dest(&buf);
+    zip_error_t err;
+    zip_error_init(&err);
+    if (zip_source_t* src = zip_source_function_create(BufferDestination::Callback, &dest, &err)) {
+      if (zip_t* za = zip_open_from_source(src, ZIP_TRUNCATE, &err)) {
+        zip_discard(za);  // frees the source with it
+      } else {
+        zip_source_free(src);
+      }
+    }
+    zip_error_fini(&err);
+    return true;
+  }();
+  (void)filled;
+}
+
 class NpzFormat final : public Format {
  public:
   explicit NpzFormat(FormatOptions o) : Format(std::move(o)) {}
@@ -426,6 +450,7 @@ class NpzFormat final : public Format {
     auto zerr = [&path](const char* what, const char* detail) {
       return absl::InternalError(absl::StrCat(path, ": libzip ", what, ": ", detail));
     };
+    FillLibzipStatics();
     zip_error_t err;
     zip_error_init(&err);
     struct SourceFree {
