@@ -72,14 +72,10 @@ class ClockSync {
         break;
     }
   }
-  // The offset known exactly (one clock), and the drift allowance of its estimate, ppm.
+  // The offset known exactly (one clock).
   bool exact() const {
     MutexLock lk(&mu_);
     return window_.exact();
-  }
-  int64_t drift_ppm() const {
-    MutexLock lk(&mu_);
-    return window_.drift_ppm();
   }
   // OffsetWindow::Exchange, ::Add and ::PlaceEnd under the lock.
   void Exchange(int64_t t1, int64_t t2, int64_t t3, int64_t t4) {

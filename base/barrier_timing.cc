@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/host_facts.h"
+
 namespace dlio::barrier_timing {
 
 namespace {
@@ -29,13 +31,7 @@ int HopFd() {
 std::string ClockDomain() {
   static const std::string domain = [] {
     if (const char* env = std::getenv("DLIO_CLOCK_DOMAIN"); env != nullptr) return std::string(env);
-    std::string id(64, '\0');
-    FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f == nullptr) return std::string();
-    const size_t n = std::fread(id.data(), 1, id.size(), f);
-    std::fclose(f);
-    id.resize(n);
-    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    const std::string id = ReadLine("/proc/sys/kernel/random/boot_id");
     if (id.empty()) return id;
     char ns[64];
     const ssize_t len = readlink("/proc/self/ns/time", ns, sizeof(ns) - 1);

@@ -46,14 +46,14 @@ std::string FsTypeName(int64_t f_type) {
   return absl::StrFormat("0x%x", static_cast<uint64_t>(f_type) & 0xFFFFFFFFu);
 }
 
-namespace {
-
 std::string ReadLine(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
   return std::string(absl::StripAsciiWhitespace(line));
 }
+
+namespace {
 
 // The cgroup memory limit of this process when it is below `mem_total` (v2 memory.max, v1 memory.limit_in_bytes,
 // as a container sees its own cgroup at /sys/fs/cgroup); 0 when unlimited ("max", or v1's huge default) or

@@ -47,6 +47,8 @@ struct HostProvenance {
 HostProvenance CollectHostProvenance(const std::string& data_root);
 // statfs f_type magic -> name; unknown values as "0x<hex>".
 std::string FsTypeName(int64_t f_type);
+// The first line of a small file (/proc, /sys), surrounding whitespace stripped; empty when it cannot be read.
+std::string ReadLine(const std::string& path);
 
 // MemTotal of /proc/meminfo in bytes; 0 when unreadable.
 uint64_t LocalMemoryBytes();

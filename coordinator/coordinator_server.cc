@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
 #include "base/mutex.h"
+#include "base/steady_ns.h"
 #include "results/prometheus_family.h"
 #include "base/text.h"
 #include "base/write_queue.h"
@@ -153,7 +154,7 @@ class StreamLink : public AgentLink {
     v1::Heartbeat* h = m.mutable_heartbeat();
     h->set_agent_time_ns(agent_time_ns);
     h->set_coordinator_received_ns(received_ns);
-    h->set_coordinator_sent_ns(NowNs());  // before the write: no later than the echo leaves
+    h->set_coordinator_sent_ns(SteadyNs());  // before the write: no later than the echo leaves
     Push(Serialize(m));
   }
 
@@ -176,7 +177,6 @@ class StreamLink : public AgentLink {
   }
 
  private:
-  static int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
   void Push(grpc::ByteBuffer b) {
     if (queue_.Push(std::move(b)) == WriteQueue<grpc::ByteBuffer>::Pushed::kFull) {
       Break(absl::StrCat("it stopped reading its stream (", kMaxQueuedMessages, " messages queued)"));
